@@ -1,0 +1,121 @@
+//! The contract between kprof plugins and the one core runtime of a process.
+//!
+//! Every plugin library (Kokkos, OMPT, OpenACC, ...) is loaded by a different runtime
+//! with different `dlopen` flags, so plugins must not rely on symbol interposition to
+//! share state. Instead the core is its own shared library, `libkprof_core.so`, which
+//! exports one symbol, [`CORE_API_SYMBOL`], returning a table of C function pointers
+//! ([`CoreApi`]). Each plugin loads that library from its own directory with
+//! [`loader::load_core`]; `dlopen` of the same file returns the same instance, so all
+//! plugins of a process share one runtime, one clock and one output directory.
+//!
+//! The table is versioned: a plugin checks [`CoreApi::version`] and [`CoreApi::size`]
+//! before use, so a newer core can append functions without breaking older plugins.
+
+pub mod guard;
+pub mod kind;
+pub mod loader;
+
+use std::ffi::c_char;
+
+pub use kind::{Anomaly, Kind};
+
+/// Version of the [`CoreApi`] layout. Bumped when a function changes meaning;
+/// appending functions only grows [`CoreApi::size`].
+pub const ABI_VERSION: u32 = 1;
+
+/// Name of the function exported by `libkprof_core.so` that returns the table.
+pub const CORE_API_SYMBOL: &[u8] = b"kprof_core_api\0";
+
+/// Signature of [`CORE_API_SYMBOL`]: returns the table for `version`, or NULL when
+/// the core cannot serve that version.
+pub type CoreApiFn = unsafe extern "C" fn(version: u32) -> *const CoreApi;
+
+/// A device (or host execution space) as a plugin describes it; the core hands back a
+/// small index that events carry.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceDesc {
+    /// Back end or device kind, NUL-terminated (`"OpenMP"`, `"Cuda"`, ...).
+    pub backend: *const c_char,
+    /// Device number within the back end.
+    pub index: u32,
+    /// Execution-space instance / stream / queue within the device.
+    pub instance: u32,
+}
+
+/// A memory space name as runtimes pass it: a bounded, possibly unterminated buffer.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct SpaceName {
+    /// First byte of the name.
+    pub ptr: *const c_char,
+    /// Bytes available at `ptr`; the name ends at the first NUL or here.
+    pub max_len: usize,
+}
+
+/// One side of a memory copy.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CopyEnd {
+    /// Memory space of this side.
+    pub space: SpaceName,
+    /// Label (view name) of this side, NUL-terminated; may be NULL.
+    pub label: *const c_char,
+}
+
+/// The function table exported by the core. All functions are safe to call from any
+/// thread at any time: before the runtime started they start it or do nothing, after
+/// it finalized they are ignored and counted.
+#[repr(C)]
+pub struct CoreApi {
+    /// `size_of::<CoreApi>()` of the core that built this table.
+    pub size: usize,
+    /// [`ABI_VERSION`] of the core that built this table.
+    pub version: u32,
+    /// Starts the runtime if it is not running and records that `plugin` (a short
+    /// NUL-terminated name such as `"kokkos"`) uses it. Returns false when kprof is
+    /// disabled (`KPROF_ENABLE=0`) or already finalized.
+    pub attach: unsafe extern "C" fn(plugin: *const c_char) -> bool,
+    /// Applies one option, `--name=value` or `KPROF_NAME=value`. Returns false (after
+    /// one line on stderr) when the option is unknown or its value invalid.
+    pub configure: unsafe extern "C" fn(arg: *const c_char) -> bool,
+    /// The value of a boolean option (`"kokkos-fences"`), after the environment and
+    /// every `configure` so far: 1 true, 0 false, -1 unknown option.
+    pub option_flag: unsafe extern "C" fn(name: *const c_char) -> i32,
+    /// Help text listing every option, NUL-terminated, static.
+    pub help: unsafe extern "C" fn() -> *const c_char,
+    /// Writes all output and stops measuring. Idempotent.
+    pub finalize: unsafe extern "C" fn(),
+    /// Index of a device, registering it on first sight (0 when invalid).
+    pub device: unsafe extern "C" fn(desc: *const DeviceDesc) -> u16,
+    /// Opens an instance of `kind` named `name` on `dev` and returns its GUID (never
+    /// 0 while measuring). `parent` is an explicit parent GUID (e.g. on another
+    /// thread), or 0 for the innermost open instance of the calling thread.
+    pub begin: unsafe extern "C" fn(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64,
+    /// Closes the instance `guid` of `kind`; `guid` 0 closes the innermost open
+    /// instance of `kind` on the calling thread (stack-style APIs).
+    pub end: unsafe extern "C" fn(kind: u8, guid: u64),
+    /// Records an instant event of `kind` (a marker, a dual-view sync, ...) with two
+    /// kind-specific values.
+    pub instant: unsafe extern "C" fn(kind: u8, name: *const c_char, a: u64, b: u64),
+    /// Records an allocation of `bytes` at `ptr` in `space`, labelled `label`.
+    pub alloc: unsafe extern "C" fn(space: SpaceName, label: *const c_char, ptr: u64, bytes: u64),
+    /// Records the deallocation of `ptr` in `space`.
+    pub free: unsafe extern "C" fn(space: SpaceName, label: *const c_char, ptr: u64, bytes: u64),
+    /// Opens a memory copy of `bytes` from `src` to `dst` (kind [`Kind::DeepCopy`]);
+    /// closed with `end(Kind::DeepCopy, guid)`.
+    pub copy_begin: unsafe extern "C" fn(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64,
+    /// Creates a named section (a timer started and stopped by id, possibly on
+    /// different threads, accumulated across starts); returns its id (never 0).
+    pub section_create: unsafe extern "C" fn(name: *const c_char) -> u32,
+    /// Starts section `id`.
+    pub section_start: unsafe extern "C" fn(id: u32),
+    /// Stops section `id`.
+    pub section_stop: unsafe extern "C" fn(id: u32),
+    /// Destroys section `id` (its totals stay in the profile).
+    pub section_destroy: unsafe extern "C" fn(id: u32),
+    /// Records a metadata key/value pair.
+    pub metadata: unsafe extern "C" fn(key: *const c_char, value: *const c_char),
+    /// Counts an anomaly a plugin detected ([`Anomaly`] as u32).
+    pub anomaly: unsafe extern "C" fn(which: u32),
+}

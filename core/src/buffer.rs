@@ -1,0 +1,207 @@
+//! Fixed-size chunks of records and the bounded pool they circulate in.
+//!
+//! A chunk is filled by exactly one thread, then handed to the writer through the
+//! `full` queue, processed, and returned to the `free` queue. Both queues are
+//! lock-free (crossbeam `ArrayQueue`). The total number of chunks is capped by the
+//! buffer budget; chunks are allocated (and their pages touched) by the writer thread,
+//! never by an application thread in the middle of an event.
+//!
+//! While a thread fills a chunk, it publishes the count of complete records with a
+//! release store after each append, so the writer can read ("peek") a chunk that is
+//! still being filled — for periodic flushes and for the final flush at exit.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_queue::ArrayQueue;
+
+use crate::record::Record;
+
+/// Records per chunk (64 KiB).
+pub const CHUNK_RECORDS: usize = 2048;
+/// Bytes per chunk.
+pub const CHUNK_BYTES: usize = CHUNK_RECORDS * std::mem::size_of::<Record>();
+
+/// A chunk of records, owned by one thread at a time.
+pub struct Chunk {
+    records: Box<[UnsafeCell<Record>]>,
+    /// Records complete and visible to the writer.
+    published: AtomicU32,
+    /// Records the writer has processed (written by the writer only).
+    consumed: AtomicU32,
+    /// Index of the thread filling it.
+    owner: AtomicU32,
+    /// The owner's chunk sequence number, so the writer keeps each thread's order.
+    seq: AtomicU64,
+}
+
+// SAFETY: records are written only by the owning thread at indices >= published, and
+// read by the writer only below an acquired `published`; the two never overlap.
+unsafe impl Sync for Chunk {}
+
+impl Chunk {
+    fn new() -> &'static Chunk {
+        // Built element by element so every page is touched here, on the writer
+        // thread, rather than page-faulted later on an application thread.
+        let records: Box<[UnsafeCell<Record>]> = (0..CHUNK_RECORDS)
+            .map(|_| UnsafeCell::new(Record::default()))
+            .collect();
+        Box::leak(Box::new(Chunk {
+            records,
+            published: AtomicU32::new(0),
+            consumed: AtomicU32::new(0),
+            owner: AtomicU32::new(0),
+            seq: AtomicU64::new(0),
+        }))
+    }
+
+    /// Prepares the chunk for `owner`'s `seq`-th chunk.
+    pub fn claim(&self, owner: u32, seq: u64) {
+        self.published.store(0, Ordering::Relaxed);
+        self.consumed.store(0, Ordering::Relaxed);
+        self.owner.store(owner, Ordering::Relaxed);
+        self.seq.store(seq, Ordering::Release);
+    }
+
+    /// Writes `r` at `index` and publishes `index + 1` records.
+    ///
+    /// Only the owning thread calls this, with `index` equal to the count it
+    /// published last and below [`CHUNK_RECORDS`].
+    #[inline(always)]
+    pub fn write(&self, index: usize, r: Record) {
+        // SAFETY: the slot is past `published`, so the writer does not read it, and
+        // only the owner writes; bounds are checked by the slice index.
+        unsafe { *self.records[index].get() = r };
+        self.published.store(index as u32 + 1, Ordering::Release);
+    }
+
+    /// The records published but not yet consumed; marks them consumed.
+    /// Writer thread only.
+    pub fn take_new(&self) -> &[Record] {
+        let end = self.published.load(Ordering::Acquire) as usize;
+        let start = self.consumed.load(Ordering::Relaxed) as usize;
+        if start >= end {
+            return &[];
+        }
+        self.consumed.store(end as u32, Ordering::Relaxed);
+        // SAFETY: indices below the acquired `published` are complete and no longer
+        // written; UnsafeCell<Record> has the layout of Record.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.records[start..end].as_ptr().cast::<Record>(),
+                end - start,
+            )
+        }
+    }
+
+    /// Index of the owning thread.
+    pub fn owner(&self) -> u32 {
+        self.owner.load(Ordering::Relaxed)
+    }
+
+    /// The owner's sequence number of this chunk.
+    pub fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+}
+
+/// The chunks of the process: free ones ready for threads, full ones for the writer.
+pub struct Pool {
+    free: ArrayQueue<&'static Chunk>,
+    full: ArrayQueue<&'static Chunk>,
+    allocated: AtomicUsize,
+    max: usize,
+}
+
+impl Pool {
+    /// A pool of at most `budget_mb` MiB of chunks, with `initial` allocated now.
+    pub fn new(budget_mb: u64, initial: usize) -> Pool {
+        let max = ((budget_mb as usize).saturating_mul(1 << 20) / CHUNK_BYTES).max(4);
+        let pool = Pool {
+            free: ArrayQueue::new(max),
+            full: ArrayQueue::new(max),
+            allocated: AtomicUsize::new(0),
+            max,
+        };
+        pool.top_up(initial);
+        pool
+    }
+
+    /// A free chunk, if any (never allocates).
+    #[inline]
+    pub fn take(&self) -> Option<&'static Chunk> {
+        self.free.pop()
+    }
+
+    /// Hands a chunk to the writer.
+    pub fn submit(&self, c: &'static Chunk) {
+        // Cannot fail: the queue holds every chunk that exists.
+        let _ = self.full.push(c);
+    }
+
+    /// The next chunk for the writer, in submission order.
+    pub fn next_full(&self) -> Option<&'static Chunk> {
+        self.full.pop()
+    }
+
+    /// Returns a processed chunk to the free queue.
+    pub fn recycle(&self, c: &'static Chunk) {
+        let _ = self.free.push(c);
+    }
+
+    /// Allocates chunks until `want` are free or the budget is spent.
+    pub fn top_up(&self, want: usize) {
+        while self.free.len() < want && self.allocated.load(Ordering::Relaxed) < self.max {
+            self.allocated.fetch_add(1, Ordering::Relaxed);
+            let _ = self.free.push(Chunk::new());
+        }
+    }
+
+    /// Chunks the budget allows.
+    pub fn max_chunks(&self) -> usize {
+        self.max
+    }
+
+    /// Chunks allocated so far.
+    pub fn allocated(&self) -> usize {
+        self.allocated.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publish_take_and_recycle() {
+        let pool = Pool::new(1, 2);
+        assert_eq!(pool.max_chunks(), 16);
+        let c = pool.take().unwrap();
+        c.claim(7, 0);
+        for i in 0..3 {
+            c.write(
+                i,
+                Record {
+                    ts: i as u64,
+                    ..Record::default()
+                },
+            );
+        }
+        assert_eq!(c.take_new().len(), 3);
+        assert!(c.take_new().is_empty());
+        c.write(
+            3,
+            Record {
+                ts: 3,
+                ..Record::default()
+            },
+        );
+        assert_eq!(c.take_new()[0].ts, 3);
+        pool.submit(c);
+        let back = pool.next_full().unwrap();
+        assert_eq!(back.owner(), 7);
+        pool.recycle(back);
+        pool.top_up(100);
+        assert_eq!(pool.allocated(), 16);
+    }
+}

@@ -1,0 +1,279 @@
+//! Settings: `KPROF_*` environment variables, overridable by plugin arguments
+//! (`--output-dir=x` or `KPROF_OUTPUT_DIR=x`). One table describes every option, so
+//! the environment, the argument parser and the help text cannot disagree.
+
+use std::fmt::Write as _;
+
+/// Why an option was not applied.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// No option of that name.
+    #[error("unknown option '{0}' (see --kokkos-tools-help or the README)")]
+    Unknown(String),
+    /// The value does not parse.
+    #[error("{name}={value} is invalid ({expected}); using {default}")]
+    Invalid {
+        /// The option as given.
+        name: String,
+        /// The value as given.
+        value: String,
+        /// What would have been valid.
+        expected: &'static str,
+        /// What is used instead.
+        default: String,
+    },
+    /// Not of the form `name=value`.
+    #[error("'{0}' is not of the form --name=value")]
+    Malformed(String),
+}
+
+/// The effective settings of this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Output directory pattern (`%p`, `%h`, `%e`, `%r`).
+    pub output_dir: String,
+    /// Event buffer budget in MiB.
+    pub buffer_mb: u64,
+    /// Print the summary on stderr.
+    pub summary: bool,
+    /// Rows per summary table.
+    pub summary_top: usize,
+    /// Flush on SIGINT/SIGTERM.
+    pub signals: bool,
+    /// Record anything at all.
+    pub enable: bool,
+    /// Keep Kokkos' global fences around kernels and regions.
+    pub kokkos_fences: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            output_dir: "kprof-%e-%p".into(),
+            buffer_mb: 64,
+            summary: true,
+            summary_top: 20,
+            signals: true,
+            enable: true,
+            kokkos_fences: false,
+        }
+    }
+}
+
+/// How an option's value is parsed.
+#[derive(Clone, Copy)]
+enum Value {
+    Text,
+    Flag,
+    Count { min: u64, max: u64 },
+}
+
+/// One option: its argument name, its environment variable, and its help.
+struct Spec {
+    arg: &'static str,
+    env: &'static str,
+    value: Value,
+    help: &'static str,
+}
+
+const SPECS: &[Spec] = &[
+    Spec {
+        arg: "output-dir",
+        env: "KPROF_OUTPUT_DIR",
+        value: Value::Text,
+        help: "directory of this process's files; %p pid, %h host, %e executable, %r MPI rank (default kprof-%e-%p)",
+    },
+    Spec {
+        arg: "buffer-mb",
+        env: "KPROF_BUFFER_MB",
+        value: Value::Count { min: 1, max: 65536 },
+        help: "MiB of event buffers; beyond it records are dropped and counted (default 64)",
+    },
+    Spec {
+        arg: "summary",
+        env: "KPROF_SUMMARY",
+        value: Value::Flag,
+        help: "print the summary on stderr at exit (default 1)",
+    },
+    Spec {
+        arg: "summary-top",
+        env: "KPROF_SUMMARY_TOP",
+        value: Value::Count { min: 1, max: 100_000 },
+        help: "rows per summary table (default 20)",
+    },
+    Spec {
+        arg: "signals",
+        env: "KPROF_SIGNALS",
+        value: Value::Flag,
+        help: "write complete output on SIGINT/SIGTERM, then let the signal act (default 1)",
+    },
+    Spec {
+        arg: "enable",
+        env: "KPROF_ENABLE",
+        value: Value::Flag,
+        help: "0 loads kprof but records nothing (default 1)",
+    },
+    Spec {
+        arg: "kokkos-fences",
+        env: "KPROF_KOKKOS_FENCES",
+        value: Value::Flag,
+        help: "1 keeps Kokkos' global fences around kernels and regions (default 0)",
+    },
+];
+
+impl Config {
+    /// The defaults overridden by the environment; invalid values are reported
+    /// through `warn` and replaced by the default.
+    pub fn from_env(mut warn: impl FnMut(&ConfigError)) -> Config {
+        let mut cfg = Config::default();
+        for spec in SPECS {
+            if let Ok(value) = std::env::var(spec.env) {
+                if let Err(e) = cfg.set(spec, spec.env, &value) {
+                    warn(&e);
+                }
+            }
+        }
+        cfg
+    }
+
+    /// Applies `--name=value`, `name=value` or `KPROF_NAME=value`.
+    pub fn apply_arg(&mut self, arg: &str) -> Result<(), ConfigError> {
+        let (name, value) = arg
+            .split_once('=')
+            .ok_or_else(|| ConfigError::Malformed(arg.into()))?;
+        let key = name.trim_start_matches('-');
+        let spec = SPECS
+            .iter()
+            .find(|s| s.arg == key || s.env == key)
+            .ok_or_else(|| ConfigError::Unknown(name.into()))?;
+        self.set(spec, name, value)
+    }
+
+    /// The value of a boolean option by argument name.
+    pub fn flag(&self, arg: &str) -> Option<bool> {
+        Some(match arg {
+            "summary" => self.summary,
+            "signals" => self.signals,
+            "enable" => self.enable,
+            "kokkos-fences" => self.kokkos_fences,
+            _ => return None,
+        })
+    }
+
+    fn set(&mut self, spec: &Spec, given: &str, value: &str) -> Result<(), ConfigError> {
+        let invalid = |expected: &'static str, default: String| ConfigError::Invalid {
+            name: given.into(),
+            value: value.into(),
+            expected,
+            default,
+        };
+        let defaults = Config::default();
+        match spec.value {
+            Value::Text => {
+                if value.is_empty() {
+                    return Err(invalid("must not be empty", defaults.output_dir));
+                }
+                self.output_dir = value.into();
+            }
+            Value::Flag => {
+                let v = parse_flag(value).ok_or_else(|| {
+                    let d = defaults.flag(spec.arg).unwrap_or(false);
+                    invalid("expected 0 or 1", u8::from(d).to_string())
+                })?;
+                match spec.arg {
+                    "summary" => self.summary = v,
+                    "signals" => self.signals = v,
+                    "enable" => self.enable = v,
+                    _ => self.kokkos_fences = v,
+                }
+            }
+            Value::Count { min, max } => {
+                let (default, expected) = match spec.arg {
+                    "buffer-mb" => (defaults.buffer_mb, "a whole number of MiB, 1 to 65536"),
+                    _ => (defaults.summary_top as u64, "a whole number, 1 to 100000"),
+                };
+                let v = value
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|v| (min..=max).contains(v))
+                    .ok_or_else(|| invalid(expected, default.to_string()))?;
+                match spec.arg {
+                    "buffer-mb" => self.buffer_mb = v,
+                    _ => self.summary_top = v as usize,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_flag(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "on" | "yes" | "true" => Some(true),
+        "0" | "off" | "no" | "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// The help text: every option with its variable and default.
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "kprof options (environment variable, or --name=value in --kokkos-tools-args):\n",
+    );
+    for spec in SPECS {
+        let _ = writeln!(s, "  --{:<15} {:<22} {}", spec.arg, spec.env, spec.help);
+    }
+    s.push_str(
+        "  KPROF_CORE_LIB      path of libkprof_core.so when it is not next to the plugin\n",
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_in_both_spellings() {
+        let mut c = Config::default();
+        c.apply_arg("--output-dir=out/%p").unwrap();
+        c.apply_arg("KPROF_BUFFER_MB=8").unwrap();
+        c.apply_arg("summary-top=3").unwrap();
+        c.apply_arg("--kokkos-fences=yes").unwrap();
+        assert_eq!(c.output_dir, "out/%p");
+        assert_eq!(c.buffer_mb, 8);
+        assert_eq!(c.summary_top, 3);
+        assert!(c.kokkos_fences);
+    }
+
+    #[test]
+    fn invalid_values_keep_the_default_and_say_so() {
+        let mut c = Config::default();
+        let e = c.apply_arg("KPROF_BUFFER_MB=abc").unwrap_err();
+        assert_eq!(c.buffer_mb, 64);
+        assert_eq!(
+            e.to_string(),
+            "KPROF_BUFFER_MB=abc is invalid (a whole number of MiB, 1 to 65536); using 64"
+        );
+        assert!(c.apply_arg("--buffer-mb=0").is_err());
+        assert!(c.apply_arg("--summary=maybe").is_err());
+        assert!(matches!(
+            c.apply_arg("--nope=1"),
+            Err(ConfigError::Unknown(_))
+        ));
+        assert!(matches!(
+            c.apply_arg("--summary"),
+            Err(ConfigError::Malformed(_))
+        ));
+        assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn help_lists_every_option() {
+        let h = help_text();
+        for s in SPECS {
+            assert!(h.contains(s.env) && h.contains(s.arg));
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! Devices and execution-space instances, registered by plugins and referred to by a
+//! 16-bit index in records.
+
+use std::sync::Mutex;
+
+/// A device as described by the plugin that saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Device {
+    /// Back end (`"OpenMP"`, `"Cuda"`).
+    pub backend: String,
+    /// Device number.
+    pub index: u32,
+    /// Instance / stream / queue.
+    pub instance: u32,
+}
+
+impl Device {
+    /// Short label: the back end, with `:index` when the device is not the first.
+    pub fn label(&self) -> String {
+        if self.index == 0 {
+            self.backend.clone()
+        } else {
+            format!("{}:{}", self.backend, self.index)
+        }
+    }
+}
+
+/// The device table. Index 0 means "no device".
+#[derive(Default)]
+pub struct Devices {
+    list: Mutex<Vec<Device>>,
+}
+
+impl Devices {
+    /// Index of `d` (1-based), adding it on first sight; 0 once the table is full.
+    pub fn index(&self, d: Device) -> u16 {
+        let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = list.iter().position(|x| *x == d) {
+            return i as u16 + 1;
+        }
+        if list.len() >= u16::MAX as usize - 1 {
+            return 0;
+        }
+        list.push(d);
+        list.len() as u16
+    }
+
+    /// The device with index `i`.
+    pub fn get(&self, i: u16) -> Option<Device> {
+        let list = self.list.lock().unwrap_or_else(|p| p.into_inner());
+        list.get(usize::from(i).checked_sub(1)?).cloned()
+    }
+
+    /// Every device, in index order.
+    pub fn snapshot(&self) -> Vec<Device> {
+        self.list.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}

@@ -1,0 +1,243 @@
+//! Name interning: every distinct name is stored once, forever, and events carry its
+//! 32-bit id.
+//!
+//! Runtimes pass the same `const char*` for a kernel again and again, so each thread
+//! keeps a small direct-mapped cache from pointer to id. A hit costs one compare of
+//! the string against the interned copy (the pointer may have been reused for another
+//! name); only a miss takes the global lock.
+
+use std::ffi::{c_char, CStr};
+use std::sync::{Mutex, RwLock};
+
+use kprof_abi::Anomaly;
+use rustc_hash::FxHashMap;
+
+use crate::anomaly::Anomalies;
+
+/// Id of the name recorded for NULL names.
+pub const NULL_NAME: u32 = 0;
+/// Distinct names kept; later new names all map to [`OVERFLOW_NAME`]'s id.
+const MAX_NAMES: usize = 1 << 20;
+const OVERFLOW_NAME: &[u8] = b"<more distinct names than kprof keeps>";
+
+/// The process-wide name table.
+pub struct Interner {
+    map: Mutex<FxHashMap<&'static [u8], u32>>,
+    /// id -> NUL-terminated bytes (the slice includes the NUL).
+    names: RwLock<Vec<&'static [u8]>>,
+}
+
+impl Interner {
+    /// A table holding `<null>` as id 0.
+    pub fn new() -> Interner {
+        let i = Interner {
+            map: Mutex::new(FxHashMap::default()),
+            names: RwLock::new(Vec::new()),
+        };
+        let (id, _) = i.intern(b"<null>", &Anomalies::default());
+        debug_assert_eq!(id, NULL_NAME);
+        i
+    }
+
+    /// The id of `bytes` (no NUL inside), adding it if new, with a pointer to the
+    /// stored NUL-terminated copy.
+    pub fn intern(&self, bytes: &[u8], anomalies: &Anomalies) -> (u32, *const c_char) {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&id) = map.get(bytes) {
+            return (id, self.stored(id).as_ptr().cast());
+        }
+        if map.len() >= MAX_NAMES && bytes != OVERFLOW_NAME {
+            drop(map);
+            return self.intern(OVERFLOW_NAME, anomalies);
+        }
+        if std::str::from_utf8(bytes).is_err() {
+            anomalies.count(Anomaly::InvalidUtf8Name);
+        }
+        let mut owned = Vec::with_capacity(bytes.len() + 1);
+        owned.extend_from_slice(bytes);
+        owned.push(0);
+        let stored: &'static [u8] = Box::leak(owned.into_boxed_slice());
+        let mut names = self.names.write().unwrap_or_else(|p| p.into_inner());
+        let id = names.len() as u32;
+        names.push(stored);
+        map.insert(&stored[..stored.len() - 1], id);
+        (id, stored.as_ptr().cast())
+    }
+
+    /// Interns a NUL-terminated string of at most `max_len` bytes (the name ends at
+    /// the first NUL or at `max_len`).
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or readable for `max_len` bytes or up to a NUL.
+    pub unsafe fn intern_bounded(
+        &self,
+        ptr: *const c_char,
+        max_len: usize,
+        anomalies: &Anomalies,
+    ) -> u32 {
+        if ptr.is_null() {
+            anomalies.count(Anomaly::NullName);
+            return NULL_NAME;
+        }
+        // SAFETY: the caller guarantees max_len readable bytes or a NUL before them.
+        let len = unsafe { libc::strnlen(ptr, max_len) };
+        // SAFETY: the first len bytes were just read by strnlen.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+        self.intern(bytes, anomalies).0
+    }
+
+    fn stored(&self, id: u32) -> &'static [u8] {
+        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+        names[id as usize]
+    }
+
+    /// The name of `id` as text (invalid UTF-8 replaced by U+FFFD); `"<unknown>"`
+    /// for ids never handed out.
+    pub fn text(&self, id: u32) -> String {
+        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+        match names.get(id as usize) {
+            Some(b) => String::from_utf8_lossy(&b[..b.len() - 1]).into_owned(),
+            None => "<unknown>".into(),
+        }
+    }
+
+    /// Number of distinct names.
+    pub fn len(&self) -> usize {
+        self.names.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether only the built-in names exist.
+    pub fn is_empty(&self) -> bool {
+        self.len() <= 1
+    }
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        Interner::new()
+    }
+}
+
+const CACHE_SLOTS: usize = 256;
+
+#[derive(Clone, Copy)]
+struct Slot {
+    ptr: usize,
+    id: u32,
+    len: usize,
+    stored: *const c_char,
+}
+
+/// A thread's pointer -> id cache in front of the [`Interner`].
+pub struct NameCache {
+    slots: Box<[Slot; CACHE_SLOTS]>,
+}
+
+impl NameCache {
+    /// An empty cache.
+    pub fn new() -> NameCache {
+        NameCache {
+            slots: Box::new(
+                [Slot {
+                    ptr: 0,
+                    id: 0,
+                    len: 0,
+                    stored: std::ptr::null(),
+                }; CACHE_SLOTS],
+            ),
+        }
+    }
+
+    /// The id of the NUL-terminated `name`.
+    ///
+    /// # Safety
+    /// `name` must be NULL or point to a NUL-terminated string.
+    #[inline(always)]
+    pub unsafe fn lookup(
+        &mut self,
+        name: *const c_char,
+        interner: &Interner,
+        anomalies: &Anomalies,
+    ) -> u32 {
+        let p = name as usize;
+        let slot = &self.slots[(p >> 3 ^ p >> 11) % CACHE_SLOTS];
+        // SAFETY: `stored` is a NUL-terminated interned copy of `len` bytes; strncmp
+        // stops at the first difference or NUL, so it never reads past either string.
+        if slot.ptr == p && p != 0 && unsafe { libc::strncmp(name, slot.stored, slot.len + 1) } == 0
+        {
+            return slot.id;
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.miss(name, interner, anomalies) }
+    }
+
+    #[cold]
+    #[inline(never)]
+    unsafe fn miss(
+        &mut self,
+        name: *const c_char,
+        interner: &Interner,
+        anomalies: &Anomalies,
+    ) -> u32 {
+        if name.is_null() {
+            anomalies.count(Anomaly::NullName);
+            return NULL_NAME;
+        }
+        // SAFETY: the caller guarantees a NUL-terminated string.
+        let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
+        let (id, stored) = interner.intern(bytes, anomalies);
+        let p = name as usize;
+        self.slots[(p >> 3 ^ p >> 11) % CACHE_SLOTS] = Slot {
+            ptr: p,
+            id,
+            len: bytes.len(),
+            stored,
+        };
+        id
+    }
+}
+
+impl Default for NameCache {
+    fn default() -> Self {
+        NameCache::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_text_same_id_and_pointer_reuse_is_detected() {
+        let i = Interner::new();
+        let a = Anomalies::default();
+        let mut c = NameCache::new();
+        let mut buf = *b"alpha\0";
+        let p = buf.as_ptr().cast::<c_char>();
+        // SAFETY: buf is NUL-terminated and outlives the lookups.
+        let id1 = unsafe { c.lookup(p, &i, &a) };
+        assert_eq!(unsafe { c.lookup(p, &i, &a) }, id1);
+        // Same pointer, new text (a reused stack buffer): must not hit the cache.
+        buf[0] = b'A';
+        let id2 = unsafe { c.lookup(buf.as_ptr().cast(), &i, &a) };
+        assert_ne!(id1, id2);
+        assert_eq!(i.text(id1), "alpha");
+        assert_eq!(i.text(id2), "Alpha");
+        // A prefix at the same pointer is a different name too.
+        buf[3] = 0;
+        let id3 = unsafe { c.lookup(buf.as_ptr().cast(), &i, &a) };
+        assert_eq!(i.text(id3), "Alp");
+        assert_eq!(unsafe { c.lookup(std::ptr::null(), &i, &a) }, NULL_NAME);
+        assert_eq!(a.get(Anomaly::NullName), 1);
+    }
+
+    #[test]
+    fn invalid_utf8_is_counted_once_per_name() {
+        let i = Interner::new();
+        let a = Anomalies::default();
+        let (id, _) = i.intern(b"bad\xff", &a);
+        i.intern(b"bad\xff", &a);
+        assert_eq!(a.get(Anomaly::InvalidUtf8Name), 1);
+        assert_eq!(i.text(id), "bad\u{fffd}");
+    }
+}

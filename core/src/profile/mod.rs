@@ -1,0 +1,403 @@
+//! Profile aggregation: a [`Consumer`] of resolved events that builds the call-path
+//! tree, memory per space, copies, sections, markers and dual-view counts, and turns
+//! them into a [`Report`].
+
+pub mod memory;
+pub mod stats;
+pub mod tree;
+
+use std::collections::BTreeMap;
+
+use kprof_abi::{Anomaly, Kind};
+use rustc_hash::FxHashMap;
+
+use crate::report::{self, Report, TreeNode};
+use crate::resolve::{Consumer, Event, Global};
+use crate::runtime::Runtime;
+use memory::Space;
+use stats::Stats;
+use tree::{Tree, ROOT};
+
+/// An open slice as the profile tracks it.
+struct Frame {
+    node: u32,
+    begin: u64,
+    child_ns: u64,
+    copy: Option<CopyKey>,
+}
+
+/// (dst space, dst label, src space, src label) name ids.
+type CopyKey = (u32, u32, u32, u32);
+
+#[derive(Default)]
+struct CopyStats {
+    count: u64,
+    bytes: u64,
+    total_ns: u64,
+}
+
+#[derive(Default)]
+struct SectionStats {
+    stats: Stats,
+    open: Vec<u64>,
+}
+
+/// The profile under construction.
+pub struct Profile {
+    rt: &'static Runtime,
+    tree: Tree,
+    stacks: FxHashMap<u32, Vec<Frame>>,
+    copy_names: FxHashMap<(u32, u32), u32>,
+    copies: FxHashMap<CopyKey, CopyStats>,
+    markers: FxHashMap<u32, u64>,
+    dual_views: FxHashMap<u32, [u64; 4]>,
+    spaces: FxHashMap<u32, Space>,
+    sections: FxHashMap<u32, SectionStats>,
+}
+
+impl Profile {
+    /// An empty profile of `rt`.
+    pub fn new(rt: &'static Runtime) -> Profile {
+        Profile {
+            rt,
+            tree: Tree::default(),
+            stacks: FxHashMap::default(),
+            copy_names: FxHashMap::default(),
+            copies: FxHashMap::default(),
+            markers: FxHashMap::default(),
+            dual_views: FxHashMap::default(),
+            spaces: FxHashMap::default(),
+            sections: FxHashMap::default(),
+        }
+    }
+
+    /// The name id of a copy's node, `"<dst_label> <- <src_label>"`.
+    fn copy_name(&mut self, dst_label: u32, src_label: u32) -> u32 {
+        let rt = self.rt;
+        *self
+            .copy_names
+            .entry((dst_label, src_label))
+            .or_insert_with(|| {
+                let text = format!(
+                    "{} <- {}",
+                    rt.names.text(dst_label),
+                    rt.names.text(src_label)
+                );
+                rt.names.intern(text.as_bytes(), &rt.anomalies).0
+            })
+    }
+}
+
+impl Consumer for Profile {
+    fn event(&mut self, ev: &Event<'_>) {
+        match *ev {
+            Event::Begin(s) => {
+                let (name, copy) = match s.copy {
+                    Some(c) => (
+                        self.copy_name(s.name, c.src_label),
+                        Some((c.dst_space, s.name, c.src_space, c.src_label)),
+                    ),
+                    None => (s.name, None),
+                };
+                let stack = self.stacks.entry(s.thread).or_default();
+                let parent = stack.last().map_or(ROOT, |f| f.node);
+                let node = self.tree.child(parent, name, s.kind, s.dev);
+                if let Some(key) = copy {
+                    let c = self.copies.entry(key).or_default();
+                    c.count += 1;
+                    c.bytes += s.copy.map_or(0, |c| c.bytes);
+                }
+                self.stacks.entry(s.thread).or_default().push(Frame {
+                    node,
+                    begin: s.begin,
+                    child_ns: 0,
+                    copy,
+                });
+            }
+            Event::End(s, end) => {
+                let Some(f) = self.stacks.get_mut(&s.thread).and_then(Vec::pop) else {
+                    return;
+                };
+                let dur = self.rt.clock.delta_ns(f.begin, end);
+                self.tree.nodes[f.node as usize]
+                    .stats
+                    .add(dur, dur.saturating_sub(f.child_ns));
+                if let Some(parent) = self.stacks.get_mut(&s.thread).and_then(|st| st.last_mut()) {
+                    parent.child_ns += dur;
+                }
+                if let Some(key) = f.copy {
+                    self.copies.entry(key).or_default().total_ns += dur;
+                }
+            }
+            Event::Instant { kind, name, b, .. } => match kind {
+                Kind::DualViewSync | Kind::DualViewModify => {
+                    let c = self.dual_views.entry(name).or_default();
+                    let on_device = b != 0;
+                    let i = match (kind, on_device) {
+                        (Kind::DualViewSync, true) => 0,
+                        (Kind::DualViewSync, false) => 1,
+                        (_, true) => 2,
+                        (_, false) => 3,
+                    };
+                    c[i] += 1;
+                }
+                _ => *self.markers.entry(name).or_default() += 1,
+            },
+        }
+    }
+
+    fn global(&mut self, ts: u64, ev: &Global) {
+        let anomalies = &self.rt.anomalies;
+        match *ev {
+            Global::Alloc {
+                space,
+                label,
+                ptr,
+                bytes,
+            } => self
+                .spaces
+                .entry(space)
+                .or_default()
+                .alloc(ts, label, ptr, bytes),
+            Global::Free { space, ptr, .. } => {
+                if !self.spaces.entry(space).or_default().free(ptr) {
+                    anomalies.count(Anomaly::UnknownFree);
+                }
+            }
+            Global::SectionStart(id) => {
+                if self.section_known(id) {
+                    self.sections.entry(id).or_default().open.push(ts);
+                }
+            }
+            Global::SectionStop(id) => {
+                let start = self.sections.get_mut(&id).and_then(|s| s.open.pop());
+                match start {
+                    Some(start) => {
+                        let dur = self.rt.clock.delta_ns(start, ts);
+                        if let Some(s) = self.sections.get_mut(&id) {
+                            s.stats.add(dur, dur);
+                        }
+                    }
+                    None => anomalies.count(Anomaly::UnknownSection),
+                }
+            }
+        }
+    }
+}
+
+impl Profile {
+    fn section_known(&self, id: u32) -> bool {
+        let n = self.rt.sections.lock().map(|s| s.len()).unwrap_or(0);
+        let known = id >= 1 && id as usize <= n;
+        if !known {
+            self.rt.anomalies.count(Anomaly::UnknownSection);
+        }
+        known
+    }
+
+    /// Renders everything aggregated into a [`Report`]. `records` gives each thread
+    /// index's processed record count.
+    pub fn report(&self, records: &FxHashMap<u32, u64>) -> Report {
+        let rt = self.rt;
+        let text = |id: u32| rt.names.text(id);
+        let devices = rt.devices.snapshot();
+        let start = rt.start_raw;
+        let end = rt.end();
+
+        let tree = self.tree.nodes[ROOT as usize]
+            .children
+            .iter()
+            .map(|&c| self.tree_node(c, &text, &devices))
+            .collect();
+
+        let mut sections: Vec<report::Section> = {
+            let names = rt.sections.lock().map(|s| s.clone()).unwrap_or_default();
+            self.sections
+                .iter()
+                .map(|(&id, s)| report::Section {
+                    id,
+                    name: names
+                        .get(id as usize - 1)
+                        .map_or_else(|| "<unknown>".into(), |&n| text(n)),
+                    count: s.stats.count,
+                    total_ns: s.stats.total_ns,
+                    min_ns: s.stats.min(),
+                    max_ns: s.stats.max_ns,
+                })
+                .collect()
+        };
+        sections.sort_by_key(|s| s.id);
+
+        let mut events: Vec<report::EventCount> = self
+            .markers
+            .iter()
+            .map(|(&n, &count)| report::EventCount {
+                name: text(n),
+                count,
+            })
+            .collect();
+        events.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+
+        let mut deep_copies: Vec<report::DeepCopy> = self
+            .copies
+            .iter()
+            .map(|(&(ds, dl, ss, sl), c)| report::DeepCopy {
+                dst_space: text(ds),
+                dst_label: text(dl),
+                src_space: text(ss),
+                src_label: text(sl),
+                count: c.count,
+                bytes: c.bytes,
+                total_ns: c.total_ns,
+            })
+            .collect();
+        deep_copies.sort_by(|a, b| {
+            b.bytes
+                .cmp(&a.bytes)
+                .then_with(|| a.dst_label.cmp(&b.dst_label))
+        });
+
+        let mut memory: Vec<report::MemorySpace> = self
+            .spaces
+            .iter()
+            .map(|(&space, s)| {
+                let mut leaks: Vec<(u64, u32, u64)> =
+                    s.live.iter().map(|(&p, &(l, b))| (b, l, p)).collect();
+                leaks.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
+                report::MemorySpace {
+                    space: text(space),
+                    allocations: s.allocations,
+                    deallocations: s.deallocations,
+                    current_bytes: s.current,
+                    high_water_bytes: s.high_water,
+                    high_water_ns: rt.clock.delta_ns(start, s.high_water_ts),
+                    largest: s
+                        .largest
+                        .iter()
+                        .map(|&(bytes, l)| report::Allocation {
+                            label: text(l),
+                            bytes,
+                            address: None,
+                        })
+                        .collect(),
+                    leaks: leaks
+                        .into_iter()
+                        .map(|(bytes, l, p)| report::Allocation {
+                            label: text(l),
+                            bytes,
+                            address: Some(format!("{p:#x}")),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        memory.sort_by(|a, b| a.space.cmp(&b.space));
+
+        let mut dual_views: Vec<report::DualView> = self
+            .dual_views
+            .iter()
+            .map(|(&l, c)| report::DualView {
+                label: text(l),
+                sync_to_device: c[0],
+                sync_to_host: c[1],
+                modify_on_device: c[2],
+                modify_on_host: c[3],
+            })
+            .collect();
+        dual_views.sort_by(|a, b| a.label.cmp(&b.label));
+
+        let slots = rt.threads.snapshot();
+        let threads = slots
+            .iter()
+            .map(|s| report::ThreadInfo {
+                index: s.index,
+                tid: s.tid,
+                name: s.name.clone(),
+                records: records.get(&s.index).copied().unwrap_or(0),
+            })
+            .collect();
+        let dropped_records = slots
+            .iter()
+            .map(|s| s.dropped.load(std::sync::atomic::Ordering::Relaxed))
+            .sum();
+
+        let metadata: BTreeMap<String, String> = rt
+            .metadata
+            .lock()
+            .map(|m| m.iter().cloned().collect())
+            .unwrap_or_default();
+        let caught = kprof_abi::guard::take_caught();
+        if caught > 0 {
+            rt.anomalies.add(Anomaly::InternalError, caught);
+        }
+        let anomalies = rt
+            .anomalies
+            .snapshot()
+            .into_iter()
+            .map(|(a, n)| (a.key().to_string(), n))
+            .collect();
+
+        let start_ns = rt.clock.to_ns(start);
+        let end_ns = rt.clock.to_ns(end);
+        Report {
+            schema: report::SCHEMA.into(),
+            kprof_version: env!("CARGO_PKG_VERSION").into(),
+            program: report::Program {
+                executable: rt.process.executable.clone(),
+                pid: rt.process.pid,
+                host: rt.process.host.clone(),
+                rank: rt.process.rank,
+            },
+            clock: report::ClockInfo {
+                source: rt.clock.source().as_str().into(),
+                domain: "CLOCK_MONOTONIC".into(),
+                start_ns,
+                end_ns,
+                duration_ns: end_ns.saturating_sub(start_ns),
+            },
+            plugins: rt.plugins.lock().map(|p| p.clone()).unwrap_or_default(),
+            threads,
+            tree,
+            sections,
+            events,
+            deep_copies,
+            memory,
+            dual_views,
+            metadata,
+            anomalies,
+            dropped_records,
+        }
+    }
+
+    fn tree_node(
+        &self,
+        n: u32,
+        text: &dyn Fn(u32) -> String,
+        devices: &[crate::devices::Device],
+    ) -> TreeNode {
+        let node = &self.tree.nodes[n as usize];
+        let dev = usize::from(node.dev)
+            .checked_sub(1)
+            .and_then(|i| devices.get(i));
+        let s = &node.stats;
+        TreeNode {
+            name: text(node.name),
+            kind: node.kind.as_str().into(),
+            device: dev.map(|d| d.label()),
+            device_index: dev.map(|d| d.index),
+            instance: dev.map(|d| d.instance),
+            count: s.count,
+            total_ns: s.total_ns,
+            self_ns: s.self_ns,
+            min_ns: s.min(),
+            max_ns: s.max_ns,
+            mean_ns: s.mean(),
+            stddev_ns: s.stddev(),
+            children: node
+                .children
+                .iter()
+                .map(|&c| self.tree_node(c, text, devices))
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The call-path tree: one node per distinct path of (name, kind, device) from the
+//! root, shared by all threads, so nodes with the same path merge across threads.
+
+use kprof_abi::Kind;
+use rustc_hash::FxHashMap;
+
+use super::stats::Stats;
+
+/// Index of the virtual root.
+pub const ROOT: u32 = 0;
+
+/// A node of the tree.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Parent node (the root is its own parent).
+    pub parent: u32,
+    /// Name id.
+    pub name: u32,
+    /// Kind (the root's is meaningless).
+    pub kind: Kind,
+    /// Device index.
+    pub dev: u16,
+    /// Timing.
+    pub stats: Stats,
+    /// Children in creation order.
+    pub children: Vec<u32>,
+}
+
+/// The tree.
+pub struct Tree {
+    /// All nodes; index 0 is the root.
+    pub nodes: Vec<Node>,
+    index: FxHashMap<(u32, u32, Kind, u16), u32>,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Tree {
+            nodes: vec![Node {
+                parent: ROOT,
+                name: 0,
+                kind: Kind::Region,
+                dev: 0,
+                stats: Stats::default(),
+                children: Vec::new(),
+            }],
+            index: FxHashMap::default(),
+        }
+    }
+}
+
+impl Tree {
+    /// The child of `parent` with this key, created if new.
+    pub fn child(&mut self, parent: u32, name: u32, kind: Kind, dev: u16) -> u32 {
+        let key = (parent, name, kind, dev);
+        if let Some(&n) = self.index.get(&key) {
+            return n;
+        }
+        let n = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            parent,
+            name,
+            kind,
+            dev,
+            stats: Stats::default(),
+            children: Vec::new(),
+        });
+        self.nodes[parent as usize].children.push(n);
+        self.index.insert(key, n);
+        n
+    }
+}

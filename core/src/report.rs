@@ -1,0 +1,210 @@
+//! The profile as written: the `profile.json` schema (`kprof-profile/1`) as types.
+//! The summary, `profile.json` and `profile.csv` are all rendered from one [`Report`],
+//! so they never disagree.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Schema identifier written in every profile.
+pub const SCHEMA: &str = "kprof-profile/1";
+
+/// The whole profile of one process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// Version of kprof that wrote it.
+    pub kprof_version: String,
+    /// The measured process.
+    pub program: Program,
+    /// The clock of all times.
+    pub clock: ClockInfo,
+    /// Plugins attached, in order.
+    pub plugins: Vec<String>,
+    /// Threads that recorded.
+    pub threads: Vec<ThreadInfo>,
+    /// Roots of the call-path tree.
+    pub tree: Vec<TreeNode>,
+    /// Sections.
+    pub sections: Vec<Section>,
+    /// Marker events.
+    pub events: Vec<EventCount>,
+    /// Memory copies.
+    pub deep_copies: Vec<DeepCopy>,
+    /// Memory per space.
+    pub memory: Vec<MemorySpace>,
+    /// Dual-view activity per label.
+    pub dual_views: Vec<DualView>,
+    /// Metadata (later values of a repeated key win).
+    pub metadata: BTreeMap<String, String>,
+    /// Anomaly counters by key.
+    pub anomalies: BTreeMap<String, u64>,
+    /// Records dropped because the buffers were full.
+    pub dropped_records: u64,
+}
+
+/// The measured process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Program {
+    /// Executable name.
+    pub executable: String,
+    /// Process id.
+    pub pid: u32,
+    /// Host name.
+    pub host: String,
+    /// MPI rank, if launched by MPI.
+    pub rank: Option<u64>,
+}
+
+/// The clock.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClockInfo {
+    /// `tsc` or `clock_monotonic`.
+    pub source: String,
+    /// Always `CLOCK_MONOTONIC`: every `*_ns` time point is in this domain.
+    pub domain: String,
+    /// Runtime start.
+    pub start_ns: u64,
+    /// Runtime end.
+    pub end_ns: u64,
+    /// `end_ns - start_ns`.
+    pub duration_ns: u64,
+}
+
+/// A thread.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    /// Registration order (1-based).
+    pub index: u32,
+    /// OS thread id.
+    pub tid: i32,
+    /// OS thread name.
+    pub name: String,
+    /// Records it produced that the writer processed.
+    pub records: u64,
+}
+
+/// A node of the call-path tree.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TreeNode {
+    /// Name.
+    pub name: String,
+    /// Kind (`parallel_for`, `region`, ...).
+    pub kind: String,
+    /// Back end label, `null` for no device.
+    pub device: Option<String>,
+    /// Device number.
+    pub device_index: Option<u32>,
+    /// Execution-space instance.
+    pub instance: Option<u32>,
+    /// Instances.
+    pub count: u64,
+    /// Inclusive time.
+    pub total_ns: u64,
+    /// Exclusive time.
+    pub self_ns: u64,
+    /// Shortest instance.
+    pub min_ns: u64,
+    /// Longest instance.
+    pub max_ns: u64,
+    /// Mean instance.
+    pub mean_ns: f64,
+    /// Standard deviation.
+    pub stddev_ns: f64,
+    /// Nested nodes.
+    pub children: Vec<TreeNode>,
+}
+
+/// A section's totals.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Section {
+    /// Section id.
+    pub id: u32,
+    /// Name.
+    pub name: String,
+    /// Start/stop pairs.
+    pub count: u64,
+    /// Summed time.
+    pub total_ns: u64,
+    /// Shortest pair.
+    pub min_ns: u64,
+    /// Longest pair.
+    pub max_ns: u64,
+}
+
+/// A marker's count.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EventCount {
+    /// Name.
+    pub name: String,
+    /// Occurrences.
+    pub count: u64,
+}
+
+/// Copies between one pair of labelled spaces.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeepCopy {
+    /// Destination space.
+    pub dst_space: String,
+    /// Destination label.
+    pub dst_label: String,
+    /// Source space.
+    pub src_space: String,
+    /// Source label.
+    pub src_label: String,
+    /// Copies.
+    pub count: u64,
+    /// Bytes copied in all.
+    pub bytes: u64,
+    /// Time in all.
+    pub total_ns: u64,
+}
+
+/// Memory use of one space.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemorySpace {
+    /// Space name.
+    pub space: String,
+    /// Allocations.
+    pub allocations: u64,
+    /// Deallocations.
+    pub deallocations: u64,
+    /// Bytes in use at the end.
+    pub current_bytes: u64,
+    /// Most bytes in use at once.
+    pub high_water_bytes: u64,
+    /// When the high-water mark was reached, ns since start.
+    pub high_water_ns: u64,
+    /// Largest allocations.
+    pub largest: Vec<Allocation>,
+    /// Allocations never freed.
+    pub leaks: Vec<Allocation>,
+}
+
+/// One allocation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Allocation {
+    /// Label.
+    pub label: String,
+    /// Size.
+    pub bytes: u64,
+    /// Address (leaks only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub address: Option<String>,
+}
+
+/// Dual-view activity of one label.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DualView {
+    /// Label.
+    pub label: String,
+    /// Syncs toward the device.
+    pub sync_to_device: u64,
+    /// Syncs toward the host.
+    pub sync_to_host: u64,
+    /// Modifications marked on the device.
+    pub modify_on_device: u64,
+    /// Modifications marked on the host.
+    pub modify_on_host: u64,
+}

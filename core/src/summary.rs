@@ -1,0 +1,258 @@
+//! The summary printed on stderr at exit: what a user reads first.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::report::{Report, TreeNode};
+
+/// Longest name shown in a table (full names are in the files).
+const NAME_WIDTH: usize = 60;
+
+/// Human-readable duration.
+pub fn duration(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.2} us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+/// Human-readable byte count.
+pub fn bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
+}
+
+fn short(name: &str) -> String {
+    if name.chars().count() <= NAME_WIDTH {
+        name.to_string()
+    } else {
+        let head: String = name.chars().take(NAME_WIDTH - 3).collect();
+        format!("{head}...")
+    }
+}
+
+/// One row of the flat profile: all tree nodes of one (name, kind, device).
+#[derive(Default)]
+struct Flat {
+    count: u64,
+    total: u64,
+    self_ns: u64,
+    min: u64,
+    max: u64,
+}
+
+fn flatten(nodes: &[TreeNode], out: &mut BTreeMap<(String, String, String), Flat>) {
+    for n in nodes {
+        let key = (
+            n.name.clone(),
+            n.kind.clone(),
+            n.device.clone().unwrap_or_default(),
+        );
+        let f = out.entry(key).or_insert(Flat {
+            min: u64::MAX,
+            ..Flat::default()
+        });
+        f.count += n.count;
+        f.total += n.total_ns;
+        f.self_ns += n.self_ns;
+        f.min = f.min.min(n.min_ns);
+        f.max = f.max.max(n.max_ns);
+        flatten(&n.children, out);
+    }
+}
+
+/// Renders the summary. `dir` is where the files went (None if they could not be
+/// written).
+pub fn render(r: &Report, top: usize, dir: Option<&Path>) -> String {
+    let mut s = String::new();
+    let run = r.clock.duration_ns.max(1) as f64;
+    let _ = writeln!(
+        s,
+        "\n==== kprof: {} (pid {}{}) | {} | {} thread(s) | clock {} ====",
+        r.program.executable,
+        r.program.pid,
+        r.program
+            .rank
+            .map(|k| format!(", rank {k}"))
+            .unwrap_or_default(),
+        duration(run),
+        r.threads.len(),
+        r.clock.source
+    );
+
+    let mut flat = BTreeMap::new();
+    flatten(&r.tree, &mut flat);
+    let (fences, work): (Vec<_>, Vec<_>) =
+        flat.into_iter().partition(|((_, k, _), _)| k == "fence");
+    let mut work: Vec<_> = work.into_iter().collect();
+    work.sort_by(|a, b| b.1.self_ns.cmp(&a.1.self_ns).then_with(|| a.0.cmp(&b.0)));
+    if work.is_empty() {
+        let _ = writeln!(s, "No kernels or regions were recorded.");
+    } else {
+        let _ = writeln!(
+            s,
+            "\nTop {} of {} kernels/regions by exclusive time:",
+            top.min(work.len()),
+            work.len()
+        );
+        let _ = writeln!(
+            s,
+            "{:>11} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11}  {:<15} {:<8} name",
+            "self", "%run", "count", "total", "mean", "min", "max", "kind", "device"
+        );
+        for ((name, kind, dev), f) in work.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>11} {:>5.1}% {:>9} {:>11} {:>11} {:>11} {:>11}  {:<15} {:<8} {}",
+                duration(f.self_ns as f64),
+                100.0 * f.self_ns as f64 / run,
+                f.count,
+                duration(f.total as f64),
+                duration(f.total as f64 / f.count.max(1) as f64),
+                duration(f.min as f64),
+                duration(f.max as f64),
+                kind,
+                dev,
+                short(name)
+            );
+        }
+    }
+
+    if !fences.is_empty() {
+        let mut fences: Vec<_> = fences.into_iter().collect();
+        fences.sort_by_key(|f| std::cmp::Reverse(f.1.total));
+        let n: u64 = fences.iter().map(|f| f.1.count).sum();
+        let t: u64 = fences.iter().map(|f| f.1.total).sum();
+        let _ = writeln!(
+            s,
+            "\nFences: {n} in {} ({:.1}% of the run):",
+            duration(t as f64),
+            100.0 * t as f64 / run
+        );
+        for ((name, _, dev), f) in fences.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>11} {:>9}x  {:<8} {}",
+                duration(f.total as f64),
+                f.count,
+                dev,
+                short(name)
+            );
+        }
+    }
+
+    if !r.deep_copies.is_empty() {
+        let _ = writeln!(s, "\nDeep copies:");
+        for c in r.deep_copies.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>11} {:>9}x {:>12}  {}:{} <- {}:{}",
+                duration(c.total_ns as f64),
+                c.count,
+                bytes(c.bytes),
+                c.dst_space,
+                short(&c.dst_label),
+                c.src_space,
+                short(&c.src_label)
+            );
+        }
+    }
+
+    if !r.sections.is_empty() {
+        let _ = writeln!(s, "\nSections:");
+        for sec in r.sections.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>11} {:>9}x  {}",
+                duration(sec.total_ns as f64),
+                sec.count,
+                short(&sec.name)
+            );
+        }
+    }
+
+    if !r.memory.is_empty() {
+        let _ = writeln!(s, "\nMemory per space:");
+        for m in &r.memory {
+            let _ = writeln!(
+                s,
+                "  {:<16} high-water {} at {}, {} allocations, {} freed, {} still allocated",
+                m.space,
+                bytes(m.high_water_bytes),
+                duration(m.high_water_ns as f64),
+                m.allocations,
+                m.deallocations,
+                bytes(m.current_bytes)
+            );
+            for l in m.leaks.iter().take(top) {
+                let _ = writeln!(
+                    s,
+                    "    never freed: {} ({})",
+                    short(&l.label),
+                    bytes(l.bytes)
+                );
+            }
+        }
+    }
+
+    let anomalies: Vec<String> = r
+        .anomalies
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect();
+    if !anomalies.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nAnomalies (counted, not fatal): {}",
+            anomalies.join(" ")
+        );
+    }
+    if r.dropped_records > 0 {
+        let _ = writeln!(
+            s,
+            "\nDropped records: {} (the writer fell behind; raise KPROF_BUFFER_MB)",
+            r.dropped_records
+        );
+    }
+    match dir {
+        Some(d) => {
+            let _ = writeln!(s, "kprof: files in {}", d.display());
+        }
+        None => {
+            let _ = writeln!(s, "kprof: no files were written (see above)");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(duration(12.0), "12 ns");
+        assert_eq!(duration(1500.0), "1.50 us");
+        assert_eq!(duration(2.5e9), "2.500 s");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(3 << 20), "3.00 MiB");
+        assert_eq!(short(&"x".repeat(100)).len(), NAME_WIDTH);
+    }
+}

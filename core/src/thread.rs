@@ -1,0 +1,220 @@
+//! Per-thread recording state: the chunk being filled, the GUID counter and the name
+//! cache. Reached through one thread-local pointer, so the hot path takes no lock.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::buffer::{Chunk, CHUNK_RECORDS};
+use crate::intern::NameCache;
+use crate::record::{Op, Record};
+use crate::runtime::Runtime;
+
+/// Bits of a GUID below the thread index.
+pub const GUID_SEQ_BITS: u32 = 40;
+
+/// What the writer and the reports know of a thread.
+pub struct ThreadSlot {
+    /// 1-based registration order; also the high bits of the thread's GUIDs.
+    pub index: u32,
+    /// OS thread id.
+    pub tid: i32,
+    /// OS thread name at registration.
+    pub name: String,
+    /// The chunk being filled, for the writer to peek (null when none).
+    pub current: AtomicPtr<Chunk>,
+    /// Records dropped because no free chunk was available.
+    pub dropped: AtomicU64,
+    /// The thread has exited (its last chunk was handed over).
+    pub exited: AtomicBool,
+}
+
+/// Every thread that ever recorded, in registration order.
+#[derive(Default)]
+pub struct Registry {
+    slots: Mutex<Vec<&'static ThreadSlot>>,
+}
+
+impl Registry {
+    fn add(&self, tid: i32, name: String) -> &'static ThreadSlot {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = Box::leak(Box::new(ThreadSlot {
+            index: slots.len() as u32 + 1,
+            tid,
+            name,
+            current: AtomicPtr::new(std::ptr::null_mut()),
+            dropped: AtomicU64::new(0),
+            exited: AtomicBool::new(false),
+        }));
+        slots.push(slot);
+        slot
+    }
+
+    /// All threads so far.
+    pub fn snapshot(&self) -> Vec<&'static ThreadSlot> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The owner-only half of a thread's state.
+pub struct ThreadState {
+    slot: &'static ThreadSlot,
+    chunk: Option<&'static Chunk>,
+    pos: usize,
+    chunks_taken: u64,
+    next_guid: u64,
+    /// Records dropped since the last one stored (reported by a Gap record).
+    gap: u64,
+    /// Pointer -> name id cache.
+    pub names: NameCache,
+}
+
+impl ThreadState {
+    /// A fresh GUID: thread index in the high bits, a per-thread counter below.
+    #[inline(always)]
+    pub fn next_guid(&mut self) -> u64 {
+        self.next_guid += 1;
+        self.next_guid
+    }
+
+    /// Appends one record.
+    #[inline(always)]
+    pub fn push(&mut self, rt: &Runtime, r: Record) {
+        if let Some(c) = self.chunk {
+            if self.pos < CHUNK_RECORDS {
+                c.write(self.pos, r);
+                self.pos += 1;
+                return;
+            }
+        }
+        self.push_slow(rt, &[r]);
+    }
+
+    /// Appends a head record and its continuation contiguously (both or neither).
+    #[inline]
+    pub fn push2(&mut self, rt: &Runtime, head: Record, cont: Record) {
+        if let Some(c) = self.chunk {
+            if self.pos + 2 <= CHUNK_RECORDS {
+                c.write(self.pos, head);
+                c.write(self.pos + 1, cont);
+                self.pos += 2;
+                return;
+            }
+        }
+        self.push_slow(rt, &[head, cont]);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&mut self, rt: &Runtime, records: &[Record]) {
+        if let Some(full) = self.chunk.take() {
+            // Unpublish before handing over, so the writer never peeks a chunk it
+            // may already have recycled to another thread.
+            self.slot
+                .current
+                .store(std::ptr::null_mut(), Ordering::Release);
+            rt.pool.submit(full);
+        }
+        let Some(c) = rt.pool.take() else {
+            self.drop_records(records.len() as u64);
+            return;
+        };
+        self.chunks_taken += 1;
+        c.claim(self.slot.index, self.chunks_taken);
+        self.slot
+            .current
+            .store(c as *const Chunk as *mut Chunk, Ordering::Release);
+        self.chunk = Some(c);
+        self.pos = 0;
+        if self.gap > 0 {
+            let gap = Record {
+                ts: rt.clock.now(),
+                a: self.gap,
+                op: Op::Gap as u8,
+                ..Record::default()
+            };
+            c.write(0, gap);
+            self.pos = 1;
+            self.gap = 0;
+        }
+        for r in records {
+            c.write(self.pos, *r);
+            self.pos += 1;
+        }
+    }
+
+    fn drop_records(&mut self, n: u64) {
+        self.gap += n;
+        // Owner-only counter: a plain load and store, no locked instruction.
+        let d = &self.slot.dropped;
+        d.store(d.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    /// Hands the current chunk to the writer (thread exit).
+    fn retire(&mut self, rt: &Runtime) {
+        if let Some(c) = self.chunk.take() {
+            self.slot
+                .current
+                .store(std::ptr::null_mut(), Ordering::Release);
+            rt.pool.submit(c);
+        }
+    }
+}
+
+thread_local! {
+    static STATE: Cell<*mut ThreadState> = const { Cell::new(std::ptr::null_mut()) };
+    static EXIT: ExitGuard = const { ExitGuard };
+}
+
+/// Hands the thread's last chunk to the writer when the thread exits.
+struct ExitGuard;
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        let p = STATE.with(|s| s.get());
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: the state belongs to this exiting thread and is never freed.
+        let state = unsafe { &mut *p };
+        if let Some(rt) = crate::runtime::get() {
+            state.retire(rt);
+        }
+        state.slot.exited.store(true, Ordering::Release);
+    }
+}
+
+/// Runs `f` with the calling thread's state, registering the thread on first use.
+#[inline(always)]
+pub fn with_thread<R>(rt: &Runtime, f: impl FnOnce(&mut ThreadState) -> R) -> R {
+    let p = STATE.with(|s| s.get());
+    let p = if p.is_null() { register(rt) } else { p };
+    // SAFETY: the pointer is this thread's own leaked state; no other reference to
+    // it is live (callbacks do not re-enter kprof on the same thread).
+    f(unsafe { &mut *p })
+}
+
+#[cold]
+#[inline(never)]
+fn register(rt: &Runtime) -> *mut ThreadState {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_default();
+    let slot = rt.threads.add(tid, name);
+    let state = Box::leak(Box::new(ThreadState {
+        slot,
+        chunk: None,
+        pos: CHUNK_RECORDS,
+        chunks_taken: 0,
+        next_guid: u64::from(slot.index) << GUID_SEQ_BITS,
+        gap: 0,
+        names: NameCache::new(),
+    }));
+    STATE.with(|s| s.set(state));
+    // Registers the exit destructor; fails harmlessly if the thread is already
+    // tearing down its thread-locals.
+    let _ = EXIT.try_with(|_| ());
+    state
+}

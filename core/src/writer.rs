@@ -1,0 +1,207 @@
+//! The background writer thread: takes full chunks from the pool, resolves each
+//! thread's records in order, feeds the consumers, and at shutdown writes every
+//! output. Application threads never wait for it.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use kprof_abi::guard::guard;
+use rustc_hash::FxHashMap;
+
+use crate::buffer::Chunk;
+use crate::lifecycle::block_all_signals;
+use crate::output;
+use crate::profile::Profile;
+use crate::resolve::{Consumer, Global, ThreadStream};
+use crate::runtime::{self, Runtime};
+
+/// Shortest and longest sleep when there is nothing to do.
+const IDLE_MIN: Duration = Duration::from_millis(1);
+const IDLE_MAX: Duration = Duration::from_millis(16);
+/// How often chunks still being filled are read, so cross-thread events (memory,
+/// sections) can be released in order and memory stays bounded.
+const PEEK_EVERY: Duration = Duration::from_millis(100);
+
+/// Starts the writer thread.
+pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
+    let handle = std::thread::Builder::new()
+        .name("kprof-writer".into())
+        .spawn(move || {
+            block_all_signals();
+            guard((), || run(rt));
+            rt.mark_done();
+        })?;
+    Ok(handle.thread().clone())
+}
+
+fn run(rt: &'static Runtime) {
+    let mut w = Writer::new(rt);
+    let mut idle = IDLE_MIN;
+    let mut last_peek = Instant::now();
+    while !rt.shutdown_requested() {
+        let n = w.drain_full();
+        let threads = rt.threads.snapshot().len();
+        rt.pool.top_up(8 + 4 * threads);
+        if last_peek.elapsed() >= PEEK_EVERY {
+            w.peek_all();
+            last_peek = Instant::now();
+        }
+        if n == 0 {
+            std::thread::park_timeout(idle);
+            idle = (idle * 2).min(IDLE_MAX);
+        } else {
+            idle = IDLE_MIN;
+        }
+    }
+    w.drain_full();
+    w.peek_all();
+    w.drain_full();
+    w.finish();
+}
+
+/// Per-thread writer state.
+struct Stream {
+    resolver: ThreadStream,
+    /// Sequence number of the chunk to consume next (or being consumed).
+    expected: u64,
+    /// Everything the thread published has been consumed (as of the last peek).
+    caught_up: bool,
+}
+
+struct Writer {
+    rt: &'static Runtime,
+    streams: FxHashMap<u32, Stream>,
+    profile: Profile,
+    /// Cross-thread events waiting for every thread to pass their time.
+    pending: BinaryHeap<Reverse<(u64, u64, Global)>>,
+    pending_seq: u64,
+}
+
+impl Writer {
+    fn new(rt: &'static Runtime) -> Writer {
+        Writer {
+            rt,
+            streams: FxHashMap::default(),
+            profile: Profile::new(rt),
+            pending: BinaryHeap::new(),
+            pending_seq: 0,
+        }
+    }
+
+    fn stream(&mut self, index: u32) -> Option<&mut Stream> {
+        if !self.streams.contains_key(&index) {
+            // Only registered threads own chunks.
+            self.rt
+                .threads
+                .snapshot()
+                .iter()
+                .find(|s| s.index == index)?;
+            self.streams.insert(
+                index,
+                Stream {
+                    resolver: ThreadStream::new(index),
+                    expected: 1,
+                    caught_up: false,
+                },
+            );
+        }
+        self.streams.get_mut(&index)
+    }
+
+    /// Consumes every full chunk; returns how many.
+    fn drain_full(&mut self) -> usize {
+        let mut n = 0;
+        while let Some(c) = self.rt.pool.next_full() {
+            self.consume(c);
+            if let Some(s) = self.stream(c.owner()) {
+                s.expected = c.seq() + 1;
+                s.caught_up = false;
+            }
+            self.rt.pool.recycle(c);
+            n += 1;
+        }
+        n
+    }
+
+    /// Consumes the unread records of `c`.
+    fn consume(&mut self, c: &'static Chunk) {
+        let rt = self.rt;
+        if self.stream(c.owner()).is_none() {
+            return;
+        }
+        let Some(s) = self.streams.get_mut(&c.owner()) else {
+            return;
+        };
+        let pending = &mut self.pending;
+        let seq = &mut self.pending_seq;
+        s.resolver.feed(
+            c.take_new(),
+            &mut self.profile,
+            &mut |ts, g| {
+                *seq += 1;
+                pending.push(Reverse((ts, *seq, g)));
+            },
+            &rt.anomalies,
+        );
+    }
+
+    /// Reads the chunks threads are still filling, then releases the cross-thread
+    /// events every thread has passed.
+    fn peek_all(&mut self) {
+        let now = self.rt.clock.now();
+        for slot in self.rt.threads.snapshot() {
+            let Some(expected) = self.stream(slot.index).map(|s| s.expected) else {
+                continue;
+            };
+            let current = slot.current.load(Ordering::Acquire);
+            // SAFETY: chunks are leaked and never freed, so a published pointer
+            // stays valid; only this thread recycles chunks.
+            let chunk = unsafe { current.as_ref() };
+            let caught_up = match chunk {
+                Some(c) if c.owner() == slot.index && c.seq() == expected => {
+                    self.consume(c);
+                    true
+                }
+                Some(_) => false,
+                None => slot.exited.load(Ordering::Acquire),
+            };
+            if let Some(s) = self.streams.get_mut(&slot.index) {
+                s.caught_up = caught_up;
+            }
+        }
+        let watermark = self
+            .streams
+            .values()
+            .map(|s| if s.caught_up { now } else { s.resolver.last_ts })
+            .min()
+            .unwrap_or(now);
+        self.release(watermark);
+    }
+
+    fn release(&mut self, upto: u64) {
+        while let Some(Reverse((ts, _, _))) = self.pending.peek() {
+            if *ts > upto {
+                break;
+            }
+            if let Some(Reverse((ts, _, g))) = self.pending.pop() {
+                self.profile.global(ts, &g);
+            }
+        }
+    }
+
+    fn finish(mut self) {
+        let rt = self.rt;
+        self.release(u64::MAX);
+        let end = rt.end();
+        let mut records = FxHashMap::default();
+        for (&index, s) in self.streams.iter_mut() {
+            s.resolver.close_all(end, &mut self.profile, &rt.anomalies);
+            records.insert(index, s.resolver.records);
+        }
+        let report = self.profile.report(&records);
+        let cfg = runtime::config().clone();
+        output::write_all(rt, &report, &cfg);
+    }
+}

@@ -1,0 +1,183 @@
+//! Support for kprof's integration tests: building the plugin libraries once,
+//! compiling the C harnesses, running programs under a tool, and reading back
+//! the files kprof wrote.
+//!
+//! Tests never look at a file's mere existence: they parse `profile.json` with
+//! [`read_profile`] and assert on its content.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The workspace root (the directory holding the top-level `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// The cargo target directory shared by the workspace.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// Directory holding the release cdylibs (`libkprof.so`, `libkprof_core.so`, ...).
+///
+/// Builds them once per test process with `cargo build --release`, so a test
+/// never runs against stale libraries.
+pub fn lib_dir() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .current_dir(workspace_root())
+                .args([
+                    "build",
+                    "--release",
+                    "--quiet",
+                    "-p",
+                    "kprof-core",
+                    "-p",
+                    "kprof-kokkos",
+                ])
+                .status()
+                .expect("run cargo build");
+            assert!(
+                status.success(),
+                "cargo build --release of the plugins failed"
+            );
+            target_dir().join("release")
+        })
+        .clone()
+}
+
+/// Path of a library in [`lib_dir`], e.g. `lib("libkprof.so")`.
+pub fn lib(name: &str) -> PathBuf {
+    lib_dir().join(name)
+}
+
+/// A scratch directory for one test, emptied first.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = target_dir().join("test-scratch").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// Compiles C or C++ sources (by the first source's extension) into an executable
+/// or shared library at `out`. `args` are extra compiler/linker arguments.
+pub fn compile(sources: &[&Path], out: &Path, args: &[&str]) -> PathBuf {
+    let cpp = sources
+        .first()
+        .and_then(|s| s.extension())
+        .is_some_and(|e| e == "cpp" || e == "cc");
+    let compiler = if cpp { "g++" } else { "gcc" };
+    let mut cmd = Command::new(compiler);
+    cmd.args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(workspace_root().join("ffi-headers"))
+        .args(sources)
+        .arg("-o")
+        .arg(out)
+        .args(args);
+    let output = cmd.output().expect("run the C compiler");
+    assert!(
+        output.status.success(),
+        "{compiler} failed for {sources:?}:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out.to_path_buf()
+}
+
+/// Path of a file under `tests/`.
+pub fn test_file(rel: &str) -> PathBuf {
+    workspace_root().join("tests").join(rel)
+}
+
+/// Runs `cmd` to completion, returning its output; panics with the stderr if it
+/// could not be started.
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+/// Asserts the command exited 0, printing its stdout and stderr otherwise.
+pub fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Reads and parses `<dir>/profile.json`.
+pub fn read_profile(dir: &Path) -> Value {
+    let path = dir.join("profile.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Every node of the profile's call-path tree, depth first, with its path of
+/// names from the root (`["outer", "inner", "kernel"]`).
+pub fn nodes(profile: &Value) -> Vec<(Vec<String>, Value)> {
+    fn walk(list: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {
+        for node in list.as_array().into_iter().flatten() {
+            path.push(node["name"].as_str().unwrap_or_default().to_string());
+            out.push((path.clone(), node.clone()));
+            walk(&node["children"], path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(&profile["tree"], &mut Vec::new(), &mut out);
+    out
+}
+
+/// The unique tree node at `path` (names from the root). Panics with the list of
+/// paths present when there is none or several.
+pub fn node<'a>(all: &'a [(Vec<String>, Value)], path: &[&str]) -> &'a Value {
+    let found: Vec<&Value> = all
+        .iter()
+        .filter(|(p, _)| p.iter().map(String::as_str).eq(path.iter().copied()))
+        .map(|(_, v)| v)
+        .collect();
+    match found.as_slice() {
+        [one] => one,
+        _ => panic!(
+            "expected exactly one node at {path:?}, found {}; paths present:\n{}",
+            found.len(),
+            all.iter()
+                .map(|(p, _)| p.join(" / "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+    }
+}
+
+/// Whether tests that need an optional runtime must run (CI sets
+/// `KPROF_REQUIRE_ALL_TESTS=1`, turning a skip into a failure).
+pub fn require_all() -> bool {
+    std::env::var("KPROF_REQUIRE_ALL_TESTS").is_ok_and(|v| v == "1")
+}
+
+/// Skips the calling test (returns `true`) when `available` is false, or
+/// fails it when [`require_all`] is set. `what` names the missing runtime.
+pub fn skip_unless(available: bool, what: &str) -> bool {
+    if available {
+        return false;
+    }
+    assert!(
+        !require_all(),
+        "KPROF_REQUIRE_ALL_TESTS=1 but {what} is not available"
+    );
+    eprintln!("SKIP: {what} is not available");
+    true
+}
