@@ -157,6 +157,11 @@ impl Pool {
         }
     }
 
+    /// Free chunks now.
+    pub fn free_len(&self) -> usize {
+        self.free.len()
+    }
+
     /// Chunks the budget allows.
     pub fn max_chunks(&self) -> usize {
         self.max

@@ -65,7 +65,7 @@ pub struct Runtime {
     pub end_raw: AtomicU64,
     shutdown: AtomicBool,
     done: AtomicBool,
-    writer: Mutex<Option<std::thread::Thread>>,
+    writer: OnceLock<std::thread::Thread>,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -159,10 +159,12 @@ fn start() {
         end_raw: AtomicU64::new(0),
         shutdown: AtomicBool::new(false),
         done: AtomicBool::new(false),
-        writer: Mutex::new(None),
+        writer: OnceLock::new(),
     });
     match crate::writer::spawn(rt) {
-        Ok(handle) => *rt.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle),
+        Ok(handle) => {
+            let _ = rt.writer.set(handle);
+        }
         Err(e) => {
             warn(&format!(
                 "cannot start the writer thread ({e}); not measuring"
@@ -193,13 +195,7 @@ pub fn shutdown() {
         ACTIVE.store(std::ptr::null_mut(), Ordering::Release);
         rt.end_raw.store(rt.clock.now(), Ordering::Release);
         rt.shutdown.store(true, Ordering::Release);
-        // The writer polls the flag at least every few milliseconds; unparking
-        // only shortens that, and is skipped if the lock is busy.
-        if let Ok(w) = rt.writer.try_lock() {
-            if let Some(t) = w.as_ref() {
-                t.unpark();
-            }
-        }
+        rt.wake_writer();
     }
     rt.wait_done();
     PHASE.store(Phase::Done as u8, Ordering::Release);
@@ -216,6 +212,13 @@ impl Runtime {
     /// Whether shutdown was requested (writer side).
     pub fn shutdown_requested(&self) -> bool {
         self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Wakes the writer if it sleeps (it also polls every few milliseconds).
+    pub fn wake_writer(&self) {
+        if let Some(t) = self.writer.get() {
+            t.unpark();
+        }
     }
 
     /// Marks the output as written (writer side).

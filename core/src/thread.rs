@@ -10,6 +10,12 @@ use crate::intern::NameCache;
 use crate::record::{Op, Record};
 use crate::runtime::Runtime;
 
+/// Free chunks below which a thread handing over a chunk wakes the writer.
+const LOW_FREE_CHUNKS: usize = 4;
+/// Chunks added to the pool when a thread registers, so a burst of new threads
+/// does not drop records before the writer tops the pool up.
+const CHUNKS_PER_NEW_THREAD: usize = 2;
+
 /// Bits of a GUID below the thread index.
 pub const GUID_SEQ_BITS: u32 = 40;
 
@@ -114,6 +120,11 @@ impl ThreadState {
                 .current
                 .store(std::ptr::null_mut(), Ordering::Release);
             rt.pool.submit(full);
+            // Once per chunk, not per record: have the writer refill the free pool
+            // before threads run dry (the wake is a system call only if it sleeps).
+            if rt.pool.free_len() < LOW_FREE_CHUNKS {
+                rt.wake_writer();
+            }
         }
         let Some(c) = rt.pool.take() else {
             self.drop_records(records.len() as u64);
@@ -203,6 +214,7 @@ fn register(rt: &Runtime) -> *mut ThreadState {
         .map(|s| s.trim_end().to_string())
         .unwrap_or_default();
     let slot = rt.threads.add(tid, name);
+    rt.pool.top_up(rt.pool.free_len() + CHUNKS_PER_NEW_THREAD);
     let state = Box::leak(Box::new(ThreadState {
         slot,
         chunk: None,

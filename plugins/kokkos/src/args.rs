@@ -48,7 +48,7 @@ pub fn command_line_value(prefix: &str) -> Option<String> {
     raw.split(|&b| b == 0)
         .filter_map(|a| std::str::from_utf8(a).ok())
         .filter_map(|a| a.strip_prefix(prefix))
-        .last()
+        .next_back()
         .map(str::to_string)
 }
 
