@@ -17,8 +17,8 @@ use crossbeam_queue::ArrayQueue;
 
 use crate::record::Record;
 
-/// Records per chunk (64 KiB).
-pub const CHUNK_RECORDS: usize = 2048;
+/// 16-byte units per chunk (64 KiB).
+pub const CHUNK_RECORDS: usize = 4096;
 /// Bytes per chunk.
 pub const CHUNK_BYTES: usize = CHUNK_RECORDS * std::mem::size_of::<Record>();
 
@@ -63,16 +63,21 @@ impl Chunk {
         self.seq.store(seq, Ordering::Release);
     }
 
-    /// Writes `r` at `index` and publishes `index + 1` records.
+    /// Writes `r` at `index`, not yet visible to the writer (see [`Chunk::publish`]).
     ///
-    /// Only the owning thread calls this, with `index` equal to the count it
+    /// Only the owning thread calls this, with `index` at or past the count it
     /// published last and below [`CHUNK_RECORDS`].
     #[inline(always)]
     pub fn write(&self, index: usize, r: Record) {
         // SAFETY: the slot is past `published`, so the writer does not read it, and
         // only the owner writes; bounds are checked by the slice index.
         unsafe { *self.records[index].get() = r };
-        self.published.store(index as u32 + 1, Ordering::Release);
+    }
+
+    /// Makes the first `n` units visible to the writer (whole events only).
+    #[inline(always)]
+    pub fn publish(&self, n: usize) {
+        self.published.store(n as u32, Ordering::Release);
     }
 
     /// The records published but not yet consumed; marks them consumed.
@@ -184,24 +189,15 @@ mod tests {
         let c = pool.take().unwrap();
         c.claim(7, 0);
         for i in 0..3 {
-            c.write(
-                i,
-                Record {
-                    ts: i as u64,
-                    ..Record::default()
-                },
-            );
+            c.write(i, Record::ext(i as u64, 0));
         }
+        assert!(c.take_new().is_empty(), "nothing published yet");
+        c.publish(3);
         assert_eq!(c.take_new().len(), 3);
         assert!(c.take_new().is_empty());
-        c.write(
-            3,
-            Record {
-                ts: 3,
-                ..Record::default()
-            },
-        );
-        assert_eq!(c.take_new()[0].ts, 3);
+        c.write(3, Record::ext(3, 0));
+        c.publish(4);
+        assert_eq!(c.take_new()[0].a(), 3);
         pool.submit(c);
         let back = pool.next_full().unwrap();
         assert_eq!(back.owner(), 7);

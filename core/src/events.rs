@@ -9,13 +9,13 @@ use kprof_abi::{Anomaly, CopyEnd, Kind, SpaceName};
 use crate::devices::Device;
 use crate::record::{Op, Record};
 use crate::runtime::{self, active, inactive_call};
-use crate::thread::with_thread;
+use crate::thread::{with_thread, GUID_SEQ_BITS, GUID_SEQ_MASK};
 
 /// Opens an instance; returns its GUID (0 when not recording).
 ///
 /// # Safety
 /// `name` is NULL or NUL-terminated.
-#[inline]
+#[inline(always)]
 pub unsafe fn begin(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64 {
     let Some(rt) = active() else {
         inactive_call();
@@ -24,27 +24,21 @@ pub unsafe fn begin(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64
     with_thread(rt, |t| {
         // SAFETY: forwarded from the caller.
         let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
-        let guid = t.next_guid();
+        let guid = t.open();
         // Timestamp last, so the lookup is not counted in the instance's time.
         let ts = rt.clock.now();
-        t.push(
-            rt,
-            Record {
-                ts,
-                a: guid,
-                b: parent,
-                name,
-                aux: dev,
-                kind,
-                op: Op::Begin as u8,
-            },
-        );
+        if parent == 0 {
+            t.push(rt, Record::head(ts, Op::Begin, kind, name, dev));
+        } else {
+            let head = Record::head(ts, Op::BeginParent, kind, name, dev);
+            t.push_n(rt, &[head, Record::ext(parent, 0)]);
+        }
         guid
     })
 }
 
 /// Closes instance `guid` of `kind` (0: the innermost open one of that kind).
-#[inline]
+#[inline(always)]
 pub fn end(kind: u8, guid: u64) {
     let Some(rt) = active() else {
         inactive_call();
@@ -53,16 +47,17 @@ pub fn end(kind: u8, guid: u64) {
     // Timestamp first, so recording is not counted in the instance's time.
     let ts = rt.clock.now();
     with_thread(rt, |t| {
-        t.push(
-            rt,
-            Record {
-                ts,
-                a: guid,
-                kind,
-                op: Op::End as u8,
-                ..Record::default()
-            },
-        )
+        t.close();
+        let seq = guid & GUID_SEQ_MASK;
+        if guid == 0 || guid >> GUID_SEQ_BITS == u64::from(t.index()) {
+            t.push(
+                rt,
+                Record::head(ts, Op::End, kind, seq as u32, (seq >> 32) as u16),
+            );
+        } else {
+            let head = Record::head(ts, Op::EndGuid, kind, 0, 0);
+            t.push_n(rt, &[head, Record::ext(guid, 0)]);
+        }
     });
 }
 
@@ -79,18 +74,8 @@ pub unsafe fn instant(kind: u8, name: *const c_char, a: u64, b: u64) {
     with_thread(rt, |t| {
         // SAFETY: forwarded from the caller.
         let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
-        t.push(
-            rt,
-            Record {
-                ts,
-                a,
-                b,
-                name,
-                kind,
-                op: Op::Instant as u8,
-                ..Record::default()
-            },
-        )
+        let head = Record::head(ts, Op::Instant, kind, name, 0);
+        t.push_n(rt, &[head, Record::ext(a, b)]);
     });
 }
 
@@ -113,20 +98,12 @@ pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, b
     with_thread(rt, |t| {
         // SAFETY: forwarded from the caller.
         let label = unsafe { t.names.lookup(label, &rt.names, &rt.anomalies) };
-        let head = Record {
-            ts,
-            a: ptr,
-            b: bytes,
-            name: label,
-            op: op as u8,
-            ..Record::default()
-        };
-        let cont = Record {
-            name: space,
-            op: Op::Cont as u8,
-            ..Record::default()
-        };
-        t.push2(rt, head, cont);
+        let units = [
+            Record::head(ts, op, 0, label, 0),
+            Record::ext(ptr, bytes),
+            Record::ext(u64::from(space), 0),
+        ];
+        t.push_n(rt, &units);
     });
 }
 
@@ -155,23 +132,19 @@ pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
                 t.names.lookup(src.label, n, &rt.anomalies),
             )
         };
-        let guid = t.next_guid();
-        let head = Record {
-            ts: rt.clock.now(),
-            a: guid,
-            name: dst_label,
-            kind: Kind::DeepCopy as u8,
-            op: Op::Begin as u8,
-            ..Record::default()
-        };
-        let cont = Record {
-            a: bytes,
-            b: u64::from(dst_space) << 32 | u64::from(src_space),
-            name: src_label,
-            op: Op::Cont as u8,
-            ..Record::default()
-        };
-        t.push2(rt, head, cont);
+        let guid = t.open();
+        let units = [
+            Record::head(
+                rt.clock.now(),
+                Op::CopyBegin,
+                Kind::DeepCopy as u8,
+                dst_label,
+                0,
+            ),
+            Record::ext(bytes, u64::from(src_label)),
+            Record::ext(u64::from(dst_space), u64::from(src_space)),
+        ];
+        t.push_n(rt, &units);
         guid
     })
 }
@@ -201,17 +174,7 @@ pub fn section(op: Op, id: u32) {
         return;
     };
     let ts = rt.clock.now();
-    with_thread(rt, |t| {
-        t.push(
-            rt,
-            Record {
-                ts,
-                a: u64::from(id),
-                op: op as u8,
-                ..Record::default()
-            },
-        )
-    });
+    with_thread(rt, |t| t.push(rt, Record::head(ts, op, 0, id, 0)));
 }
 
 /// Validates a section id on destroy (the totals stay in the profile).

@@ -1,40 +1,53 @@
-//! The compact record the hot path appends: 32 bytes, fixed size, no pointers.
+//! The compact records the hot path appends: 16-byte units.
 //!
-//! An event is one head record, sometimes followed by continuation records
-//! ([`Op::Cont`]) carrying extra fields (memory events, copies). Field meanings by op:
+//! An event is one head unit, followed by as many extension units as its [`Op`]
+//! says ([`Op::ext_units`]). A kernel begin and its end take one unit each, 32 bytes
+//! per instance: half the cache traffic between application threads and the writer
+//! of a fixed 32-byte record.
 //!
-//! | op | `a` | `b` | `name` | `aux` |
-//! |---|---|---|---|---|
-//! | Begin | new GUID | explicit parent GUID or 0 | name id | device index |
-//! | End | GUID (0: innermost of `kind`) | — | — | — |
-//! | Instant | kind-specific | kind-specific | name id | — |
-//! | Alloc / Free | pointer | bytes | label id | — (+1 Cont: `name` = space id) |
-//! | Begin of DeepCopy | GUID | parent | dst label id | — (+1 Cont: `a` bytes, `name` src label, `b` dst space id << 32 \| src space id) |
-//! | SectionStart / Stop | section id | — | — | — |
-//! | Gap | records dropped just before | — | — | — |
+//! GUIDs are implicit on the common path: a thread's GUIDs are its index in the high
+//! bits and a counter below ([`crate::thread::GUID_SEQ_BITS`]), and every begin takes
+//! the next one, so the writer recomputes them by counting begins ([`Op::Gap`] carries
+//! the counter when records were dropped).
+//!
+//! | op | head `name` | head `aux` | extension units |
+//! |---|---|---|---|
+//! | Begin | name id | device | — (parent: the enclosing instance) |
+//! | BeginParent | name id | device | (parent GUID, 0) |
+//! | End | GUID counter bits 0..32 | bits 32..48 (0: innermost of `kind`) | — |
+//! | EndGuid | — | — | (GUID, 0): a GUID of another thread |
+//! | Instant | name id | — | (a, b), kind-specific |
+//! | Alloc, Free | label id | — | (address, bytes), (space name id, 0) |
+//! | CopyBegin | dst label id | — | (bytes, src label id), (dst space id, src space id) |
+//! | SectionStart, SectionStop | section id | — | — |
+//! | Gap | lowest open depth while dropping | — | (records dropped, GUID counter at resume) |
 
-/// The operation a record performs.
+/// The operation of a head unit.
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
-    /// Opens an instance.
+    /// Opens an instance nested in the thread's innermost open one.
     Begin = 1,
-    /// Closes an instance.
-    End = 2,
+    /// Opens an instance with an explicit parent GUID.
+    BeginParent = 2,
+    /// Closes an instance of this thread (or the innermost of `kind`).
+    End = 3,
+    /// Closes an instance by full GUID.
+    EndGuid = 4,
     /// A point event.
-    Instant = 3,
-    /// Extra fields of the preceding head record.
-    Cont = 4,
+    Instant = 5,
     /// A memory allocation.
-    Alloc = 5,
+    Alloc = 6,
     /// A memory deallocation.
-    Free = 6,
+    Free = 7,
+    /// Opens a memory copy.
+    CopyBegin = 8,
     /// A section started.
-    SectionStart = 7,
+    SectionStart = 9,
     /// A section stopped.
-    SectionStop = 8,
+    SectionStop = 10,
     /// Records were dropped before this one (buffers were full).
-    Gap = 9,
+    Gap = 11,
 }
 
 impl Op {
@@ -42,37 +55,109 @@ impl Op {
     pub fn from_u8(v: u8) -> Option<Op> {
         Some(match v {
             1 => Op::Begin,
-            2 => Op::End,
-            3 => Op::Instant,
-            4 => Op::Cont,
-            5 => Op::Alloc,
-            6 => Op::Free,
-            7 => Op::SectionStart,
-            8 => Op::SectionStop,
-            9 => Op::Gap,
+            2 => Op::BeginParent,
+            3 => Op::End,
+            4 => Op::EndGuid,
+            5 => Op::Instant,
+            6 => Op::Alloc,
+            7 => Op::Free,
+            8 => Op::CopyBegin,
+            9 => Op::SectionStart,
+            10 => Op::SectionStop,
+            11 => Op::Gap,
             _ => return None,
         })
     }
+
+    /// Extension units that follow a head unit of this op.
+    pub fn ext_units(self) -> usize {
+        match self {
+            Op::Begin | Op::End | Op::SectionStart | Op::SectionStop => 0,
+            Op::BeginParent | Op::EndGuid | Op::Instant | Op::Gap => 1,
+            Op::Alloc | Op::Free | Op::CopyBegin => 2,
+        }
+    }
 }
 
-/// One buffer entry. See the module documentation for field meanings.
+/// One 16-byte unit: a head (timestamp, name, aux, kind, op) or an extension (two
+/// 64-bit values).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Record {
-    /// Raw clock ticks.
-    pub ts: u64,
-    /// First operand.
-    pub a: u64,
-    /// Second operand.
-    pub b: u64,
-    /// Interned string id.
-    pub name: u32,
-    /// Small operand (device index).
-    pub aux: u16,
-    /// [`kprof_abi::Kind`] discriminant.
-    pub kind: u8,
-    /// [`Op`] discriminant.
-    pub op: u8,
+    w0: u64,
+    w1: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<Record>() == 32);
+const _: () = assert!(std::mem::size_of::<Record>() == 16);
+
+impl Record {
+    /// A head unit.
+    #[inline(always)]
+    pub fn head(ts: u64, op: Op, kind: u8, name: u32, aux: u16) -> Record {
+        Record {
+            w0: ts,
+            w1: u64::from(name) | u64::from(aux) << 32 | u64::from(kind) << 48 | (op as u64) << 56,
+        }
+    }
+
+    /// An extension unit.
+    #[inline(always)]
+    pub fn ext(a: u64, b: u64) -> Record {
+        Record { w0: a, w1: b }
+    }
+
+    /// Raw timestamp (head).
+    pub fn ts(&self) -> u64 {
+        self.w0
+    }
+
+    /// Name id or op-specific 32 bits (head).
+    pub fn name(&self) -> u32 {
+        self.w1 as u32
+    }
+
+    /// Device or op-specific 16 bits (head).
+    pub fn aux(&self) -> u16 {
+        (self.w1 >> 32) as u16
+    }
+
+    /// Kind discriminant (head).
+    pub fn kind(&self) -> u8 {
+        (self.w1 >> 48) as u8
+    }
+
+    /// Op discriminant (head).
+    pub fn op(&self) -> u8 {
+        (self.w1 >> 56) as u8
+    }
+
+    /// First value (extension).
+    pub fn a(&self) -> u64 {
+        self.w0
+    }
+
+    /// Second value (extension).
+    pub fn b(&self) -> u64 {
+        self.w1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_fields_round_trip() {
+        let r = Record::head(123, Op::CopyBegin, 6, 0xdead_beef, 0xabcd);
+        assert_eq!(
+            (r.ts(), r.op(), r.kind(), r.name(), r.aux()),
+            (123, Op::CopyBegin as u8, 6, 0xdead_beef, 0xabcd)
+        );
+        let e = Record::ext(u64::MAX, 7);
+        assert_eq!((e.a(), e.b()), (u64::MAX, 7));
+        for v in 1..=11 {
+            assert_eq!(Op::from_u8(v).map(|o| o as u8), Some(v));
+        }
+        assert_eq!(Op::from_u8(0), None);
+    }
+}

@@ -10,6 +10,7 @@ use kprof_abi::{Anomaly, Kind};
 
 use crate::anomaly::Anomalies;
 use crate::record::{Op, Record};
+use crate::thread::GUID_SEQ_BITS;
 
 /// Extra fields of a memory copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,9 +114,11 @@ pub trait Consumer {
 pub struct ThreadStream {
     thread: u32,
     stack: Vec<Slice>,
+    /// The thread's GUID counter, recounted from its begins.
+    next_guid: u64,
     /// Records were lost: unmatched ends may be the ends of lost begins.
     lost: bool,
-    /// Records processed.
+    /// Units processed.
     pub records: u64,
     /// Raw time of the newest record processed.
     pub last_ts: u64,
@@ -127,79 +130,77 @@ impl ThreadStream {
         ThreadStream {
             thread,
             stack: Vec::new(),
+            next_guid: u64::from(thread) << GUID_SEQ_BITS,
             lost: false,
             records: 0,
             last_ts: 0,
         }
     }
 
-    /// Processes a batch of records in order. Cross-thread events go to `globals`
-    /// with their timestamps; everything else straight to `out`.
-    pub fn feed(
+    /// Processes a batch of whole events in order. Cross-thread events go to
+    /// `globals` with their timestamps; everything else straight to `out`.
+    pub fn feed<C: Consumer, G: FnMut(u64, Global)>(
         &mut self,
-        records: &[Record],
-        out: &mut dyn Consumer,
-        globals: &mut dyn FnMut(u64, Global),
+        units: &[Record],
+        out: &mut C,
+        globals: &mut G,
         anomalies: &Anomalies,
     ) {
-        self.records += records.len() as u64;
+        self.records += units.len() as u64;
         let mut i = 0;
-        while i < records.len() {
-            let r = &records[i];
-            let cont = records.get(i + 1).filter(|c| c.op == Op::Cont as u8);
-            i += 1;
-            if r.ts > self.last_ts {
-                self.last_ts = r.ts;
-            }
-            match Op::from_u8(r.op) {
-                Some(Op::Begin) => {
-                    let Some(kind) = Kind::from_u8(r.kind) else {
-                        anomalies.count(Anomaly::InternalError);
-                        continue;
+        while i < units.len() {
+            let h = units[i];
+            let Some(op) = Op::from_u8(h.op()) else {
+                // Cannot happen with records written by this library; without the
+                // op the rest of the batch cannot be parsed.
+                anomalies.count(Anomaly::InternalError);
+                return;
+            };
+            let n = op.ext_units();
+            let Some(ext) = units.get(i + 1..i + 1 + n) else {
+                anomalies.count(Anomaly::InternalError);
+                return;
+            };
+            i += 1 + n;
+            let ts = h.ts();
+            self.last_ts = self.last_ts.max(ts);
+            match op {
+                Op::Begin => self.begin(h, 0, None, out),
+                Op::BeginParent => self.begin(h, ext[0].a(), None, out),
+                Op::CopyBegin => {
+                    let copy = CopyInfo {
+                        bytes: ext[0].a(),
+                        src_label: ext[0].b() as u32,
+                        dst_space: ext[1].a() as u32,
+                        src_space: ext[1].b() as u32,
                     };
-                    let copy = match (kind, cont) {
-                        (Kind::DeepCopy, Some(c)) => {
-                            i += 1;
-                            Some(CopyInfo {
-                                bytes: c.a,
-                                src_label: c.name,
-                                dst_space: (c.b >> 32) as u32,
-                                src_space: c.b as u32,
-                            })
-                        }
-                        _ => None,
-                    };
-                    self.stack.push(Slice {
-                        thread: self.thread,
-                        guid: r.a,
-                        parent: r.b,
-                        kind,
-                        name: r.name,
-                        dev: r.aux,
-                        begin: r.ts,
-                        copy,
-                    });
-                    if let Some(top) = self.stack.last() {
-                        out.event(&Event::Begin(top));
-                    }
+                    self.begin(h, 0, Some(copy), out)
                 }
-                Some(Op::End) => self.end(r, out, anomalies),
-                Some(Op::Instant) => {
-                    if let Some(kind) = Kind::from_u8(r.kind) {
+                Op::End => {
+                    let seq = u64::from(h.name()) | u64::from(h.aux()) << 32;
+                    let guid = if seq == 0 {
+                        0
+                    } else {
+                        u64::from(self.thread) << GUID_SEQ_BITS | seq
+                    };
+                    self.end(ts, h.kind(), guid, out, anomalies)
+                }
+                Op::EndGuid => self.end(ts, h.kind(), ext[0].a(), out, anomalies),
+                Op::Instant => {
+                    if let Some(kind) = Kind::from_u8(h.kind()) {
                         out.event(&Event::Instant {
                             thread: self.thread,
                             kind,
-                            name: r.name,
-                            a: r.a,
-                            b: r.b,
-                            ts: r.ts,
+                            name: h.name(),
+                            a: ext[0].a(),
+                            b: ext[0].b(),
+                            ts,
                         });
                     }
                 }
-                Some(op @ (Op::Alloc | Op::Free)) => {
-                    let Some(c) = cont else { continue };
-                    i += 1;
-                    let (space, label, ptr, bytes) = (c.name, r.name, r.a, r.b);
+                Op::Alloc | Op::Free => {
+                    let (space, label) = (ext[1].a() as u32, h.name());
+                    let (ptr, bytes) = (ext[0].a(), ext[0].b());
                     let g = if op == Op::Alloc {
                         Global::Alloc {
                             space,
@@ -215,22 +216,60 @@ impl ThreadStream {
                             bytes,
                         }
                     };
-                    globals(r.ts, g);
+                    globals(ts, g);
                 }
-                Some(Op::SectionStart) => globals(r.ts, Global::SectionStart(r.a as u32)),
-                Some(Op::SectionStop) => globals(r.ts, Global::SectionStop(r.a as u32)),
-                Some(Op::Gap) => self.lost = true,
-                Some(Op::Cont) => {}
-                None => anomalies.count(Anomaly::InternalError),
+                Op::SectionStart => globals(ts, Global::SectionStart(h.name())),
+                Op::SectionStop => globals(ts, Global::SectionStop(h.name())),
+                Op::Gap => {
+                    // Instances below the lowest depth reached while dropping are
+                    // still open; the ones above ended (or began) unseen.
+                    let keep = h.name() as usize;
+                    while self.stack.len() > keep {
+                        if let Some(s) = self.stack.pop() {
+                            out.event(&Event::End(&s, ts.max(s.begin)));
+                        }
+                    }
+                    self.next_guid = ext[0].b();
+                    self.lost = true;
+                }
             }
         }
     }
 
-    fn end(&mut self, r: &Record, out: &mut dyn Consumer, anomalies: &Anomalies) {
-        let pos = if r.a != 0 {
-            self.stack.iter().rposition(|s| s.guid == r.a)
+    #[inline(always)]
+    fn begin<C: Consumer>(&mut self, h: Record, parent: u64, copy: Option<CopyInfo>, out: &mut C) {
+        self.next_guid += 1;
+        let Some(kind) = Kind::from_u8(h.kind()) else {
+            return;
+        };
+        self.stack.push(Slice {
+            thread: self.thread,
+            guid: self.next_guid,
+            parent,
+            kind,
+            name: h.name(),
+            dev: h.aux(),
+            begin: h.ts(),
+            copy,
+        });
+        if let Some(top) = self.stack.last() {
+            out.event(&Event::Begin(top));
+        }
+    }
+
+    #[inline(always)]
+    fn end<C: Consumer>(
+        &mut self,
+        ts: u64,
+        kind: u8,
+        guid: u64,
+        out: &mut C,
+        anomalies: &Anomalies,
+    ) {
+        let pos = if guid != 0 {
+            self.stack.iter().rposition(|s| s.guid == guid)
         } else {
-            self.stack.iter().rposition(|s| s.kind as u8 == r.kind)
+            self.stack.iter().rposition(|s| s.kind as u8 == kind)
         };
         let Some(pos) = pos else {
             // After lost records, an unknown end is most likely a lost begin's end.
@@ -244,13 +283,13 @@ impl ThreadStream {
         }
         while self.stack.len() > pos {
             if let Some(s) = self.stack.pop() {
-                out.event(&Event::End(&s, r.ts.max(s.begin)));
+                out.event(&Event::End(&s, ts.max(s.begin)));
             }
         }
     }
 
     /// Closes every slice still open at raw time `end`, counting each.
-    pub fn close_all(&mut self, end: u64, out: &mut dyn Consumer, anomalies: &Anomalies) {
+    pub fn close_all<C: Consumer>(&mut self, end: u64, out: &mut C, anomalies: &Anomalies) {
         while let Some(s) = self.stack.pop() {
             anomalies.count(Anomaly::UnclosedAtExit);
             out.event(&Event::End(&s, end.max(s.begin)));
@@ -276,15 +315,13 @@ mod tests {
         fn global(&mut self, _: u64, _: &Global) {}
     }
 
-    fn rec(op: Op, ts: u64, a: u64, name: u32, kind: Kind) -> Record {
-        Record {
-            ts,
-            a,
-            name,
-            kind: kind as u8,
-            op: op as u8,
-            ..Record::default()
-        }
+    fn begin(ts: u64, name: u32, kind: Kind) -> Record {
+        Record::head(ts, Op::Begin, kind as u8, name, 0)
+    }
+
+    /// An end of this thread's GUID with counter `seq` (0: innermost of `kind`).
+    fn end(ts: u64, seq: u32, kind: Kind) -> Record {
+        Record::head(ts, Op::End, kind as u8, seq, 0)
     }
 
     #[test]
@@ -293,13 +330,14 @@ mod tests {
         let mut s = ThreadStream::new(1);
         let mut log = Log::default();
         let rs = [
-            rec(Op::Begin, 1, 10, 1, Kind::Region),
-            rec(Op::Begin, 2, 11, 2, Kind::ParallelFor),
+            begin(1, 1, Kind::Region),
+            begin(2, 2, Kind::ParallelFor),
             // Region popped while the kernel is open: the kernel closes first.
-            rec(Op::End, 3, 0, 0, Kind::Region),
-            rec(Op::End, 4, 11, 0, Kind::ParallelFor),
-            rec(Op::End, 5, 0, 0, Kind::Region),
-            rec(Op::Begin, 6, 12, 3, Kind::ParallelFor),
+            end(3, 0, Kind::Region),
+            // The kernel's own end (GUID counter 2) comes too late, as does a pop.
+            end(4, 2, Kind::ParallelFor),
+            end(5, 0, Kind::Region),
+            begin(6, 3, Kind::ParallelFor),
         ];
         s.feed(&rs, &mut log, &mut |_, _| {}, &an);
         s.close_all(9, &mut log, &an);
@@ -313,11 +351,22 @@ mod tests {
     fn ends_after_a_gap_are_not_anomalies() {
         let an = Anomalies::default();
         let mut s = ThreadStream::new(1);
+        let mut log = Log::default();
+        let base = 1u64 << GUID_SEQ_BITS;
         let rs = [
-            rec(Op::Gap, 1, 5, 0, Kind::Region),
-            rec(Op::End, 2, 77, 0, Kind::ParallelFor),
+            begin(1, 1, Kind::Region),
+            begin(2, 2, Kind::ParallelFor),
+            // Dropped: the kernel's end, a begin/end pair, a begin (counter 5).
+            // The lowest depth while dropping was 1 (the region alone).
+            Record::head(9, Op::Gap, 0, 1, 0),
+            Record::ext(4, base | 5),
+            end(10, 5, Kind::ParallelFor),
+            begin(11, 6, Kind::ParallelFor),
+            end(12, 6, Kind::ParallelFor),
+            end(13, 0, Kind::Region),
         ];
-        s.feed(&rs, &mut Log::default(), &mut |_, _| {}, &an);
+        s.feed(&rs, &mut log, &mut |_, _| {}, &an);
         assert_eq!(an.get(Anomaly::UnmatchedEnd), 0);
+        assert_eq!(log.0, ["B1", "B2", "E2@9", "B6", "E6@12", "E1@13"]);
     }
 }

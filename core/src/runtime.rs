@@ -17,7 +17,7 @@ use crate::process::ProcessInfo;
 use crate::thread::Registry;
 
 /// Chunks allocated at start, before the writer tops the pool up.
-const INITIAL_CHUNKS: usize = 8;
+const INITIAL_CHUNKS: usize = 16;
 /// How long a shutdown waits for the writer before giving up (never hang the host).
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(30);
 

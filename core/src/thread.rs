@@ -18,6 +18,8 @@ const CHUNKS_PER_NEW_THREAD: usize = 2;
 
 /// Bits of a GUID below the thread index.
 pub const GUID_SEQ_BITS: u32 = 40;
+/// Mask of a GUID's per-thread counter.
+pub const GUID_SEQ_MASK: u64 = (1 << GUID_SEQ_BITS) - 1;
 
 /// What the writer and the reports know of a thread.
 pub struct ThreadSlot {
@@ -29,7 +31,7 @@ pub struct ThreadSlot {
     pub name: String,
     /// The chunk being filled, for the writer to peek (null when none).
     pub current: AtomicPtr<Chunk>,
-    /// Records dropped because no free chunk was available.
+    /// Events dropped because no free chunk was available.
     pub dropped: AtomicU64,
     /// The thread has exited (its last chunk was handed over).
     pub exited: AtomicBool,
@@ -56,6 +58,16 @@ impl Registry {
         slot
     }
 
+    /// Number of threads so far.
+    pub fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether no thread has recorded yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// All threads so far.
     pub fn snapshot(&self) -> Vec<&'static ThreadSlot> {
         self.slots.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -69,50 +81,72 @@ pub struct ThreadState {
     pos: usize,
     chunks_taken: u64,
     next_guid: u64,
-    /// Records dropped since the last one stored (reported by a Gap record).
+    /// Instances open on this thread, as counted from begins and ends; lets the
+    /// writer repair its stack after dropped records.
+    depth: u32,
+    /// Events dropped since the last one stored (reported by a Gap record).
     gap: u64,
+    /// Lowest `depth` while dropping.
+    gap_depth: u32,
     /// Pointer -> name id cache.
     pub names: NameCache,
 }
 
 impl ThreadState {
-    /// A fresh GUID: thread index in the high bits, a per-thread counter below.
+    /// This thread's index (the high bits of its GUIDs).
     #[inline(always)]
-    pub fn next_guid(&mut self) -> u64 {
+    pub fn index(&self) -> u32 {
+        self.slot.index
+    }
+
+    /// Takes the next GUID for a begin: thread index in the high bits, a per-thread
+    /// counter below (the writer recounts it, see [`crate::record`]).
+    #[inline(always)]
+    pub fn open(&mut self) -> u64 {
+        self.depth += 1;
         self.next_guid += 1;
         self.next_guid
     }
 
-    /// Appends one record.
+    /// Notes that an instance closed.
+    #[inline(always)]
+    pub fn close(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Appends one event of one unit.
     #[inline(always)]
     pub fn push(&mut self, rt: &Runtime, r: Record) {
         if let Some(c) = self.chunk {
             if self.pos < CHUNK_RECORDS {
                 c.write(self.pos, r);
                 self.pos += 1;
+                c.publish(self.pos);
                 return;
             }
         }
         self.push_slow(rt, &[r]);
     }
 
-    /// Appends a head record and its continuation contiguously (both or neither).
-    #[inline]
-    pub fn push2(&mut self, rt: &Runtime, head: Record, cont: Record) {
+    /// Appends one event of several units, contiguously (all or nothing).
+    #[inline(always)]
+    pub fn push_n(&mut self, rt: &Runtime, units: &[Record]) {
         if let Some(c) = self.chunk {
-            if self.pos + 2 <= CHUNK_RECORDS {
-                c.write(self.pos, head);
-                c.write(self.pos + 1, cont);
-                self.pos += 2;
+            if self.pos + units.len() <= CHUNK_RECORDS {
+                for (i, u) in units.iter().enumerate() {
+                    c.write(self.pos + i, *u);
+                }
+                self.pos += units.len();
+                c.publish(self.pos);
                 return;
             }
         }
-        self.push_slow(rt, &[head, cont]);
+        self.push_slow(rt, units);
     }
 
     #[cold]
     #[inline(never)]
-    fn push_slow(&mut self, rt: &Runtime, records: &[Record]) {
+    fn push_slow(&mut self, rt: &Runtime, units: &[Record]) {
         if let Some(full) = self.chunk.take() {
             // Unpublish before handing over, so the writer never peeks a chunk it
             // may already have recycled to another thread.
@@ -127,7 +161,7 @@ impl ThreadState {
             }
         }
         let Some(c) = rt.pool.take() else {
-            self.drop_records(records.len() as u64);
+            self.drop_event(units);
             return;
         };
         self.chunks_taken += 1;
@@ -138,27 +172,37 @@ impl ThreadState {
         self.chunk = Some(c);
         self.pos = 0;
         if self.gap > 0 {
-            let gap = Record {
-                ts: rt.clock.now(),
-                a: self.gap,
-                op: Op::Gap as u8,
-                ..Record::default()
-            };
+            // The GUID counter before the event being stored now (whose own begin,
+            // if it is one, the writer counts itself).
+            let counter = self.next_guid - u64::from(opens(units));
+            let gap = Record::head(rt.clock.now(), Op::Gap, 0, self.gap_depth, 0);
             c.write(0, gap);
-            self.pos = 1;
+            c.write(1, Record::ext(self.gap, counter));
+            self.pos = 2;
             self.gap = 0;
         }
-        for r in records {
-            c.write(self.pos, *r);
+        for u in units {
+            c.write(self.pos, *u);
             self.pos += 1;
         }
+        c.publish(self.pos);
     }
 
-    fn drop_records(&mut self, n: u64) {
-        self.gap += n;
+    fn drop_event(&mut self, units: &[Record]) {
+        let opens = opens(units);
+        // The depth was already updated for this event; before it, it was one less
+        // for a begin. The writer keeps the instances below the lowest depth seen.
+        let before = if opens { self.depth - 1 } else { self.depth };
+        if self.gap == 0 {
+            self.gap_depth = before;
+        }
+        if !opens {
+            self.gap_depth = self.gap_depth.min(self.depth);
+        }
+        self.gap += 1;
         // Owner-only counter: a plain load and store, no locked instruction.
         let d = &self.slot.dropped;
-        d.store(d.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        d.store(d.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
     /// Hands the current chunk to the writer (thread exit).
@@ -170,6 +214,12 @@ impl ThreadState {
             rt.pool.submit(c);
         }
     }
+}
+
+/// Whether the event in `units` opens an instance (and so took a GUID).
+fn opens(units: &[Record]) -> bool {
+    let op = units.first().and_then(|u| Op::from_u8(u.op()));
+    matches!(op, Some(Op::Begin | Op::BeginParent | Op::CopyBegin))
 }
 
 thread_local! {
@@ -221,7 +271,9 @@ fn register(rt: &Runtime) -> *mut ThreadState {
         pos: CHUNK_RECORDS,
         chunks_taken: 0,
         next_guid: u64::from(slot.index) << GUID_SEQ_BITS,
+        depth: 0,
         gap: 0,
+        gap_depth: 0,
         names: NameCache::new(),
     }));
     STATE.with(|s| s.set(state));

@@ -42,8 +42,6 @@ fn run(rt: &'static Runtime) {
     let mut last_peek = Instant::now();
     while !rt.shutdown_requested() {
         let n = w.drain_full();
-        let threads = rt.threads.snapshot().len();
-        rt.pool.top_up(8 + 4 * threads);
         if last_peek.elapsed() >= PEEK_EVERY {
             w.peek_all();
             last_peek = Instant::now();
@@ -110,10 +108,22 @@ impl Writer {
         self.streams.get_mut(&index)
     }
 
+    /// Keeps enough free chunks that threads do not run dry while the writer is
+    /// busy: a few per thread, and half of what is allocated, so the pool doubles
+    /// with the demand up to the budget (allocating a chunk costs the writer less
+    /// than processing one, so it can always stay ahead of a thread that outruns it).
+    fn top_up(&self) {
+        let pool = &self.rt.pool;
+        let want = (8 + 4 * self.rt.threads.len()).max(pool.allocated() / 2);
+        pool.top_up(want);
+    }
+
     /// Consumes every full chunk; returns how many.
     fn drain_full(&mut self) -> usize {
         let mut n = 0;
+        self.top_up();
         while let Some(c) = self.rt.pool.next_full() {
+            self.top_up();
             self.consume(c);
             if let Some(s) = self.stream(c.owner()) {
                 s.expected = c.seq() + 1;

@@ -24,6 +24,16 @@ struct Frame {
     begin: u64,
     child_ns: u64,
     copy: Option<CopyKey>,
+    /// The last child looked up under this frame: runtimes launch the same kernel
+    /// in the same place again and again, so this saves most tree lookups.
+    last_child: ChildCache,
+}
+
+/// (packed key, node) of the last child looked up; key 0 is empty.
+type ChildCache = (u64, u32);
+
+fn child_key(name: u32, kind: Kind, dev: u16) -> u64 {
+    1 << 63 | u64::from(dev) << 40 | (kind as u64) << 32 | u64::from(name)
 }
 
 /// (dst space, dst label, src space, src label) name ids.
@@ -46,7 +56,10 @@ struct SectionStats {
 pub struct Profile {
     rt: &'static Runtime,
     tree: Tree,
-    stacks: FxHashMap<u32, Vec<Frame>>,
+    /// Open frames per thread index.
+    stacks: Vec<Vec<Frame>>,
+    /// Last root-level child per thread index.
+    roots: Vec<ChildCache>,
     copy_names: FxHashMap<(u32, u32), u32>,
     copies: FxHashMap<CopyKey, CopyStats>,
     markers: FxHashMap<u32, u64>,
@@ -61,7 +74,8 @@ impl Profile {
         Profile {
             rt,
             tree: Tree::default(),
-            stacks: FxHashMap::default(),
+            stacks: Vec::new(),
+            roots: Vec::new(),
             copy_names: FxHashMap::default(),
             copies: FxHashMap::default(),
             markers: FxHashMap::default(),
@@ -89,6 +103,7 @@ impl Profile {
 }
 
 impl Consumer for Profile {
+    #[inline]
     fn event(&mut self, ev: &Event<'_>) {
         match *ev {
             Event::Begin(s) => {
@@ -99,30 +114,48 @@ impl Consumer for Profile {
                     ),
                     None => (s.name, None),
                 };
-                let stack = self.stacks.entry(s.thread).or_default();
-                let parent = stack.last().map_or(ROOT, |f| f.node);
-                let node = self.tree.child(parent, name, s.kind, s.dev);
+                let t = s.thread as usize;
+                if self.stacks.len() <= t {
+                    self.stacks.resize_with(t + 1, Vec::new);
+                    self.roots.resize(t + 1, (0, 0));
+                }
+                let key = child_key(name, s.kind, s.dev);
+                let (parent, cache) = match self.stacks[t].last_mut() {
+                    Some(f) => (f.node, &mut f.last_child),
+                    None => (ROOT, &mut self.roots[t]),
+                };
+                let node = if cache.0 == key {
+                    cache.1
+                } else {
+                    let n = self.tree.child(parent, name, s.kind, s.dev);
+                    *cache = (key, n);
+                    n
+                };
                 if let Some(key) = copy {
                     let c = self.copies.entry(key).or_default();
                     c.count += 1;
                     c.bytes += s.copy.map_or(0, |c| c.bytes);
                 }
-                self.stacks.entry(s.thread).or_default().push(Frame {
+                self.stacks[t].push(Frame {
                     node,
                     begin: s.begin,
                     child_ns: 0,
                     copy,
+                    last_child: (0, 0),
                 });
             }
             Event::End(s, end) => {
-                let Some(f) = self.stacks.get_mut(&s.thread).and_then(Vec::pop) else {
+                let Some(stack) = self.stacks.get_mut(s.thread as usize) else {
+                    return;
+                };
+                let Some(f) = stack.pop() else {
                     return;
                 };
                 let dur = self.rt.clock.delta_ns(f.begin, end);
                 self.tree.nodes[f.node as usize]
                     .stats
                     .add(dur, dur.saturating_sub(f.child_ns));
-                if let Some(parent) = self.stacks.get_mut(&s.thread).and_then(|st| st.last_mut()) {
+                if let Some(parent) = stack.last_mut() {
                     parent.child_ns += dur;
                 }
                 if let Some(key) = f.copy {

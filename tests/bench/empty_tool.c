@@ -1,0 +1,51 @@
+/*
+ * empty_tool.c: a Kokkos tool whose callbacks do nothing, for the overhead
+ * benchmark (tests/benches/kokkos_overhead.rs). Its cost is the loader's and the
+ * indirect calls' (through the function pointers Kokkos got from dlsym): the part
+ * of any tool's overhead no tool can avoid. It answers requires_global_fencing=false.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    size_t deviceID;
+} KokkosPDeviceInfo;
+
+typedef struct {
+    bool requires_global_fencing;
+    bool padding[255];
+} ToolSettings;
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT void kokkosp_init_library(int load_seq, uint64_t interface_ver, uint32_t dev_count,
+                                 KokkosPDeviceInfo *info)
+{
+    (void)load_seq;
+    (void)interface_ver;
+    (void)dev_count;
+    (void)info;
+}
+
+EXPORT void kokkosp_request_tool_settings(uint32_t num, ToolSettings *settings)
+{
+    if (num >= 1 && settings)
+        settings->requires_global_fencing = false;
+}
+
+EXPORT void kokkosp_begin_parallel_for(const char *name, uint32_t dev_id, uint64_t *kid)
+{
+    (void)name;
+    (void)dev_id;
+    (void)kid;
+}
+
+EXPORT void kokkosp_end_parallel_for(uint64_t kid)
+{
+    (void)kid;
+}
+
+EXPORT void kokkosp_finalize_library(void)
+{
+}

@@ -1,0 +1,72 @@
+/*
+ * floor_tool.c: the physical floor of a tracing Kokkos tool, for the overhead
+ * benchmark (tests/benches/kokkos_overhead.rs). begin reads the TSC and hands the
+ * timestamp back through kID; end reads the TSC and stores one 16-byte record
+ * (begin ts, end ts) into a pre-allocated, reused thread-local buffer that wraps
+ * around (64 KiB per thread, so it stays in cache). No names, no ids, no writer:
+ * whatever a real tool adds on top of this is its own cost. It answers
+ * requires_global_fencing=false.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <x86intrin.h>
+
+typedef struct {
+    size_t deviceID;
+} KokkosPDeviceInfo;
+
+typedef struct {
+    bool requires_global_fencing;
+    bool padding[255];
+} ToolSettings;
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef struct {
+    uint64_t begin;
+    uint64_t end;
+} Record;
+
+#define RECORDS 4096 /* power of two: 64 KiB per thread */
+
+/* Thread-local, allocated with the thread's TLS block (before the first record). */
+static __thread struct {
+    uint64_t next;
+    Record buf[RECORDS];
+} ring;
+
+EXPORT void kokkosp_init_library(int load_seq, uint64_t interface_ver, uint32_t dev_count,
+                                 KokkosPDeviceInfo *info)
+{
+    (void)load_seq;
+    (void)interface_ver;
+    (void)dev_count;
+    (void)info;
+}
+
+EXPORT void kokkosp_request_tool_settings(uint32_t num, ToolSettings *settings)
+{
+    if (num >= 1 && settings)
+        settings->requires_global_fencing = false;
+}
+
+EXPORT void kokkosp_begin_parallel_for(const char *name, uint32_t dev_id, uint64_t *kid)
+{
+    (void)name;
+    (void)dev_id;
+    *kid = __rdtsc();
+}
+
+EXPORT void kokkosp_end_parallel_for(uint64_t kid)
+{
+    uint64_t end = __rdtsc();
+    uint64_t i = ring.next;
+    ring.buf[i].begin = kid;
+    ring.buf[i].end = end;
+    ring.next = (i + 1) & (RECORDS - 1);
+}
+
+EXPORT void kokkosp_finalize_library(void)
+{
+}

@@ -1,0 +1,275 @@
+/*
+ * kokkos_driver.c: emulates how Kokkos calls a profiling tool on its hot path,
+ * for the overhead benchmark (tests/benches/kokkos_overhead.rs).
+ *
+ *   kokkos_driver THREADS PAIRS_PER_REP REPS
+ *
+ * Loading follows Kokkos (see shared/reference/kokkos-tools.md, "Loading" and
+ * "Call order"): when KOKKOS_TOOLS_LIBS is set, its first entry (cut at ';') is
+ * dlopen'ed with RTLD_NOW | RTLD_GLOBAL, each callback is looked up with dlsym (a
+ * missing symbol is a callback never called), then
+ *   kokkosp_init_library(0, 20240906, 0, NULL)
+ *   kokkosp_request_tool_settings(1, &settings)   (requires_global_fencing=true on entry)
+ *   kokkosp_provide_tool_programming_interface(1, tpi)   (when exported)
+ *   kokkosp_parse_args(1, {exe, NULL})                   (when exported)
+ * The tool's answer is honoured: when it keeps requires_global_fencing, a cheap
+ * stand-in fence (a non-inlined function with a full memory barrier; NOT the cost of a
+ * real Kokkos global fence, which also reports itself through begin/end_fence) runs
+ * before every begin and every end, and the output says so.
+ *
+ * Hot path, per pair, as Kokkos::Tools::beginParallelFor / endParallelFor do it:
+ *   if (begin_cb) { fence?; begin_cb("bench_kernel", 0x01000001, &kid); }
+ *   if (end_cb)   { fence?; end_cb(kid); }
+ * With no tool the same loop runs through the NULL checks. A compiler barrier per
+ * pair makes the callback pointers be reloaded every time (as in Kokkos, where real
+ * work runs between kernels), so the no-tool loop cannot be hoisted away.
+ *
+ * Each of THREADS pthreads runs one untimed warm-up repetition, then REPS timed
+ * repetitions of PAIRS_PER_REP begin/end pairs; all threads start each repetition
+ * together (barrier). Each repetition is timed with clock_gettime(CLOCK_MONOTONIC).
+ * Output (stdout, one key=value per line):
+ *   tool=<path or none>  global_fencing=0|1  threads=  pairs_per_rep=  reps=
+ *   thread<i>_median_ns_per_pair=...      (per thread)
+ *   min_ns_per_pair=  max_ns_per_pair=
+ *   ns_per_pair=<median over all threads' repetitions>
+ * kokkosp_finalize_library runs at the end, outside the timed region.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    size_t deviceID;
+} KokkosPDeviceInfo;
+
+typedef struct {
+    bool requires_global_fencing;
+    bool padding[255];
+} ToolSettings;
+
+typedef void (*fence_fn)(uint32_t);
+typedef struct {
+    fence_fn fence;
+    fence_fn padding[31];
+} ToolProgrammingInterface;
+
+typedef void (*init_fn)(int, uint64_t, uint32_t, KokkosPDeviceInfo *);
+typedef void (*finalize_fn)(void);
+typedef void (*settings_fn)(uint32_t, ToolSettings *);
+typedef void (*tpi_fn)(uint32_t, ToolProgrammingInterface);
+typedef void (*parse_args_fn)(int, char **);
+typedef void (*begin_fn)(const char *, uint32_t, uint64_t *);
+typedef void (*end_fn)(uint64_t);
+
+/* Callback table, like Kokkos' Experimental::current_callbacks. */
+static begin_fn begin_parallel_for_cb;
+static end_fn end_parallel_for_cb;
+static bool global_fencing;
+
+static unsigned long pairs_per_rep;
+static int reps;
+static pthread_barrier_t barrier;
+static double *samples; /* [thread * reps + rep], ns per pair */
+/* One cache line per thread: fences counted without sharing. */
+static struct {
+    unsigned long long n;
+    char pad[56];
+} fence_count[64];
+
+/* Stand-in for Kokkos' global fence: a call and a full barrier. */
+__attribute__((noinline)) static void stand_in_fence(int thread)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    fence_count[thread].n++;
+}
+
+/* The tpi.fence handed to the tool (never called on the timed path by this driver). */
+static void tpi_fence(uint32_t dev)
+{
+    (void)dev;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void run_pairs(int thread, unsigned long n)
+{
+    for (unsigned long i = 0; i < n; i++) {
+        uint64_t kid = 0;
+        /* Callback pointers are reloaded every pair, as after real work. */
+        __asm__ __volatile__("" ::: "memory");
+        begin_fn b = begin_parallel_for_cb;
+        if (b) {
+            if (global_fencing)
+                stand_in_fence(thread);
+            b("bench_kernel", 0x01000001u, &kid);
+        }
+        __asm__ __volatile__("" ::: "memory");
+        end_fn e = end_parallel_for_cb;
+        if (e) {
+            if (global_fencing)
+                stand_in_fence(thread);
+            e(kid);
+        }
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    int thread = (int)(intptr_t)arg;
+    pthread_barrier_wait(&barrier);
+    run_pairs(thread, pairs_per_rep); /* warm-up, untimed */
+    for (int r = 0; r < reps; r++) {
+        pthread_barrier_wait(&barrier);
+        double t0 = now_ns();
+        run_pairs(thread, pairs_per_rep);
+        double t1 = now_ns();
+        samples[thread * reps + r] = (t1 - t0) / (double)pairs_per_rep;
+    }
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+static unsigned long parse_ulong(const char *s, const char *what)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v == 0) {
+        fprintf(stderr, "kokkos_driver: bad %s '%s'\n", what, s);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s THREADS PAIRS_PER_REP REPS\n", argv[0]);
+        return 2;
+    }
+    int threads = (int)parse_ulong(argv[1], "THREADS");
+    pairs_per_rep = parse_ulong(argv[2], "PAIRS_PER_REP");
+    reps = (int)parse_ulong(argv[3], "REPS");
+    if (threads > 64) {
+        fprintf(stderr, "kokkos_driver: at most 64 threads\n");
+        return 2;
+    }
+
+    finalize_fn finalize = NULL;
+    char tool_path[4096] = "none";
+    const char *libs = getenv("KOKKOS_TOOLS_LIBS");
+    if (libs && *libs) {
+        size_t len = strcspn(libs, ";");
+        if (len >= sizeof tool_path) {
+            fprintf(stderr, "kokkos_driver: KOKKOS_TOOLS_LIBS too long\n");
+            return 2;
+        }
+        memcpy(tool_path, libs, len);
+        tool_path[len] = '\0';
+        void *h = dlopen(tool_path, RTLD_NOW | RTLD_GLOBAL);
+        if (!h) {
+            /* Kokkos prints an error and runs without a tool; a benchmark must not. */
+            fprintf(stderr, "kokkos_driver: dlopen(%s): %s\n", tool_path, dlerror());
+            return 1;
+        }
+        init_fn init = (init_fn)dlsym(h, "kokkosp_init_library");
+        settings_fn settings = (settings_fn)dlsym(h, "kokkosp_request_tool_settings");
+        tpi_fn tpi = (tpi_fn)dlsym(h, "kokkosp_provide_tool_programming_interface");
+        parse_args_fn parse_args = (parse_args_fn)dlsym(h, "kokkosp_parse_args");
+        finalize = (finalize_fn)dlsym(h, "kokkosp_finalize_library");
+        begin_fn b = (begin_fn)dlsym(h, "kokkosp_begin_parallel_for");
+        end_fn e = (end_fn)dlsym(h, "kokkosp_end_parallel_for");
+
+        if (init)
+            init(0, 20240906u, 0, NULL);
+        /* Kokkos asks for settings with fencing on; without the symbol it keeps fencing. */
+        ToolSettings s;
+        memset(&s, 0, sizeof s);
+        s.requires_global_fencing = true;
+        if (settings)
+            settings(1, &s);
+        global_fencing = s.requires_global_fencing;
+        if (tpi) {
+            ToolProgrammingInterface t;
+            memset(&t, 0, sizeof t);
+            t.fence = tpi_fence;
+            tpi(1, t);
+        }
+        if (parse_args) {
+            char *pargv[2] = {argv[0], NULL};
+            parse_args(1, pargv);
+        }
+        begin_parallel_for_cb = b;
+        end_parallel_for_cb = e;
+        if (!b || !e)
+            fprintf(stderr, "kokkos_driver: warning: %s lacks kokkosp_%s_parallel_for\n",
+                    tool_path, b ? "end" : "begin");
+    }
+
+    samples = calloc((size_t)threads * (size_t)reps, sizeof *samples);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    if (!samples || !tids) {
+        fprintf(stderr, "kokkos_driver: out of memory\n");
+        return 1;
+    }
+    pthread_barrier_init(&barrier, NULL, (unsigned)threads);
+    for (int t = 0; t < threads; t++) {
+        int rc = pthread_create(&tids[t], NULL, thread_main, (void *)(intptr_t)t);
+        if (rc) {
+            fprintf(stderr, "kokkos_driver: pthread_create: %s\n", strerror(rc));
+            return 1;
+        }
+    }
+    for (int t = 0; t < threads; t++)
+        pthread_join(tids[t], NULL);
+
+    printf("tool=%s\n", tool_path);
+    printf("global_fencing=%d\n", global_fencing ? 1 : 0);
+    if (global_fencing) {
+        unsigned long long fences = 0;
+        for (int i = 0; i < 64; i++)
+            fences += fence_count[i].n;
+        printf("note=tool requires global fencing: a stand-in fence (call + mfence, "
+               "not a real Kokkos fence) ran before every begin and end (%llu fences)\n",
+               fences);
+    }
+    printf("threads=%d\npairs_per_rep=%lu\nreps=%d\n", threads, pairs_per_rep, reps);
+    for (int t = 0; t < threads; t++) {
+        double tmp[reps];
+        memcpy(tmp, &samples[t * reps], sizeof tmp);
+        printf("thread%d_median_ns_per_pair=%.3f\n", t, median(tmp, (size_t)reps));
+    }
+    size_t n = (size_t)threads * (size_t)reps;
+    double med = median(samples, n); /* sorts samples */
+    printf("min_ns_per_pair=%.3f\nmax_ns_per_pair=%.3f\n", samples[0], samples[n - 1]);
+    printf("ns_per_pair=%.3f\n", med);
+    fflush(stdout);
+
+    if (finalize)
+        finalize();
+    free(samples);
+    free(tids);
+    return 0;
+}
