@@ -3,8 +3,9 @@
 //! A chunk is filled by exactly one thread, then handed to the writer through the
 //! `full` queue, processed, and returned to the `free` queue. Both queues are
 //! lock-free (crossbeam `ArrayQueue`). The total number of chunks is capped by the
-//! buffer budget; chunks are allocated (and their pages touched) by the writer thread,
-//! never by an application thread in the middle of an event.
+//! buffer budget; chunks are allocated (and their pages touched) by the writer thread
+//! ahead of need, and by an application thread only when the writer fell behind and
+//! the budget still allows — never in the middle of an event, at most once per chunk.
 //!
 //! While a thread fills a chunk, it publishes the count of complete records with a
 //! release store after each append, so the writer can read ("peek") a chunk that is
@@ -132,10 +133,22 @@ impl Pool {
         pool
     }
 
-    /// A free chunk, if any (never allocates).
+    /// A free chunk; when none is free but the budget allows, a new one. Allocating
+    /// here, on an application thread, is the rare case of a writer that fell behind
+    /// (it keeps the free queue stocked otherwise): better than dropping records.
     #[inline]
     pub fn take(&self) -> Option<&'static Chunk> {
-        self.free.pop()
+        self.free.pop().or_else(|| self.allocate())
+    }
+
+    /// Reserves room in the budget for one chunk and allocates it.
+    fn allocate(&self) -> Option<&'static Chunk> {
+        self.allocated
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()?;
+        Some(Chunk::new())
     }
 
     /// Hands a chunk to the writer.
@@ -156,9 +169,13 @@ impl Pool {
 
     /// Allocates chunks until `want` are free or the budget is spent.
     pub fn top_up(&self, want: usize) {
-        while self.free.len() < want && self.allocated.load(Ordering::Relaxed) < self.max {
-            self.allocated.fetch_add(1, Ordering::Relaxed);
-            let _ = self.free.push(Chunk::new());
+        while self.free.len() < want {
+            match self.allocate() {
+                Some(c) => {
+                    let _ = self.free.push(c);
+                }
+                None => return,
+            }
         }
     }
 
@@ -204,5 +221,15 @@ mod tests {
         pool.recycle(back);
         pool.top_up(100);
         assert_eq!(pool.allocated(), 16);
+    }
+
+    #[test]
+    fn take_allocates_within_the_budget_then_runs_dry() {
+        let pool = Pool::new(1, 0);
+        let taken: Vec<_> = std::iter::from_fn(|| pool.take()).take(100).collect();
+        assert_eq!(taken.len(), 16, "1 MiB holds 16 chunks of 64 KiB");
+        assert!(pool.take().is_none());
+        pool.recycle(taken[3]);
+        assert!(pool.take().is_some_and(|c| std::ptr::eq(c, taken[3])));
     }
 }

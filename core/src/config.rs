@@ -44,6 +44,8 @@ pub struct Config {
     pub enable: bool,
     /// Keep Kokkos' global fences around kernels and regions.
     pub kokkos_fences: bool,
+    /// Milliseconds between the writer's processing rounds (and trace flushes).
+    pub flush_ms: u64,
 }
 
 impl Default for Config {
@@ -56,6 +58,7 @@ impl Default for Config {
             signals: true,
             enable: true,
             kokkos_fences: false,
+            flush_ms: 1000,
         }
     }
 }
@@ -88,6 +91,15 @@ const SPECS: &[Spec] = &[
         env: "KPROF_BUFFER_MB",
         value: Value::Count { min: 1, max: 65536 },
         help: "MiB of event buffers; beyond it records are dropped and counted (default 64)",
+    },
+    Spec {
+        arg: "flush-ms",
+        env: "KPROF_FLUSH_MS",
+        value: Value::Count {
+            min: 10,
+            max: 3_600_000,
+        },
+        help: "ms between processing rounds of the writer; buffers fill in between (default 1000)",
     },
     Spec {
         arg: "summary",
@@ -190,6 +202,7 @@ impl Config {
             Value::Count { min, max } => {
                 let (default, expected) = match spec.arg {
                     "buffer-mb" => (defaults.buffer_mb, "a whole number of MiB, 1 to 65536"),
+                    "flush-ms" => (defaults.flush_ms, "milliseconds, 10 to 3600000"),
                     _ => (defaults.summary_top as u64, "a whole number, 1 to 100000"),
                 };
                 let v = value
@@ -200,6 +213,7 @@ impl Config {
                     .ok_or_else(|| invalid(expected, default.to_string()))?;
                 match spec.arg {
                     "buffer-mb" => self.buffer_mb = v,
+                    "flush-ms" => self.flush_ms = v,
                     _ => self.summary_top = v as usize,
                 }
             }

@@ -159,8 +159,6 @@ pub fn write_all(rt: &Runtime, report: &Report, cfg: &Config) {
     if cfg.summary {
         let text = summary::render(report, cfg.summary_top, dir.as_deref());
         let _ = std::io::stderr().write_all(text.as_bytes());
-    } else if let Some(dir) = &dir {
-        warn(&format!("files in {}", dir.display()));
     }
 }
 

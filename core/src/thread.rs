@@ -2,7 +2,7 @@
 //! cache. Reached through one thread-local pointer, so the hot path takes no lock.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::buffer::{Chunk, CHUNK_RECORDS};
@@ -10,7 +10,8 @@ use crate::intern::NameCache;
 use crate::record::{Op, Record};
 use crate::runtime::Runtime;
 
-/// Free chunks below which a thread handing over a chunk wakes the writer.
+/// Free chunks (plus one per thread) below which a thread handing over a chunk
+/// wakes the writer to allocate more.
 const LOW_FREE_CHUNKS: usize = 4;
 /// Chunks added to the pool when a thread registers, so a burst of new threads
 /// does not drop records before the writer tops the pool up.
@@ -41,6 +42,7 @@ pub struct ThreadSlot {
 #[derive(Default)]
 pub struct Registry {
     slots: Mutex<Vec<&'static ThreadSlot>>,
+    count: AtomicUsize,
 }
 
 impl Registry {
@@ -55,12 +57,13 @@ impl Registry {
             exited: AtomicBool::new(false),
         }));
         slots.push(slot);
+        self.count.store(slots.len(), Ordering::Relaxed);
         slot
     }
 
-    /// Number of threads so far.
+    /// Number of threads so far (lock-free).
     pub fn len(&self) -> usize {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.count.load(Ordering::Relaxed)
     }
 
     /// Whether no thread has recorded yet.
@@ -156,7 +159,7 @@ impl ThreadState {
             rt.pool.submit(full);
             // Once per chunk, not per record: have the writer refill the free pool
             // before threads run dry (the wake is a system call only if it sleeps).
-            if rt.pool.free_len() < LOW_FREE_CHUNKS {
+            if rt.pool.free_len() < LOW_FREE_CHUNKS + rt.threads.len() {
                 rt.wake_writer();
             }
         }

@@ -17,12 +17,8 @@ use crate::profile::Profile;
 use crate::resolve::{Consumer, Global, ThreadStream};
 use crate::runtime::{self, Runtime};
 
-/// Shortest and longest sleep when there is nothing to do.
-const IDLE_MIN: Duration = Duration::from_millis(1);
-const IDLE_MAX: Duration = Duration::from_millis(16);
-/// How often chunks still being filled are read, so cross-thread events (memory,
-/// sections) can be released in order and memory stays bounded.
-const PEEK_EVERY: Duration = Duration::from_millis(100);
+/// Longest sleep between checks of the pool and the shutdown flag.
+const NAP: Duration = Duration::from_millis(16);
 
 /// Starts the writer thread.
 pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
@@ -36,22 +32,24 @@ pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
     Ok(handle.thread().clone())
 }
 
+/// The writer works in rounds: every `KPROF_FLUSH_MS` (or when the buffer budget is
+/// nearly used up) it processes everything recorded so far. In between it only keeps
+/// the free pool stocked, so during a burst the budget is a buffer and the writer
+/// stays off the cores the application runs on.
 fn run(rt: &'static Runtime) {
     let mut w = Writer::new(rt);
-    let mut idle = IDLE_MIN;
-    let mut last_peek = Instant::now();
+    let period = Duration::from_millis(runtime::config().flush_ms);
+    let mut last_round = Instant::now();
     while !rt.shutdown_requested() {
-        let n = w.drain_full();
-        if last_peek.elapsed() >= PEEK_EVERY {
+        w.top_up();
+        let pressure = rt.pool.free_len() < w.low_water();
+        if pressure || last_round.elapsed() >= period {
+            w.drain_full();
             w.peek_all();
-            last_peek = Instant::now();
+            last_round = Instant::now();
         }
-        if n == 0 {
-            std::thread::park_timeout(idle);
-            idle = (idle * 2).min(IDLE_MAX);
-        } else {
-            idle = IDLE_MIN;
-        }
+        let next_round = period.saturating_sub(last_round.elapsed());
+        std::thread::park_timeout(next_round.min(NAP));
     }
     w.drain_full();
     w.peek_all();
@@ -108,10 +106,15 @@ impl Writer {
         self.streams.get_mut(&index)
     }
 
-    /// Keeps enough free chunks that threads do not run dry while the writer is
-    /// busy: a few per thread, and half of what is allocated, so the pool doubles
-    /// with the demand up to the budget (allocating a chunk costs the writer less
-    /// than processing one, so it can always stay ahead of a thread that outruns it).
+    /// Free chunks below which the writer processes now instead of waiting for
+    /// its next round.
+    fn low_water(&self) -> usize {
+        4 + 2 * self.rt.threads.len()
+    }
+
+    /// Keeps enough free chunks that threads do not run dry: a few per thread, and
+    /// half of what is allocated, so the pool doubles with the demand up to the
+    /// budget (allocating a chunk costs far less than processing one).
     fn top_up(&self) {
         let pool = &self.rt.pool;
         let want = (8 + 4 * self.rt.threads.len()).max(pool.allocated() / 2);
