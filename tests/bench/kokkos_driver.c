@@ -2,7 +2,7 @@
  * kokkos_driver.c: emulates how Kokkos calls a profiling tool on its hot path,
  * for the overhead benchmark (tests/benches/kokkos_overhead.rs).
  *
- *   kokkos_driver THREADS PAIRS_PER_REP REPS
+ *   kokkos_driver THREADS PAIRS_PER_REP REPS [PAUSE_MS]
  *
  * Loading follows Kokkos (see shared/reference/kokkos-tools.md, "Loading" and
  * "Call order"): when KOKKOS_TOOLS_LIBS is set, its first entry (cut at ';') is
@@ -27,12 +27,22 @@
  * Each of THREADS pthreads runs one untimed warm-up repetition, then REPS timed
  * repetitions of PAIRS_PER_REP begin/end pairs; all threads start each repetition
  * together (barrier). Each repetition is timed with clock_gettime(CLOCK_MONOTONIC).
+ * With PAUSE_MS > 0 (default 0), every thread sleeps PAUSE_MS milliseconds before
+ * each timed repetition's barrier, outside the timed region: an application whose
+ * kernel bursts are separated by other work (a tool's background threads can catch
+ * up then instead of competing with the bursts).
  * Output (stdout, one key=value per line):
- *   tool=<path or none>  global_fencing=0|1  threads=  pairs_per_rep=  reps=
+ *   tool=<path or none>  global_fencing=0|1  threads=  pairs_per_rep=  reps=  pause_ms=
  *   thread<i>_median_ns_per_pair=...      (per thread)
  *   min_ns_per_pair=  max_ns_per_pair=
  *   ns_per_pair=<median over all threads' repetitions>
- * kokkosp_finalize_library runs at the end, outside the timed region.
+ *   cpu_ns_per_pair=<process user+system CPU time (getrusage(RUSAGE_SELF), so all
+ *       threads incl. the tool's background threads) from just before the warm-up to
+ *       right after the last repetition, divided by all pairs executed by all threads
+ *       (warm-up included): THREADS * (REPS + 1) * PAIRS_PER_REP. The pauses cost no
+ *       CPU time, but a tool's background work done during them is counted.>
+ * kokkosp_finalize_library runs at the end, outside the timed region and outside
+ * cpu_ns_per_pair.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -42,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 typedef struct {
@@ -74,6 +85,7 @@ static bool global_fencing;
 
 static unsigned long pairs_per_rep;
 static int reps;
+static unsigned long pause_ms;
 static pthread_barrier_t barrier;
 static double *samples; /* [thread * reps + rep], ns per pair */
 /* One cache line per thread: fences counted without sharing. */
@@ -125,12 +137,30 @@ static void run_pairs(int thread, unsigned long n)
     }
 }
 
+static void sleep_ms(unsigned long ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ; /* EINTR: sleep the rest */
+}
+
+/* Process CPU time (user + system, all threads), in ns. */
+static double cpu_ns(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * 1e9 +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e3;
+}
+
 static void *thread_main(void *arg)
 {
     int thread = (int)(intptr_t)arg;
     pthread_barrier_wait(&barrier);
     run_pairs(thread, pairs_per_rep); /* warm-up, untimed */
     for (int r = 0; r < reps; r++) {
+        if (pause_ms)
+            sleep_ms(pause_ms); /* other application work, untimed */
         pthread_barrier_wait(&barrier);
         double t0 = now_ns();
         run_pairs(thread, pairs_per_rep);
@@ -165,13 +195,22 @@ static unsigned long parse_ulong(const char *s, const char *what)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s THREADS PAIRS_PER_REP REPS\n", argv[0]);
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s THREADS PAIRS_PER_REP REPS [PAUSE_MS]\n", argv[0]);
         return 2;
     }
     int threads = (int)parse_ulong(argv[1], "THREADS");
     pairs_per_rep = parse_ulong(argv[2], "PAIRS_PER_REP");
     reps = (int)parse_ulong(argv[3], "REPS");
+    if (argc == 5) {
+        char *end;
+        const char *s = argv[4];
+        pause_ms = strtoul(s, &end, 10);
+        if (*s == '\0' || *s == '-' || *end != '\0' || pause_ms > 3600000UL) {
+            fprintf(stderr, "kokkos_driver: bad PAUSE_MS '%s'\n", s);
+            return 2;
+        }
+    }
     if (threads > 64) {
         fprintf(stderr, "kokkos_driver: at most 64 threads\n");
         return 2;
@@ -235,6 +274,8 @@ int main(int argc, char **argv)
         return 1;
     }
     pthread_barrier_init(&barrier, NULL, (unsigned)threads);
+    /* Before any worker exists, so before the warm-up starts. */
+    double cpu0 = cpu_ns();
     for (int t = 0; t < threads; t++) {
         int rc = pthread_create(&tids[t], NULL, thread_main, (void *)(intptr_t)t);
         if (rc) {
@@ -244,6 +285,9 @@ int main(int argc, char **argv)
     }
     for (int t = 0; t < threads; t++)
         pthread_join(tids[t], NULL);
+    /* Right after the last repetition (workers joined), before finalize. */
+    double cpu1 = cpu_ns();
+    double total_pairs = (double)threads * (double)(reps + 1) * (double)pairs_per_rep;
 
     printf("tool=%s\n", tool_path);
     printf("global_fencing=%d\n", global_fencing ? 1 : 0);
@@ -255,7 +299,8 @@ int main(int argc, char **argv)
                "not a real Kokkos fence) ran before every begin and end (%llu fences)\n",
                fences);
     }
-    printf("threads=%d\npairs_per_rep=%lu\nreps=%d\n", threads, pairs_per_rep, reps);
+    printf("threads=%d\npairs_per_rep=%lu\nreps=%d\npause_ms=%lu\n", threads, pairs_per_rep,
+           reps, pause_ms);
     for (int t = 0; t < threads; t++) {
         double tmp[reps];
         memcpy(tmp, &samples[t * reps], sizeof tmp);
@@ -265,6 +310,7 @@ int main(int argc, char **argv)
     double med = median(samples, n); /* sorts samples */
     printf("min_ns_per_pair=%.3f\nmax_ns_per_pair=%.3f\n", samples[0], samples[n - 1]);
     printf("ns_per_pair=%.3f\n", med);
+    printf("cpu_ns_per_pair=%.3f\n", (cpu1 - cpu0) / total_pairs);
     fflush(stdout);
 
     if (finalize)
