@@ -80,6 +80,15 @@ impl Kind {
         }
     }
 
+    /// The programming model (or API) that reports this kind: a nesting of two
+    /// kinds of different models is an edge between plugins, drawn as a flow.
+    pub fn model(self) -> &'static str {
+        match self {
+            Kind::UserRegion => "user",
+            _ => "kokkos",
+        }
+    }
+
     /// Whether instances of this kind are kernels (parallel dispatches).
     pub fn is_kernel(self) -> bool {
         matches!(

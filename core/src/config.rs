@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::trace::TraceFormat;
+
 /// Why an option was not applied.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
@@ -46,6 +48,8 @@ pub struct Config {
     pub kokkos_fences: bool,
     /// Milliseconds between the writer's processing rounds (and trace flushes).
     pub flush_ms: u64,
+    /// Trace formats to write (none: no trace).
+    pub trace: Vec<TraceFormat>,
 }
 
 impl Default for Config {
@@ -59,6 +63,7 @@ impl Default for Config {
             enable: true,
             kokkos_fences: false,
             flush_ms: 1000,
+            trace: Vec::new(),
         }
     }
 }
@@ -69,6 +74,7 @@ enum Value {
     Text,
     Flag,
     Count { min: u64, max: u64 },
+    Formats,
 }
 
 /// One option: its argument name, its environment variable, and its help.
@@ -91,6 +97,12 @@ const SPECS: &[Spec] = &[
         env: "KPROF_BUFFER_MB",
         value: Value::Count { min: 1, max: 65536 },
         help: "MiB of event buffers; beyond it records are dropped and counted (default 64)",
+    },
+    Spec {
+        arg: "trace",
+        env: "KPROF_TRACE",
+        value: Value::Formats,
+        help: "comma list of trace formats: perfetto (trace.pftrace), json (trace.json); empty: none (default)",
     },
     Spec {
         arg: "flush-ms",
@@ -187,6 +199,18 @@ impl Config {
                 }
                 self.output_dir = value.into();
             }
+            Value::Formats => {
+                let mut formats = Vec::new();
+                for word in value.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+                    let f = TraceFormat::parse(word).ok_or_else(|| {
+                        invalid("a comma list of perfetto, json", "no trace".into())
+                    })?;
+                    if !formats.contains(&f) {
+                        formats.push(f);
+                    }
+                }
+                self.trace = formats;
+            }
             Value::Flag => {
                 let v = parse_flag(value).ok_or_else(|| {
                     let d = defaults.flag(spec.arg).unwrap_or(false);
@@ -281,6 +305,17 @@ mod tests {
             Err(ConfigError::Malformed(_))
         ));
         assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn trace_formats() {
+        let mut c = Config::default();
+        c.apply_arg("KPROF_TRACE=perfetto, json,perfetto").unwrap();
+        assert_eq!(c.trace, [TraceFormat::Perfetto, TraceFormat::Json]);
+        c.apply_arg("--trace=").unwrap();
+        assert!(c.trace.is_empty());
+        let e = c.apply_arg("--trace=perfetto,vtune").unwrap_err();
+        assert!(e.to_string().contains("perfetto, json"), "{e}");
     }
 
     #[test]

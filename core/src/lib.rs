@@ -27,4 +27,5 @@ pub mod resolve;
 pub mod runtime;
 pub mod summary;
 pub mod thread;
+pub mod trace;
 pub mod writer;

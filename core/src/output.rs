@@ -138,17 +138,22 @@ fn write_json(dir: &Path, report: &Report) -> Result<PathBuf, OutputError> {
     Ok(path)
 }
 
-/// Writes every output of the run and prints the summary.
-pub fn write_all(rt: &Runtime, report: &Report, cfg: &Config) {
+/// Creates this process's output directory from the configured pattern; on failure
+/// says why in one line and returns None (the run goes on without files).
+pub fn prepare_dir(rt: &Runtime, cfg: &Config) -> Option<PathBuf> {
     let wanted = PathBuf::from(expand(&cfg.output_dir, &rt.process));
-    let dir = match create_unique_dir(&wanted) {
+    match create_unique_dir(&wanted) {
         Ok(d) => Some(d),
         Err(e) => {
             warn(&e.to_string());
             None
         }
-    };
-    if let Some(dir) = &dir {
+    }
+}
+
+/// Writes the profile files into `dir` and prints the summary, listing `traces`.
+pub fn write_all(report: &Report, cfg: &Config, dir: Option<&Path>, traces: &[PathBuf]) {
+    if let Some(dir) = dir {
         if let Err(e) = write_json(dir, report) {
             warn(&e.to_string());
         }
@@ -157,7 +162,7 @@ pub fn write_all(rt: &Runtime, report: &Report, cfg: &Config) {
         }
     }
     if cfg.summary {
-        let text = summary::render(report, cfg.summary_top, dir.as_deref());
+        let text = summary::render(report, cfg.summary_top, dir, traces);
         let _ = std::io::stderr().write_all(text.as_bytes());
     }
 }

@@ -34,6 +34,8 @@ pub struct Slice {
     pub guid: u64,
     /// Explicit parent GUID (0: the enclosing slice on this thread).
     pub parent: u64,
+    /// The slice this one is nested in on its thread (GUID and kind), if any.
+    pub enclosing: Option<(u64, Kind)>,
     /// What it is.
     pub kind: Kind,
     /// Name id (destination label for copies).
@@ -44,6 +46,23 @@ pub struct Slice {
     pub begin: u64,
     /// Copy details, for [`Kind::DeepCopy`].
     pub copy: Option<CopyInfo>,
+}
+
+impl Slice {
+    /// The GUID of the slice this one should be linked to by a flow, if any: an
+    /// explicit parent (on another thread), or the enclosing slice when it comes
+    /// from another programming model (a Kokkos kernel inside a user region, an
+    /// OpenMP region inside a Kokkos kernel). Plain nesting within one model needs no
+    /// arrow: the timeline shows it.
+    pub fn flow_parent(&self) -> Option<u64> {
+        if self.parent != 0 {
+            return Some(self.parent);
+        }
+        match self.enclosing {
+            Some((guid, kind)) if kind.model() != self.kind.model() => Some(guid),
+            _ => None,
+        }
+    }
 }
 
 /// A thread-ordered event.
@@ -242,10 +261,12 @@ impl ThreadStream {
         let Some(kind) = Kind::from_u8(h.kind()) else {
             return;
         };
+        let enclosing = self.stack.last().map(|s| (s.guid, s.kind));
         self.stack.push(Slice {
             thread: self.thread,
             guid: self.next_guid,
             parent,
+            enclosing,
             kind,
             name: h.name(),
             dev: h.aux(),

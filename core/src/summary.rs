@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::report::{Report, TreeNode};
 
@@ -78,8 +78,8 @@ fn flatten(nodes: &[TreeNode], out: &mut BTreeMap<(String, String, String), Flat
 }
 
 /// Renders the summary. `dir` is where the files went (None if they could not be
-/// written).
-pub fn render(r: &Report, top: usize, dir: Option<&Path>) -> String {
+/// written); `traces` are the trace files written.
+pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) -> String {
     let mut s = String::new();
     let run = r.clock.duration_ns.max(1) as f64;
     let _ = writeln!(
@@ -230,6 +230,9 @@ pub fn render(r: &Report, top: usize, dir: Option<&Path>) -> String {
             "\nDropped records: {} (the writer fell behind; raise KPROF_BUFFER_MB)",
             r.dropped_records
         );
+    }
+    for t in traces {
+        let _ = writeln!(s, "kprof: trace {}", t.display());
     }
     match dir {
         Some(d) => {

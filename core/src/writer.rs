@@ -11,11 +11,13 @@ use kprof_abi::guard::guard;
 use rustc_hash::FxHashMap;
 
 use crate::buffer::Chunk;
+use crate::config::Config;
 use crate::lifecycle::block_all_signals;
 use crate::output;
 use crate::profile::Profile;
-use crate::resolve::{Consumer, Global, ThreadStream};
-use crate::runtime::{self, Runtime};
+use crate::resolve::{Consumer, Event, Global, ThreadStream};
+use crate::runtime::{self, warn, Runtime};
+use crate::trace::{self, TraceWriter};
 
 /// Longest sleep between checks of the pool and the shutdown flag.
 const NAP: Duration = Duration::from_millis(16);
@@ -37,8 +39,9 @@ pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
 /// the free pool stocked, so during a burst the budget is a buffer and the writer
 /// stays off the cores the application runs on.
 fn run(rt: &'static Runtime) {
-    let mut w = Writer::new(rt);
-    let period = Duration::from_millis(runtime::config().flush_ms);
+    let cfg = runtime::config().clone();
+    let mut w = Writer::new(rt, &cfg);
+    let period = Duration::from_millis(cfg.flush_ms);
     let mut last_round = Instant::now();
     while !rt.shutdown_requested() {
         w.top_up();
@@ -46,6 +49,7 @@ fn run(rt: &'static Runtime) {
         if pressure || last_round.elapsed() >= period {
             w.drain_full();
             w.peek_all();
+            w.sinks.flush();
             last_round = Instant::now();
         }
         let next_round = period.saturating_sub(last_round.elapsed());
@@ -66,21 +70,83 @@ struct Stream {
     caught_up: bool,
 }
 
+/// Everything that consumes the resolved events: the profile, and the trace writers.
+struct Sinks {
+    profile: Profile,
+    traces: Vec<Box<dyn TraceWriter>>,
+}
+
+impl Consumer for Sinks {
+    #[inline]
+    fn event(&mut self, ev: &Event<'_>) {
+        self.profile.event(ev);
+        for t in &mut self.traces {
+            t.event(ev);
+        }
+    }
+
+    fn global(&mut self, ts: u64, ev: &Global) {
+        self.profile.global(ts, ev);
+        for t in &mut self.traces {
+            t.global(ts, ev);
+        }
+    }
+}
+
+impl Sinks {
+    /// Ends a round: every trace writer writes what it has. A writer that fails
+    /// (a full disk) says so once and is dropped; the profile and the program go on.
+    fn flush(&mut self) {
+        self.traces.retain_mut(|t| match t.flush() {
+            Ok(()) => true,
+            Err(e) => {
+                warn(&format!("{e}; that trace stops here"));
+                false
+            }
+        });
+    }
+}
+
 struct Writer {
     rt: &'static Runtime,
     streams: FxHashMap<u32, Stream>,
-    profile: Profile,
+    sinks: Sinks,
+    /// The output directory, created at start when traces stream into it.
+    dir: Option<std::path::PathBuf>,
     /// Cross-thread events waiting for every thread to pass their time.
     pending: BinaryHeap<Reverse<(u64, u64, Global)>>,
     pending_seq: u64,
 }
 
 impl Writer {
-    fn new(rt: &'static Runtime) -> Writer {
+    fn new(rt: &'static Runtime, cfg: &Config) -> Writer {
+        let dir = if cfg.trace.is_empty() {
+            None
+        } else {
+            output::prepare_dir(rt, cfg)
+        };
+        let traces = match &dir {
+            Some(d) => cfg
+                .trace
+                .iter()
+                .filter_map(|&f| match trace::open(f, d, rt) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        warn(&format!("{e}; no {} trace", f.file_name()));
+                        None
+                    }
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         Writer {
             rt,
             streams: FxHashMap::default(),
-            profile: Profile::new(rt),
+            sinks: Sinks {
+                profile: Profile::new(rt),
+                traces,
+            },
+            dir,
             pending: BinaryHeap::new(),
             pending_seq: 0,
         }
@@ -151,7 +217,7 @@ impl Writer {
         let seq = &mut self.pending_seq;
         s.resolver.feed(
             c.take_new(),
-            &mut self.profile,
+            &mut self.sinks,
             &mut |ts, g| {
                 *seq += 1;
                 pending.push(Reverse((ts, *seq, g)));
@@ -199,7 +265,7 @@ impl Writer {
                 break;
             }
             if let Some(Reverse((ts, _, g))) = self.pending.pop() {
-                self.profile.global(ts, &g);
+                self.sinks.global(ts, &g);
             }
         }
     }
@@ -210,11 +276,23 @@ impl Writer {
         let end = rt.end();
         let mut records = FxHashMap::default();
         for (&index, s) in self.streams.iter_mut() {
-            s.resolver.close_all(end, &mut self.profile, &rt.anomalies);
+            s.resolver.close_all(end, &mut self.sinks, &rt.anomalies);
             records.insert(index, s.resolver.records);
         }
-        let report = self.profile.report(&records);
+        let Sinks { profile, traces } = self.sinks;
+        let traces: Vec<_> = traces
+            .into_iter()
+            .filter_map(|t| match t.finish() {
+                Ok(path) => Some(path),
+                Err(e) => {
+                    warn(&e.to_string());
+                    None
+                }
+            })
+            .collect();
+        let report = profile.report(&records);
         let cfg = runtime::config().clone();
-        output::write_all(rt, &report, &cfg);
+        let dir = self.dir.or_else(|| output::prepare_dir(rt, &cfg));
+        output::write_all(&report, &cfg, dir.as_deref(), &traces);
     }
 }

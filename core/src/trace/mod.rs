@@ -1,0 +1,68 @@
+//! Timeline traces: writers that consume the same resolved events as the profile
+//! (no second hot path) and stream them to files in the output directory.
+//!
+//! Every writer is a [`Consumer`]: it sees each thread's events in order (begins and
+//! ends always nest, see [`crate::resolve`]) and the cross-thread events (memory,
+//! sections) in timestamp order. The writer thread calls [`TraceWriter::flush`] at the
+//! end of every processing round (`KPROF_FLUSH_MS`), so a killed process leaves a
+//! readable trace up to its last round, and [`TraceWriter::finish`] once at shutdown.
+
+pub mod chrome;
+
+use std::path::{Path, PathBuf};
+
+use crate::output::OutputError;
+use crate::resolve::Consumer;
+use crate::runtime::Runtime;
+
+/// A trace file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// Perfetto's native protobuf, `trace.pftrace`.
+    Perfetto,
+    /// Chrome / Trace Event Format JSON, `trace.json`.
+    Json,
+}
+
+impl TraceFormat {
+    /// The format named `word` (`perfetto`, `json`).
+    pub fn parse(word: &str) -> Option<TraceFormat> {
+        match word.to_ascii_lowercase().as_str() {
+            "perfetto" | "pftrace" | "protobuf" => Some(TraceFormat::Perfetto),
+            "json" | "chrome" => Some(TraceFormat::Json),
+            _ => None,
+        }
+    }
+
+    /// File name inside the output directory.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            TraceFormat::Perfetto => "trace.pftrace",
+            TraceFormat::Json => "trace.json",
+        }
+    }
+}
+
+/// A streaming trace writer.
+pub trait TraceWriter: Consumer + Send {
+    /// Writes everything consumed so far to the file (at the end of each round).
+    fn flush(&mut self) -> Result<(), OutputError>;
+    /// Completes the file at shutdown (closes open structures, final flush).
+    fn finish(self: Box<Self>) -> Result<PathBuf, OutputError>;
+}
+
+/// Opens the writer of `format` in `dir`.
+pub fn open(
+    format: TraceFormat,
+    dir: &Path,
+    rt: &'static Runtime,
+) -> Result<Box<dyn TraceWriter>, OutputError> {
+    let path = dir.join(format.file_name());
+    match format {
+        TraceFormat::Json => Ok(Box::new(chrome::ChromeWriter::create(&path, rt)?)),
+        TraceFormat::Perfetto => Err(OutputError::File {
+            path: path.display().to_string(),
+            source: std::io::Error::other("the Perfetto writer is not built yet"),
+        }),
+    }
+}
