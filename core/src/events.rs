@@ -90,14 +90,15 @@ pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, b
         return;
     };
     let ts = rt.clock.now();
-    // SAFETY: forwarded from the caller.
-    let space = unsafe {
-        rt.names
-            .intern_bounded(space.ptr, space.max_len, &rt.anomalies)
-    };
     with_thread(rt, |t| {
         // SAFETY: forwarded from the caller.
-        let label = unsafe { t.names.lookup(label, &rt.names, &rt.anomalies) };
+        let (space, label) = unsafe {
+            (
+                t.names
+                    .lookup_bounded(space.ptr, space.max_len, &rt.names, &rt.anomalies),
+                t.names.lookup(label, &rt.names, &rt.anomalies),
+            )
+        };
         let units = [
             Record::head(ts, op, 0, label, 0),
             Record::ext(ptr, bytes),
@@ -117,19 +118,15 @@ pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
         return 0;
     };
     let n = &rt.names;
-    // SAFETY: forwarded from the caller.
-    let (dst_space, src_space) = unsafe {
-        (
-            n.intern_bounded(dst.space.ptr, dst.space.max_len, &rt.anomalies),
-            n.intern_bounded(src.space.ptr, src.space.max_len, &rt.anomalies),
-        )
-    };
     with_thread(rt, |t| {
+        let names = &mut t.names;
         // SAFETY: forwarded from the caller.
-        let (dst_label, src_label) = unsafe {
+        let (dst_space, src_space, dst_label, src_label) = unsafe {
             (
-                t.names.lookup(dst.label, n, &rt.anomalies),
-                t.names.lookup(src.label, n, &rt.anomalies),
+                names.lookup_bounded(dst.space.ptr, dst.space.max_len, n, &rt.anomalies),
+                names.lookup_bounded(src.space.ptr, src.space.max_len, n, &rt.anomalies),
+                names.lookup(dst.label, n, &rt.anomalies),
+                names.lookup(src.label, n, &rt.anomalies),
             )
         };
         let guid = t.open();

@@ -64,28 +64,6 @@ impl Interner {
         (id, stored.as_ptr().cast())
     }
 
-    /// Interns a NUL-terminated string of at most `max_len` bytes (the name ends at
-    /// the first NUL or at `max_len`).
-    ///
-    /// # Safety
-    /// `ptr` must be NULL or readable for `max_len` bytes or up to a NUL.
-    pub unsafe fn intern_bounded(
-        &self,
-        ptr: *const c_char,
-        max_len: usize,
-        anomalies: &Anomalies,
-    ) -> u32 {
-        if ptr.is_null() {
-            anomalies.count(Anomaly::NullName);
-            return NULL_NAME;
-        }
-        // SAFETY: the caller guarantees max_len readable bytes or a NUL before them.
-        let len = unsafe { libc::strnlen(ptr, max_len) };
-        // SAFETY: the first len bytes were just read by strnlen.
-        let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
-        self.intern(bytes, anomalies).0
-    }
-
     fn stored(&self, id: u32) -> &'static [u8] {
         let names = self.names.read().unwrap_or_else(|p| p.into_inner());
         names[id as usize]
@@ -128,9 +106,15 @@ struct Slot {
     stored: *const c_char,
 }
 
+/// Space names remembered per thread by content (runtimes pass them by value, so
+/// the pointer says nothing): there are only a handful of memory spaces.
+const SPACE_SLOTS: usize = 8;
+
 /// A thread's pointer -> id cache in front of the [`Interner`].
 pub struct NameCache {
     slots: Box<[Slot; CACHE_SLOTS]>,
+    spaces: Vec<(Box<[u8]>, u32)>,
+    next_space: usize,
 }
 
 impl NameCache {
@@ -145,7 +129,44 @@ impl NameCache {
                     stored: std::ptr::null(),
                 }; CACHE_SLOTS],
             ),
+            spaces: Vec::with_capacity(SPACE_SLOTS),
+            next_space: 0,
         }
+    }
+
+    /// The id of a bounded name (a memory space): the name ends at the first NUL or
+    /// after `max_len` bytes. Looked up by content in a few per-thread slots, so
+    /// repeated allocations take no lock.
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or readable for `max_len` bytes or up to a NUL.
+    pub unsafe fn lookup_bounded(
+        &mut self,
+        ptr: *const c_char,
+        max_len: usize,
+        interner: &Interner,
+        anomalies: &Anomalies,
+    ) -> u32 {
+        if ptr.is_null() {
+            anomalies.count(Anomaly::NullName);
+            return NULL_NAME;
+        }
+        // SAFETY: the caller guarantees max_len readable bytes or a NUL before them.
+        let len = unsafe { libc::strnlen(ptr, max_len) };
+        // SAFETY: the first len bytes were just read by strnlen.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+        if let Some(&(_, id)) = self.spaces.iter().find(|(b, _)| **b == *bytes) {
+            return id;
+        }
+        let id = interner.intern(bytes, anomalies).0;
+        let entry = (Box::from(bytes), id);
+        if self.spaces.len() < SPACE_SLOTS {
+            self.spaces.push(entry);
+        } else {
+            self.spaces[self.next_space] = entry;
+            self.next_space = (self.next_space + 1) % SPACE_SLOTS;
+        }
+        id
     }
 
     /// The id of the NUL-terminated `name`.
@@ -229,6 +250,43 @@ mod tests {
         assert_eq!(i.text(id3), "Alp");
         assert_eq!(unsafe { c.lookup(std::ptr::null(), &i, &a) }, NULL_NAME);
         assert_eq!(a.get(Anomaly::NullName), 1);
+    }
+
+    #[test]
+    fn bounded_names_by_content() {
+        let i = Interner::new();
+        let a = Anomalies::default();
+        let mut c = NameCache::new();
+        let mut host = [0 as c_char; 64];
+        for (d, s) in host.iter_mut().zip(b"HostSpace") {
+            *d = *s as c_char;
+        }
+        let full = [b'x' as c_char; 64];
+        // SAFETY: both buffers are 64 readable bytes.
+        let (h1, f1) = unsafe {
+            (
+                c.lookup_bounded(host.as_ptr(), 64, &i, &a),
+                c.lookup_bounded(full.as_ptr(), 64, &i, &a),
+            )
+        };
+        assert_eq!(i.text(h1), "HostSpace");
+        assert_eq!(
+            i.text(f1),
+            "x".repeat(64),
+            "no NUL: the name ends at max_len"
+        );
+        let copy = host;
+        // SAFETY: as above.
+        assert_eq!(unsafe { c.lookup_bounded(copy.as_ptr(), 64, &i, &a) }, h1);
+        for n in 0..20u8 {
+            let mut other = [0 as c_char; 64];
+            other[0] = (b'A' + n) as c_char;
+            // SAFETY: as above.
+            let id = unsafe { c.lookup_bounded(other.as_ptr(), 64, &i, &a) };
+            assert_eq!(i.text(id), ((b'A' + n) as char).to_string());
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { c.lookup_bounded(host.as_ptr(), 64, &i, &a) }, h1);
     }
 
     #[test]
