@@ -31,6 +31,12 @@ use crate::resolve::{Consumer, Event, Global, Slice};
 use crate::runtime::Runtime;
 use crate::trace::TraceWriter;
 
+/// Text buffered before it is written out (bounds memory within a round).
+const MAX_TEXT: usize = 1 << 20;
+/// Ended slices held back so a parent's `flow_out` can still be set by a child on
+/// another thread that the writer processes later; beyond this the oldest go out.
+const MAX_ENDED: usize = 1 << 14;
+
 /// A slice that ended in this round, written at the next flush.
 struct Pending {
     slice: Slice,
@@ -46,8 +52,11 @@ pub struct ChromeWriter {
     buf: String,
     /// Slices that ended this round (their `flow_out` is decided at flush).
     ended: Vec<Pending>,
-    /// GUIDs of slices that are the source of at least one flow.
+    /// GUIDs of slices that are the source of at least one flow, not written yet.
     flow_sources: FxHashSet<u64>,
+    /// Sources written (with `flow_out`) in this round and the one before: a child
+    /// whose end the writer processes after its parent's may still bind to them.
+    written_sources: [FxHashSet<u64>; 2],
     /// JSON-escaped names by name id.
     names: FxHashMap<u32, String>,
     /// Threads whose metadata was written: index -> OS tid.
@@ -55,6 +64,8 @@ pub struct ChromeWriter {
     spaces: FxHashMap<u32, Space>,
     first: bool,
     pid: u32,
+    /// A write that failed between flushes, reported by the next flush.
+    error: Option<std::io::Error>,
 }
 
 impl ChromeWriter {
@@ -68,11 +79,13 @@ impl ChromeWriter {
             buf: String::with_capacity(1 << 16),
             ended: Vec::new(),
             flow_sources: FxHashSet::default(),
+            written_sources: Default::default(),
             names: FxHashMap::default(),
             threads: FxHashMap::default(),
             spaces: FxHashMap::default(),
             first: true,
             pid: rt.process.pid,
+            error: None,
         };
         let p = &rt.process;
         let mut label = format!("{} (pid {}", p.executable, p.pid);
@@ -93,11 +106,18 @@ impl ChromeWriter {
         Ok(w)
     }
 
-    /// Appends one event to the round's buffer.
+    /// Appends one event to the round's buffer, handing the buffer to the file
+    /// when it is large (write errors surface at the next flush).
     fn emit(&mut self, args: std::fmt::Arguments<'_>) {
         self.buf.push_str(if self.first { "[\n" } else { ",\n" });
         self.first = false;
         let _ = self.buf.write_fmt(args);
+        if self.buf.len() >= MAX_TEXT {
+            if let Err(e) = self.file.write_all(self.buf.as_bytes()) {
+                self.error.get_or_insert(e);
+            }
+            self.buf.clear();
+        }
     }
 
     /// Microseconds since the runtime's start, with nanosecond digits.
@@ -187,11 +207,15 @@ impl ChromeWriter {
         });
         let args = self.slice_args(s);
         let mut flow = String::new();
-        if self.flow_sources.contains(&s.guid) {
+        if self.flow_sources.remove(&s.guid) {
+            self.written_sources[0].insert(s.guid);
             let _ = write!(flow, r#","bind_id":"{:#x}","flow_out":true"#, s.guid);
         }
         if let Some(parent) = s.flow_parent() {
-            if flow.is_empty() {
+            // A parent written long ago without flow_out would leave a dangling end.
+            let bound = self.flow_sources.contains(&parent)
+                || self.written_sources.iter().any(|w| w.contains(&parent));
+            if flow.is_empty() && bound {
                 let _ = write!(flow, r#","bind_id":"{parent:#x}","flow_in":true"#);
             }
         }
@@ -211,7 +235,15 @@ impl Consumer for ChromeWriter {
                     self.flow_sources.insert(parent);
                 }
             }
-            Event::End(s, end) => self.ended.push(Pending { slice: *s, end }),
+            Event::End(s, end) => {
+                self.ended.push(Pending { slice: *s, end });
+                if self.ended.len() >= MAX_ENDED {
+                    let oldest: Vec<Pending> = self.ended.drain(..MAX_ENDED / 2).collect();
+                    for p in &oldest {
+                        self.write_slice(p);
+                    }
+                }
+            }
             Event::Instant {
                 thread,
                 kind,
@@ -300,10 +332,15 @@ impl TraceWriter for ChromeWriter {
         for p in &ended {
             self.write_slice(p);
         }
+        self.written_sources.swap(0, 1);
+        self.written_sources[0].clear();
         let err = |source| OutputError::File {
             path: self.path.display().to_string(),
             source,
         };
+        if let Some(e) = self.error.take() {
+            return Err(err(e));
+        }
         self.file.write_all(self.buf.as_bytes()).map_err(err)?;
         self.buf.clear();
         // Hand the round to the kernel: it survives the process being killed.
