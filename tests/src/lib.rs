@@ -5,6 +5,8 @@
 //! Tests never look at a file's mere existence: they parse `profile.json` with
 //! [`read_profile`] and assert on its content.
 
+pub mod trace_check;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;

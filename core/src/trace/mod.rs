@@ -8,6 +8,8 @@
 //! readable trace up to its last round, and [`TraceWriter::finish`] once at shutdown.
 
 pub mod chrome;
+pub mod perfetto;
+pub mod perfetto_proto;
 
 use std::path::{Path, PathBuf};
 
@@ -60,9 +62,6 @@ pub fn open(
     let path = dir.join(format.file_name());
     match format {
         TraceFormat::Json => Ok(Box::new(chrome::ChromeWriter::create(&path, rt)?)),
-        TraceFormat::Perfetto => Err(OutputError::File {
-            path: path.display().to_string(),
-            source: std::io::Error::other("the Perfetto writer is not built yet"),
-        }),
+        TraceFormat::Perfetto => Ok(Box::new(perfetto::PerfettoWriter::create(&path, rt)?)),
     }
 }

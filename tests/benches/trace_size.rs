@@ -1,0 +1,205 @@
+//! Size, writer throughput and memory of kprof's timeline traces.
+//!
+//! `tests/harness/trace_driver.c bench N` runs N kernels (begin/end pairs of a
+//! `parallel_for` on device OpenMP/0/1, no work in between) on one thread through
+//! `libkprof_core.so`'s plugin table, then finalizes and prints its wall time,
+//! process CPU time (all threads, kprof's writer included) and peak RSS
+//! (`getrusage` `ru_maxrss`). Variants per size:
+//!
+//! - `off`: `KPROF_ENABLE=0` (the baseline for RSS);
+//! - `profile`: kprof without a trace (the baseline for the writer's cost);
+//! - `perfetto`: `KPROF_TRACE=perfetto`; `json`: `KPROF_TRACE=json`.
+//!
+//! Printed per trace format: bytes per slice (file size / N), writer throughput in
+//! slices per second = N / (CPU time of the traced run - CPU time of the `profile`
+//! run), i.e. the extra process CPU the trace costs, and RSS growth over `off`.
+//! Targets: Perfetto <= 12 bytes/slice; RSS growth <= KPROF_BUFFER_MB + 16 MiB.
+//!
+//! Environment: `KPROF_BENCH_SCALE` (default 1): also runs `SCALE` million kernels
+//! when > 1; `KPROF_BENCH_ENFORCE=1`: exit 1 when a target is missed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kprof_tests::{assert_ok, compile, lib_dir, nodes, read_profile, scratch, test_file};
+
+const BUFFER_MB: u64 = 64;
+
+struct RunResult {
+    wall_ns: f64,
+    cpu_ns: f64,
+    maxrss_kib: f64,
+    trace_bytes: Option<u64>,
+    dropped: u64,
+    kernels_in_profile: u64,
+}
+
+fn driver() -> PathBuf {
+    let libdir = lib_dir();
+    let dir = scratch("trace_size_bin");
+    let l = format!("-L{}", libdir.display());
+    let rpath = format!("-Wl,-rpath,{}", libdir.display());
+    compile(
+        &[&test_file("harness/trace_driver.c")],
+        &dir.join("trace_driver"),
+        &[&l, "-lkprof_core", &rpath, "-lpthread"],
+    )
+}
+
+fn run_variant(exe: &Path, n: u64, variant: &str) -> RunResult {
+    let dir = scratch(&format!("trace_size_{variant}_{n}"));
+    let out_dir = dir.join("out");
+    let mut cmd = Command::new(exe);
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if k.starts_with("KPROF_") || k.starts_with("KOKKOS_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.args(["bench", &n.to_string()])
+        .env("KPROF_OUTPUT_DIR", &out_dir)
+        .env("KPROF_SUMMARY", "0")
+        .env("KPROF_BUFFER_MB", BUFFER_MB.to_string());
+    match variant {
+        "off" => {
+            cmd.env("KPROF_ENABLE", "0");
+        }
+        "perfetto" | "json" => {
+            cmd.env("KPROF_TRACE", variant);
+        }
+        _ => {}
+    }
+    let out = cmd.output().expect("run trace_driver");
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let val = |key: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in driver output:\n{text}"))
+    };
+    let (dropped, kernels) = if variant == "off" {
+        (0, n)
+    } else {
+        let p = read_profile(&out_dir);
+        let count = nodes(&p)
+            .iter()
+            .filter(|(path, _)| path.len() == 1 && path[0] == "bench_kernel")
+            .map(|(_, node)| node["count"].as_u64().unwrap_or(0))
+            .sum();
+        (p["dropped_records"].as_u64().unwrap_or(0), count)
+    };
+    let trace_bytes = match variant {
+        "perfetto" => std::fs::metadata(out_dir.join("trace.pftrace")).ok(),
+        "json" => std::fs::metadata(out_dir.join("trace.json")).ok(),
+        _ => None,
+    }
+    .map(|m| m.len());
+    RunResult {
+        wall_ns: val("wall_ns"),
+        cpu_ns: val("cpu_ns"),
+        maxrss_kib: val("maxrss_kb"),
+        trace_bytes,
+        dropped,
+        kernels_in_profile: kernels,
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is accepted.
+    let scale: f64 = std::env::var("KPROF_BENCH_SCALE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1.0);
+    let enforce = std::env::var("KPROF_BENCH_ENFORCE").is_ok_and(|v| v == "1");
+    let exe = driver();
+    let mut sizes = vec![1_000_000u64];
+    if scale > 1.0 {
+        sizes.push((scale * 1_000_000.0).round() as u64);
+    }
+    let mut missed = Vec::new();
+    println!(
+        "trace_size: N kernels on one thread through libkprof_core.so (tests/harness/trace_driver.c), \
+         KPROF_BUFFER_MB={BUFFER_MB}"
+    );
+    println!(
+        "  throughput = N / (process CPU time with the trace - process CPU time of kprof \
+         without a trace); RSS growth over KPROF_ENABLE=0"
+    );
+    for &n in &sizes {
+        println!("== N = {n}");
+        let off = run_variant(&exe, n, "off");
+        let profile = run_variant(&exe, n, "profile");
+        println!(
+            "  {:<9} wall {:>8.1} ms  cpu {:>8.1} ms  maxrss {:>8.1} MiB",
+            "off",
+            off.wall_ns / 1e6,
+            off.cpu_ns / 1e6,
+            off.maxrss_kib / 1024.0
+        );
+        println!(
+            "  {:<9} wall {:>8.1} ms  cpu {:>8.1} ms  maxrss {:>8.1} MiB  (+{:.1} MiB)  dropped {}",
+            "profile",
+            profile.wall_ns / 1e6,
+            profile.cpu_ns / 1e6,
+            profile.maxrss_kib / 1024.0,
+            (profile.maxrss_kib - off.maxrss_kib) / 1024.0,
+            profile.dropped
+        );
+        for fmt in ["perfetto", "json"] {
+            let r = run_variant(&exe, n, fmt);
+            let Some(bytes) = r.trace_bytes else {
+                println!("  {fmt:<9} NO TRACE FILE written");
+                missed.push(format!("{fmt}: no trace file at N={n}"));
+                continue;
+            };
+            let per_slice = bytes as f64 / n as f64;
+            let extra_cpu = r.cpu_ns - profile.cpu_ns;
+            let throughput = if extra_cpu > 0.0 {
+                format!("{:.1} M slices/s", n as f64 / extra_cpu * 1e3)
+            } else {
+                "n/a (no measurable extra CPU)".into()
+            };
+            let growth_mib = (r.maxrss_kib - off.maxrss_kib) / 1024.0;
+            println!(
+                "  {fmt:<9} wall {:>8.1} ms  cpu {:>8.1} ms  maxrss {:>8.1} MiB  (+{growth_mib:.1} MiB)  \
+                 {bytes} bytes = {per_slice:.2} bytes/slice  writer {throughput}  dropped {}  \
+                 kernels in profile {}",
+                r.wall_ns / 1e6,
+                r.cpu_ns / 1e6,
+                r.maxrss_kib / 1024.0,
+                r.dropped,
+                r.kernels_in_profile
+            );
+            if fmt == "perfetto" && per_slice > 12.0 {
+                missed.push(format!("perfetto {per_slice:.2} bytes/slice > 12 at N={n}"));
+            }
+            let limit = (BUFFER_MB + 16) as f64;
+            if growth_mib > limit {
+                missed.push(format!(
+                    "{fmt}: RSS growth {growth_mib:.1} MiB > KPROF_BUFFER_MB + 16 = {limit} MiB at N={n}"
+                ));
+            }
+            if r.dropped > 0 || r.kernels_in_profile != n {
+                missed.push(format!(
+                    "{fmt}: {} dropped, {} of {n} kernels in the profile",
+                    r.dropped, r.kernels_in_profile
+                ));
+            }
+        }
+    }
+    println!(
+        "targets: perfetto <= 12 bytes/slice; RSS growth <= KPROF_BUFFER_MB + 16 MiB = {} MiB",
+        BUFFER_MB + 16
+    );
+    if missed.is_empty() {
+        println!("all targets met");
+    } else {
+        for m in &missed {
+            println!("MISSED: {m}");
+        }
+        if enforce {
+            std::process::exit(1);
+        }
+    }
+}

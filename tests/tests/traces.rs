@@ -1,0 +1,768 @@
+//! kprof's timeline traces (`KPROF_TRACE=perfetto,json`): `trace.pftrace` decoded
+//! with Perfetto's own schema and `trace.json`, both checked against the trace
+//! processor's rules (see `kprof_tests::trace_check`) and against the exactly known
+//! content of the harness scenarios (`tests/harness/kokkos_host.c`,
+//! `tests/harness/trace_driver.c`). Every run writes both formats, and both must
+//! show the same slices, instants, counters and flows.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model, TrackKind};
+use kprof_tests::{
+    assert_ok, compile, lib, lib_dir, read_profile, run, scratch, skip_unless, test_file,
+};
+use serde_json::{json, Value};
+
+struct Built {
+    host: PathBuf,
+    host_annotate: PathBuf,
+    driver: PathBuf,
+}
+
+fn built() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = scratch("traces_bin");
+        let host_src = test_file("harness/kokkos_host.c");
+        let host = compile(
+            &[&host_src],
+            &dir.join("kokkos_host"),
+            &["-ldl", "-lpthread"],
+        );
+        let libdir = lib_dir();
+        let l = format!("-L{}", libdir.display());
+        let rpath = format!("-Wl,-rpath,{}", libdir.display());
+        let link = [l.as_str(), "-lkprof_core", rpath.as_str(), "-lpthread"];
+        let mut args = vec!["-DKPROF_ANNOTATE", "-ldl"];
+        args.extend(link);
+        let host_annotate = compile(&[&host_src], &dir.join("kokkos_host_annotate"), &args);
+        let driver = compile(
+            &[&test_file("harness/trace_driver.c")],
+            &dir.join("trace_driver"),
+            &link,
+        );
+        Built {
+            host,
+            host_annotate,
+            driver,
+        }
+    })
+}
+
+/// A command with no inherited tool settings, writing kprof's files (both trace
+/// formats) to `dir/out`.
+fn cmd_in(exe: &Path, dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(exe);
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if k.starts_with("KPROF_") || k.starts_with("KOKKOS_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.current_dir(dir)
+        .args(args)
+        .env("KPROF_OUTPUT_DIR", dir.join("out"))
+        .env("KPROF_TRACE", "perfetto,json");
+    cmd
+}
+
+/// The Kokkos harness (`4 <scenario> [n]`) with libkprof.so as its tool.
+fn host_cmd(exe: &Path, dir: &Path, args: &[&str]) -> Command {
+    let mut full = vec!["4"];
+    full.extend_from_slice(args);
+    let mut cmd = cmd_in(exe, dir, &full);
+    cmd.env("KOKKOS_TOOLS_LIBS", lib("libkprof.so"));
+    cmd
+}
+
+fn run_ok(cmd: &mut Command) -> Output {
+    let out = run(cmd);
+    assert_ok(&out);
+    out
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `trace.json`, checked against the trace processor's rules and complete.
+fn json_model(out: &Path) -> Model {
+    let m = read_json(out);
+    m.assert_valid();
+    assert!(m.complete, "trace.json lacks its closing ']'");
+    m
+}
+
+/// `trace.pftrace`, checked against the trace processor's rules; `None` when protoc
+/// is missing (skipped). Fails clearly when the Perfetto writer wrote nothing.
+fn perfetto_model(out: &Path, kprof_stderr: &str) -> Option<Model> {
+    if skip_unless(perfetto_schema().is_some(), "protoc") {
+        return None;
+    }
+    assert!(
+        out.join("trace.pftrace").is_file(),
+        "no trace.pftrace in {}: the Perfetto writer (core/src/trace/perfetto.rs) wrote \
+         nothing; kprof said:\n{kprof_stderr}",
+        out.display()
+    );
+    let m = read_perfetto(out).expect("schema checked above");
+    m.assert_valid();
+    Some(m)
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("expected an unsigned integer, got {v}"))
+}
+
+/// Thread tracks that hold slices, with their slice indices.
+fn thread_slices(m: &Model) -> BTreeMap<u64, Vec<usize>> {
+    let mut out: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, s) in m.slices.iter().enumerate() {
+        if m.tid_of(s.track).is_some() {
+            out.entry(s.track).or_default().push(i);
+        }
+    }
+    out
+}
+
+/// Every slice lies within its parent (1 ns slack: JSON rounds ts and dur apart).
+fn check_time_nesting(m: &Model) {
+    for s in &m.slices {
+        assert!(
+            s.end_ns >= s.begin_ns,
+            "{:?}: {:?} ends before it begins",
+            m.format,
+            s.name
+        );
+        if let Some(p) = s.parent {
+            let p = &m.slices[p];
+            assert!(
+                s.begin_ns >= p.begin_ns && s.end_ns <= p.end_ns.saturating_add(1),
+                "{:?}: {:?} [{}, {}] not within {:?} [{}, {}]",
+                m.format,
+                s.name,
+                s.begin_ns,
+                s.end_ns,
+                p.name,
+                p.begin_ns,
+                p.end_ns
+            );
+        }
+    }
+}
+
+/// Everything one format says about a run that the other must say too: slices by
+/// (thread slot, path, category, arguments), instants by (scope, name, category,
+/// arguments), counter values, sections and flows by names. Threads are numbered
+/// by their first slice.
+fn content(m: &Model) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    let mut add = |k: String| *out.entry(k).or_insert(0) += 1;
+    let mut threads: Vec<(u64, u64)> = thread_slices(m)
+        .into_iter()
+        .map(|(t, v)| {
+            (
+                v.iter().map(|&i| m.slices[i].begin_ns).min().unwrap_or(0),
+                t,
+            )
+        })
+        .collect();
+    threads.sort();
+    let slot: BTreeMap<u64, usize> = threads
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, t))| (t, i))
+        .collect();
+    for (i, s) in m.slices.iter().enumerate() {
+        match slot.get(&s.track) {
+            Some(n) => add(format!(
+                "slice thread{n} {} [{}] {}",
+                m.path(i).join(" / "),
+                s.category,
+                Value::Object(s.args.clone())
+            )),
+            None => add(format!(
+                "track slice {} [{}] {}",
+                s.name,
+                s.category,
+                Value::Object(s.args.clone())
+            )),
+        }
+    }
+    for e in &m.instants {
+        let scope = match m.tracks.get(&e.track).map(|t| &t.kind) {
+            Some(TrackKind::Thread { .. }) => "thread",
+            Some(TrackKind::Process { .. }) => "process",
+            _ => "other",
+        };
+        add(format!(
+            "instant {scope} {} [{}] {}",
+            e.name,
+            e.category,
+            Value::Object(e.args.clone())
+        ));
+    }
+    for (name, series) in &m.counters {
+        let word = name
+            .split_whitespace()
+            .find(|w| *w != "memory" && *w != "bytes");
+        let values: Vec<f64> = series.iter().map(|p| p.1).collect();
+        add(format!("counter {} {values:?}", word.unwrap_or(name)));
+    }
+    for (a, b) in m.flow_names() {
+        add(format!("flow {a} -> {b}"));
+    }
+    out
+}
+
+fn assert_same_content(json: &Model, pf: &Model) {
+    let (a, b) = (content(json), content(pf));
+    if a != b {
+        let only = |x: &BTreeMap<String, usize>, y: &BTreeMap<String, usize>| -> Vec<String> {
+            x.iter()
+                .filter(|(k, v)| y.get(*k) != Some(v))
+                .map(|(k, v)| format!("{v} x {k}"))
+                .collect()
+        };
+        panic!(
+            "trace.json and trace.pftrace differ\n--- only/different in JSON:\n{}\n--- \
+             only/different in Perfetto:\n{}",
+            only(&a, &b).join("\n"),
+            only(&b, &a).join("\n")
+        );
+    }
+}
+
+/// The slices of the one thread with slices, in begin order, as (name, begin
+/// relative to the first, duration): both formats must agree to the ns (±2).
+fn assert_same_times(json: &Model, pf: &Model) {
+    let seq = |m: &Model| -> Vec<(String, u64, u64)> {
+        let mut v: Vec<&kprof_tests::trace_check::Slice> = m
+            .slices
+            .iter()
+            .filter(|s| m.tid_of(s.track).is_some())
+            .collect();
+        v.sort_by_key(|s| (s.begin_ns, u64::MAX - s.end_ns));
+        let t0 = v.first().map_or(0, |s| s.begin_ns);
+        v.iter()
+            .map(|s| (s.name.clone(), s.begin_ns - t0, s.end_ns - s.begin_ns))
+            .collect()
+    };
+    let (a, b) = (seq(json), seq(pf));
+    assert_eq!(a.len(), b.len(), "slice counts differ");
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.0, y.0, "slice order differs: JSON {x:?}, Perfetto {y:?}");
+        assert!(
+            x.1.abs_diff(y.1) <= 2 && x.2.abs_diff(y.2) <= 2,
+            "times differ: JSON {x:?}, Perfetto {y:?}"
+        );
+    }
+}
+
+fn expect_shape(m: &Model, expected: &[(&str, &str, usize)]) {
+    let want: BTreeMap<(String, String), usize> = expected
+        .iter()
+        .map(|&(p, c, n)| ((p.to_string(), c.to_string()), n))
+        .collect();
+    assert_eq!(
+        m.shape(),
+        want,
+        "{:?}: slices by path and category",
+        m.format
+    );
+}
+
+// ------------------------------------------------------------------- basic
+
+const BASIC_SHAPE: [(&str, &str, usize); 9] = [
+    ("solve", "kokkos.region", 1),
+    ("solve / iteration", "kokkos.region", 3),
+    ("solve / iteration / axpy", "kokkos.parallel_for", 30),
+    ("solve / iteration / dot", "kokkos.parallel_reduce", 3),
+    ("solve / iteration / prefix", "kokkos.parallel_scan", 3),
+    ("solve / sync", "kokkos.fence", 1),
+    ("solve / x <- d_x", "kokkos.deep_copy", 1),
+    ("solve / d_x <- x", "kokkos.deep_copy", 2),
+    ("solve / assemble", "kokkos.parallel_for", 4),
+];
+
+fn check_basic(m: &Model, profile: &Value) {
+    let f = m.format;
+    let threads = thread_slices(m);
+    assert_eq!(threads.len(), 1, "{f:?}: one thread has slices");
+    assert_eq!(threads.values().next().unwrap().len(), 48, "{f:?}: slices");
+    expect_shape(m, &BASIC_SHAPE);
+    check_time_nesting(m);
+    for s in &m.slices {
+        let kernel = s.category.starts_with("kokkos.parallel_");
+        if kernel {
+            for (k, v) in [
+                ("device", json!("OpenMP")),
+                ("device_index", json!(0)),
+                ("instance", json!(1)),
+            ] {
+                assert_eq!(
+                    s.args.get(k),
+                    Some(&v),
+                    "{f:?}: {} arg {k}: {:?}",
+                    s.name,
+                    s.args
+                );
+            }
+            assert!(
+                s.end_ns - s.begin_ns >= 900,
+                "{f:?}: {} lasted {} ns, spun >= 1000",
+                s.name,
+                s.end_ns - s.begin_ns
+            );
+        }
+        if s.category == "kokkos.fence" {
+            for (k, v) in [
+                ("device", json!("OpenMP")),
+                ("device_index", json!(0)),
+                ("instance", json!(0)),
+            ] {
+                assert_eq!(
+                    s.args.get(k),
+                    Some(&v),
+                    "{f:?}: fence arg {k}: {:?}",
+                    s.args
+                );
+            }
+        }
+        if s.category == "kokkos.region" {
+            assert!(
+                s.args.get("device").is_none(),
+                "{f:?}: region with a device"
+            );
+        }
+        if s.category == "kokkos.deep_copy" {
+            let (dst, src) = if s.name == "x <- d_x" {
+                (("Host", "x"), ("Cuda", "d_x"))
+            } else {
+                (("Cuda", "d_x"), ("Host", "x"))
+            };
+            for (k, v) in [
+                ("bytes", json!(8000)),
+                ("dst_space", json!(dst.0)),
+                ("dst_label", json!(dst.1)),
+                ("src_space", json!(src.0)),
+                ("src_label", json!(src.1)),
+            ] {
+                assert_eq!(
+                    s.args.get(k),
+                    Some(&v),
+                    "{f:?}: {} arg {k}: {:?}",
+                    s.name,
+                    s.args
+                );
+            }
+        }
+    }
+    // Markers on the thread, dual views, memory events.
+    let instants = |name: &str, cat: &str| -> Vec<&kprof_tests::trace_check::Instant> {
+        m.instants
+            .iter()
+            .filter(|e| e.name == name && e.category == cat)
+            .collect()
+    };
+    let marks = instants("checkpoint", "kokkos.event");
+    assert_eq!(
+        marks.len(),
+        2,
+        "{f:?}: checkpoint markers; instants {:?}",
+        m.instants
+    );
+    let main = *threads.keys().next().unwrap();
+    assert!(
+        marks.iter().all(|e| e.track == main),
+        "{f:?}: markers on the thread"
+    );
+    let dv: Vec<_> = m
+        .instants
+        .iter()
+        .filter(|e| e.category == "kokkos.dual_view")
+        .collect();
+    assert_eq!(dv.len(), 5, "{f:?}: dual-view instants");
+    assert_eq!(
+        instants("allocate", "kokkos.memory").len(),
+        5,
+        "{f:?}: allocations"
+    );
+    assert_eq!(
+        instants("deallocate", "kokkos.memory").len(),
+        4,
+        "{f:?}: frees"
+    );
+    // Memory counters: the running current bytes after each allocation and free.
+    let values = |space: &str| -> Vec<f64> { m.counter(space).iter().map(|p| p.1).collect() };
+    assert_eq!(
+        values("Host"),
+        [8000.0, 16000.0, 20096.0, 120096.0, 20096.0, 12096.0, 4096.0],
+        "{f:?}: Host memory counter"
+    );
+    assert_eq!(values("Cuda"), [8000.0, 0.0], "{f:?}: Cuda memory counter");
+    for space in ["Host", "Cuda"] {
+        let series = m.counter(space);
+        assert!(
+            series.windows(2).all(|w| w[0].0 <= w[1].0),
+            "{f:?}: {space} counter time"
+        );
+        let entry = profile["memory"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["space"] == space)
+            .unwrap();
+        assert_eq!(series.last().unwrap().1, u(&entry["current_bytes"]) as f64);
+    }
+    // Sections: 4 "assembly" slices off the thread tracks, each around one "assemble".
+    let sections: Vec<_> = m
+        .slices
+        .iter()
+        .filter(|s| m.tid_of(s.track).is_none())
+        .collect();
+    assert_eq!(sections.len(), 4, "{f:?}: section slices {sections:?}");
+    for s in &sections {
+        assert_eq!(
+            (s.name.as_str(), s.category.as_str()),
+            ("assembly", "kokkos.section")
+        );
+        let inside = m
+            .named("assemble")
+            .into_iter()
+            .filter(|k| k.begin_ns >= s.begin_ns && k.end_ns <= s.end_ns + 1)
+            .count();
+        assert_eq!(inside, 1, "{f:?}: one assemble kernel per section run");
+    }
+    assert!(
+        m.flows.is_empty(),
+        "{f:?}: no cross-model edge, no flow: {:?}",
+        m.flow_names()
+    );
+}
+
+#[test]
+fn basic_scenario_traces_are_exact_in_both_formats() {
+    let b = built();
+    let dir = scratch("traces_basic");
+    let out = run_ok(&mut host_cmd(&b.host, &dir, &["basic"]));
+    let p = read_profile(&dir.join("out"));
+    let json = json_model(&dir.join("out"));
+    check_basic(&json, &p);
+    let Some(pf) = perfetto_model(&dir.join("out"), &stderr(&out)) else {
+        return;
+    };
+    check_basic(&pf, &p);
+    assert_same_content(&json, &pf);
+    assert_same_times(&json, &pf);
+    // Names of the thread and process tracks.
+    for m in [&json, &pf] {
+        let main = *thread_slices(m).keys().next().unwrap();
+        assert!(
+            !m.tracks[&main].name.is_empty(),
+            "{:?}: thread track name",
+            m.format
+        );
+        assert!(
+            m.tracks
+                .values()
+                .any(|t| matches!(t.kind, TrackKind::Process { pid } if pid == p["program"]["pid"].as_i64().unwrap())),
+            "{:?}: the process track",
+            m.format
+        );
+    }
+}
+
+// ---------------------------------------------------------------- annotate
+
+fn check_annotate(m: &Model) {
+    let f = m.format;
+    expect_shape(
+        m,
+        &[
+            ("app phase", "user.region", 1),
+            ("app phase / inner", "kokkos.parallel_for", 5),
+            ("app phase / kregion", "kokkos.region", 1),
+            ("app phase / kregion / r", "kokkos.parallel_reduce", 2),
+        ],
+    );
+    check_time_nesting(m);
+    let mut want = vec![("app phase".to_string(), "inner".to_string()); 5];
+    want.push(("app phase".into(), "kregion".into()));
+    assert_eq!(
+        m.flow_names(),
+        want,
+        "{f:?}: flows from the annotation region"
+    );
+    let dests: BTreeSet<usize> = m.flows.iter().map(|f| f.1).collect();
+    assert_eq!(dests.len(), 6, "{f:?}: one flow per child");
+    for &(src, dst) in &m.flows {
+        assert_eq!(
+            m.slices[dst].parent,
+            Some(src),
+            "{f:?}: flow to a direct child"
+        );
+    }
+}
+
+#[test]
+fn annotation_region_links_kokkos_children_by_flows() {
+    let b = built();
+    let dir = scratch("traces_annotate");
+    let out = run_ok(&mut host_cmd(&b.host_annotate, &dir, &["annotate"]));
+    let json = json_model(&dir.join("out"));
+    check_annotate(&json);
+    let Some(pf) = perfetto_model(&dir.join("out"), &stderr(&out)) else {
+        return;
+    };
+    check_annotate(&pf);
+    assert_same_content(&json, &pf);
+}
+
+// ------------------------------------------------------- cross-thread flows
+
+fn check_cross_thread(m: &Model) {
+    let f = m.format;
+    let threads = thread_slices(m);
+    assert_eq!(threads.len(), 5, "{f:?}: main + 4 threads with slices");
+    let parent = m.named("parent");
+    assert_eq!(parent.len(), 1, "{f:?}");
+    let parent = parent[0];
+    assert_eq!(parent.category, "kokkos.region");
+    let children: Vec<usize> = (0..m.slices.len())
+        .filter(|&i| m.slices[i].name == "child")
+        .collect();
+    assert_eq!(children.len(), 4, "{f:?}");
+    let child_tracks: BTreeSet<u64> = children.iter().map(|&i| m.slices[i].track).collect();
+    assert_eq!(child_tracks.len(), 4, "{f:?}: one child per thread");
+    assert!(!child_tracks.contains(&parent.track));
+    for &c in &children {
+        let s = &m.slices[c];
+        assert_eq!((s.depth, s.category.as_str()), (0, "kokkos.parallel_for"));
+        assert!(
+            s.begin_ns >= parent.begin_ns && s.end_ns <= parent.end_ns,
+            "{f:?}: child within parent"
+        );
+        assert_eq!(s.args.get("device"), Some(&json!("OpenMP")));
+    }
+    let mut flows = m.flows.clone();
+    flows.sort();
+    let p = m.slices.iter().position(|s| s.name == "parent").unwrap();
+    assert_eq!(
+        flows,
+        children.iter().map(|&c| (p, c)).collect::<Vec<_>>(),
+        "{f:?}: 4 flows parent -> each child; flows {:?}",
+        m.flow_names()
+    );
+}
+
+#[test]
+fn cross_thread_children_get_flows_from_their_parent() {
+    let b = built();
+    let dir = scratch("traces_cross_thread");
+    let out = run_ok(&mut cmd_in(&b.driver, &dir, &["flows"]));
+    let json = json_model(&dir.join("out"));
+    check_cross_thread(&json);
+    let Some(pf) = perfetto_model(&dir.join("out"), &stderr(&out)) else {
+        return;
+    };
+    check_cross_thread(&pf);
+    assert_same_content(&json, &pf);
+}
+
+// ----------------------------------------------------------------- threads
+
+fn check_threads(m: &Model, per_thread: usize) {
+    let f = m.format;
+    let threads = thread_slices(m);
+    assert_eq!(threads.len(), 16, "{f:?}: 16 thread tracks with slices");
+    let mut owners = BTreeSet::new();
+    for list in threads.values() {
+        let mut counts: BTreeMap<(&str, usize), usize> = BTreeMap::new();
+        for &i in list {
+            *counts
+                .entry((m.slices[i].name.as_str(), m.slices[i].depth))
+                .or_insert(0) += 1;
+        }
+        let own: Vec<&str> = counts
+            .keys()
+            .map(|k| k.0)
+            .filter(|n| n.starts_with("thread_"))
+            .collect();
+        assert_eq!(own.len(), 1, "{f:?}: one own kernel per thread: {counts:?}");
+        owners.insert(own[0].to_string());
+        let want: BTreeMap<(&str, usize), usize> = [
+            (("worker", 0), 1),
+            (("shared_kernel", 1), per_thread.div_ceil(2)),
+            ((own[0], 1), per_thread / 2),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(counts, want, "{f:?}: slices of one thread track");
+    }
+    assert_eq!(
+        owners.len(),
+        16,
+        "{f:?}: every thread's kernels on its own track"
+    );
+}
+
+#[test]
+fn sixteen_threads_lose_nothing_in_the_traces() {
+    // The harness' `threads` scenario always runs 16 threads.
+    const M: usize = 5000;
+    let b = built();
+    let dir = scratch("traces_threads");
+    let mut cmd = host_cmd(&b.host, &dir, &["threads", &M.to_string()]);
+    cmd.env("KPROF_BUFFER_MB", "256");
+    let out = run_ok(&mut cmd);
+    let p = read_profile(&dir.join("out"));
+    assert_eq!(u(&p["dropped_records"]), 0, "dropped records");
+    let json = json_model(&dir.join("out"));
+    check_threads(&json, M);
+    let Some(pf) = perfetto_model(&dir.join("out"), &stderr(&out)) else {
+        return;
+    };
+    check_threads(&pf, M);
+    assert_same_content(&json, &pf);
+}
+
+// ----------------------------------------------------------------- signals
+
+fn check_signal(m: &Model) {
+    expect_shape(
+        m,
+        &[
+            ("before", "kokkos.region", 1),
+            ("before / pre", "kokkos.parallel_for", 7),
+            ("dying", "kokkos.region", 1),
+            ("dying / inflight", "kokkos.parallel_for", 2),
+        ],
+    );
+    check_time_nesting(m);
+}
+
+#[test]
+fn sigterm_leaves_complete_traces() {
+    let b = built();
+    let dir = scratch("traces_sigterm");
+    let out = run(&mut host_cmd(&b.host, &dir, &["signal"]));
+    assert_eq!(
+        out.status.signal(),
+        Some(15),
+        "status {:?}\n{}",
+        out.status,
+        stderr(&out)
+    );
+    let json = json_model(&dir.join("out"));
+    check_signal(&json);
+    let Some(pf) = perfetto_model(&dir.join("out"), &stderr(&out)) else {
+        return;
+    };
+    check_signal(&pf);
+    assert_same_content(&json, &pf);
+}
+
+/// Slices of a trace cut by SIGKILL: complete `outer` regions hold exactly 10 `k`
+/// kernels; kernels outside any region are those of the region open at the last
+/// flush (at most 10, after every complete region).
+fn check_killed(m: &Model) {
+    let f = m.format;
+    m.assert_valid_truncated();
+    let outer: Vec<usize> = (0..m.slices.len())
+        .filter(|&i| m.slices[i].name == "outer" && !m.open_at_end.contains(&i))
+        .collect();
+    assert!(
+        !outer.is_empty(),
+        "{f:?}: no complete region before the kill"
+    );
+    for &o in &outer {
+        let kids = m.slices.iter().filter(|s| s.parent == Some(o)).count();
+        assert_eq!(kids, 10, "{f:?}: kernels in a complete region");
+    }
+    for (i, s) in m.slices.iter().enumerate() {
+        assert!(
+            s.name == "outer" || s.name == "k",
+            "{f:?}: slice {:?}",
+            s.name
+        );
+        if s.name == "k" {
+            assert!(s.parent.is_none_or(|p| m.slices[p].name == "outer"));
+        }
+        if m.open_at_end.contains(&i) {
+            continue;
+        }
+        if s.name == "k" && s.parent.is_none() {
+            let last_outer = outer.iter().map(|&o| m.slices[o].end_ns).max().unwrap();
+            assert!(
+                s.begin_ns >= last_outer,
+                "{f:?}: a kernel outside every region"
+            );
+        }
+    }
+    let orphans = m
+        .slices
+        .iter()
+        .filter(|s| s.name == "k" && s.parent.is_none())
+        .count();
+    assert!(orphans <= 10, "{f:?}: {orphans} kernels outside regions");
+    assert!(
+        m.open_at_end.len() <= 2,
+        "{f:?}: open at the end: {:?}",
+        m.open_at_end
+    );
+}
+
+#[test]
+fn sigkill_leaves_traces_valid_up_to_the_last_flush() {
+    let b = built();
+    let dir = scratch("traces_sigkill");
+    let mut cmd = cmd_in(&b.driver, &dir, &["loop"]);
+    cmd.env("KPROF_FLUSH_MS", "50")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start trace_driver loop");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "running\n");
+    std::thread::sleep(Duration::from_millis(1000));
+    child.kill().expect("SIGKILL");
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(9));
+    let out = dir.join("out");
+    let json = read_json(&out);
+    assert!(
+        !json.complete,
+        "a killed run cannot have written the closing ']'"
+    );
+    check_killed(&json);
+    assert!(
+        json.slices.len() > 100,
+        "JSON: only {} slices in ~1 s",
+        json.slices.len()
+    );
+    if skip_unless(perfetto_schema().is_some(), "protoc") {
+        return;
+    }
+    assert!(
+        out.join("trace.pftrace").is_file(),
+        "no trace.pftrace: the Perfetto writer (core/src/trace/perfetto.rs) wrote nothing"
+    );
+    let pf = read_perfetto(&out).unwrap();
+    check_killed(&pf);
+    assert!(
+        pf.slices.len() > 100,
+        "Perfetto: only {} slices in ~1 s",
+        pf.slices.len()
+    );
+}
