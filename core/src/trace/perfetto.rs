@@ -5,8 +5,9 @@
 //! (`KPROF_FLUSH_MS`) is encoded, zlib-compressed and appended as ONE packet whose
 //! `compressed_packets` field holds the round's packets (as Perfetto's own service
 //! does), with one `write` call: a killed process leaves every complete round.
-//! Memory is the round's buffer only; a round larger than [`SEGMENT_BYTES`] is
-//! compressed in several packets (still written by one call at the round's end).
+//! Memory is bounded by [`SEGMENT_BYTES`]: a round larger than that is compressed
+//! and written in several packets as it fills (each a complete packet, so a killed
+//! process still leaves a readable file).
 //!
 //! Layout, following what the official SDK writes:
 //! - one packet sequence (`trusted_packet_sequence_id`) per OS thread, plus one for
@@ -65,9 +66,10 @@ use crate::trace::perfetto_proto::{
 };
 use crate::trace::TraceWriter;
 
-/// Uncompressed bytes after which a round's packets are compressed early, so a
-/// long round (a large `KPROF_FLUSH_MS`) does not hold its whole text in memory.
-pub const SEGMENT_BYTES: usize = 32 << 20;
+/// Uncompressed bytes after which a round's packets are compressed and written
+/// early, so a busy or long round (a large `KPROF_FLUSH_MS`) stays within a few MiB
+/// of memory beyond the event buffers.
+pub const SEGMENT_BYTES: usize = 4 << 20;
 /// zlib level. These packets are so repetitive that every level is far below
 /// the size target; 2 takes a quarter of level 6's CPU time for 40% more bytes
 /// (1M kernels with random durations: 5.6 vs 3.9 bytes per slice).
@@ -1024,6 +1026,11 @@ impl<S: Source> PerfettoWriter<S> {
     fn check_size(&mut self) {
         if self.enc.buf.len() >= self.segment_bytes {
             self.seal();
+            // A write error here is reported by the next flush.
+            if let Err(e) = self.file.write_all(&self.enc.out) {
+                self.enc.error.get_or_insert(e);
+            }
+            self.enc.out.clear();
         }
     }
 }
@@ -1115,7 +1122,7 @@ impl<S: Source> TraceWriter for PerfettoWriter<S> {
         if self.enc.out.is_empty() {
             return Ok(());
         }
-        // One write per round: a killed process leaves whole rounds only.
+        // One write per round (or segment): a killed process leaves whole packets.
         self.file.write_all(&self.enc.out).map_err(err)?;
         self.enc.out.clear();
         Ok(())
