@@ -27,11 +27,60 @@ pub enum Kind {
     DualViewSync = 9,
     /// A dual-view modify; instant values: a = pointer, b = 1 on the device.
     DualViewModify = 10,
+    /// An OpenMP parallel region (on the thread that encountered it).
+    OmpParallel = 11,
+    /// An OpenMP implicit task: one team member's share of a parallel region.
+    OmpImplicitTask = 12,
+    /// An OpenMP worksharing loop (any schedule).
+    OmpLoop = 13,
+    /// OpenMP `sections`.
+    OmpSections = 14,
+    /// OpenMP `single` (the executing thread; see [`Kind::OmpSingleOther`]).
+    OmpSingle = 15,
+    /// OpenMP `single`, on a thread that skipped the block.
+    OmpSingleOther = 16,
+    /// OpenMP `workshare`.
+    OmpWorkshare = 17,
+    /// OpenMP `distribute`.
+    OmpDistribute = 18,
+    /// OpenMP `taskloop`.
+    OmpTaskloop = 19,
+    /// A chunk of a loop or a section handed to a thread (instant: a = first
+    /// iteration, b = iterations).
+    OmpDispatch = 20,
+    /// An OpenMP barrier (explicit or implicit): the whole synchronisation.
+    OmpBarrier = 21,
+    /// Time waiting inside a synchronisation (barrier, taskwait, taskgroup).
+    OmpSyncWait = 22,
+    /// OpenMP `taskwait`.
+    OmpTaskwait = 23,
+    /// OpenMP `taskgroup`.
+    OmpTaskgroup = 24,
+    /// An OpenMP reduction.
+    OmpReduction = 25,
+    /// Waiting to acquire a mutex (lock, nest lock, critical, ordered, atomic).
+    OmpMutexWait = 26,
+    /// Holding a mutex.
+    OmpMutexHold = 27,
+    /// OpenMP `masked` / `master`.
+    OmpMasked = 28,
+    /// An OpenMP explicit task executing (from its first schedule to completion).
+    OmpTask = 29,
+    /// An explicit task created (instant: a = task GUID, b = OMPT task flags).
+    OmpTaskCreate = 30,
+    /// An OpenMP target region.
+    OmpTarget = 31,
+    /// A target data operation (alloc, transfer, delete); bytes as a copy.
+    OmpTargetData = 32,
+    /// A target kernel submitted to a device.
+    OmpTargetSubmit = 33,
+    /// A device event (initialize, load, finalize) (instant: a = device number).
+    OmpDevice = 34,
 }
 
 impl Kind {
     /// Every kind, in discriminant order.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 34] = [
         Kind::ParallelFor,
         Kind::ParallelReduce,
         Kind::ParallelScan,
@@ -42,6 +91,30 @@ impl Kind {
         Kind::Marker,
         Kind::DualViewSync,
         Kind::DualViewModify,
+        Kind::OmpParallel,
+        Kind::OmpImplicitTask,
+        Kind::OmpLoop,
+        Kind::OmpSections,
+        Kind::OmpSingle,
+        Kind::OmpSingleOther,
+        Kind::OmpWorkshare,
+        Kind::OmpDistribute,
+        Kind::OmpTaskloop,
+        Kind::OmpDispatch,
+        Kind::OmpBarrier,
+        Kind::OmpSyncWait,
+        Kind::OmpTaskwait,
+        Kind::OmpTaskgroup,
+        Kind::OmpReduction,
+        Kind::OmpMutexWait,
+        Kind::OmpMutexHold,
+        Kind::OmpMasked,
+        Kind::OmpTask,
+        Kind::OmpTaskCreate,
+        Kind::OmpTarget,
+        Kind::OmpTargetData,
+        Kind::OmpTargetSubmit,
+        Kind::OmpDevice,
     ];
 
     /// The kind with discriminant `v`, if any.
@@ -62,6 +135,30 @@ impl Kind {
             Kind::Marker => "marker",
             Kind::DualViewSync => "dual_view_sync",
             Kind::DualViewModify => "dual_view_modify",
+            Kind::OmpParallel => "omp_parallel",
+            Kind::OmpImplicitTask => "omp_implicit_task",
+            Kind::OmpLoop => "omp_loop",
+            Kind::OmpSections => "omp_sections",
+            Kind::OmpSingle => "omp_single",
+            Kind::OmpSingleOther => "omp_single_other",
+            Kind::OmpWorkshare => "omp_workshare",
+            Kind::OmpDistribute => "omp_distribute",
+            Kind::OmpTaskloop => "omp_taskloop",
+            Kind::OmpDispatch => "omp_dispatch",
+            Kind::OmpBarrier => "omp_barrier",
+            Kind::OmpSyncWait => "omp_sync_wait",
+            Kind::OmpTaskwait => "omp_taskwait",
+            Kind::OmpTaskgroup => "omp_taskgroup",
+            Kind::OmpReduction => "omp_reduction",
+            Kind::OmpMutexWait => "omp_mutex_wait",
+            Kind::OmpMutexHold => "omp_mutex_hold",
+            Kind::OmpMasked => "omp_masked",
+            Kind::OmpTask => "omp_task",
+            Kind::OmpTaskCreate => "omp_task_create",
+            Kind::OmpTarget => "omp_target",
+            Kind::OmpTargetData => "omp_target_data",
+            Kind::OmpTargetSubmit => "omp_target_submit",
+            Kind::OmpDevice => "omp_device",
         }
     }
 
@@ -77,6 +174,25 @@ impl Kind {
             Kind::UserRegion => "user.region",
             Kind::Marker => "kokkos.event",
             Kind::DualViewSync | Kind::DualViewModify => "kokkos.dual_view",
+            Kind::OmpParallel => "openmp.parallel",
+            Kind::OmpImplicitTask => "openmp.implicit_task",
+            Kind::OmpLoop
+            | Kind::OmpSections
+            | Kind::OmpSingle
+            | Kind::OmpSingleOther
+            | Kind::OmpWorkshare
+            | Kind::OmpDistribute
+            | Kind::OmpTaskloop => "openmp.work",
+            Kind::OmpDispatch => "openmp.dispatch",
+            Kind::OmpBarrier | Kind::OmpTaskwait | Kind::OmpTaskgroup | Kind::OmpReduction => {
+                "openmp.sync"
+            }
+            Kind::OmpSyncWait => "openmp.sync_wait",
+            Kind::OmpMutexWait | Kind::OmpMutexHold => "openmp.mutex",
+            Kind::OmpMasked => "openmp.masked",
+            Kind::OmpTask | Kind::OmpTaskCreate => "openmp.task",
+            Kind::OmpTarget | Kind::OmpTargetSubmit | Kind::OmpDevice => "openmp.target",
+            Kind::OmpTargetData => "openmp.target_data",
         }
     }
 
@@ -85,6 +201,7 @@ impl Kind {
     pub fn model(self) -> &'static str {
         match self {
             Kind::UserRegion => "user",
+            k if k as u8 >= Kind::OmpParallel as u8 => "openmp",
             _ => "kokkos",
         }
     }

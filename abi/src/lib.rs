@@ -118,4 +118,26 @@ pub struct CoreApi {
     pub metadata: unsafe extern "C" fn(key: *const c_char, value: *const c_char),
     /// Counts an anomaly a plugin detected ([`Anomaly`] as u32).
     pub anomaly: unsafe extern "C" fn(which: u32),
+    /// Names the calling thread in profiles and traces (e.g. `"OpenMP worker 3"`);
+    /// NUL-terminated, copied.
+    pub thread_name: unsafe extern "C" fn(name: *const c_char),
+    /// Opens an instance named after a code address (the return address a runtime
+    /// reports, OMPT's `codeptr_ra`): the writer thread symbolizes it to
+    /// `function (file:line)` or `module+0xoffset`, off the hot path. Otherwise as
+    /// [`CoreApi::begin`].
+    pub begin_at: unsafe extern "C" fn(kind: u8, codeptr: u64, dev: u16, parent: u64) -> u64,
+    /// Records a dependence edge `from` -> `to` between two instances (GUIDs), e.g.
+    /// between explicit tasks: the task graph.
+    pub edge: unsafe extern "C" fn(kind: u8, from: u64, to: u64),
+    /// Opens an instance of a data transfer of `bytes` (e.g. a target data
+    /// operation), named after `codeptr` like [`CoreApi::begin_at`]; `direction` is
+    /// 0 allocation, 1 to device, 2 from device, 3 delete, 4 other.
+    pub begin_transfer: unsafe extern "C" fn(
+        kind: u8,
+        codeptr: u64,
+        dev: u16,
+        parent: u64,
+        bytes: u64,
+        direction: u32,
+    ) -> u64,
 }

@@ -37,6 +37,60 @@ pub unsafe fn begin(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64
     })
 }
 
+/// Opens an instance named after code address `codeptr` (symbolized by the
+/// writer); with `transfer`, a data transfer of `(bytes, direction)`.
+#[inline]
+pub fn begin_at(
+    kind: u8,
+    codeptr: u64,
+    dev: u16,
+    parent: u64,
+    transfer: Option<(u64, u32)>,
+) -> u64 {
+    let Some(rt) = active() else {
+        inactive_call();
+        return 0;
+    };
+    with_thread(rt, |t| {
+        let guid = t.open();
+        let ts = rt.clock.now();
+        match transfer {
+            None => {
+                let head = Record::head(ts, Op::BeginAt, kind, 0, dev);
+                t.push_n(rt, &[head, Record::ext(codeptr, parent)]);
+            }
+            Some((bytes, direction)) => {
+                let head = Record::head(ts, Op::BeginTransfer, kind, direction, dev);
+                let units = [head, Record::ext(codeptr, parent), Record::ext(bytes, 0)];
+                t.push_n(rt, &units);
+            }
+        }
+        guid
+    })
+}
+
+/// Records a dependence edge between two instances.
+pub fn edge(kind: u8, from: u64, to: u64) {
+    let Some(rt) = active() else {
+        inactive_call();
+        return;
+    };
+    let ts = rt.clock.now();
+    with_thread(rt, |t| {
+        let head = Record::head(ts, Op::Edge, kind, 0, 0);
+        t.push_n(rt, &[head, Record::ext(from, to)]);
+    });
+}
+
+/// Names the calling thread.
+pub fn thread_name(name: String) {
+    let Some(rt) = active() else {
+        inactive_call();
+        return;
+    };
+    with_thread(rt, |t| t.slot().set_name(name));
+}
+
 /// Closes instance `guid` of `kind` (0: the innermost open one of that kind).
 #[inline(always)]
 pub fn end(kind: u8, guid: u64) {

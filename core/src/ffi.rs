@@ -167,6 +167,36 @@ unsafe extern "C" fn anomaly(which: u32) {
     })
 }
 
+unsafe extern "C" fn thread_name(name: *const c_char) {
+    guard((), || {
+        // SAFETY: the ABI requires NULL or a NUL-terminated string.
+        if let Some(n) = unsafe { text(name) } {
+            events::thread_name(n);
+        }
+    })
+}
+
+unsafe extern "C" fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64) -> u64 {
+    guard(0, || events::begin_at(kind, codeptr, dev, parent, None))
+}
+
+unsafe extern "C" fn edge(kind: u8, from: u64, to: u64) {
+    guard((), || events::edge(kind, from, to))
+}
+
+unsafe extern "C" fn begin_transfer(
+    kind: u8,
+    codeptr: u64,
+    dev: u16,
+    parent: u64,
+    bytes: u64,
+    direction: u32,
+) -> u64 {
+    guard(0, || {
+        events::begin_at(kind, codeptr, dev, parent, Some((bytes, direction)))
+    })
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -188,6 +218,10 @@ static API: CoreApi = CoreApi {
     section_destroy,
     metadata,
     anomaly,
+    thread_name,
+    begin_at,
+    edge,
+    begin_transfer,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

@@ -26,6 +26,7 @@ pub mod report;
 pub mod resolve;
 pub mod runtime;
 pub mod summary;
+pub mod symbolize;
 pub mod thread;
 pub mod trace;
 pub mod writer;

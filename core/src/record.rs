@@ -21,6 +21,9 @@
 //! | CopyBegin | dst label id | — | (bytes, src label id), (dst space id, src space id) |
 //! | SectionStart, SectionStop | section id | — | — |
 //! | Gap | lowest open depth while dropping | — | (records dropped, GUID counter at resume) |
+//! | BeginAt | — | device | (code address, parent GUID): named by the writer |
+//! | BeginTransfer | direction | device | (code address, parent GUID), (bytes, 0) |
+//! | Edge | — | — | (from GUID, to GUID) |
 
 /// The operation of a head unit.
 #[repr(u8)]
@@ -48,6 +51,12 @@ pub enum Op {
     SectionStop = 10,
     /// Records were dropped before this one (buffers were full).
     Gap = 11,
+    /// Opens an instance named after a code address.
+    BeginAt = 12,
+    /// Opens a data transfer named after a code address.
+    BeginTransfer = 13,
+    /// A dependence edge between two instances.
+    Edge = 14,
 }
 
 impl Op {
@@ -65,6 +74,9 @@ impl Op {
             9 => Op::SectionStart,
             10 => Op::SectionStop,
             11 => Op::Gap,
+            12 => Op::BeginAt,
+            13 => Op::BeginTransfer,
+            14 => Op::Edge,
             _ => return None,
         })
     }
@@ -73,8 +85,8 @@ impl Op {
     pub fn ext_units(self) -> usize {
         match self {
             Op::Begin | Op::End | Op::SectionStart | Op::SectionStop => 0,
-            Op::BeginParent | Op::EndGuid | Op::Instant | Op::Gap => 1,
-            Op::Alloc | Op::Free | Op::CopyBegin => 2,
+            Op::BeginParent | Op::EndGuid | Op::Instant | Op::Gap | Op::BeginAt | Op::Edge => 1,
+            Op::Alloc | Op::Free | Op::CopyBegin | Op::BeginTransfer => 2,
         }
     }
 }
@@ -155,7 +167,7 @@ mod tests {
         );
         let e = Record::ext(u64::MAX, 7);
         assert_eq!((e.a(), e.b()), (u64::MAX, 7));
-        for v in 1..=11 {
+        for v in 1..=14 {
             assert_eq!(Op::from_u8(v).map(|o| o as u8), Some(v));
         }
         assert_eq!(Op::from_u8(0), None);

@@ -42,6 +42,31 @@ pub struct Report {
     pub anomalies: BTreeMap<String, u64>,
     /// Records dropped because the buffers were full.
     pub dropped_records: u64,
+    /// Dependence edges between tasks, by task name.
+    #[serde(default)]
+    pub task_graph: TaskGraph,
+}
+
+/// Dependence edges between explicit tasks, aggregated by task name (creation site).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TaskGraph {
+    /// Task instances seen.
+    pub tasks: u64,
+    /// Edges by (from, to) task names.
+    pub edges: Vec<TaskEdge>,
+    /// Edges with an end that was never seen as a task.
+    pub unresolved_edges: u64,
+}
+
+/// One aggregated dependence edge.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskEdge {
+    /// The task depended on.
+    pub from: String,
+    /// The dependent task.
+    pub to: String,
+    /// Instances of this edge.
+    pub count: u64,
 }
 
 /// The measured process.

@@ -25,6 +25,22 @@ pub struct CopyInfo {
     pub src_space: u32,
 }
 
+/// A data transfer's size and direction (0 allocation, 1 to device, 2 from
+/// device, 3 delete, 4 other).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Direction code.
+    pub direction: u32,
+}
+
+/// Turns code addresses into name ids (the writer's symbolizer).
+pub trait Symbols {
+    /// The name id for code address `addr`.
+    fn name_of(&mut self, addr: u64) -> u32;
+}
+
 /// An open (or just closed) instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slice {
@@ -46,6 +62,8 @@ pub struct Slice {
     pub begin: u64,
     /// Copy details, for [`Kind::DeepCopy`].
     pub copy: Option<CopyInfo>,
+    /// Transfer details, for data operations named by address.
+    pub transfer: Option<Transfer>,
 }
 
 impl Slice {
@@ -84,6 +102,19 @@ pub enum Event<'a> {
         a: u64,
         /// Kind-specific values.
         b: u64,
+        /// Raw time.
+        ts: u64,
+    },
+    /// A dependence edge `from` -> `to` (GUIDs), recorded on `thread` at `ts`.
+    Edge {
+        /// Thread index.
+        thread: u32,
+        /// What depends on what.
+        kind: Kind,
+        /// The instance depended on.
+        from: u64,
+        /// The dependent instance.
+        to: u64,
         /// Raw time.
         ts: u64,
     },
@@ -158,34 +189,61 @@ impl ThreadStream {
 
     /// Processes a batch of whole events in order. Cross-thread events go to
     /// `globals` with their timestamps; everything else straight to `out`.
-    pub fn feed<C: Consumer, G: FnMut(u64, Global)>(
+    /// Processes the events of `units` in order while their time is at most
+    /// `limit` (at least one), and returns how many units it consumed. Cross-thread
+    /// events go to [`Consumer::global`].
+    pub fn feed<C: Consumer, S: Symbols>(
         &mut self,
         units: &[Record],
+        limit: u64,
         out: &mut C,
-        globals: &mut G,
+        symbols: &mut S,
         anomalies: &Anomalies,
-    ) {
-        self.records += units.len() as u64;
+    ) -> usize {
         let mut i = 0;
         while i < units.len() {
             let h = units[i];
+            if h.ts() > limit && i > 0 {
+                break;
+            }
             let Some(op) = Op::from_u8(h.op()) else {
                 // Cannot happen with records written by this library; without the
                 // op the rest of the batch cannot be parsed.
                 anomalies.count(Anomaly::InternalError);
-                return;
+                self.records += units.len() as u64;
+                return units.len();
             };
             let n = op.ext_units();
             let Some(ext) = units.get(i + 1..i + 1 + n) else {
                 anomalies.count(Anomaly::InternalError);
-                return;
+                self.records += units.len() as u64;
+                return units.len();
             };
             i += 1 + n;
             let ts = h.ts();
             self.last_ts = self.last_ts.max(ts);
             match op {
-                Op::Begin => self.begin(h, 0, None, out),
-                Op::BeginParent => self.begin(h, ext[0].a(), None, out),
+                Op::Begin => self.begin(h, h.name(), 0, None, None, out),
+                Op::BeginParent => self.begin(h, h.name(), ext[0].a(), None, None, out),
+                Op::BeginAt | Op::BeginTransfer => {
+                    let name = symbols.name_of(ext[0].a());
+                    let transfer = (op == Op::BeginTransfer).then(|| Transfer {
+                        bytes: ext[1].a(),
+                        direction: h.name(),
+                    });
+                    self.begin(h, name, ext[0].b(), None, transfer, out);
+                }
+                Op::Edge => {
+                    if let Some(kind) = Kind::from_u8(h.kind()) {
+                        out.event(&Event::Edge {
+                            thread: self.thread,
+                            kind,
+                            from: ext[0].a(),
+                            to: ext[0].b(),
+                            ts,
+                        });
+                    }
+                }
                 Op::CopyBegin => {
                     let copy = CopyInfo {
                         bytes: ext[0].a(),
@@ -193,7 +251,7 @@ impl ThreadStream {
                         dst_space: ext[1].a() as u32,
                         src_space: ext[1].b() as u32,
                     };
-                    self.begin(h, 0, Some(copy), out)
+                    self.begin(h, h.name(), 0, Some(copy), None, out)
                 }
                 Op::End => {
                     let seq = u64::from(h.name()) | u64::from(h.aux()) << 32;
@@ -235,10 +293,10 @@ impl ThreadStream {
                             bytes,
                         }
                     };
-                    globals(ts, g);
+                    out.global(ts, &g);
                 }
-                Op::SectionStart => globals(ts, Global::SectionStart(h.name())),
-                Op::SectionStop => globals(ts, Global::SectionStop(h.name())),
+                Op::SectionStart => out.global(ts, &Global::SectionStart(h.name())),
+                Op::SectionStop => out.global(ts, &Global::SectionStop(h.name())),
                 Op::Gap => {
                     // Instances below the lowest depth reached while dropping are
                     // still open; the ones above ended (or began) unseen.
@@ -253,10 +311,25 @@ impl ThreadStream {
                 }
             }
         }
+        self.records += i as u64;
+        i
+    }
+
+    /// Raw time of the first event in `units` (for merging threads by time).
+    pub fn next_time(units: &[Record]) -> u64 {
+        units.first().map_or(u64::MAX, Record::ts)
     }
 
     #[inline(always)]
-    fn begin<C: Consumer>(&mut self, h: Record, parent: u64, copy: Option<CopyInfo>, out: &mut C) {
+    fn begin<C: Consumer>(
+        &mut self,
+        h: Record,
+        name: u32,
+        parent: u64,
+        copy: Option<CopyInfo>,
+        transfer: Option<Transfer>,
+        out: &mut C,
+    ) {
         self.next_guid += 1;
         let Some(kind) = Kind::from_u8(h.kind()) else {
             return;
@@ -268,10 +341,11 @@ impl ThreadStream {
             parent,
             enclosing,
             kind,
-            name: h.name(),
+            name,
             dev: h.aux(),
             begin: h.ts(),
             copy,
+            transfer,
         });
         if let Some(top) = self.stack.last() {
             out.event(&Event::Begin(top));
@@ -322,6 +396,14 @@ impl ThreadStream {
 mod tests {
     use super::*;
 
+    struct NoSymbols;
+
+    impl Symbols for NoSymbols {
+        fn name_of(&mut self, addr: u64) -> u32 {
+            addr as u32
+        }
+    }
+
     #[derive(Default)]
     struct Log(Vec<String>);
 
@@ -331,6 +413,7 @@ mod tests {
                 Event::Begin(s) => format!("B{}", s.name),
                 Event::End(s, t) => format!("E{}@{t}", s.name),
                 Event::Instant { name, .. } => format!("I{name}"),
+                Event::Edge { from, to, .. } => format!("D{from}>{to}"),
             });
         }
         fn global(&mut self, _: u64, _: &Global) {}
@@ -360,7 +443,7 @@ mod tests {
             end(5, 0, Kind::Region),
             begin(6, 3, Kind::ParallelFor),
         ];
-        s.feed(&rs, &mut log, &mut |_, _| {}, &an);
+        s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
         s.close_all(9, &mut log, &an);
         assert_eq!(log.0, ["B1", "B2", "E2@3", "E1@3", "B3", "E3@9"]);
         assert_eq!(an.get(Anomaly::OutOfOrderEnd), 1);
@@ -386,7 +469,7 @@ mod tests {
             end(12, 6, Kind::ParallelFor),
             end(13, 0, Kind::Region),
         ];
-        s.feed(&rs, &mut log, &mut |_, _| {}, &an);
+        s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
         assert_eq!(an.get(Anomaly::UnmatchedEnd), 0);
         assert_eq!(log.0, ["B1", "B2", "E2@9", "B6", "E6@12", "E1@13"]);
     }

@@ -28,14 +28,26 @@ pub struct ThreadSlot {
     pub index: u32,
     /// OS thread id.
     pub tid: i32,
-    /// OS thread name at registration.
-    pub name: String,
+    /// Display name: the OS name at registration, or what a plugin set.
+    name: Mutex<String>,
     /// The chunk being filled, for the writer to peek (null when none).
     pub current: AtomicPtr<Chunk>,
     /// Events dropped because no free chunk was available.
     pub dropped: AtomicU64,
     /// The thread has exited (its last chunk was handed over).
     pub exited: AtomicBool,
+}
+
+impl ThreadSlot {
+    /// The thread's display name.
+    pub fn name(&self) -> String {
+        self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Renames the thread (plugins know what a thread is: "OpenMP worker 3").
+    pub fn set_name(&self, name: String) {
+        *self.name.lock().unwrap_or_else(|p| p.into_inner()) = name;
+    }
 }
 
 /// Every thread that ever recorded, in registration order.
@@ -51,7 +63,7 @@ impl Registry {
         let slot = Box::leak(Box::new(ThreadSlot {
             index: slots.len() as u32 + 1,
             tid,
-            name,
+            name: Mutex::new(name),
             current: AtomicPtr::new(std::ptr::null_mut()),
             dropped: AtomicU64::new(0),
             exited: AtomicBool::new(false),
@@ -96,6 +108,11 @@ pub struct ThreadState {
 }
 
 impl ThreadState {
+    /// What the writer and reports know of this thread.
+    pub fn slot(&self) -> &'static ThreadSlot {
+        self.slot
+    }
+
     /// This thread's index (the high bits of its GUIDs).
     #[inline(always)]
     pub fn index(&self) -> u32 {

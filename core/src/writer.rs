@@ -1,9 +1,15 @@
-//! The background writer thread: takes full chunks from the pool, resolves each
-//! thread's records in order, feeds the consumers, and at shutdown writes every
-//! output. Application threads never wait for it.
+//! The background writer thread: takes the records of every thread, resolves
+//! them, feeds the consumers (profile, traces) in timestamp order across threads,
+//! and at shutdown writes every output. Application threads never wait for it.
+//!
+//! Work happens in rounds. A round gathers what each thread recorded since the last
+//! one — full chunks from the queue and the published part of the chunks still being
+//! filled — then merges the threads by time, so a parent on one thread (an OpenMP
+//! parallel region) is always seen before its children on others (the implicit
+//! tasks), and cross-thread state (memory in use, sections) evolves in time order.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -15,8 +21,10 @@ use crate::config::Config;
 use crate::lifecycle::block_all_signals;
 use crate::output;
 use crate::profile::Profile;
+use crate::record::Record;
 use crate::resolve::{Consumer, Event, Global, ThreadStream};
 use crate::runtime::{self, warn, Runtime};
+use crate::symbolize::Symbolizer;
 use crate::trace::{self, TraceWriter};
 
 /// Longest sleep between checks of the pool and the shutdown flag.
@@ -47,18 +55,26 @@ fn run(rt: &'static Runtime) {
         w.top_up();
         let pressure = rt.pool.free_len() < w.low_water();
         if pressure || last_round.elapsed() >= period {
-            w.drain_full();
-            w.peek_all();
+            w.round();
             w.sinks.flush();
             last_round = Instant::now();
         }
         let next_round = period.saturating_sub(last_round.elapsed());
         std::thread::park_timeout(next_round.min(NAP));
     }
-    w.drain_full();
-    w.peek_all();
-    w.drain_full();
+    // Threads that raced the shutdown flag may still publish; two rounds pick up
+    // everything published before the writer got here.
+    w.round();
+    w.round();
     w.finish();
+}
+
+/// Records of one thread waiting to be processed.
+struct Batch {
+    units: &'static [Record],
+    /// The chunk to recycle once `units` are processed (a full chunk), or None
+    /// (the chunk is still being filled by its thread).
+    recycle: Option<&'static Chunk>,
 }
 
 /// Per-thread writer state.
@@ -66,8 +82,8 @@ struct Stream {
     resolver: ThreadStream,
     /// Sequence number of the chunk to consume next (or being consumed).
     expected: u64,
-    /// Everything the thread published has been consumed (as of the last peek).
-    caught_up: bool,
+    /// What this round gathered, in the thread's order.
+    batches: VecDeque<Batch>,
 }
 
 /// Everything that consumes the resolved events: the profile, and the trace writers.
@@ -111,11 +127,9 @@ struct Writer {
     rt: &'static Runtime,
     streams: FxHashMap<u32, Stream>,
     sinks: Sinks,
+    symbols: Symbolizer,
     /// The output directory, created at start when traces stream into it.
     dir: Option<std::path::PathBuf>,
-    /// Cross-thread events waiting for every thread to pass their time.
-    pending: BinaryHeap<Reverse<(u64, u64, Global)>>,
-    pending_seq: u64,
 }
 
 impl Writer {
@@ -146,9 +160,8 @@ impl Writer {
                 profile: Profile::new(rt),
                 traces,
             },
+            symbols: Symbolizer::new(&rt.names, &rt.anomalies),
             dir,
-            pending: BinaryHeap::new(),
-            pending_seq: 0,
         }
     }
 
@@ -165,7 +178,7 @@ impl Writer {
                 Stream {
                     resolver: ThreadStream::new(index),
                     expected: 1,
-                    caught_up: false,
+                    batches: VecDeque::new(),
                 },
             );
         }
@@ -187,92 +200,98 @@ impl Writer {
         pool.top_up(want);
     }
 
-    /// Consumes every full chunk; returns how many.
-    fn drain_full(&mut self) -> usize {
-        let mut n = 0;
+    /// One round: gather, merge by time, process.
+    fn round(&mut self) {
         self.top_up();
+        self.gather();
+        self.merge();
+    }
+
+    /// Collects every thread's new records: full chunks in queue order (each
+    /// thread's in its own order), then the published part of the chunks threads are
+    /// still filling.
+    fn gather(&mut self) {
         while let Some(c) = self.rt.pool.next_full() {
-            self.top_up();
-            self.consume(c);
-            if let Some(s) = self.stream(c.owner()) {
-                s.expected = c.seq() + 1;
-                s.caught_up = false;
-            }
-            self.rt.pool.recycle(c);
-            n += 1;
+            let Some(s) = self.stream(c.owner()) else {
+                self.rt.pool.recycle(c);
+                continue;
+            };
+            s.expected = c.seq() + 1;
+            s.batches.push_back(Batch {
+                units: c.take_new(),
+                recycle: Some(c),
+            });
         }
-        n
-    }
-
-    /// Consumes the unread records of `c`.
-    fn consume(&mut self, c: &'static Chunk) {
-        let rt = self.rt;
-        if self.stream(c.owner()).is_none() {
-            return;
-        }
-        let Some(s) = self.streams.get_mut(&c.owner()) else {
-            return;
-        };
-        let pending = &mut self.pending;
-        let seq = &mut self.pending_seq;
-        s.resolver.feed(
-            c.take_new(),
-            &mut self.sinks,
-            &mut |ts, g| {
-                *seq += 1;
-                pending.push(Reverse((ts, *seq, g)));
-            },
-            &rt.anomalies,
-        );
-    }
-
-    /// Reads the chunks threads are still filling, then releases the cross-thread
-    /// events every thread has passed.
-    fn peek_all(&mut self) {
-        let now = self.rt.clock.now();
         for slot in self.rt.threads.snapshot() {
-            let Some(expected) = self.stream(slot.index).map(|s| s.expected) else {
+            let Some(s) = self.stream(slot.index) else {
                 continue;
             };
             let current = slot.current.load(Ordering::Acquire);
             // SAFETY: chunks are leaked and never freed, so a published pointer
-            // stays valid; only this thread recycles chunks.
-            let chunk = unsafe { current.as_ref() };
-            let caught_up = match chunk {
-                Some(c) if c.owner() == slot.index && c.seq() == expected => {
-                    self.consume(c);
-                    true
-                }
-                Some(_) => false,
-                None => slot.exited.load(Ordering::Acquire),
+            // stays valid; only this thread recycles chunks, and not during gather.
+            let Some(c) = (unsafe { current.as_ref() }) else {
+                continue;
             };
-            if let Some(s) = self.streams.get_mut(&slot.index) {
-                s.caught_up = caught_up;
+            // A chunk of another owner, or one this thread handed over after the
+            // queue was read, waits for the next round.
+            if c.owner() == slot.index && c.seq() == s.expected {
+                s.batches.push_back(Batch {
+                    units: c.take_new(),
+                    recycle: None,
+                });
             }
         }
-        let watermark = self
-            .streams
-            .values()
-            .map(|s| if s.caught_up { now } else { s.resolver.last_ts })
-            .min()
-            .unwrap_or(now);
-        self.release(watermark);
     }
 
-    fn release(&mut self, upto: u64) {
-        while let Some(Reverse((ts, _, _))) = self.pending.peek() {
-            if *ts > upto {
-                break;
-            }
-            if let Some(Reverse((ts, _, g))) = self.pending.pop() {
-                self.sinks.global(ts, &g);
+    /// Processes the gathered batches of all threads in timestamp order: always the
+    /// thread with the earliest next event, up to the next thread's time.
+    fn merge(&mut self) {
+        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = self
+            .streams
+            .iter()
+            .filter_map(|(&i, s)| {
+                s.batches
+                    .front()
+                    .map(|b| Reverse((ThreadStream::next_time(b.units), i)))
+            })
+            .collect();
+        while let Some(Reverse((_, index))) = heap.pop() {
+            let limit = heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
+            let Some(s) = self.streams.get_mut(&index) else {
+                continue;
+            };
+            while let Some(b) = s.batches.front_mut() {
+                let n = s.resolver.feed(
+                    b.units,
+                    limit,
+                    &mut self.sinks,
+                    &mut self.symbols,
+                    &self.rt.anomalies,
+                );
+                b.units = &b.units[n..];
+                if !b.units.is_empty() {
+                    heap.push(Reverse((ThreadStream::next_time(b.units), index)));
+                    break;
+                }
+                if let Some(done) = s.batches.pop_front() {
+                    if let Some(c) = done.recycle {
+                        self.rt.pool.recycle(c);
+                    }
+                }
+                match s.batches.front() {
+                    Some(next) if ThreadStream::next_time(next.units) <= limit => continue,
+                    Some(next) => {
+                        heap.push(Reverse((ThreadStream::next_time(next.units), index)));
+                        break;
+                    }
+                    None => break,
+                }
             }
         }
     }
 
     fn finish(mut self) {
         let rt = self.rt;
-        self.release(u64::MAX);
         let end = rt.end();
         let mut records = FxHashMap::default();
         for (&index, s) in self.streams.iter_mut() {

@@ -4,6 +4,7 @@
 
 pub mod memory;
 pub mod stats;
+pub mod task_graph;
 pub mod tree;
 
 use std::collections::BTreeMap;
@@ -16,10 +17,12 @@ use crate::resolve::{Consumer, Event, Global};
 use crate::runtime::Runtime;
 use memory::Space;
 use stats::Stats;
+use task_graph::TaskGraph;
 use tree::{Tree, ROOT};
 
 /// An open slice as the profile tracks it.
 struct Frame {
+    guid: u64,
     node: u32,
     begin: u64,
     child_ns: u64,
@@ -66,6 +69,7 @@ pub struct Profile {
     dual_views: FxHashMap<u32, [u64; 4]>,
     spaces: FxHashMap<u32, Space>,
     sections: FxHashMap<u32, SectionStats>,
+    task_graph: TaskGraph,
 }
 
 impl Profile {
@@ -82,6 +86,7 @@ impl Profile {
             dual_views: FxHashMap::default(),
             spaces: FxHashMap::default(),
             sections: FxHashMap::default(),
+            task_graph: TaskGraph::default(),
         }
     }
 
@@ -107,6 +112,9 @@ impl Consumer for Profile {
     fn event(&mut self, ev: &Event<'_>) {
         match *ev {
             Event::Begin(s) => {
+                if s.kind == Kind::OmpTaskCreate {
+                    self.task_graph.task(s.guid, s.name);
+                }
                 let (name, copy) = match s.copy {
                     Some(c) => (
                         self.copy_name(s.name, c.src_label),
@@ -120,16 +128,24 @@ impl Consumer for Profile {
                     self.roots.resize(t + 1, (0, 0));
                 }
                 let key = child_key(name, s.kind, s.dev);
-                let (parent, cache) = match self.stacks[t].last_mut() {
-                    Some(f) => (f.node, &mut f.last_child),
-                    None => (ROOT, &mut self.roots[t]),
-                };
-                let node = if cache.0 == key {
-                    cache.1
-                } else {
-                    let n = self.tree.child(parent, name, s.kind, s.dev);
-                    *cache = (key, n);
-                    n
+                // An explicit parent (on another thread) places the node under the
+                // parent's while it is open; the time still counts on this thread.
+                let remote = (s.parent != 0).then(|| self.open_node(s.parent)).flatten();
+                let node = match remote {
+                    Some(parent) => self.tree.child(parent, name, s.kind, s.dev),
+                    None => {
+                        let (parent, cache) = match self.stacks[t].last_mut() {
+                            Some(f) => (f.node, &mut f.last_child),
+                            None => (ROOT, &mut self.roots[t]),
+                        };
+                        if cache.0 == key {
+                            cache.1
+                        } else {
+                            let n = self.tree.child(parent, name, s.kind, s.dev);
+                            *cache = (key, n);
+                            n
+                        }
+                    }
                 };
                 if let Some(key) = copy {
                     let c = self.copies.entry(key).or_default();
@@ -137,6 +153,7 @@ impl Consumer for Profile {
                     c.bytes += s.copy.map_or(0, |c| c.bytes);
                 }
                 self.stacks[t].push(Frame {
+                    guid: s.guid,
                     node,
                     begin: s.begin,
                     child_ns: 0,
@@ -162,6 +179,7 @@ impl Consumer for Profile {
                     self.copies.entry(key).or_default().total_ns += dur;
                 }
             }
+            Event::Edge { from, to, .. } => self.task_graph.edge(from, to),
             Event::Instant { kind, name, b, .. } => match kind {
                 Kind::DualViewSync | Kind::DualViewModify => {
                     let c = self.dual_views.entry(name).or_default();
@@ -219,6 +237,17 @@ impl Consumer for Profile {
 }
 
 impl Profile {
+    /// The tree node of the open instance `guid` (its thread is in the GUID).
+    fn open_node(&self, guid: u64) -> Option<u32> {
+        let thread = (guid >> crate::thread::GUID_SEQ_BITS) as usize;
+        self.stacks
+            .get(thread)?
+            .iter()
+            .rev()
+            .find(|f| f.guid == guid)
+            .map(|f| f.node)
+    }
+
     fn section_known(&self, id: u32) -> bool {
         let n = self.rt.sections.lock().map(|s| s.len()).unwrap_or(0);
         let known = id >= 1 && id as usize <= n;
@@ -345,7 +374,7 @@ impl Profile {
             .map(|s| report::ThreadInfo {
                 index: s.index,
                 tid: s.tid,
-                name: s.name.clone(),
+                name: s.name(),
                 records: records.get(&s.index).copied().unwrap_or(0),
             })
             .collect();
@@ -369,6 +398,23 @@ impl Profile {
             .into_iter()
             .map(|(a, n)| (a.key().to_string(), n))
             .collect();
+
+        let mut edges: Vec<report::TaskEdge> = self
+            .task_graph
+            .edges
+            .iter()
+            .map(|(&(f, t), &count)| report::TaskEdge {
+                from: text(f),
+                to: text(t),
+                count,
+            })
+            .collect();
+        edges.sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
+        let task_graph = report::TaskGraph {
+            tasks: self.task_graph.tasks() as u64,
+            edges,
+            unresolved_edges: self.task_graph.unresolved,
+        };
 
         let start_ns = rt.clock.to_ns(start);
         let end_ns = rt.clock.to_ns(end);
@@ -399,6 +445,7 @@ impl Profile {
             metadata,
             anomalies,
             dropped_records,
+            task_graph,
         }
     }
 

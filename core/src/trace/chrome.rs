@@ -145,7 +145,7 @@ impl ChromeWriter {
             .snapshot()
             .into_iter()
             .find(|s| s.index == index);
-        let (tid, name) = slot.map_or((index as i32, String::new()), |s| (s.tid, s.name.clone()));
+        let (tid, name) = slot.map_or((index as i32, String::new()), |s| (s.tid, s.name()));
         self.threads.insert(index, tid);
         let pid = self.pid;
         let label = if name.is_empty() {
@@ -230,6 +230,9 @@ impl ChromeWriter {
 impl Consumer for ChromeWriter {
     fn event(&mut self, ev: &Event<'_>) {
         match *ev {
+            // Dependence edges are in the profile's task graph; creation ->
+            // execution arrows come from explicit parents.
+            Event::Edge { .. } => {}
             Event::Begin(s) => {
                 if let Some(parent) = s.flow_parent() {
                     self.flow_sources.insert(parent);

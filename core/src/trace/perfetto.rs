@@ -124,7 +124,7 @@ impl Source for &'static Runtime {
             .snapshot()
             .into_iter()
             .find(|s| s.index == index)
-            .map(|s| (s.tid, s.name.clone()))
+            .map(|s| (s.tid, s.name()))
     }
     fn section(&self, id: u32) -> Option<u32> {
         let sections = self.sections.lock().ok()?;
@@ -1094,6 +1094,9 @@ impl<S: Source> Consumer for PerfettoWriter<S> {
                 b,
                 ts,
             } => self.instant(thread, kind, name, a, b, ts),
+            // Dependence edges are in the profile's task graph; creation ->
+            // execution arrows come from explicit parents.
+            Event::Edge { .. } => {}
         }
         self.check_size();
     }
@@ -1237,6 +1240,7 @@ mod tests {
             dev: 0,
             begin,
             copy: None,
+            transfer: None,
         }
     }
 
