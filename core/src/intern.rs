@@ -69,12 +69,13 @@ impl Interner {
         names[id as usize]
     }
 
-    /// The name of `id` as text (invalid UTF-8 replaced by U+FFFD); `"<unknown>"`
-    /// for ids never handed out.
+    /// The name of `id` as text for output: invalid UTF-8 replaced by U+FFFD, C++
+    /// mangled names made readable (see [`readable`]); `"<unknown>"` for ids never
+    /// handed out.
     pub fn text(&self, id: u32) -> String {
         let names = self.names.read().unwrap_or_else(|p| p.into_inner());
         match names.get(id as usize) {
-            Some(b) => String::from_utf8_lossy(&b[..b.len() - 1]).into_owned(),
+            Some(b) => readable(&String::from_utf8_lossy(&b[..b.len() - 1])),
             None => "<unknown>".into(),
         }
     }
@@ -94,6 +95,42 @@ impl Default for Interner {
     fn default() -> Self {
         Interner::new()
     }
+}
+
+/// A name as a user wants to read it. Runtimes pass C++ mangled names for unnamed
+/// kernels: Kokkos 3.x passes `typeid(F).name()` (`N6solver5ClampE`), some runtimes
+/// symbol names (`_ZN...`); Kokkos appends `/Tag` for tagged functors. Each
+/// `/`-separated part that parses as a mangled symbol or type is demangled; any
+/// other text is kept as it is.
+pub fn readable(name: &str) -> String {
+    if !name.contains("_Z") && !name.starts_with(|c: char| c == 'N' || c.is_ascii_digit()) {
+        return name.to_string();
+    }
+    name.split('/')
+        .map(demangle_part)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn demangle_part(part: &str) -> String {
+    let symbol = |s: &str| cpp_demangle::Symbol::new(s).ok().map(|d| d.to_string());
+    if part.starts_with("_Z") {
+        if let Some(d) = symbol(part) {
+            return d;
+        }
+    }
+    // A type name: nested (N...E) or a length-prefixed identifier (5Clamp).
+    let is_type = (part.starts_with('N') && part.ends_with('E') && part.len() > 3)
+        || (part.starts_with(|c: char| c.is_ascii_digit())
+            && part.bytes().any(|b| b.is_ascii_alphabetic()));
+    if is_type {
+        if let Some(d) = symbol(&format!("_ZTS{part}")) {
+            if let Some(t) = d.strip_prefix("typeinfo name for ") {
+                return t.to_string();
+            }
+        }
+    }
+    part.to_string()
 }
 
 const CACHE_SLOTS: usize = 256;
@@ -287,6 +324,27 @@ mod tests {
         }
         // SAFETY: as above.
         assert_eq!(unsafe { c.lookup_bounded(host.as_ptr(), 64, &i, &a) }, h1);
+    }
+
+    #[test]
+    fn mangled_names_become_readable() {
+        assert_eq!(readable("N6solver5ClampE"), "solver::Clamp");
+        assert_eq!(readable("5Clamp"), "Clamp");
+        assert_eq!(
+            readable("N6solver5ClampE/N6solver3TagE"),
+            "solver::Clamp/solver::Tag"
+        );
+        assert_eq!(readable("_ZN6solver4stepEv"), "solver::step()");
+        for plain in [
+            "axpy",
+            "Kokkos::View::initialization [x]",
+            "3d stencil",
+            "N",
+            "Nope",
+            "",
+        ] {
+            assert_eq!(readable(plain), plain);
+        }
     }
 
     #[test]

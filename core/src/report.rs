@@ -137,8 +137,26 @@ pub struct TreeNode {
     pub mean_ns: f64,
     /// Standard deviation.
     pub stddev_ns: f64,
+    /// How the inclusive time spread over threads (OpenMP kinds only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub threads: Option<ThreadSpread>,
     /// Nested nodes.
     pub children: Vec<TreeNode>,
+}
+
+/// Per-thread totals of a node run by a team of threads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ThreadSpread {
+    /// Threads that ran it.
+    pub threads: u32,
+    /// Smallest per-thread total.
+    pub min_ns: u64,
+    /// Largest per-thread total.
+    pub max_ns: u64,
+    /// Mean per-thread total.
+    pub mean_ns: f64,
+    /// `max_ns / mean_ns`: 1.0 is perfect balance.
+    pub imbalance: f64,
 }
 
 /// A section's totals.

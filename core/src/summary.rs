@@ -157,6 +157,8 @@ pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) ->
         }
     }
 
+    openmp(&mut s, &r.tree, top);
+
     if !r.deep_copies.is_empty() {
         let _ = writeln!(s, "\nDeep copies:");
         for c in r.deep_copies.iter().take(top) {
@@ -243,6 +245,85 @@ pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) ->
         }
     }
     s
+}
+
+/// OpenMP: how evenly teams shared each parallel region's work, and where threads
+/// waited (synchronization, locks).
+fn openmp(s: &mut String, tree: &[TreeNode], top: usize) {
+    // (region name, spread of its implicit tasks)
+    let mut regions: Vec<(String, u32, u64, u64, f64, f64)> = Vec::new();
+    let mut waits: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+    fn walk(
+        nodes: &[TreeNode],
+        parent: &str,
+        regions: &mut Vec<(String, u32, u64, u64, f64, f64)>,
+        waits: &mut BTreeMap<(String, String), (u64, u64)>,
+    ) {
+        for n in nodes {
+            if let (Some(t), "omp_implicit_task") = (&n.threads, n.kind.as_str()) {
+                regions.push((
+                    parent.to_string(),
+                    t.threads,
+                    t.min_ns,
+                    t.max_ns,
+                    t.mean_ns,
+                    t.imbalance,
+                ));
+            }
+            if n.kind == "omp_sync_wait" || n.kind == "omp_mutex_wait" {
+                let what = if n.kind == "omp_sync_wait" {
+                    parent
+                } else {
+                    n.name.as_str()
+                };
+                let e = waits.entry((n.kind.clone(), what.to_string())).or_default();
+                e.0 += n.total_ns;
+                e.1 += n.count;
+            }
+            walk(&n.children, &n.name, regions, waits);
+        }
+    }
+    walk(tree, "", &mut regions, &mut waits);
+    if regions.is_empty() && waits.is_empty() {
+        return;
+    }
+    if !regions.is_empty() {
+        regions.sort_by(|a, b| (b.3 as f64 * b.5).total_cmp(&(a.3 as f64 * a.5)));
+        let _ = writeln!(
+            s,
+            "\nOpenMP parallel regions: work per thread (imbalance = max/mean):"
+        );
+        for (name, threads, min, max, mean, imb) in regions.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>5.2}x  {threads} threads  min {:>10}  mean {:>10}  max {:>10}  {}",
+                imb,
+                duration(*min as f64),
+                duration(*mean),
+                duration(*max as f64),
+                short(name)
+            );
+        }
+    }
+    if !waits.is_empty() {
+        let mut waits: Vec<_> = waits.into_iter().collect();
+        waits.sort_by_key(|(_, (t, _))| std::cmp::Reverse(*t));
+        let _ = writeln!(s, "\nOpenMP waiting (synchronization and locks):");
+        for ((kind, what), (total, count)) in waits.iter().take(top) {
+            let label = if kind == "omp_sync_wait" {
+                "sync wait in"
+            } else {
+                "lock wait"
+            };
+            let _ = writeln!(
+                s,
+                "{:>11} {:>9}x  {label} {}",
+                duration(*total as f64),
+                count,
+                short(what)
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -169,9 +169,11 @@ impl Consumer for Profile {
                     return;
                 };
                 let dur = self.rt.clock.delta_ns(f.begin, end);
-                self.tree.nodes[f.node as usize]
-                    .stats
-                    .add(dur, dur.saturating_sub(f.child_ns));
+                let node = &mut self.tree.nodes[f.node as usize];
+                node.stats.add(dur, dur.saturating_sub(f.child_ns));
+                if s.kind.model() == "openmp" {
+                    node.add_thread_time(s.thread, dur);
+                }
                 if let Some(parent) = stack.last_mut() {
                     parent.child_ns += dur;
                 }
@@ -460,9 +462,25 @@ impl Profile {
             .checked_sub(1)
             .and_then(|i| devices.get(i));
         let s = &node.stats;
+        let threads = (!node.per_thread.is_empty()).then(|| {
+            let totals: Vec<u64> = node.per_thread.iter().map(|&(_, t)| t).collect();
+            let (min, max) = (
+                totals.iter().copied().min().unwrap_or(0),
+                totals.iter().copied().max().unwrap_or(0),
+            );
+            let mean = totals.iter().sum::<u64>() as f64 / totals.len() as f64;
+            report::ThreadSpread {
+                threads: totals.len() as u32,
+                min_ns: min,
+                max_ns: max,
+                mean_ns: mean,
+                imbalance: if mean > 0.0 { max as f64 / mean } else { 1.0 },
+            }
+        });
         TreeNode {
             name: text(node.name),
             kind: node.kind.as_str().into(),
+            threads,
             device: dev.map(|d| d.label()),
             device_index: dev.map(|d| d.index),
             instance: dev.map(|d| d.instance),

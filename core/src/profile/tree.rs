@@ -22,8 +22,21 @@ pub struct Node {
     pub dev: u16,
     /// Timing.
     pub stats: Stats,
+    /// Inclusive time per thread index, for kinds whose instances run on many
+    /// threads at once (OpenMP): the spread shows load imbalance.
+    pub per_thread: Vec<(u32, u64)>,
     /// Children in creation order.
     pub children: Vec<u32>,
+}
+
+impl Node {
+    /// Adds `ns` to thread `thread`'s total (teams are small: a linear search).
+    pub fn add_thread_time(&mut self, thread: u32, ns: u64) {
+        match self.per_thread.iter_mut().find(|(t, _)| *t == thread) {
+            Some((_, total)) => *total += ns,
+            None => self.per_thread.push((thread, ns)),
+        }
+    }
 }
 
 /// The tree.
@@ -42,6 +55,7 @@ impl Default for Tree {
                 kind: Kind::Region,
                 dev: 0,
                 stats: Stats::default(),
+                per_thread: Vec::new(),
                 children: Vec::new(),
             }],
             index: FxHashMap::default(),
@@ -63,6 +77,7 @@ impl Tree {
             kind,
             dev,
             stats: Stats::default(),
+            per_thread: Vec::new(),
             children: Vec::new(),
         });
         self.nodes[parent as usize].children.push(n);
