@@ -5,17 +5,65 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake make gcc g++ python3 python3-pip protobuf-compiler)
+# clang + libomp-dev: LLVM 14's OpenMP runtime with OMPT (the default libomp.so.5);
+# clang-tools-14: clang-offload-bundler etc. for host offload with clang-14.
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+packages=(cmake make gcc g++ python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]}"
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# clang-19 and clang-tools-19 (clang-offload-packager), for host offload
+# (clang-19 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu) against the private
+# libomp 19 below. Best effort: the offload tests skip without it (fail under
+# KPROF_REQUIRE_ALL_TESTS=1). Without recommends it pulls no libomp-19-dev.
+if ! command -v clang-19 >/dev/null || ! command -v clang-offload-packager-19 >/dev/null; then
+    echo "setup: installing clang-19 clang-tools-19"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang-19 clang-tools-19 >/dev/null \
+        || echo "setup: clang-19 is not installable here; the target offload tests will skip"
+fi
+
+# LLVM 19's OpenMP runtime, unpacked privately: only one libomp-dev can be installed
+# at a time (libomp-19-dev replaces libomp-dev 14 and repoints libomp.so.5). Layout:
+#   target/deps/libomp19/root/    the two .debs, dpkg -x'ed
+#   target/deps/libomp19/lib/     libomp.so.5, libomp.so, libomptarget.so*, and
+#                                 libgomp.so.1 -> libomp.so.5 (gcc-built programs)
+#   target/deps/libomp19/include/ omp.h, omp-tools.h
+# Tests run the same binaries on it with LD_LIBRARY_PATH=target/deps/libomp19/lib.
+OMP19=${KPROF_DEPS_DIR:-target/deps}/libomp19
+OMP19_VERSION=$(apt-cache policy libomp5-19 2>/dev/null | awk '/Candidate:/ {print $2}')
+if [[ -z $OMP19_VERSION || $OMP19_VERSION == "(none)" ]]; then
+    echo "setup: libomp5-19 is not in the apt sources; the libomp 19 tests will skip"
+elif [[ -f $OMP19/.kprof-unpacked && $(cat "$OMP19/.kprof-unpacked") == "$OMP19_VERSION" ]]; then
+    echo "setup: libomp $OMP19_VERSION already unpacked in $OMP19"
+else
+    echo "setup: unpacking libomp $OMP19_VERSION into $OMP19"
+    rm -rf "$OMP19"
+    mkdir -p "$OMP19/debs" "$OMP19/root" "$OMP19/lib" "$OMP19/include"
+    # apt-get download writes into the current directory; _apt may not write there.
+    (cd "$OMP19/debs" && apt-get download -qq "libomp5-19=$OMP19_VERSION" "libomp-19-dev=$OMP19_VERSION" 2>/dev/null) \
+        || (cd "$OMP19/debs" && apt-get download -qq libomp5-19 libomp-19-dev)
+    for deb in "$OMP19"/debs/*.deb; do
+        dpkg -x "$deb" "$OMP19/root"
+    done
+    llvm19=$(cd "$OMP19/root/usr/lib/llvm-19/lib" && pwd)
+    [[ -f $llvm19/libomp.so.5 ]] || { echo "setup: no libomp.so.5 in the libomp 19 packages" >&2; exit 1; }
+    for f in "$llvm19"/libomp.so.5 "$llvm19"/libomptarget.so*; do
+        ln -sfn "../root/usr/lib/llvm-19/lib/$(basename "$f")" "$OMP19/lib/$(basename "$f")"
+    done
+    ln -sfn libomp.so.5 "$OMP19/lib/libomp.so"
+    ln -sfn libomp.so.5 "$OMP19/lib/libgomp.so.1"
+    cp "$llvm19"/clang/19/include/omp.h "$llvm19"/clang/19/include/omp-tools.h "$OMP19/include/"
+    echo "$OMP19_VERSION" >"$OMP19/.kprof-unpacked"
 fi
 
 bash tests/scripts/build-kokkos.sh

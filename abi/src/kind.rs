@@ -206,6 +206,17 @@ impl Kind {
         }
     }
 
+    /// Whether a runtime may legitimately still have instances of this kind open
+    /// when the process ends: LLVM's libomp reports the end of a worker's implicit
+    /// task, implicit barrier and its wait only when the next parallel region wakes
+    /// the worker, so after the last region they stay open.
+    pub fn may_end_late(self) -> bool {
+        matches!(
+            self,
+            Kind::OmpImplicitTask | Kind::OmpBarrier | Kind::OmpSyncWait
+        )
+    }
+
     /// Whether instances of this kind are kernels (parallel dispatches).
     pub fn is_kernel(self) -> bool {
         matches!(

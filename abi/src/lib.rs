@@ -84,7 +84,8 @@ pub struct CoreApi {
     pub option_flag: unsafe extern "C" fn(name: *const c_char) -> i32,
     /// Help text listing every option, NUL-terminated, static.
     pub help: unsafe extern "C" fn() -> *const c_char,
-    /// Writes all output and stops measuring. Idempotent.
+    /// The calling plugin is done: when every attached plugin has finalized, writes
+    /// all output and stops measuring (otherwise the exit handler does). Call once.
     pub finalize: unsafe extern "C" fn(),
     /// Index of a device, registering it on first sight (0 when invalid).
     pub device: unsafe extern "C" fn(desc: *const DeviceDesc) -> u16,

@@ -81,7 +81,7 @@ unsafe extern "C" fn help() -> *const c_char {
 }
 
 unsafe extern "C" fn finalize() {
-    guard((), runtime::shutdown)
+    guard((), runtime::plugin_finalize)
 }
 
 unsafe extern "C" fn device(desc: *const DeviceDesc) -> u16 {
@@ -243,7 +243,7 @@ fn attach_annotations() {
     static ATTACHED: AtomicBool = AtomicBool::new(false);
     if !ATTACHED.load(Ordering::Relaxed) {
         ATTACHED.store(true, Ordering::Relaxed);
-        runtime::attach("annotation");
+        runtime::attach(runtime::ANNOTATION);
     }
 }
 

@@ -81,6 +81,14 @@ impl Op {
         })
     }
 
+    /// Whether this op opens an instance (and so takes the thread's next GUID).
+    pub fn opens(self) -> bool {
+        matches!(
+            self,
+            Op::Begin | Op::BeginParent | Op::CopyBegin | Op::BeginAt | Op::BeginTransfer
+        )
+    }
+
     /// Extension units that follow a head unit of this op.
     pub fn ext_units(self) -> usize {
         match self {

@@ -68,12 +68,15 @@ pub struct Slice {
 
 impl Slice {
     /// The GUID of the slice this one should be linked to by a flow, if any: an
-    /// explicit parent (on another thread), or the enclosing slice when it comes
+    /// explicit parent that does not enclose it, or the enclosing slice when it comes
     /// from another programming model (a Kokkos kernel inside a user region, an
     /// OpenMP region inside a Kokkos kernel). Plain nesting within one model needs no
     /// arrow: the timeline shows it.
     pub fn flow_parent(&self) -> Option<u64> {
-        if self.parent != 0 {
+        // An explicit parent that encloses this slice is plain nesting; any other
+        // (on another thread, or one that already ended, like a task's creation)
+        // gets an arrow.
+        if self.parent != 0 && self.enclosing.map(|(g, _)| g) != Some(self.parent) {
             return Some(self.parent);
         }
         match self.enclosing {
@@ -383,10 +386,13 @@ impl ThreadStream {
         }
     }
 
-    /// Closes every slice still open at raw time `end`, counting each.
+    /// Closes every slice still open at raw time `end`, counting each (except
+    /// kinds runtimes normally leave open, see [`Kind::may_end_late`]).
     pub fn close_all<C: Consumer>(&mut self, end: u64, out: &mut C, anomalies: &Anomalies) {
         while let Some(s) = self.stack.pop() {
-            anomalies.count(Anomaly::UnclosedAtExit);
+            if !s.kind.may_end_late() {
+                anomalies.count(Anomaly::UnclosedAtExit);
+            }
             out.event(&Event::End(&s, end.max(s.begin)));
         }
     }

@@ -1,7 +1,7 @@
 //! The one runtime of the process: created on first attach, shut down exactly once
 //! (by a plugin's finalize, at process exit, or on SIGINT/SIGTERM).
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, Once, OnceLock};
 use std::time::Duration;
 
@@ -73,6 +73,12 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 static ACTIVE: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static PHASE: AtomicU8 = AtomicU8::new(Phase::NotStarted as u8);
 static START: Once = Once::new();
+/// Plugins attached that will call finalize; the runtime shuts down when the last
+/// of them does (or at exit), so one runtime's finalize (Kokkos') does not cut off
+/// another's events (OpenMP's, which end at exit).
+static FINALIZERS: AtomicUsize = AtomicUsize::new(0);
+/// The annotation API attaches but never finalizes by itself.
+pub const ANNOTATION: &str = "annotation";
 static CONFIG: OnceLock<Mutex<Config>> = OnceLock::new();
 
 /// The settings, read from the environment on first use.
@@ -132,8 +138,24 @@ pub fn attach(plugin: &str) -> Option<&'static Runtime> {
     let mut plugins = rt.plugins.lock().unwrap_or_else(|p| p.into_inner());
     if !plugins.iter().any(|p| p == plugin) {
         plugins.push(plugin.to_string());
+        if plugin != ANNOTATION {
+            FINALIZERS.fetch_add(1, Ordering::AcqRel);
+        }
     }
     Some(rt)
+}
+
+/// A plugin's finalize: shuts the runtime down when no other attached plugin is
+/// still running (the last one, or the exit handler, writes the output).
+pub fn plugin_finalize() {
+    let left = FINALIZERS
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            Some(n.saturating_sub(1))
+        })
+        .map_or(0, |n| n.saturating_sub(1));
+    if left == 0 {
+        shutdown();
+    }
 }
 
 fn start() {

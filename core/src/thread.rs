@@ -238,8 +238,10 @@ impl ThreadState {
 
 /// Whether the event in `units` opens an instance (and so took a GUID).
 fn opens(units: &[Record]) -> bool {
-    let op = units.first().and_then(|u| Op::from_u8(u.op()));
-    matches!(op, Some(Op::Begin | Op::BeginParent | Op::CopyBegin))
+    units
+        .first()
+        .and_then(|u| Op::from_u8(u.op()))
+        .is_some_and(Op::opens)
 }
 
 thread_local! {

@@ -27,6 +27,9 @@ use crate::runtime::{self, warn, Runtime};
 use crate::symbolize::Symbolizer;
 use crate::trace::{self, TraceWriter};
 
+/// Stack of the writer thread (virtual; pages are touched only if used).
+const WRITER_STACK: usize = 64 << 20;
+
 /// Longest sleep between checks of the pool and the shutdown flag.
 const NAP: Duration = Duration::from_millis(16);
 
@@ -34,6 +37,8 @@ const NAP: Duration = Duration::from_millis(16);
 pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
     let handle = std::thread::Builder::new()
         .name("kprof-writer".into())
+        // Reports walk the call-path tree recursively; address space is cheap.
+        .stack_size(WRITER_STACK)
         .spawn(move || {
             block_all_signals();
             guard((), || run(rt));

@@ -5,6 +5,7 @@
 //! Tests never look at a file's mere existence: they parse `profile.json` with
 //! [`read_profile`] and assert on its content.
 
+pub mod openmp;
 pub mod trace_check;
 
 use std::path::{Path, PathBuf};
@@ -47,6 +48,8 @@ pub fn lib_dir() -> PathBuf {
                     "kprof-core",
                     "-p",
                     "kprof-kokkos",
+                    "-p",
+                    "kprof-ompt",
                 ])
                 .status()
                 .expect("run cargo build");

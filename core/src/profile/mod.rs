@@ -39,6 +39,11 @@ fn child_key(name: u32, kind: Kind, dev: u16) -> u64 {
     1 << 63 | u64::from(dev) << 40 | (kind as u64) << 32 | u64::from(name)
 }
 
+/// Deepest call path kept: deeper instances (runaway recursion of regions, or
+/// a runtime that never ends what it begins) are merged into the node at this depth,
+/// so the tree and the files written from it stay bounded.
+const MAX_DEPTH: usize = 256;
+
 /// (dst space, dst label, src space, src label) name ids.
 type CopyKey = (u32, u32, u32, u32);
 
@@ -115,12 +120,13 @@ impl Consumer for Profile {
                 if s.kind == Kind::OmpTaskCreate {
                     self.task_graph.task(s.guid, s.name);
                 }
-                let (name, copy) = match s.copy {
-                    Some(c) => (
+                let (name, copy) = match (s.copy, s.transfer) {
+                    (Some(c), _) => (
                         self.copy_name(s.name, c.src_label),
                         Some((c.dst_space, s.name, c.src_space, c.src_label)),
                     ),
-                    None => (s.name, None),
+                    (None, Some(t)) => (s.name, self.transfer_key(s, t)),
+                    (None, None) => (s.name, None),
                 };
                 let t = s.thread as usize;
                 if self.stacks.len() <= t {
@@ -133,6 +139,7 @@ impl Consumer for Profile {
                 let remote = (s.parent != 0).then(|| self.open_node(s.parent)).flatten();
                 let node = match remote {
                     Some(parent) => self.tree.child(parent, name, s.kind, s.dev),
+                    None if self.stacks[t].len() >= MAX_DEPTH => self.stacks[t][MAX_DEPTH - 1].node,
                     None => {
                         let (parent, cache) = match self.stacks[t].last_mut() {
                             Some(f) => (f.node, &mut f.last_child),
@@ -150,7 +157,11 @@ impl Consumer for Profile {
                 if let Some(key) = copy {
                     let c = self.copies.entry(key).or_default();
                     c.count += 1;
-                    c.bytes += s.copy.map_or(0, |c| c.bytes);
+                    c.bytes += s
+                        .copy
+                        .map(|c| c.bytes)
+                        .or(s.transfer.map(|t| t.bytes))
+                        .unwrap_or(0);
                 }
                 self.stacks[t].push(Frame {
                     guid: s.guid,
@@ -239,6 +250,27 @@ impl Consumer for Profile {
 }
 
 impl Profile {
+    /// The copy-table key of a device transfer: to the device (direction 1) or from
+    /// it (2), between "Host" and the device, labelled with the transfer's name.
+    fn transfer_key(
+        &mut self,
+        s: &crate::resolve::Slice,
+        t: crate::resolve::Transfer,
+    ) -> Option<CopyKey> {
+        let rt = self.rt;
+        let intern = |text: &str| rt.names.intern(text.as_bytes(), &rt.anomalies).0;
+        let device = rt
+            .devices
+            .get(s.dev)
+            .map_or_else(|| "Device".to_string(), |d| d.label());
+        let (host, device) = (intern("Host"), intern(&device));
+        match t.direction {
+            1 => Some((device, s.name, host, s.name)),
+            2 => Some((host, s.name, device, s.name)),
+            _ => None,
+        }
+    }
+
     /// The tree node of the open instance `guid` (its thread is in the GUID).
     fn open_node(&self, guid: u64) -> Option<u32> {
         let thread = (guid >> crate::thread::GUID_SEQ_BITS) as usize;

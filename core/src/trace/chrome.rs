@@ -11,7 +11,9 @@
 //!   (`kokkos.parallel_for`), arguments for device, bytes and spaces;
 //! - flows are version 2: a parent slice carries `bind_id` (its GUID) and
 //!   `flow_out`, each child `flow_in` with the same `bind_id` (one source, many
-//!   destinations);
+//!   destinations). An event has one `bind_id`, so a slice that is itself the
+//!   destination of a flow (an OpenMP region inside a Kokkos kernel) cannot be a
+//!   source too: its outgoing arrows are only in the Perfetto trace;
 //! - memory in use per space is a `C` counter, allocations and frees are
 //!   process-scoped `i` events with label and bytes; markers and dual-view
 //!   activity are thread-scoped `i` events; sections are async `b`/`e` slices;
@@ -54,6 +56,8 @@ pub struct ChromeWriter {
     ended: Vec<Pending>,
     /// GUIDs of slices that are the source of at least one flow, not written yet.
     flow_sources: FxHashSet<u64>,
+    /// GUIDs of open slices that are the destination of a flow (so not a source).
+    flow_destinations: FxHashSet<u64>,
     /// Sources written (with `flow_out`) in this round and the one before: a child
     /// whose end the writer processes after its parent's may still bind to them.
     written_sources: [FxHashSet<u64>; 2],
@@ -79,6 +83,7 @@ impl ChromeWriter {
             buf: String::with_capacity(1 << 16),
             ended: Vec::new(),
             flow_sources: FxHashSet::default(),
+            flow_destinations: FxHashSet::default(),
             written_sources: Default::default(),
             names: FxHashMap::default(),
             threads: FxHashMap::default(),
@@ -148,11 +153,7 @@ impl ChromeWriter {
         let (tid, name) = slot.map_or((index as i32, String::new()), |s| (s.tid, s.name()));
         self.threads.insert(index, tid);
         let pid = self.pid;
-        let label = if name.is_empty() {
-            format!("thread {index}")
-        } else {
-            format!("{name} ({index})")
-        };
+        let label = crate::trace::thread_label(&name, index);
         self.emit(format_args!(
             r#"{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},"args":{{"name":{}}}}}"#,
             json(&label)
@@ -174,6 +175,19 @@ impl ChromeWriter {
                 d.index,
                 d.instance
             );
+        }
+        if let Some(t) = s.transfer {
+            if !a.is_empty() {
+                a.push(',');
+            }
+            let direction = match t.direction {
+                0 => "alloc",
+                1 => "to_device",
+                2 => "from_device",
+                3 => "delete",
+                _ => "other",
+            };
+            let _ = write!(a, r#""bytes":{},"direction":"{direction}""#, t.bytes);
         }
         if let Some(c) = s.copy {
             if !a.is_empty() {
@@ -211,11 +225,12 @@ impl ChromeWriter {
             self.written_sources[0].insert(s.guid);
             let _ = write!(flow, r#","bind_id":"{:#x}","flow_out":true"#, s.guid);
         }
+        let destination = self.flow_destinations.remove(&s.guid);
         if let Some(parent) = s.flow_parent() {
             // A parent written long ago without flow_out would leave a dangling end.
             let bound = self.flow_sources.contains(&parent)
                 || self.written_sources.iter().any(|w| w.contains(&parent));
-            if flow.is_empty() && bound {
+            if flow.is_empty() && bound && destination {
                 let _ = write!(flow, r#","bind_id":"{parent:#x}","flow_in":true"#);
             }
         }
@@ -235,7 +250,10 @@ impl Consumer for ChromeWriter {
             Event::Edge { .. } => {}
             Event::Begin(s) => {
                 if let Some(parent) = s.flow_parent() {
-                    self.flow_sources.insert(parent);
+                    if !self.flow_destinations.contains(&parent) {
+                        self.flow_sources.insert(parent);
+                        self.flow_destinations.insert(s.guid);
+                    }
                 }
             }
             Event::End(s, end) => {

@@ -45,6 +45,16 @@ impl TraceFormat {
     }
 }
 
+/// The label of a thread's track: its name and kprof's thread index (threads of a
+/// team share a name), or `thread <index>` for a thread without a name.
+pub fn thread_label(name: &str, index: u32) -> String {
+    if name.is_empty() {
+        format!("thread {index}")
+    } else {
+        format!("{name} ({index})")
+    }
+}
+
 /// A streaming trace writer.
 pub trait TraceWriter: Consumer + Send {
     /// Writes everything consumed so far to the file (at the end of each round).

@@ -163,10 +163,11 @@ enum Arg {
     Pointer,
     ToDevice,
     OnDevice,
+    Direction,
 }
 
 /// Texts of [`Arg`], the same keys as the JSON trace's `args`.
-const ARG_NAMES: [&str; 14] = [
+const ARG_NAMES: [&str; 15] = [
     "device",
     "device_index",
     "instance",
@@ -181,12 +182,15 @@ const ARG_NAMES: [&str; 14] = [
     "pointer",
     "to_device",
     "on_device",
+    "direction",
 ];
 
 /// Category slots: [`Kind`] discriminants (1..=10), then the writer's own.
-const CAT_MEMORY: usize = 11;
-const CAT_SECTION: usize = 12;
-const CATS: usize = 13;
+// Category slots: one per kind (by discriminant, 1-based), then the process-level
+// categories after the last kind, so new kinds never collide with them.
+const CAT_MEMORY: usize = Kind::ALL.len() + 1;
+const CAT_SECTION: usize = Kind::ALL.len() + 2;
+const CATS: usize = Kind::ALL.len() + 3;
 
 fn category_text(slot: usize) -> &'static str {
     match slot {
@@ -705,11 +709,7 @@ impl<S: Source> PerfettoWriter<S> {
             .src
             .thread(index)
             .unwrap_or_else(|| (index as i32, String::new()));
-        let name = if name.is_empty() {
-            format!("thread {index}")
-        } else {
-            name
-        };
+        let name = crate::trace::thread_label(&name, index);
         self.enc.packet(&start_packet(id, ns, uuid, false));
         let desc = TrackDescriptor {
             uuid: Some(uuid),
@@ -796,7 +796,7 @@ impl<S: Source> PerfettoWriter<S> {
         // Fast path: a slice like one written before on this thread (same name,
         // kind and device, not a copy) reuses that event's bytes.
         let key = (s.name, s.kind as u8, s.dev);
-        if s.copy.is_none() {
+        if s.copy.is_none() && s.transfer.is_none() {
             let Some(t) = self.threads.get_mut(&s.thread) else {
                 return;
             };
@@ -840,6 +840,14 @@ impl<S: Source> PerfettoWriter<S> {
             enc.annotate(seq, Arg::DeviceIndex, Value::UintValue(u64::from(d.index)));
             enc.annotate(seq, Arg::Instance, Value::UintValue(u64::from(d.instance)));
         }
+        if let Some(tr) = s.transfer {
+            enc.annotate(seq, Arg::Bytes, Value::UintValue(tr.bytes));
+            let direction = ["alloc", "to_device", "from_device", "delete"]
+                .get(tr.direction as usize)
+                .copied()
+                .unwrap_or("other");
+            enc.annotate(seq, Arg::Direction, Value::StringValue(direction.into()));
+        }
         if let Some(c) = s.copy {
             enc.annotate(seq, Arg::Bytes, Value::UintValue(c.bytes));
             for (arg, id) in [
@@ -850,7 +858,7 @@ impl<S: Source> PerfettoWriter<S> {
             ] {
                 enc.annotate(seq, arg, Value::StringValue(src.name(id)));
             }
-        } else {
+        } else if s.transfer.is_none() {
             // Everything but the flows is the same for the next such slice.
             seq.begins.insert(key, enc.te.encode_to_vec());
         }
@@ -1159,6 +1167,16 @@ mod tests {
     use flate2::read::ZlibDecoder;
 
     use super::*;
+
+    #[test]
+    fn every_kind_has_its_own_category_slot() {
+        for k in Kind::ALL {
+            assert_eq!(category_text(k as usize), k.category(), "{k:?}");
+        }
+        assert_eq!(category_text(CAT_MEMORY), "kokkos.memory");
+        assert_eq!(category_text(CAT_SECTION), "kokkos.section");
+        assert!(CAT_MEMORY > Kind::ALL.len() && CAT_SECTION < CATS);
+    }
     use crate::resolve::CopyInfo;
     use crate::trace::perfetto_proto::Trace;
 
@@ -1480,7 +1498,7 @@ mod tests {
         let threads: Vec<_> = d.tracks.iter().filter_map(|t| t.thread.clone()).collect();
         assert_eq!(threads.len(), 2);
         assert_eq!(threads[0].tid, Some(1001));
-        assert_eq!(threads[0].thread_name.as_deref(), Some("worker1"));
+        assert_eq!(threads[0].thread_name.as_deref(), Some("worker1 (1)"));
         let counter = d.tracks.iter().find(|t| t.counter.is_some()).unwrap();
         assert_eq!(counter.name.as_deref(), Some("memory Host"));
         assert_eq!(counter.parent_uuid, process.uuid);
