@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kprof and a real Kokkos (3.4.01) with the bundled example
 # (examples/kokkos), then profiles the example: kprof's summary is printed on
-# stderr and its files are written to ./kprof-demo (replaced on every run).
+# stderr and its files (profile, Perfetto and JSON traces) are written to
+# ./kprof-demo (replaced on every run).
 #
 #   bash examples/run-demo.sh
 #
@@ -32,6 +33,8 @@ export KOKKOS_PROFILE_LIBRARY=$LIB KOKKOS_TOOLS_LIBS=$LIB
 # Kokkos 3.4 prints a warning on stdout when OMP_PROC_BIND is unset.
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
 export KPROF_OUTPUT_DIR=$OUT
+# A timeline too: open kprof-demo/trace.pftrace in https://ui.perfetto.dev
+export KPROF_TRACE=${KPROF_TRACE:-perfetto,json}
 
 echo "== KOKKOS_PROFILE_LIBRARY=$LIB KPROF_OUTPUT_DIR=$OUT $EXE" >&2
 "$EXE"
