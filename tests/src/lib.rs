@@ -167,6 +167,33 @@ pub fn node<'a>(all: &'a [(Vec<String>, Value)], path: &[&str]) -> &'a Value {
     }
 }
 
+/// `v` as an unsigned integer; panics with the value otherwise.
+pub fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("expected an unsigned integer, got {v}"))
+}
+
+/// The call-path tree as a set of (path joined by " / ", kind, count, device,
+/// device_index, instance): compared whole, it shows every difference at once.
+pub type Shape = std::collections::BTreeSet<(String, String, u64, String, String, String)>;
+
+/// The [`Shape`] of a profile.
+pub fn shape(p: &Value) -> Shape {
+    nodes(p)
+        .into_iter()
+        .map(|(path, n)| {
+            (
+                path.join(" / "),
+                n["kind"].as_str().unwrap_or_default().to_string(),
+                u(&n["count"]),
+                n["device"].to_string(),
+                n["device_index"].to_string(),
+                n["instance"].to_string(),
+            )
+        })
+        .collect()
+}
+
 /// Whether tests that need an optional runtime must run (CI sets
 /// `KPROF_REQUIRE_ALL_TESTS=1`, turning a skip into a failure).
 pub fn require_all() -> bool {

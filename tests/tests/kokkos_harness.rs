@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use kprof_tests::{
-    assert_ok, compile, lib, lib_dir, node, nodes, read_profile, run, scratch, test_file,
+    assert_ok, compile, lib, lib_dir, node, nodes, read_profile, run, scratch, shape, test_file, u,
     workspace_root,
 };
 use serde_json::Value;
@@ -105,11 +105,6 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn u(v: &Value) -> u64 {
-    v.as_u64()
-        .unwrap_or_else(|| panic!("expected an unsigned integer, got {v}"))
-}
-
 fn f(v: &Value) -> f64 {
     v.as_f64()
         .unwrap_or_else(|| panic!("expected a number, got {v}"))
@@ -145,25 +140,6 @@ fn check_stats(list: &Value) {
         );
         check_stats(&n["children"]);
     }
-}
-
-/// The tree as (path, kind, count, device, device_index, instance), sorted.
-type Shape = BTreeSet<(String, String, u64, String, String, String)>;
-
-fn shape(p: &Value) -> Shape {
-    nodes(p)
-        .into_iter()
-        .map(|(path, n)| {
-            (
-                path.join(" / "),
-                n["kind"].as_str().unwrap_or_default().to_string(),
-                u(&n["count"]),
-                n["device"].to_string(),
-                n["device_index"].to_string(),
-                n["instance"].to_string(),
-            )
-        })
-        .collect()
 }
 
 /// The unique node at `path` with `kind` (several kinds may share a name, e.g.

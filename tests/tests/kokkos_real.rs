@@ -65,7 +65,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use kprof_tests::{
-    assert_ok, lib, node, nodes, read_profile, scratch, skip_unless, workspace_root,
+    assert_ok, lib, node, nodes, read_profile, scratch, shape, skip_unless, u, workspace_root,
+    Shape,
 };
 use serde_json::{json, Value};
 
@@ -173,11 +174,6 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn u(v: &Value) -> u64 {
-    v.as_u64()
-        .unwrap_or_else(|| panic!("expected an unsigned integer, got {v}"))
-}
-
 fn f(v: &Value) -> f64 {
     v.as_f64()
         .unwrap_or_else(|| panic!("expected a number, got {v}"))
@@ -233,25 +229,6 @@ fn check_stats(list: &Value) {
         );
         check_stats(&n["children"]);
     }
-}
-
-/// (path, kind, count, device, device_index, instance) of every tree node.
-type Shape = BTreeSet<(String, String, u64, String, String, String)>;
-
-fn shape(p: &Value) -> Shape {
-    nodes(p)
-        .into_iter()
-        .map(|(path, n)| {
-            (
-                path.join(" / "),
-                n["kind"].as_str().unwrap_or_default().to_string(),
-                u(&n["count"]),
-                n["device"].to_string(),
-                n["device_index"].to_string(),
-                n["instance"].to_string(),
-            )
-        })
-        .collect()
 }
 
 /// The name kprof gave the unnamed functor kernel (one of [`CLAMP_NAMES`]).

@@ -48,7 +48,7 @@ use kprof_tests::openmp::{
     assert_shape, build, expected, have, kprof_cmd, libomp19, shape, Compiler, Runtime,
 };
 use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model, TrackKind};
-use kprof_tests::{assert_ok, nodes, read_profile, run, scratch, skip_unless};
+use kprof_tests::{assert_ok, nodes, read_profile, run, scratch, skip_unless, u};
 use serde_json::Value;
 
 const IT: &str = "implicit task";
@@ -101,11 +101,6 @@ fn kprof_run(
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         models,
     }
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64()
-        .unwrap_or_else(|| panic!("expected an unsigned integer, got {v}"))
 }
 
 /// "plugins" has "openmp"; the threads are one initial and `workers` worker threads.

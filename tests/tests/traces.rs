@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model, TrackKind};
 use kprof_tests::{
-    assert_ok, compile, lib, lib_dir, read_profile, run, scratch, skip_unless, test_file,
+    assert_ok, compile, lib, lib_dir, read_profile, run, scratch, skip_unless, test_file, u,
 };
 use serde_json::{json, Value};
 
@@ -114,11 +114,6 @@ fn perfetto_model(out: &Path, kprof_stderr: &str) -> Option<Model> {
     let m = read_perfetto(out).expect("schema checked above");
     m.assert_valid();
     Some(m)
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64()
-        .unwrap_or_else(|| panic!("expected an unsigned integer, got {v}"))
 }
 
 /// Thread tracks that hold slices, with their slice indices.
