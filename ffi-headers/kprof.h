@@ -29,6 +29,10 @@ void kprof_region_end(const char *name);
 /* Records a named instant event (a marker). */
 void kprof_event(const char *name);
 
+/* Records a value of the counter `name` (a counter track in traces; count, min, max,
+ * mean and last value in profile.json's "counters"). */
+void kprof_counter(const char *name, double value);
+
 /* Records a key/value pair in the profile's metadata. */
 void kprof_metadata(const char *key, const char *value);
 

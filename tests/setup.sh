@@ -6,11 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # clang + libomp-dev: LLVM 14's OpenMP runtime with OMPT (the default libomp.so.5);
-# clang-tools-14: clang-offload-bundler etc. for host offload with clang-14.
+# clang-tools-14: clang-offload-bundler etc. for host offload with clang-14;
+# gfortran: OpenACC Fortran tests (gcc -fopenacc runs in host fallback);
+# libopen-trace-format2-dev, otf2-tools: the OTF2 library kprof writes with, and
+# otf2-print to read the archives back; pkg-config: the install checks.
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-packages=(cmake make gcc g++ python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14)
+packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libopen-trace-format2-dev otf2-tools)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -76,11 +76,39 @@ pub enum Kind {
     OmpTargetSubmit = 33,
     /// A device event (initialize, load, finalize) (instant: a = device number).
     OmpDevice = 34,
+    /// An OpenACC compute construct (parallel, kernels, serial).
+    AccCompute = 35,
+    /// An OpenACC data construct.
+    AccData = 36,
+    /// OpenACC enter data.
+    AccEnterData = 37,
+    /// OpenACC exit data.
+    AccExitData = 38,
+    /// OpenACC update.
+    AccUpdate = 39,
+    /// OpenACC wait.
+    AccWait = 40,
+    /// OpenACC device initialization.
+    AccDeviceInit = 41,
+    /// OpenACC device shutdown.
+    AccDeviceShutdown = 42,
+    /// A kernel launch enqueued on an async queue.
+    AccLaunch = 43,
+    /// A host-to-device transfer enqueued (a transfer: bytes, direction).
+    AccUpload = 44,
+    /// A device-to-host transfer enqueued (a transfer: bytes, direction).
+    AccDownload = 45,
+    /// A RAJA kernel launch (preLaunch -> postLaunch).
+    RajaLaunch = 46,
+    /// A RAJA kernel capture (preCapture -> postCapture).
+    RajaCapture = 47,
+    /// A value of a user counter (`kprof_counter`; instant: a = f64 bits).
+    UserCounter = 48,
 }
 
 impl Kind {
     /// Every kind, in discriminant order.
-    pub const ALL: [Kind; 34] = [
+    pub const ALL: [Kind; 48] = [
         Kind::ParallelFor,
         Kind::ParallelReduce,
         Kind::ParallelScan,
@@ -115,6 +143,20 @@ impl Kind {
         Kind::OmpTargetData,
         Kind::OmpTargetSubmit,
         Kind::OmpDevice,
+        Kind::AccCompute,
+        Kind::AccData,
+        Kind::AccEnterData,
+        Kind::AccExitData,
+        Kind::AccUpdate,
+        Kind::AccWait,
+        Kind::AccDeviceInit,
+        Kind::AccDeviceShutdown,
+        Kind::AccLaunch,
+        Kind::AccUpload,
+        Kind::AccDownload,
+        Kind::RajaLaunch,
+        Kind::RajaCapture,
+        Kind::UserCounter,
     ];
 
     /// The kind with discriminant `v`, if any.
@@ -159,6 +201,20 @@ impl Kind {
             Kind::OmpTargetData => "omp_target_data",
             Kind::OmpTargetSubmit => "omp_target_submit",
             Kind::OmpDevice => "omp_device",
+            Kind::AccCompute => "acc_compute",
+            Kind::AccData => "acc_data",
+            Kind::AccEnterData => "acc_enter_data",
+            Kind::AccExitData => "acc_exit_data",
+            Kind::AccUpdate => "acc_update",
+            Kind::AccWait => "acc_wait",
+            Kind::AccDeviceInit => "acc_device_init",
+            Kind::AccDeviceShutdown => "acc_device_shutdown",
+            Kind::AccLaunch => "acc_launch",
+            Kind::AccUpload => "acc_upload",
+            Kind::AccDownload => "acc_download",
+            Kind::RajaLaunch => "raja_launch",
+            Kind::RajaCapture => "raja_capture",
+            Kind::UserCounter => "user_counter",
         }
     }
 
@@ -193,15 +249,28 @@ impl Kind {
             Kind::OmpTask | Kind::OmpTaskCreate => "openmp.task",
             Kind::OmpTarget | Kind::OmpTargetSubmit | Kind::OmpDevice => "openmp.target",
             Kind::OmpTargetData => "openmp.target_data",
+            Kind::AccCompute => "openacc.compute",
+            Kind::AccData | Kind::AccEnterData | Kind::AccExitData | Kind::AccUpdate => {
+                "openacc.data"
+            }
+            Kind::AccWait => "openacc.wait",
+            Kind::AccDeviceInit | Kind::AccDeviceShutdown => "openacc.device",
+            Kind::AccLaunch => "openacc.launch",
+            Kind::AccUpload | Kind::AccDownload => "openacc.transfer",
+            Kind::RajaLaunch => "raja.launch",
+            Kind::RajaCapture => "raja.capture",
+            Kind::UserCounter => "user.counter",
         }
     }
 
     /// The programming model (or API) that reports this kind: a nesting of two
     /// kinds of different models is an edge between plugins, drawn as a flow.
     pub fn model(self) -> &'static str {
-        match self {
-            Kind::UserRegion => "user",
-            k if k as u8 >= Kind::OmpParallel as u8 => "openmp",
+        match self as u8 {
+            _ if matches!(self, Kind::UserRegion | Kind::UserCounter) => "user",
+            k if k >= Kind::RajaLaunch as u8 => "raja",
+            k if k >= Kind::AccCompute as u8 => "openacc",
+            k if k >= Kind::OmpParallel as u8 => "openmp",
             _ => "kokkos",
         }
     }
@@ -298,6 +367,11 @@ mod tests {
             assert_eq!(Kind::from_u8(k as u8), Some(k));
         }
         assert_eq!(Kind::from_u8(0), None);
+        assert_eq!(Kind::OmpDevice.model(), "openmp");
+        assert_eq!(Kind::AccCompute.model(), "openacc");
+        assert_eq!(Kind::RajaCapture.model(), "raja");
+        assert_eq!(Kind::UserCounter.model(), "user");
+        assert_eq!(Kind::Fence.model(), "kokkos");
         assert_eq!(Kind::from_u8(200), None);
         for a in Anomaly::ALL {
             assert_eq!(Anomaly::from_u32(a as u32), Some(a));

@@ -285,6 +285,20 @@ pub unsafe extern "C" fn kprof_event(name: *const c_char) {
     })
 }
 
+/// Records a value of the counter `name` (a counter track in traces; count, min,
+/// max, mean and last value in the profile).
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn kprof_counter(name: *const c_char, value: f64) {
+    guard((), || {
+        attach_annotations();
+        // SAFETY: forwarded from the caller.
+        unsafe { events::instant(Kind::UserCounter as u8, name, value.to_bits(), 0) };
+    })
+}
+
 /// Records a metadata pair.
 ///
 /// # Safety

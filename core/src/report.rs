@@ -45,6 +45,26 @@ pub struct Report {
     /// Dependence edges between tasks, by task name.
     #[serde(default)]
     pub task_graph: TaskGraph,
+    /// User counters (`kprof_counter`).
+    #[serde(default)]
+    pub counters: Vec<Counter>,
+}
+
+/// The values a user counter took.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Counter {
+    /// Name.
+    pub name: String,
+    /// Values recorded.
+    pub count: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean value.
+    pub mean: f64,
+    /// Last value.
+    pub last: f64,
 }
 
 /// Dependence edges between explicit tasks, aggregated by task name (creation site).

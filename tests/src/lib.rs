@@ -29,7 +29,8 @@ pub fn target_dir() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target"))
 }
 
-/// Directory holding the release cdylibs (`libkprof.so`, `libkprof_core.so`, ...).
+/// Directory holding the release cdylibs (`libkprof.so`, `libkprof_core.so`, ...)
+/// and the `kprof` command.
 ///
 /// Builds them once per test process with `cargo build --release`, so a test
 /// never runs against stale libraries.
@@ -50,6 +51,12 @@ pub fn lib_dir() -> PathBuf {
                     "kprof-kokkos",
                     "-p",
                     "kprof-ompt",
+                    "-p",
+                    "kprof-openacc",
+                    "-p",
+                    "kprof-raja",
+                    "-p",
+                    "kprof-cli",
                 ])
                 .status()
                 .expect("run cargo build");

@@ -75,6 +75,8 @@ pub struct Profile {
     spaces: FxHashMap<u32, Space>,
     sections: FxHashMap<u32, SectionStats>,
     task_graph: TaskGraph,
+    /// User counters: name id -> (count, min, max, sum, last).
+    counters: FxHashMap<u32, (u64, f64, f64, f64, f64)>,
 }
 
 impl Profile {
@@ -92,6 +94,7 @@ impl Profile {
             spaces: FxHashMap::default(),
             sections: FxHashMap::default(),
             task_graph: TaskGraph::default(),
+            counters: FxHashMap::default(),
         }
     }
 
@@ -193,7 +196,22 @@ impl Consumer for Profile {
                 }
             }
             Event::Edge { from, to, .. } => self.task_graph.edge(from, to),
-            Event::Instant { kind, name, b, .. } => match kind {
+            Event::Instant {
+                kind, name, a, b, ..
+            } => match kind {
+                Kind::UserCounter => {
+                    let v = f64::from_bits(a);
+                    if v.is_finite() {
+                        let c = self.counters.entry(name).or_insert((
+                            0,
+                            f64::INFINITY,
+                            f64::NEG_INFINITY,
+                            0.0,
+                            0.0,
+                        ));
+                        *c = (c.0 + 1, c.1.min(v), c.2.max(v), c.3 + v, v);
+                    }
+                }
                 Kind::DualViewSync | Kind::DualViewModify => {
                     let c = self.dual_views.entry(name).or_default();
                     let on_device = b != 0;
@@ -450,6 +468,20 @@ impl Profile {
             unresolved_edges: self.task_graph.unresolved,
         };
 
+        let mut counters: Vec<report::Counter> = self
+            .counters
+            .iter()
+            .map(|(&n, &(count, min, max, sum, last))| report::Counter {
+                name: text(n),
+                count,
+                min,
+                max,
+                mean: sum / count.max(1) as f64,
+                last,
+            })
+            .collect();
+        counters.sort_by(|a, b| a.name.cmp(&b.name));
+
         let start_ns = rt.clock.to_ns(start);
         let end_ns = rt.clock.to_ns(end);
         Report {
@@ -480,6 +512,7 @@ impl Profile {
             anomalies,
             dropped_records,
             task_graph,
+            counters,
         }
     }
 

@@ -273,6 +273,17 @@ impl Consumer for ChromeWriter {
                 b,
                 ts,
             } => {
+                if kind == Kind::UserCounter {
+                    let (name, ts, pid) = (self.name(name), self.us(ts), self.pid);
+                    let value = f64::from_bits(a);
+                    // JSON has no NaN or infinity: those values are left out.
+                    if value.is_finite() {
+                        self.emit(format_args!(
+                            r#"{{"ph":"C","name":{name},"cat":"user.counter","ts":{ts},"pid":{pid},"args":{{"value":{value}}}}}"#
+                        ));
+                    }
+                    return;
+                }
                 let tid = self.tid(thread);
                 let (name, ts, pid) = (self.name(name), self.us(ts), self.pid);
                 let args = match kind {

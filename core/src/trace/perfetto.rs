@@ -379,6 +379,7 @@ impl Encoder {
         te.name_iid = None;
         te.track_uuid = None;
         te.counter_value = None;
+        te.double_counter_value = None;
         te.flow_ids.clear();
         te.terminating_flow_ids.clear();
     }
@@ -605,6 +606,7 @@ const TRACK_PROCESS: u64 = 0;
 const TRACK_THREAD: u64 = 1;
 const TRACK_COUNTER: u64 = 2;
 const TRACK_SECTION: u64 = 3;
+const TRACK_USER_COUNTER: u64 = 4;
 
 /// The Perfetto trace writer.
 pub struct PerfettoWriter<S: Source = &'static Runtime> {
@@ -623,6 +625,8 @@ pub struct PerfettoWriter<S: Source = &'static Runtime> {
     devices: FxHashMap<u16, Device>,
     /// Memory in use and counter track per space name id.
     spaces: FxHashMap<u32, (Space, u64)>,
+    /// User counter name id -> its counter track.
+    counters: FxHashMap<u32, u64>,
     sections: FxHashMap<u32, Section>,
     /// [`SEGMENT_BYTES`] (smaller in tests).
     segment_bytes: usize,
@@ -672,6 +676,7 @@ impl<S: Source> PerfettoWriter<S> {
             pending_len: 0,
             devices: FxHashMap::default(),
             spaces: FxHashMap::default(),
+            counters: FxHashMap::default(),
             sections: FxHashMap::default(),
             segment_bytes: SEGMENT_BYTES,
             src,
@@ -897,6 +902,10 @@ impl<S: Source> PerfettoWriter<S> {
 
     fn instant(&mut self, thread: u32, kind: Kind, name: u32, a: u64, b: u64, ts: u64) {
         let ns = self.src.ns(ts);
+        if kind == Kind::UserCounter {
+            self.user_counter(ns, name, f64::from_bits(a));
+            return;
+        }
         self.ensure_thread(thread, ns);
         let src = &self.src;
         let Some(t) = self.threads.get_mut(&thread) else {
@@ -976,6 +985,31 @@ impl<S: Source> PerfettoWriter<S> {
         enc.reset_event(TYPE_COUNTER);
         enc.te.track_uuid = Some(counter);
         enc.te.counter_value = Some(i64::try_from(current).unwrap_or(i64::MAX));
+        enc.event(seq, ns);
+    }
+
+    /// A value of a user counter, on its own counter track (process-level).
+    fn user_counter(&mut self, ns: u64, name: u32, value: f64) {
+        let track = match self.counters.get(&name) {
+            Some(&t) => t,
+            None => {
+                let uuid = self.uuid(TRACK_USER_COUNTER, u64::from(name));
+                let desc = TrackDescriptor {
+                    uuid: Some(uuid),
+                    parent_uuid: Some(self.uuid(TRACK_PROCESS, 0)),
+                    name: Some(self.src.name(name)),
+                    counter: Some(CounterDescriptor { unit: None }),
+                    ..Default::default()
+                };
+                self.enc.packet(&descriptor_packet(PROCESS_SEQ, desc));
+                self.counters.insert(name, uuid);
+                uuid
+            }
+        };
+        let (enc, seq) = (&mut self.enc, &mut self.process);
+        enc.reset_event(TYPE_COUNTER);
+        enc.te.track_uuid = Some(track);
+        enc.te.double_counter_value = Some(value);
         enc.event(seq, ns);
     }
 

@@ -231,6 +231,9 @@ pub struct TrackEvent {
     /// `int64 counter_value = 30` (in the oneof `counter_value_field`).
     #[prost(int64, optional, tag = "30")]
     pub counter_value: Option<i64>,
+    /// `double double_counter_value = 44` (in the oneof `counter_value_field`).
+    #[prost(double, optional, tag = "44")]
+    pub double_counter_value: Option<f64>,
     /// `repeated fixed64 flow_ids = 47`: flows that start (or pass) here.
     #[prost(fixed64, repeated, packed = "false", tag = "47")]
     pub flow_ids: Vec<u64>,

@@ -1,0 +1,1 @@
+//! `libkprof_acc.so`: kprof's OpenACC profiling plugin (being written).

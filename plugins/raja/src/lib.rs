@@ -1,0 +1,1 @@
+//! `libkprof_raja.so`: kprof's RAJA runtime plugin (being written).
