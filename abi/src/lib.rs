@@ -141,4 +141,9 @@ pub struct CoreApi {
         bytes: u64,
         direction: u32,
     ) -> u64,
+    /// Attaches a numeric argument (`key`, a static NUL-terminated string, and
+    /// `value`) to the calling thread's innermost open instance: shown with the slice
+    /// in traces and as min/max per call path in the profile (OpenMP team sizes,
+    /// OpenACC gangs). At most 4 per instance; more are ignored.
+    pub arg: unsafe extern "C" fn(key: *const c_char, value: u64),
 }

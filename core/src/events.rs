@@ -82,6 +82,25 @@ pub fn edge(kind: u8, from: u64, to: u64) {
     });
 }
 
+/// Attaches a numeric argument to the calling thread's innermost open instance.
+/// The record carries no timestamp: it belongs to the instance, not to a time.
+///
+/// # Safety
+/// `key` is NULL or NUL-terminated.
+#[inline]
+pub unsafe fn arg(key: *const c_char, value: u64) {
+    let Some(rt) = active() else {
+        inactive_call();
+        return;
+    };
+    with_thread(rt, |t| {
+        // SAFETY: forwarded from the caller.
+        let key = unsafe { t.names.lookup(key, &rt.names, &rt.anomalies) };
+        let head = Record::head(0, Op::Arg, 0, key, 0);
+        t.push_n(rt, &[head, Record::ext(value, 0)]);
+    });
+}
+
 /// Names the calling thread.
 pub fn thread_name(name: String) {
     let Some(rt) = active() else {

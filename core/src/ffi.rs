@@ -197,6 +197,11 @@ unsafe extern "C" fn begin_transfer(
     })
 }
 
+unsafe extern "C" fn arg(key: *const c_char, value: u64) {
+    // SAFETY: the ABI requires key to be NULL or NUL-terminated.
+    guard((), || unsafe { events::arg(key, value) })
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -222,6 +227,7 @@ static API: CoreApi = CoreApi {
     begin_at,
     edge,
     begin_transfer,
+    arg,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

@@ -24,6 +24,7 @@
 //! | BeginAt | — | device | (code address, parent GUID): named by the writer |
 //! | BeginTransfer | direction | device | (code address, parent GUID), (bytes, 0) |
 //! | Edge | — | — | (from GUID, to GUID) |
+//! | Arg | key name id | — | (value, 0); timestamp 0: belongs to the innermost open instance |
 
 /// The operation of a head unit.
 #[repr(u8)]
@@ -57,6 +58,8 @@ pub enum Op {
     BeginTransfer = 13,
     /// A dependence edge between two instances.
     Edge = 14,
+    /// A numeric argument of the innermost open instance.
+    Arg = 15,
 }
 
 impl Op {
@@ -77,6 +80,7 @@ impl Op {
             12 => Op::BeginAt,
             13 => Op::BeginTransfer,
             14 => Op::Edge,
+            15 => Op::Arg,
             _ => return None,
         })
     }
@@ -93,7 +97,13 @@ impl Op {
     pub fn ext_units(self) -> usize {
         match self {
             Op::Begin | Op::End | Op::SectionStart | Op::SectionStop => 0,
-            Op::BeginParent | Op::EndGuid | Op::Instant | Op::Gap | Op::BeginAt | Op::Edge => 1,
+            Op::BeginParent
+            | Op::EndGuid
+            | Op::Instant
+            | Op::Gap
+            | Op::BeginAt
+            | Op::Edge
+            | Op::Arg => 1,
             Op::Alloc | Op::Free | Op::CopyBegin | Op::BeginTransfer => 2,
         }
     }
@@ -175,7 +185,7 @@ mod tests {
         );
         let e = Record::ext(u64::MAX, 7);
         assert_eq!((e.a(), e.b()), (u64::MAX, 7));
-        for v in 1..=14 {
+        for v in 1..=15 {
             assert_eq!(Op::from_u8(v).map(|o| o as u8), Some(v));
         }
         assert_eq!(Op::from_u8(0), None);

@@ -160,8 +160,20 @@ pub struct TreeNode {
     /// How the inclusive time spread over threads (OpenMP kinds only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub threads: Option<ThreadSpread>,
+    /// Ranges of the numeric arguments its instances carried (team sizes, gangs).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub args: BTreeMap<String, ArgRange>,
     /// Nested nodes.
     pub children: Vec<TreeNode>,
+}
+
+/// The smallest and largest value an argument took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArgRange {
+    /// Smallest value.
+    pub min: u64,
+    /// Largest value.
+    pub max: u64,
 }
 
 /// Per-thread totals of a node run by a team of threads.

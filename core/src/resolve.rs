@@ -64,6 +64,21 @@ pub struct Slice {
     pub copy: Option<CopyInfo>,
     /// Transfer details, for data operations named by address.
     pub transfer: Option<Transfer>,
+    /// Numeric arguments attached while it was open (key name id, value): the
+    /// first `nargs` entries; complete when the slice ends.
+    pub args: [(u32, u64); MAX_ARGS],
+    /// Arguments in `args`.
+    pub nargs: u8,
+}
+
+/// Arguments kept per slice.
+pub const MAX_ARGS: usize = 4;
+
+impl Slice {
+    /// The arguments attached to this slice.
+    pub fn args(&self) -> &[(u32, u64)] {
+        &self.args[..usize::from(self.nargs).min(MAX_ARGS)]
+    }
 }
 
 impl Slice {
@@ -226,6 +241,15 @@ impl ThreadStream {
             let ts = h.ts();
             self.last_ts = self.last_ts.max(ts);
             match op {
+                Op::Arg => {
+                    if let Some(top) = self.stack.last_mut() {
+                        let n = usize::from(top.nargs);
+                        if n < MAX_ARGS {
+                            top.args[n] = (h.name(), ext[0].a());
+                            top.nargs += 1;
+                        }
+                    }
+                }
                 Op::Begin => self.begin(h, h.name(), 0, None, None, out),
                 Op::BeginParent => self.begin(h, h.name(), ext[0].a(), None, None, out),
                 Op::BeginAt | Op::BeginTransfer => {
@@ -349,6 +373,8 @@ impl ThreadStream {
             begin: h.ts(),
             copy,
             transfer,
+            args: [(0, 0); MAX_ARGS],
+            nargs: 0,
         });
         if let Some(top) = self.stack.last() {
             out.event(&Event::Begin(top));

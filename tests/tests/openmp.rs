@@ -343,6 +343,25 @@ fn check_loops(r: &Run, reductions: bool) {
             m.format
         );
     }
+    // Every region carries the team size it asked for (OMP_NUM_THREADS=2).
+    for (path, n) in nodes(p).iter().filter(|(_, n)| n["kind"] == "omp_parallel") {
+        assert_eq!(
+            n["args"]["requested_team_size"],
+            serde_json::json!({"min": 2, "max": 2}),
+            "{path:?}"
+        );
+    }
+    for m in &r.models {
+        for s in m.slices.iter().filter(|s| s.category == "openmp.parallel") {
+            assert_eq!(
+                s.args.get("requested_team_size"),
+                Some(&Value::from(2)),
+                "{:?}: {}",
+                m.format,
+                s.name
+            );
+        }
+    }
     check_clean(p);
 }
 
@@ -533,6 +552,14 @@ fn check_tasks(r: &Run) {
                 m.format
             );
         }
+    }
+    // Task creations carry their OMPT flags: explicit (4) at least.
+    for (path, n) in nodes(p)
+        .iter()
+        .filter(|(_, n)| n["kind"] == "omp_task_create")
+    {
+        let min = u(&n["args"]["flags"]["min"]);
+        assert!(min & 4 != 0, "{path:?}: flags {}", n["args"]);
     }
     check_clean(p);
 }

@@ -188,6 +188,9 @@ impl Consumer for Profile {
                 if s.kind.model() == "openmp" {
                     node.add_thread_time(s.thread, dur);
                 }
+                for &(key, value) in s.args() {
+                    node.add_arg(key, value);
+                }
                 if let Some(parent) = stack.last_mut() {
                     parent.child_ns += dur;
                 }
@@ -542,10 +545,16 @@ impl Profile {
                 imbalance: if mean > 0.0 { max as f64 / mean } else { 1.0 },
             }
         });
+        let args = node
+            .args
+            .iter()
+            .map(|&(k, min, max)| (text(k), report::ArgRange { min, max }))
+            .collect();
         TreeNode {
             name: text(node.name),
             kind: node.kind.as_str().into(),
             threads,
+            args,
             device: dev.map(|d| d.label()),
             device_index: dev.map(|d| d.index),
             instance: dev.map(|d| d.instance),

@@ -25,11 +25,24 @@ pub struct Node {
     /// Inclusive time per thread index, for kinds whose instances run on many
     /// threads at once (OpenMP): the spread shows load imbalance.
     pub per_thread: Vec<(u32, u64)>,
+    /// Numeric arguments seen on its instances: (key name id, min, max).
+    pub args: Vec<(u32, u64, u64)>,
     /// Children in creation order.
     pub children: Vec<u32>,
 }
 
 impl Node {
+    /// Folds an instance's argument into the node's range for that key.
+    pub fn add_arg(&mut self, key: u32, value: u64) {
+        match self.args.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, min, max)) => {
+                *min = (*min).min(value);
+                *max = (*max).max(value);
+            }
+            None => self.args.push((key, value, value)),
+        }
+    }
+
     /// Adds `ns` to thread `thread`'s total (teams are small: a linear search).
     pub fn add_thread_time(&mut self, thread: u32, ns: u64) {
         match self.per_thread.iter_mut().find(|(t, _)| *t == thread) {
@@ -56,6 +69,7 @@ impl Default for Tree {
                 dev: 0,
                 stats: Stats::default(),
                 per_thread: Vec::new(),
+                args: Vec::new(),
                 children: Vec::new(),
             }],
             index: FxHashMap::default(),
@@ -78,6 +92,7 @@ impl Tree {
             dev,
             stats: Stats::default(),
             per_thread: Vec::new(),
+            args: Vec::new(),
             children: Vec::new(),
         });
         self.nodes[parent as usize].children.push(n);

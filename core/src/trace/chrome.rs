@@ -176,6 +176,13 @@ impl ChromeWriter {
                 d.instance
             );
         }
+        for &(key, value) in s.args() {
+            if !a.is_empty() {
+                a.push(',');
+            }
+            let key = self.name(key);
+            let _ = write!(a, "{key}:{value}");
+        }
         if let Some(t) = s.transfer {
             if !a.is_empty() {
                 a.push(',');

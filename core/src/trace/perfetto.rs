@@ -463,6 +463,23 @@ impl Encoder {
     }
 }
 
+/// Appends a `TrackEvent.debug_annotations` (field 4) entry `{name: name, uint_value:
+/// value}` with the name as a plain string (argument keys are not interned).
+fn put_uint_annotation(out: &mut Vec<u8>, name: &str, value: u64) {
+    const DEBUG_ANNOTATIONS: u64 = 4;
+    const NAME: u64 = 10;
+    const UINT_VALUE: u64 = 3;
+    let mut ann = Vec::with_capacity(name.len() + 16);
+    put_varint(&mut ann, NAME << 3 | 2);
+    put_varint(&mut ann, name.len() as u64);
+    ann.extend_from_slice(name.as_bytes());
+    put_varint(&mut ann, UINT_VALUE << 3);
+    put_varint(&mut ann, value);
+    put_varint(out, DEBUG_ANNOTATIONS << 3 | 2);
+    put_varint(out, ann.len() as u64);
+    out.extend_from_slice(&ann);
+}
+
 /// Appends `head` (and `te` as its `track_event`, last) as a `Trace.packet` field.
 /// The track event goes last so that flow ids can be appended to it later.
 fn frame(buf: &mut Vec<u8>, head: &TracePacket, te: Option<&TrackEvent>) -> BeginAt {
@@ -896,6 +913,11 @@ impl<S: Source> PerfettoWriter<S> {
         if let Some(o) = open {
             put_flows(&mut enc.scratch, FLOW_IDS_FIELD, &o.end_flows);
         }
+        // Arguments attached while the slice was open: debug annotations of the
+        // end event, which the trace processor merges into the slice's arguments.
+        for &(key, value) in s.args() {
+            put_uint_annotation(&mut enc.scratch, &self.src.name(key), value);
+        }
         let delta = t.seq.advance(ns);
         raw_event(&mut enc.buf, t.seq.id, delta, &enc.scratch);
     }
@@ -1293,6 +1315,8 @@ mod tests {
             begin,
             copy: None,
             transfer: None,
+            args: [(0, 0); crate::resolve::MAX_ARGS],
+            nargs: 0,
         }
     }
 

@@ -107,13 +107,21 @@ pub unsafe extern "C" fn parallel_begin(
     _encountering_task: *mut Data,
     _frame: *const Frame,
     parallel_data: *mut Data,
-    _requested_team_size: c_uint,
+    requested_team_size: c_uint,
     _flags: c_int,
     codeptr_ra: *const c_void,
 ) {
     with_api(|api| {
         // SAFETY: plain integers.
         let guid = unsafe { (api.begin_at)(Kind::OmpParallel as u8, codeptr_ra as u64, 0, 0) };
+        // The actual team size is the number of implicit tasks the region gets.
+        // SAFETY: a static key; plain integers.
+        unsafe {
+            (api.arg)(
+                c"requested_team_size".as_ptr(),
+                u64::from(requested_team_size),
+            )
+        };
         // SAFETY: the runtime's parallel data, NULL or writable.
         unsafe { set_word(parallel_data, guid) };
     })
@@ -391,6 +399,9 @@ pub unsafe extern "C" fn task_create(
         let kind = Kind::OmpTaskCreate as u8;
         // SAFETY: plain integers.
         let creation = unsafe { (api.begin_at)(kind, codeptr_ra as u64, 0, 0) };
+        // ompt_task_flag_t: explicit, undeferred, untied, final, mergeable...
+        // SAFETY: a static key; plain integers.
+        unsafe { (api.arg)(c"flags".as_ptr(), flags as u32 as u64) };
         // SAFETY: plain integers.
         unsafe { (api.end)(kind, creation) };
         // A taskwait with dependences (5.1) is a task in the graph that never runs:
