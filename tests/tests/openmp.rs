@@ -737,7 +737,12 @@ fn nested_libomp14() {
     );
     assert_eq!(r.stdout, "nested: inner members 4\n");
     let p = &r.profile;
-    check_threads(p, 3);
+    // Each inner team needs one more thread, but when the two inner regions do not
+    // overlap in time libomp hands the first one's pooled thread to the second:
+    // 3 workers usually, 2 sometimes (timing). The tree below is exact either way.
+    let workers = p["threads"].as_array().map_or(0, |t| t.len()) - 1;
+    assert!((2..=3).contains(&workers), "threads {}", p["threads"]);
+    check_threads(p, workers);
     let outer = "outer (nested.c:26)";
     let inner = "inner (nested.c:16)";
     let mut rows = region(outer, 1, 2, 1, &[(inner, "omp_parallel", 2)]);
@@ -762,17 +767,32 @@ fn nested_libomp14() {
         // Initial: outer, its implicit task + barrier + wait, inner, its implicit
         // task + barrier + wait (8). Outer worker: the same without the outer region
         // (7). Inner workers: implicit task, barrier, wait (3 each).
-        assert_eq!(
-            slices_per_thread(m),
-            [
-                (INITIAL.to_string(), 8),
-                (WORKER.to_string(), 3),
-                (WORKER.to_string(), 3),
-                (WORKER.to_string(), 7)
-            ],
-            "{:?}: slices per thread",
-            m.format
-        );
+        let per = slices_per_thread(m);
+        if workers == 3 {
+            assert_eq!(
+                per,
+                [
+                    (INITIAL.to_string(), 8),
+                    (WORKER.to_string(), 3),
+                    (WORKER.to_string(), 3),
+                    (WORKER.to_string(), 7)
+                ],
+                "{:?}: slices per thread",
+                m.format
+            );
+        } else {
+            // The reused inner worker ran both inner teams' implicit tasks.
+            assert_eq!(
+                per,
+                [
+                    (INITIAL.to_string(), 8),
+                    (WORKER.to_string(), 6),
+                    (WORKER.to_string(), 7)
+                ],
+                "{:?}: slices per thread",
+                m.format
+            );
+        }
     }
     check_clean(p);
 }

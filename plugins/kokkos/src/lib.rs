@@ -12,7 +12,7 @@ pub mod device;
 pub mod types;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Once;
 
 use kprof_abi::guard::guard;
@@ -23,6 +23,12 @@ use types::{DeviceInfo, SpaceHandle, ToolProgrammingInterface, ToolSettings};
 
 static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 static LOAD: Once = Once::new();
+/// Loaded by RAJA's Kokkos bridge (interface version [`RAJA_BRIDGE_VERSION`]),
+/// which passes empty kernel names.
+static RAJA_BRIDGE: AtomicBool = AtomicBool::new(false);
+
+/// The interface version RAJA's Kokkos-tools bridge (`KOKKOS_PLUGINS`) passes.
+pub const RAJA_BRIDGE_VERSION: u64 = 20171029;
 
 fn warn(msg: &str) {
     use std::io::Write as _;
@@ -79,6 +85,9 @@ pub unsafe extern "C" fn kokkosp_init_library(
     dev_info: *mut DeviceInfo,
 ) {
     guard((), || {
+        if interface_ver == RAJA_BRIDGE_VERSION {
+            RAJA_BRIDGE.store(true, Ordering::Relaxed);
+        }
         let Some(api) = connect() else { return };
         let version = format!("{interface_ver}\0");
         // SAFETY: NUL-terminated strings living across the call.
@@ -220,8 +229,18 @@ unsafe fn begin_kernel(
     let guid = match api() {
         Some(api) => {
             let dev = device::index(api, dev_id);
+            // RAJA's bridge names no kernel: label them (a static string).
             // SAFETY: name is NULL or NUL-terminated (Kokkos' contract).
-            unsafe { (api.begin)(kind as u8, name, dev, 0) }
+            let ours = if RAJA_BRIDGE.load(Ordering::Relaxed)
+                && !name.is_null()
+                && unsafe { *name } == 0
+            {
+                c"RAJA kernel".as_ptr()
+            } else {
+                name
+            };
+            // SAFETY: ours is NULL or NUL-terminated.
+            unsafe { (api.begin)(kind as u8, ours, dev, 0) }
         }
         None => 0,
     };

@@ -1,1 +1,277 @@
-//! `libkprof_raja.so`: kprof's RAJA runtime plugin (being written).
+//! `libkprof_raja.so`: kprof's RAJA runtime plugin.
+//!
+//! RAJA (built with `RAJA_ENABLE_RUNTIME_PLUGINS=ON`) dlopens every library named
+//! by `RAJA_PLUGINS` and asks it for a C++ object through `RAJAGetPlugin` (older
+//! RAJA: `getPlugin`). The object is made by the C++ half of this library
+//! (`shim/kprof_raja_shim.cpp`, laid out as RAJA's `PluginStrategy`, see
+//! `ffi-headers/kprof_raja_plugin.hpp`); its virtual functions forward here through
+//! a table of C function pointers ([`Hooks`]), and this side translates them into
+//! the core runtime's C table: `preCapture`/`postCapture` and
+//! `preLaunch`/`postLaunch` become nested [`Kind::RajaCapture`] and
+//! [`Kind::RajaLaunch`] instances on a device named after the kernel's platform.
+//!
+//! Kernels are named by `RAJA::Name`; an unnamed kernel is named after its launch
+//! site (a return address the core's writer symbolizes), or
+//! `RAJA kernel (<platform>)` when none can be found. The runtime starts on the
+//! first callback when the application never calls `RAJA::util::init_plugins()`,
+//! and the core's exit handler writes everything when it never calls
+//! `finalize_plugins()`. No callback allocates, locks or lets a panic reach RAJA.
+
+pub mod platform;
+
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::Once;
+
+use kprof_abi::guard::guard;
+use kprof_abi::{Anomaly, CoreApi, Kind};
+
+use platform::Platform;
+
+/// The functions the C++ object calls (the shim's `KprofRajaHooks`).
+#[repr(C)]
+pub struct Hooks {
+    /// `init(PluginOptions)`: the options string's data and size.
+    pub init: unsafe extern "C" fn(opts: *const c_char, len: usize),
+    /// `preCapture` (kind 0) / `preLaunch` (kind 1): the context's raw platform,
+    /// its kernel name's data and size (unchecked), and the launch site (0: none).
+    pub begin:
+        unsafe extern "C" fn(kind: u8, platform: i32, name: *const c_char, len: usize, site: usize),
+    /// `postCapture` (kind 0) / `postLaunch` (kind 1).
+    pub end: unsafe extern "C" fn(kind: u8),
+    /// `finalize()`.
+    pub finalize: unsafe extern "C" fn(),
+}
+
+static HOOKS: Hooks = Hooks {
+    init: hook_init,
+    begin: hook_begin,
+    end: hook_end,
+    finalize: hook_finalize,
+};
+
+extern "C" {
+    /// Makes a plugin object forwarding to `hooks` (operator new; NULL when out of
+    /// memory).
+    fn kprof_raja_shim_new(hooks: *const Hooks) -> *mut c_void;
+}
+
+static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
+static LOAD: Once = Once::new();
+static FINALIZED: AtomicBool = AtomicBool::new(false);
+static WARNED_LAYOUT: AtomicBool = AtomicBool::new(false);
+
+/// The longest kernel name taken as plausible (a longer `size()` means the
+/// `std::string` was not read with the layout RAJA wrote it in).
+pub const MAX_NAME: usize = 1 << 16;
+
+fn warn(msg: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "kprof: {msg}");
+}
+
+/// Address of a function of this library that it does not export, to find the
+/// library's own file.
+fn anchor() -> usize {
+    connect as *const () as usize
+}
+
+/// Loads the core runtime once and attaches to it (lazily, on the first callback
+/// when RAJA never calls `init`).
+fn connect() -> Option<&'static CoreApi> {
+    LOAD.call_once(|| match kprof_abi::loader::load_core(anchor()) {
+        Ok(api) => {
+            // SAFETY: a NUL-terminated literal.
+            if unsafe { (api.attach)(c"raja".as_ptr()) } {
+                CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
+            }
+        }
+        Err(e) => warn(&format!("{e}; RAJA runs without kprof")),
+    });
+    api()
+}
+
+/// The core table, once attached.
+#[inline(always)]
+fn api() -> Option<&'static CoreApi> {
+    // SAFETY: CORE holds null or a pointer to the core's static table.
+    unsafe { CORE.load(Ordering::Acquire).as_ref() }
+}
+
+/// The core table, connecting on first use.
+#[inline(always)]
+fn api_or_connect() -> Option<&'static CoreApi> {
+    api().or_else(connect)
+}
+
+/// What a kernel name read from a `PluginContext` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Name {
+    /// No `RAJA::Name` (size 0).
+    Empty,
+    /// A usable NUL-terminated name.
+    Given,
+    /// Not a libstdc++ C++11 `std::string` as kprof reads it: NULL data with a
+    /// size, a size over [`MAX_NAME`], or no NUL at `data[size]`.
+    Implausible,
+}
+
+/// Checks a `std::string`'s `data()`/`size()` as read through libstdc++'s C++11
+/// layout. libstdc++ keeps `data()[size()] == '\0'` at all times, so a string read
+/// with the wrong layout almost never passes.
+///
+/// # Safety
+/// When `ptr` is non-NULL and `len <= MAX_NAME`, `ptr[len]` must be readable
+/// (true for a real `std::string`).
+pub unsafe fn check_name(ptr: *const c_char, len: usize) -> Name {
+    if len == 0 {
+        return Name::Empty;
+    }
+    if ptr.is_null() || len > MAX_NAME {
+        return Name::Implausible;
+    }
+    // SAFETY: per the function's contract.
+    if unsafe { *ptr.add(len) } != 0 {
+        return Name::Implausible;
+    }
+    Name::Given
+}
+
+/// Counts a context kprof could not read and says so once.
+#[cold]
+fn layout_mismatch(api: &CoreApi) {
+    // SAFETY: a plain integer.
+    unsafe { (api.anomaly)(Anomaly::InternalError as u32) };
+    if !WARNED_LAYOUT.swap(true, Ordering::Relaxed) {
+        warn(
+            "RAJA passed a PluginContext kprof cannot read (RAJA built with another C++ \
+             standard library ABI than libstdc++'s _GLIBCXX_USE_CXX11_ABI=1?); such kernels \
+             are named \"RAJA kernel (<platform>)\" and counted in internal_errors. See docs/raja.md.",
+        );
+    }
+}
+
+unsafe extern "C" fn hook_begin(
+    kind: u8,
+    platform: i32,
+    name: *const c_char,
+    len: usize,
+    site: usize,
+) {
+    guard((), || {
+        let Some(api) = api_or_connect() else { return };
+        let kind = if kind == 0 {
+            Kind::RajaCapture
+        } else {
+            Kind::RajaLaunch
+        };
+        let plat = Platform::from_raw(platform);
+        let dev = platform::device(api, plat);
+        // SAFETY: name/len come from a std::string (or garbage, which check_name
+        // bounds before reading one byte).
+        let checked = if plat == Platform::Unknown {
+            Name::Implausible
+        } else {
+            unsafe { check_name(name, len) }
+        };
+        // SAFETY: names are NUL-terminated (checked, or static); the rest integers.
+        unsafe {
+            match checked {
+                Name::Given => (api.begin)(kind as u8, name, dev, 0),
+                Name::Empty if site != 0 => (api.begin_at)(kind as u8, site as u64, dev, 0),
+                Name::Empty => (api.begin)(kind as u8, plat.fallback_name().as_ptr(), dev, 0),
+                Name::Implausible => {
+                    layout_mismatch(api);
+                    (api.begin)(kind as u8, plat.fallback_name().as_ptr(), dev, 0)
+                }
+            }
+        };
+    })
+}
+
+unsafe extern "C" fn hook_end(kind: u8) {
+    guard((), || {
+        if let Some(api) = api() {
+            let kind = if kind == 0 {
+                Kind::RajaCapture
+            } else {
+                Kind::RajaLaunch
+            };
+            // SAFETY: plain integers; 0 closes this thread's innermost open
+            // instance of the kind (RAJA's pre/post calls nest per thread).
+            unsafe { (api.end)(kind as u8, 0) };
+        }
+    })
+}
+
+unsafe extern "C" fn hook_init(opts: *const c_char, len: usize) {
+    guard((), || {
+        let Some(api) = connect() else { return };
+        // SAFETY: as for a kernel name.
+        if unsafe { check_name(opts, len) } == Name::Given {
+            // SAFETY: NUL-terminated strings.
+            unsafe { (api.metadata)(c"RAJA plugin options".as_ptr(), opts) };
+        }
+    })
+}
+
+unsafe extern "C" fn hook_finalize() {
+    guard((), || {
+        if FINALIZED.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(api) = api() {
+            // SAFETY: takes no arguments; the core writes when the last attached
+            // plugin finalizes.
+            unsafe { (api.finalize)() };
+        }
+    })
+}
+
+fn new_plugin() -> *mut c_void {
+    // SAFETY: HOOKS is a static table that outlives every plugin object.
+    guard(std::ptr::null_mut(), || unsafe {
+        kprof_raja_shim_new(&HOOKS)
+    })
+}
+
+/// RAJA's runtime plugin entry point: a new plugin object (RAJA owns and deletes
+/// it). Does not start kprof: that happens on the object's first callback.
+#[no_mangle]
+#[allow(non_snake_case)]
+pub extern "C" fn RAJAGetPlugin() -> *mut c_void {
+    new_plugin()
+}
+
+/// The deprecated name of [`RAJAGetPlugin`], looked up by older RAJA.
+#[no_mangle]
+#[allow(non_snake_case)]
+pub extern "C" fn getPlugin() -> *mut c_void {
+    new_plugin()
+}
+
+/// The name used for kernels without `RAJA::Name` and without a known launch site.
+pub fn fallback_name(platform_raw: i32) -> &'static CStr {
+    Platform::from_raw(platform_raw).fallback_name()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        let ok = c"axpy";
+        // SAFETY: literals with their NUL.
+        unsafe {
+            assert_eq!(check_name(ok.as_ptr(), 4), Name::Given);
+            assert_eq!(check_name(ok.as_ptr(), 0), Name::Empty);
+            assert_eq!(check_name(std::ptr::null(), 0), Name::Empty);
+            assert_eq!(check_name(std::ptr::null(), 3), Name::Implausible);
+            assert_eq!(check_name(ok.as_ptr(), 2), Name::Implausible);
+            assert_eq!(check_name(ok.as_ptr(), MAX_NAME + 1), Name::Implausible);
+        }
+        assert_eq!(fallback_name(1), c"RAJA kernel (host)");
+        assert_eq!(fallback_name(3), c"RAJA kernel (unknown platform)");
+    }
+}

@@ -1,0 +1,342 @@
+/*
+ * raja_host.cpp - loads RAJA runtime plugins and Kokkos-bridge tools exactly as RAJA
+ * (v2025.09, RAJA_ENABLE_RUNTIME_PLUGINS=ON) does, and launches scripted kernels
+ * with exactly known counts. Compiled against ffi-headers/kprof_raja_plugin.hpp, the
+ * same layout the plugin is built against. Used by tests/tests/raja.rs.
+ *
+ * Usage: raja_host <scenario> [--init] [--finalize] [--symbol=getPlugin]
+ *
+ * Loading (as RAJA's statically registered loaders do, before main):
+ *   RuntimePluginLoader: RAJA_PLUGINS names a .so file or a directory whose *.so
+ *     files are all loaded: dlopen(path, RTLD_NOW | RTLD_GLOBAL), dlsym
+ *     "RAJAGetPlugin", falling back to the deprecated "getPlugin" (--symbol=getPlugin
+ *     looks up only getPlugin), the object kept in a std::unique_ptr (deleted by
+ *     finalize or at exit).
+ *   KokkosPluginLoader: KOKKOS_PLUGINS the same way; dlsym kokkosp_init_library,
+ *     kokkosp_begin_parallel_for, kokkosp_end_parallel_for, kokkosp_finalize_library;
+ *     init_library(0, 20171029, 0, NULL) right after loading.
+ *   Registry order: the runtime loader first, then the Kokkos loader; every
+ *   callback visits them in that order (post callbacks too, not reversed).
+ *
+ * A kernel (forall): PluginContext{platform, RAJA::Name or ""}; preCapture,
+ * postCapture (RAJA captures the body between them), preLaunch, body, postLaunch.
+ * The Kokkos loader's preLaunch calls begin_parallel_for("", 0, &ctx.kID), its
+ * postLaunch end_parallel_for(ctx.kID).
+ * --init: init_plugins() first (the runtime loader loads from PluginOptions("")
+ *   -- no path, nothing more -- then calls every plugin's init).
+ * --finalize: finalize_plugins() at the end (plugins' finalize, then deleted).
+ *
+ * Scenarios (capture and launch counts are equal):
+ *   basic    named: "axpy" host x3, "dot" cuda x2, "scale" hip x1, "fill" sycl x1,
+ *            "offload" omp_target x1, "mystery" undefined x1; unnamed: in function
+ *            assemble() host x2, in relax() host x1 and cuda x1. Everything from
+ *            forall down to the registry loop is always_inline as in RAJA, so an
+ *            unnamed kernel's launch site is in assemble()/relax(), at the line
+ *            marked CALL SITE LINE (the innermost inlined frame).
+ *   annotate (built with -DKPROF_ANNOTATE, linked with -lkprof_core):
+ *            kprof_region_begin("solve"); "inner" host x2; assemble() (2 unnamed);
+ *            kprof_region_end("solve"); then "outer" host x1.
+ *   threads  2 threads x 5 "worker" host.
+ *   abi      2 kernels whose kernel_name is not a libstdc++ string (data without
+ *            NUL at size, size 1<<40), platform host; 1 with platform value 3 and
+ *            an empty name; then "after" host x1.
+ *   bridge   "axpy" host x3 (only the Kokkos loader sees them, with empty names).
+ *   both     "axpy" host x2 with both loaders.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kprof_raja_plugin.hpp"
+
+#ifdef KPROF_ANNOTATE
+#include "kprof.h"
+#endif
+
+using kprof_raja::Platform;
+using kprof_raja::PluginContext;
+using kprof_raja::PluginOptions;
+using kprof_raja::PluginStrategy;
+
+static bool only_get_plugin = false;
+
+static bool is_shared_object(const std::string &f) {
+  return f.size() > 3 && f.compare(f.size() - 3, 3, ".so") == 0;
+}
+
+/* Loads every .so of `path` (a file or a directory) with `one`. */
+template <typename F> static void load_path(const std::string &path, F one) {
+  if (is_shared_object(path)) {
+    one(path);
+    return;
+  }
+  DIR *dir = opendir(path.c_str());
+  if (dir == nullptr) {
+    perror("[RuntimePluginLoader]: Could not open plugin directory");
+    return;
+  }
+  while (struct dirent *e = readdir(dir)) {
+    if (is_shared_object(e->d_name)) {
+      one(path + "/" + e->d_name);
+    }
+  }
+  closedir(dir);
+}
+
+/* RAJA::util::RuntimePluginLoader (compiled in RAJA's library: not inlined). */
+class RuntimePluginLoader final : public PluginStrategy {
+public:
+  RuntimePluginLoader() {
+    const char *env = getenv("RAJA_PLUGINS");
+    if (env != nullptr) {
+      load_dir(env);
+    }
+  }
+  __attribute__((noinline)) void init(const PluginOptions &o) override {
+    load_dir(o.str);
+    for (auto &p : plugins) p->init(o);
+  }
+  __attribute__((noinline)) void preCapture(const PluginContext &c) override {
+    for (auto &p : plugins) p->preCapture(c);
+  }
+  __attribute__((noinline)) void postCapture(const PluginContext &c) override {
+    for (auto &p : plugins) p->postCapture(c);
+  }
+  __attribute__((noinline)) void preLaunch(const PluginContext &c) override {
+    for (auto &p : plugins) p->preLaunch(c);
+  }
+  __attribute__((noinline)) void postLaunch(const PluginContext &c) override {
+    for (auto &p : plugins) p->postLaunch(c);
+  }
+  __attribute__((noinline)) void finalize() override {
+    for (auto &p : plugins) p->finalize();
+    plugins.clear();
+  }
+
+private:
+  void load_dir(const std::string &path) {
+    load_path(path, [this](const std::string &file) { load_one(file); });
+  }
+  void load_one(const std::string &path) {
+    dlerror();
+    void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (h == nullptr) {
+      printf("[RuntimePluginLoader]: dlopen failed: %s\n", dlerror());
+    }
+    typedef PluginStrategy *(*GetPlugin)();
+    GetPlugin get = nullptr;
+    if (!only_get_plugin) {
+      get = reinterpret_cast<GetPlugin>(dlsym(h, "RAJAGetPlugin"));
+    }
+    if (get == nullptr) {
+      dlerror();
+      get = reinterpret_cast<GetPlugin>(dlsym(h, "getPlugin"));
+    }
+    if (get != nullptr) {
+      plugins.push_back(std::unique_ptr<PluginStrategy>(get()));
+    } else {
+      printf("[RuntimePluginLoader]: dlsym failed: %s\n", dlerror());
+    }
+  }
+  std::vector<std::unique_ptr<PluginStrategy>> plugins;
+};
+
+/* RAJA::util::KokkosPluginLoader. */
+class KokkosPluginLoader final : public PluginStrategy {
+  typedef void (*Init)(const int, const uint64_t, const uint32_t, void *);
+  typedef void (*Pre)(const char *, const uint32_t, uint64_t *);
+  typedef void (*Post)(uint64_t);
+  typedef void (*Fin)();
+
+public:
+  KokkosPluginLoader() {
+    const char *env = getenv("KOKKOS_PLUGINS");
+    if (env == nullptr) return;
+    load_path(env, [this](const std::string &f) { load_one(f); });
+    for (auto f : inits) f(0, 20171029, 0, nullptr);
+  }
+  __attribute__((noinline)) void preLaunch(const PluginContext &c) override {
+    for (auto f : pres) f("", 0, &c.kokkos_kernel_id);
+  }
+  __attribute__((noinline)) void postLaunch(const PluginContext &c) override {
+    for (auto f : posts) f(c.kokkos_kernel_id);
+  }
+  __attribute__((noinline)) void finalize() override {
+    for (auto f : fins) f();
+    inits.clear();
+    pres.clear();
+    posts.clear();
+    fins.clear();
+  }
+
+private:
+  template <typename T> void get(void *h, std::vector<T> &v, const char *n) {
+    T f = reinterpret_cast<T>(dlsym(h, n));
+    if (f != nullptr)
+      v.push_back(f);
+    else
+      printf("[KokkosPluginLoader]: dlsym failed: %s\n", dlerror());
+  }
+  void load_one(const std::string &path) {
+    void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (h == nullptr) {
+      printf("[KokkosPluginLoader]: dlopen failed: %s\n", dlerror());
+    }
+    get(h, inits, "kokkosp_init_library");
+    get(h, pres, "kokkosp_begin_parallel_for");
+    get(h, posts, "kokkosp_end_parallel_for");
+    get(h, fins, "kokkosp_finalize_library");
+  }
+  std::vector<Init> inits;
+  std::vector<Pre> pres;
+  std::vector<Post> posts;
+  std::vector<Fin> fins;
+};
+
+/* RAJA's PluginRegistry: the statically registered loaders, in order. */
+static std::vector<std::unique_ptr<PluginStrategy>> &registry() {
+  static std::vector<std::unique_ptr<PluginStrategy>> r;
+  return r;
+}
+
+/* RAJA's header-inlined plugin calls (RAJA_INLINE: always_inline). */
+#define RAJA_INLINE inline __attribute__((always_inline))
+static RAJA_INLINE void call_pre_capture(const PluginContext &c) {
+  for (auto &p : registry()) p->preCapture(c); /* CALL SITE LINE */
+}
+static RAJA_INLINE void call_post_capture(const PluginContext &c) {
+  for (auto &p : registry()) p->postCapture(c);
+}
+static RAJA_INLINE void call_pre_launch(const PluginContext &c) {
+  for (auto &p : registry()) p->preLaunch(c);
+}
+static RAJA_INLINE void call_post_launch(const PluginContext &c) {
+  for (auto &p : registry()) p->postLaunch(c);
+}
+
+static volatile double sink;
+
+/* RAJA::forall (RAJA_INLINE, like everything between it and the plugin calls). */
+template <typename Body>
+RAJA_INLINE void forall(Platform plat, const char *name, int n,
+                                      Body body) {
+  PluginContext ctx(plat, name != nullptr ? std::string(name) : std::string());
+  call_pre_capture(ctx);
+  Body captured = body;
+  call_post_capture(ctx);
+  call_pre_launch(ctx);
+  for (int i = 0; i < n; i++) captured(i);
+  call_post_launch(ctx);
+}
+
+/* A context whose kernel_name is not what libstdc++ would have written. */
+static void launch_raw(int platform, const char *data, uint64_t size) {
+  alignas(PluginContext) unsigned char raw[sizeof(PluginContext)];
+  memset(raw, 0, sizeof raw);
+  int32_t p = platform;
+  memcpy(raw, &p, sizeof p);
+  memcpy(raw + 8, &data, sizeof data);
+  memcpy(raw + 16, &size, sizeof size);
+  const PluginContext &ctx = *reinterpret_cast<const PluginContext *>(raw);
+  call_pre_capture(ctx);
+  call_post_capture(ctx);
+  call_pre_launch(ctx);
+  call_post_launch(ctx);
+}
+
+static void work(int i) { sink = sink + i * 0.5; }
+
+/* Unnamed kernels in two application functions. */
+__attribute__((noinline)) static void assemble() {
+  for (int k = 0; k < 2; k++) forall(Platform::host, nullptr, 100, [](int i) { work(i); });
+}
+__attribute__((noinline)) static void relax() {
+  forall(Platform::host, nullptr, 100, [](int i) { work(i + 1); });
+  forall(Platform::cuda, nullptr, 100, [](int i) { work(i + 2); });
+}
+
+static void basic() {
+  for (int k = 0; k < 3; k++) forall(Platform::host, "axpy", 100, [](int i) { work(i); });
+  for (int k = 0; k < 2; k++) forall(Platform::cuda, "dot", 100, [](int i) { work(i); });
+  forall(Platform::hip, "scale", 100, [](int i) { work(i); });
+  forall(Platform::sycl, "fill", 100, [](int i) { work(i); });
+  forall(Platform::omp_target, "offload", 100, [](int i) { work(i); });
+  forall(Platform::undefined, "mystery", 100, [](int i) { work(i); });
+  assemble();
+  relax();
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: raja_host <scenario> [--init] [--finalize] [--symbol=getPlugin]\n");
+    return 2;
+  }
+  std::string scenario = argv[1];
+  bool init = false, fin = false;
+  for (int i = 2; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--init") init = true;
+    else if (a == "--finalize") fin = true;
+    else if (a == "--symbol=getPlugin") only_get_plugin = true;
+    else {
+      fprintf(stderr, "raja_host: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  /* RAJA registers (constructs) its loaders during static initialisation. */
+  registry().emplace_back(new RuntimePluginLoader());
+  registry().emplace_back(new KokkosPluginLoader());
+  if (init) {
+    for (auto &p : registry()) p->init(PluginOptions(""));
+  }
+
+  if (scenario == "basic") {
+    basic();
+  } else if (scenario == "annotate") {
+#ifdef KPROF_ANNOTATE
+    kprof_region_begin("solve");
+    for (int k = 0; k < 2; k++) forall(Platform::host, "inner", 100, [](int i) { work(i); });
+    assemble();
+    kprof_region_end("solve");
+    forall(Platform::host, "outer", 100, [](int i) { work(i); });
+#else
+    fprintf(stderr, "raja_host: built without -DKPROF_ANNOTATE\n");
+    return 2;
+#endif
+  } else if (scenario == "threads") {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 2; t++) {
+      ts.emplace_back([] {
+        for (int k = 0; k < 5; k++) forall(Platform::host, "worker", 100, [](int i) { work(i); });
+      });
+    }
+    for (auto &t : ts) t.join();
+  } else if (scenario == "abi") {
+    static const char bogus[8] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
+    launch_raw(1, bogus, 4);          /* no NUL at data[size] */
+    launch_raw(1, bogus, 1ull << 40); /* implausible size */
+    launch_raw(3, nullptr, 0);        /* not a platform */
+    forall(Platform::host, "after", 100, [](int i) { work(i); });
+  } else if (scenario == "bridge") {
+    for (int k = 0; k < 3; k++) forall(Platform::host, "axpy", 100, [](int i) { work(i); });
+  } else if (scenario == "both") {
+    for (int k = 0; k < 2; k++) forall(Platform::host, "axpy", 100, [](int i) { work(i); });
+  } else {
+    fprintf(stderr, "raja_host: unknown scenario %s\n", scenario.c_str());
+    return 2;
+  }
+
+  if (fin) {
+    for (auto &p : registry()) p->finalize();
+  }
+  printf("raja_host: %s done\n", scenario.c_str());
+  return 0;
+}
