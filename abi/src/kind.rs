@@ -320,11 +320,13 @@ pub enum Anomaly {
     CallAfterFinalize = 7,
     /// A fault inside kprof that was caught; the program is unaffected.
     InternalError = 8,
+    /// An event type a runtime reported that this plugin does not know (ignored).
+    UnknownEvent = 9,
 }
 
 impl Anomaly {
     /// Every anomaly, in discriminant order.
-    pub const ALL: [Anomaly; 9] = [
+    pub const ALL: [Anomaly; 10] = [
         Anomaly::NullName,
         Anomaly::InvalidUtf8Name,
         Anomaly::UnmatchedEnd,
@@ -334,6 +336,7 @@ impl Anomaly {
         Anomaly::UnknownFree,
         Anomaly::CallAfterFinalize,
         Anomaly::InternalError,
+        Anomaly::UnknownEvent,
     ];
 
     /// The anomaly with discriminant `v`, if any.
@@ -353,6 +356,7 @@ impl Anomaly {
             Anomaly::UnknownFree => "unknown_frees",
             Anomaly::CallAfterFinalize => "calls_after_finalize",
             Anomaly::InternalError => "internal_errors",
+            Anomaly::UnknownEvent => "unknown_events",
         }
     }
 }

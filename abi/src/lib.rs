@@ -146,4 +146,14 @@ pub struct CoreApi {
     /// in traces and as min/max per call path in the profile (OpenMP team sizes,
     /// OpenACC gangs). At most 4 per instance; more are ignored.
     pub arg: unsafe extern "C" fn(key: *const c_char, value: u64),
+    /// Opens a data transfer named `name` (a variable), otherwise as
+    /// [`CoreApi::begin_transfer`].
+    pub begin_transfer_named: unsafe extern "C" fn(
+        kind: u8,
+        name: *const c_char,
+        dev: u16,
+        parent: u64,
+        bytes: u64,
+        direction: u32,
+    ) -> u64,
 }

@@ -102,7 +102,7 @@ const SPECS: &[Spec] = &[
         arg: "trace",
         env: "KPROF_TRACE",
         value: Value::Formats,
-        help: "comma list of trace formats: perfetto (trace.pftrace), json (trace.json); empty: none (default)",
+        help: "comma list of trace formats: perfetto (trace.pftrace), json (trace.json), otf2 (otf2/traces.otf2, needs the OTF2 library); empty: none (default)",
     },
     Spec {
         arg: "flush-ms",

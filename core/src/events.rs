@@ -69,6 +69,37 @@ pub fn begin_at(
     })
 }
 
+/// Opens a data transfer named `name`.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+pub unsafe fn begin_transfer_named(
+    kind: u8,
+    name: *const c_char,
+    dev: u16,
+    parent: u64,
+    bytes: u64,
+    direction: u32,
+) -> u64 {
+    let Some(rt) = active() else {
+        inactive_call();
+        return 0;
+    };
+    with_thread(rt, |t| {
+        // SAFETY: forwarded from the caller.
+        let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
+        let guid = t.open();
+        let head = Record::head(rt.clock.now(), Op::BeginTransferNamed, kind, name, dev);
+        let units = [
+            head,
+            Record::ext(parent, 0),
+            Record::ext(bytes, u64::from(direction)),
+        ];
+        t.push_n(rt, &units);
+        guid
+    })
+}
+
 /// Records a dependence edge between two instances.
 pub fn edge(kind: u8, from: u64, to: u64) {
     let Some(rt) = active() else {

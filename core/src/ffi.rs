@@ -202,6 +202,20 @@ unsafe extern "C" fn arg(key: *const c_char, value: u64) {
     guard((), || unsafe { events::arg(key, value) })
 }
 
+unsafe extern "C" fn begin_transfer_named(
+    kind: u8,
+    name: *const c_char,
+    dev: u16,
+    parent: u64,
+    bytes: u64,
+    direction: u32,
+) -> u64 {
+    // SAFETY: the ABI requires name to be NULL or NUL-terminated.
+    guard(0, || unsafe {
+        events::begin_transfer_named(kind, name, dev, parent, bytes, direction)
+    })
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -228,6 +242,7 @@ static API: CoreApi = CoreApi {
     edge,
     begin_transfer,
     arg,
+    begin_transfer_named,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

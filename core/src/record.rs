@@ -25,6 +25,7 @@
 //! | BeginTransfer | direction | device | (code address, parent GUID), (bytes, 0) |
 //! | Edge | — | — | (from GUID, to GUID) |
 //! | Arg | key name id | — | (value, 0); timestamp 0: belongs to the innermost open instance |
+//! | BeginTransferNamed | name id | device | (parent GUID, 0), (bytes, direction) |
 
 /// The operation of a head unit.
 #[repr(u8)]
@@ -60,6 +61,8 @@ pub enum Op {
     Edge = 14,
     /// A numeric argument of the innermost open instance.
     Arg = 15,
+    /// Opens a data transfer named by a string (a variable).
+    BeginTransferNamed = 16,
 }
 
 impl Op {
@@ -81,6 +84,7 @@ impl Op {
             13 => Op::BeginTransfer,
             14 => Op::Edge,
             15 => Op::Arg,
+            16 => Op::BeginTransferNamed,
             _ => return None,
         })
     }
@@ -89,7 +93,12 @@ impl Op {
     pub fn opens(self) -> bool {
         matches!(
             self,
-            Op::Begin | Op::BeginParent | Op::CopyBegin | Op::BeginAt | Op::BeginTransfer
+            Op::Begin
+                | Op::BeginParent
+                | Op::CopyBegin
+                | Op::BeginAt
+                | Op::BeginTransfer
+                | Op::BeginTransferNamed
         )
     }
 
@@ -104,7 +113,7 @@ impl Op {
             | Op::BeginAt
             | Op::Edge
             | Op::Arg => 1,
-            Op::Alloc | Op::Free | Op::CopyBegin | Op::BeginTransfer => 2,
+            Op::Alloc | Op::Free | Op::CopyBegin | Op::BeginTransfer | Op::BeginTransferNamed => 2,
         }
     }
 }
@@ -185,7 +194,7 @@ mod tests {
         );
         let e = Record::ext(u64::MAX, 7);
         assert_eq!((e.a(), e.b()), (u64::MAX, 7));
-        for v in 1..=15 {
+        for v in 1..=16 {
             assert_eq!(Op::from_u8(v).map(|o| o as u8), Some(v));
         }
         assert_eq!(Op::from_u8(0), None);

@@ -260,6 +260,13 @@ impl ThreadStream {
                     });
                     self.begin(h, name, ext[0].b(), None, transfer, out);
                 }
+                Op::BeginTransferNamed => {
+                    let transfer = Transfer {
+                        bytes: ext[1].a(),
+                        direction: ext[1].b() as u32,
+                    };
+                    self.begin(h, h.name(), ext[0].a(), None, Some(transfer), out);
+                }
                 Op::Edge => {
                     if let Some(kind) = Kind::from_u8(h.kind()) {
                         out.event(&Event::Edge {

@@ -381,16 +381,15 @@ fn run_harness(
 /// The profile labels device 1 of a back end `<back end>:1`.
 const NV: &str = "OpenACC nvidia:1";
 const SAXPY: &str = "saxpy (saxpy.c:12)";
-const LAUNCH: &str = "saxpy_12_gpu [gangs=32 workers=1 vector=128]";
+const LAUNCH: &str = "saxpy_12_gpu";
+const ASYNC_LAUNCH: &str = "scale_30_gpu";
 
 fn check_device_run(p: &Value, dir: &Path, registration: &str) {
     let c = SAXPY;
     let e = format!("{c} / {c}");
     let paths: Vec<String> = vec![
         format!("{e} / x"),
-        format!("{e} / x / x <- x"),
         format!("{e} / y"),
-        format!("{e} / y / y <- y"),
         format!("{c} / {LAUNCH}"),
     ];
     let s = |i: usize| paths[i].as_str();
@@ -401,17 +400,14 @@ fn check_device_run(p: &Value, dir: &Path, registration: &str) {
             (c, "acc_compute", 3, NV, 1, 0),
             (&e, "acc_enter_data", 3, NV, 1, 0),
             (s(0), "acc_upload", 3, NV, 1, 0),
-            (s(1), "deep_copy", 3, "", 0, 0),
-            (s(2), "acc_upload", 3, NV, 1, 0),
-            (s(3), "deep_copy", 3, "", 0, 0),
-            (s(4), "acc_launch", 3, NV, 1, 0),
+            (s(1), "acc_upload", 3, NV, 1, 0),
+            (s(2), "acc_launch", 3, NV, 1, 0),
             (&e, "acc_exit_data", 3, NV, 1, 0),
-            (s(2), "acc_download", 3, NV, 1, 0),
-            (s(3), "deep_copy", 3, "", 0, 0),
+            (s(1), "acc_download", 3, NV, 1, 0),
             // async(2): instance 2.
             ("saxpy (saxpy.c:30)", "acc_compute", 1, NV, 1, 2),
             (
-                "saxpy (saxpy.c:30) / scale_30_gpu [gangs=8 workers=1 vector=32]",
+                &format!("saxpy (saxpy.c:30) / {ASYNC_LAUNCH}"),
                 "acc_launch",
                 1,
                 NV,
@@ -425,6 +421,21 @@ fn check_device_run(p: &Value, dir: &Path, registration: &str) {
     );
     assert_anomalies(p, &[]);
     assert_eq!(metadata(p, "OpenACC registration"), registration);
+    // The launch shape is in the launch nodes' arguments.
+    let all = nodes(p);
+    for (name, shape) in [(LAUNCH, (32, 1, 128)), (ASYNC_LAUNCH, (8, 1, 32))] {
+        let (_, n) = all
+            .iter()
+            .find(|(path, _)| path.last().map(String::as_str) == Some(name))
+            .unwrap_or_else(|| panic!("no launch {name}"));
+        let arg = |k: &str| (u(&n["args"][k]["min"]), u(&n["args"][k]["max"]));
+        assert_eq!(
+            (arg("gangs"), arg("workers"), arg("vector_length")),
+            ((shape.0, shape.0), (shape.1, shape.1), (shape.2, shape.2)),
+            "{name}: {}",
+            n["args"]
+        );
+    }
     // Bytes per variable and direction.
     let mut copies: Vec<(String, String, String, String, u64, u64)> = p["deep_copies"]
         .as_array()
@@ -442,7 +453,8 @@ fn check_device_run(p: &Value, dir: &Path, registration: &str) {
         })
         .collect();
     copies.sort();
-    let dev = "acc device 1".to_string();
+    // Transfers go between "Host" and the device (its profile label).
+    let dev = NV.to_string();
     let host = "Host".to_string();
     let (x, y) = ("x".to_string(), "y".to_string());
     assert_eq!(
@@ -487,13 +499,11 @@ fn check_device_run(p: &Value, dir: &Path, registration: &str) {
         (SAXPY.into(), "openacc.compute", 3),
         (e.clone(), "openacc.data", 6),
         (format!("{e} / x"), "openacc.transfer", 3),
-        (format!("{e} / x / x <- x"), "kokkos.deep_copy", 3),
         (format!("{e} / y"), "openacc.transfer", 6),
-        (format!("{e} / y / y <- y"), "kokkos.deep_copy", 6),
         (format!("{SAXPY} / {LAUNCH}"), "openacc.launch", 3),
         ("saxpy (saxpy.c:30)".into(), "openacc.compute", 1),
         (
-            "saxpy (saxpy.c:30) / scale_30_gpu [gangs=8 workers=1 vector=32]".into(),
+            format!("saxpy (saxpy.c:30) / {ASYNC_LAUNCH}"),
             "openacc.launch",
             1,
         ),
@@ -505,21 +515,18 @@ fn check_device_run(p: &Value, dir: &Path, registration: &str) {
         owned.iter().map(|(a, b, n)| (a.as_str(), *b, *n)).collect();
     for m in traces(dir) {
         assert_trace_shape(&m, &expected);
-        // Transfers carry bytes and spaces; the async launch its queue.
-        for s in m.named("x <- x") {
+        // Transfers carry bytes and direction; launches their shape and queue.
+        for s in m.named("x") {
             assert_eq!(s.args["bytes"], json!(4000), "{:?} {:?}", m.format, s.args);
-            assert_eq!(s.args["dst_space"], json!("acc device 1"));
-            assert_eq!(s.args["src_space"], json!("Host"));
+            assert_eq!(s.args["direction"], json!("to_device"));
         }
-        for s in m.named("scale_30_gpu [gangs=8 workers=1 vector=32]") {
+        for s in m.named(ASYNC_LAUNCH) {
             assert_eq!(s.args["instance"], json!(2), "{:?} {:?}", m.format, s.args);
             assert_eq!(s.args["device_index"], json!(1));
+            assert_eq!(s.args["gangs"], json!(8), "{:?} {:?}", m.format, s.args);
+            assert_eq!(s.args["vector_length"], json!(32));
         }
-        // The copy inside each transfer is another model's kind (the core's
-        // deep copy): an arrow from the transfer, on the same thread.
-        let mut flows = vec![("x".to_string(), "x <- x".to_string()); 3];
-        flows.extend(vec![("y".to_string(), "y <- y".to_string()); 6]);
-        assert_eq!(m.flow_names(), flows, "{:?} flows", m.format);
+        assert!(m.flow_names().is_empty(), "{:?} flows", m.format);
         // Device memory in use over time, per space.
         let series = m.counter("present");
         assert_eq!(series.len(), 13, "{:?} {series:?}", m.format);
@@ -549,6 +556,9 @@ fn harness_device_run_linked() {
 /// NULL pointers, short `valid_bytes` with garbage beyond, unknown event types,
 /// ends without starts and an unknown free: recorded where possible, counted,
 /// never a crash.
+/// Unknown event types the bad scenario sends: 0 (all-NULL call), 26 and 1000.
+const UNKNOWN_EVENTS: u64 = 3;
+
 #[test]
 fn harness_bad_inputs() {
     let (p, dir, stdout) = run_harness(false, "bad", &[], "harness-bad");
@@ -563,13 +573,19 @@ fn harness_bad_inputs() {
             // valid_bytes 20: async (77) and the source location are not read.
             ("serial", "acc_compute", 1, NV, 1, 0),
             ("short", "acc_upload", 1, NV, 1, 0),
-            ("short / short <- short", "deep_copy", 1, "", 0, 0),
             ("kernel", "acc_launch", 1, NV, 1, 0),
         ],
     );
     // compute, update and download ends without a start; the free of memory never
     // allocated.
-    assert_anomalies(&p, &[("unmatched_ends", 3), ("unknown_frees", 1)]);
+    assert_anomalies(
+        &p,
+        &[
+            ("unmatched_ends", 3),
+            ("unknown_frees", 1),
+            ("unknown_events", UNKNOWN_EVENTS),
+        ],
+    );
     for t in ["0", "26", "(other)"] {
         assert_eq!(
             metadata(&p, &format!("OpenACC unknown event {t}")),
@@ -599,7 +615,6 @@ fn harness_bad_inputs() {
                 ("compute construct", "openacc.compute", 1),
                 ("serial", "openacc.compute", 1),
                 ("short", "openacc.transfer", 1),
-                ("short / short <- short", "kokkos.deep_copy", 1),
                 ("kernel", "openacc.launch", 1),
             ],
         );

@@ -8,6 +8,7 @@
 //! readable trace up to its last round, and [`TraceWriter::finish`] once at shutdown.
 
 pub mod chrome;
+pub mod otf2;
 pub mod perfetto;
 pub mod perfetto_proto;
 
@@ -24,23 +25,29 @@ pub enum TraceFormat {
     Perfetto,
     /// Chrome / Trace Event Format JSON, `trace.json`.
     Json,
+    /// OTF2 archive (Vampir, Score-P tools), `otf2/traces.otf2`; needs the OTF2
+    /// library at run time.
+    Otf2,
 }
 
 impl TraceFormat {
-    /// The format named `word` (`perfetto`, `json`).
+    /// The format named `word` (`perfetto`, `json`, `otf2`).
     pub fn parse(word: &str) -> Option<TraceFormat> {
         match word.to_ascii_lowercase().as_str() {
             "perfetto" | "pftrace" | "protobuf" => Some(TraceFormat::Perfetto),
             "json" | "chrome" => Some(TraceFormat::Json),
+            "otf2" => Some(TraceFormat::Otf2),
             _ => None,
         }
     }
 
-    /// File name inside the output directory.
+    /// File name inside the output directory (for OTF2 the archive's anchor file,
+    /// in its own directory).
     pub fn file_name(self) -> &'static str {
         match self {
             TraceFormat::Perfetto => "trace.pftrace",
             TraceFormat::Json => "trace.json",
+            TraceFormat::Otf2 => "otf2/traces.otf2",
         }
     }
 }
@@ -73,5 +80,6 @@ pub fn open(
     match format {
         TraceFormat::Json => Ok(Box::new(chrome::ChromeWriter::create(&path, rt)?)),
         TraceFormat::Perfetto => Ok(Box::new(perfetto::PerfettoWriter::create(&path, rt)?)),
+        TraceFormat::Otf2 => Ok(Box::new(otf2::Otf2Writer::create(&dir.join("otf2"), rt)?)),
     }
 }

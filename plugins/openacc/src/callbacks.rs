@@ -14,8 +14,8 @@
 //! | compute_construct start, end | `AccCompute` |
 //! | enter_data, exit_data start, end | `AccEnterData`, `AccExitData`; for a `data` construct also an `AccData` slice from its enter start to its exit end |
 //! | update, wait start, end | `AccUpdate`, `AccWait` |
-//! | enqueue_launch start, end | `AccLaunch` named `kernel [gangs=G workers=W vector=V]` |
-//! | enqueue_upload / download start, end | `AccUpload` / `AccDownload` named by the variable, holding a copy (`copy_begin`) of its bytes between `Host` and `acc device N` |
+//! | enqueue_launch start, end | `AccLaunch` named by the kernel, with arguments `gangs`, `workers`, `vector_length` |
+//! | enqueue_upload / download start, end | `AccUpload` / `AccDownload` named by the variable: a transfer (bytes, direction), so in `deep_copies` between `Host` and the device |
 //! | alloc, free | `alloc` / `free` in space `acc device N` at the device address |
 //! | create, delete | `alloc` / `free` in space `acc device N present` at the host address |
 //! | runtime_shutdown | the plugin's `finalize` |
@@ -28,7 +28,7 @@
 use std::ffi::c_char;
 
 use kprof_abi::guard::guard;
-use kprof_abi::{Anomaly, CopyEnd, CoreApi, Kind, SpaceName};
+use kprof_abi::{Anomaly, CoreApi, Kind, SpaceName};
 
 use crate::acc::{
     self, construct, event, ApiInfo, Common, Data, EventInfo, Launch, Prof, ProfInfo,
@@ -38,8 +38,6 @@ use crate::{device, plugin};
 
 /// Label of data without a variable name.
 const UNNAMED: &std::ffi::CStr = c"(unnamed)";
-/// Memory space of the host side of transfers.
-const HOST: &std::ffi::CStr = c"Host";
 
 /// The callback registered for events 1..=25.
 ///
@@ -108,10 +106,20 @@ unsafe fn dispatch(api: &CoreApi, ty: i32, prof: &Prof, c: &Common, ev: *mut Eve
             let dev = device::index(api, prof.device_type, prof.device_number, queue);
             // SAFETY: the kernel name is NULL or NUL-terminated (runtime's contract).
             let guid = unsafe {
-                names::with_name(Key::Launch(l.kernel_name, l.shape), |name| {
+                names::with_name(Key::Launch(l.kernel_name, None), |name| {
                     (api.begin)(Kind::AccLaunch as u8, name, dev, 0)
                 })
             };
+            // The launch shape as arguments of the slice: one node per kernel,
+            // with the range of each in the profile.
+            if let Some((g, w, v)) = l.shape {
+                // SAFETY: static keys; plain integers.
+                unsafe {
+                    (api.arg)(c"gangs".as_ptr(), g);
+                    (api.arg)(c"workers".as_ptr(), w);
+                    (api.arg)(c"vector_length".as_ptr(), v);
+                }
+            }
             c.put_word(guid);
         }
         ENQUEUE_LAUNCH_END => finish(api, Kind::AccLaunch, c),
@@ -251,48 +259,25 @@ fn memory(api: &CoreApi, ty: i32, prof: &Prof, d: &Data) {
 }
 
 /// enqueue_upload_start / enqueue_download_start: an `AccUpload`/`AccDownload`
-/// slice named by the variable (its GUID in `tool_info`), holding the copy of its
-/// bytes between `Host` and the device's space.
+/// transfer named by the variable (its GUID in `tool_info`) with its bytes and
+/// direction: in the profile's `deep_copies` between "Host" and the device.
 fn transfer_begin(api: &CoreApi, upload: bool, prof: &Prof, c: &Common, d: &Data, queue: u32) {
-    let kind = if upload {
-        Kind::AccUpload
+    let (kind, direction) = if upload {
+        (Kind::AccUpload, 1)
     } else {
-        Kind::AccDownload
+        (Kind::AccDownload, 2)
     };
     let dev = device::index(api, prof.device_type, prof.device_number, queue);
     let label = var_label(d);
     // SAFETY: the label is NUL-terminated; plain integers.
-    let guid = unsafe { (api.begin)(kind as u8, label, dev, 0) };
+    let guid = unsafe { (api.begin_transfer_named)(kind as u8, label, dev, 0, d.bytes, direction) };
     c.put_word(guid);
-    with_space(prof.device_number, false, |device_space| {
-        let host = CopyEnd {
-            space: SpaceName {
-                ptr: HOST.as_ptr(),
-                max_len: HOST.to_bytes_with_nul().len(),
-            },
-            label,
-        };
-        let device = CopyEnd {
-            space: device_space,
-            label,
-        };
-        let (dst, src) = if upload {
-            (device, host)
-        } else {
-            (host, device)
-        };
-        // SAFETY: both ends' strings live across the call.
-        unsafe { (api.copy_begin)(dst, src, d.bytes) };
-    });
 }
 
-/// enqueue_upload_end / enqueue_download_end: closes the copy, then the transfer.
+/// enqueue_upload_end / enqueue_download_end: closes the transfer.
 fn transfer_end(api: &CoreApi, kind: Kind, c: &Common) {
     if let Some(guid) = started(api, c) {
         // SAFETY: plain integers.
-        unsafe {
-            (api.end)(Kind::DeepCopy as u8, 0);
-            (api.end)(kind as u8, guid);
-        }
+        unsafe { (api.end)(kind as u8, guid) };
     }
 }

@@ -135,6 +135,8 @@ fn metadata(api: &CoreApi, key: &str, value: &str) {
 /// reported once per type in the metadata (`OpenACC unknown event <n>`).
 #[cold]
 pub fn unknown_event(api: &CoreApi, ty: i32) {
+    // SAFETY: a plain integer.
+    unsafe { (api.anomaly)(kprof_abi::Anomaly::UnknownEvent as u32) };
     let slot = usize::try_from(ty).ok().filter(|&i| i < 64).unwrap_or(64);
     if !UNKNOWN[slot].swap(true, Ordering::Relaxed) {
         let key = if slot == 64 {
