@@ -357,11 +357,12 @@ fn kokkos_bridge_labels_raja_kernels() {
     }
 }
 
-/// Both loaders: RAJA calls post callbacks in registration order, not reversed
-/// (preLaunch(runtime) -> begin(kokkos) -> postLaunch(runtime) -> end(kokkos)), so
-/// the two records of a kernel cross. Documented in docs/raja.md: load one.
+/// Both loaders: kprof's RAJA plugin records the kernels (names, platforms); the
+/// Kokkos bridge's records of the same kernels are left out, so each kernel is
+/// counted once and nothing crosses (RAJA calls post callbacks in registration
+/// order, which would otherwise make the two records overlap without nesting).
 #[test]
-fn both_loaders_record_twice_and_count_the_crossing() {
+fn both_loaders_record_each_kernel_once() {
     let dir = scratch("raja-both");
     run_ok(
         host_cmd(&built().host, &dir, &["both", "--finalize"])
@@ -369,14 +370,9 @@ fn both_loaders_record_twice_and_count_the_crossing() {
             .env("KOKKOS_PLUGINS", lib("libkprof.so")),
     );
     let p = read_profile(&dir.join("out"));
-    let want = expect_kernels(
-        &[("axpy", 2, "host")],
-        &[("axpy / RAJA kernel", "parallel_for", 2, "Serial")],
-    );
+    let want = expect_kernels(&[("axpy", 2, "host")], &[]);
     assert_eq!(shape(&p), want);
-    // Per kernel: the launch's end closes the bridge kernel still open inside it
-    // (out of order), then the bridge's end finds nothing to close (unmatched).
-    check_anomalies(&p, &[("out_of_order_ends", 2), ("unmatched_ends", 2)]);
+    check_anomalies(&p, &[]);
     assert_eq!(plugins(&p), ["kokkos", "raja"]);
 }
 

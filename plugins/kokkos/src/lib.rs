@@ -7,12 +7,13 @@
 //! is forwarded to a chained next tool when one is configured.
 
 pub mod args;
+pub mod bridge;
 pub mod chain;
 pub mod device;
 pub mod types;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Once;
 
 use kprof_abi::guard::guard;
@@ -23,12 +24,7 @@ use types::{DeviceInfo, SpaceHandle, ToolProgrammingInterface, ToolSettings};
 
 static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 static LOAD: Once = Once::new();
-/// Loaded by RAJA's Kokkos bridge (interface version [`RAJA_BRIDGE_VERSION`]),
-/// which passes empty kernel names.
-static RAJA_BRIDGE: AtomicBool = AtomicBool::new(false);
-
-/// The interface version RAJA's Kokkos-tools bridge (`KOKKOS_PLUGINS`) passes.
-pub const RAJA_BRIDGE_VERSION: u64 = 20171029;
+pub use bridge::RAJA_BRIDGE_VERSION;
 
 fn warn(msg: &str) {
     use std::io::Write as _;
@@ -85,9 +81,7 @@ pub unsafe extern "C" fn kokkosp_init_library(
     dev_info: *mut DeviceInfo,
 ) {
     guard((), || {
-        if interface_ver == RAJA_BRIDGE_VERSION {
-            RAJA_BRIDGE.store(true, Ordering::Relaxed);
-        }
+        bridge::init(interface_ver);
         let Some(api) = connect() else { return };
         let version = format!("{interface_ver}\0");
         // SAFETY: NUL-terminated strings living across the call.
@@ -227,14 +221,12 @@ unsafe fn begin_kernel(
     fwd: Option<unsafe extern "C" fn(*const c_char, u32, *mut u64)>,
 ) {
     let guid = match api() {
+        Some(_) if bridge::deferred() => 0,
         Some(api) => {
             let dev = device::index(api, dev_id);
             // RAJA's bridge names no kernel: label them (a static string).
             // SAFETY: name is NULL or NUL-terminated (Kokkos' contract).
-            let ours = if RAJA_BRIDGE.load(Ordering::Relaxed)
-                && !name.is_null()
-                && unsafe { *name } == 0
-            {
+            let ours = if bridge::active() && !name.is_null() && unsafe { *name } == 0 {
                 c"RAJA kernel".as_ptr()
             } else {
                 name
@@ -259,7 +251,7 @@ unsafe fn begin_kernel(
 /// Closes a kernel of `kind`, forwarding to the next tool.
 #[inline(always)]
 fn end_kernel(kind: Kind, kid: u64, fwd: Option<unsafe extern "C" fn(u64)>) {
-    if let Some(api) = api() {
+    if let Some(api) = api().filter(|_| !bridge::deferred()) {
         // SAFETY: plain integers.
         unsafe { (api.end)(kind as u8, kid) };
     }
