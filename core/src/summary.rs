@@ -270,13 +270,16 @@ fn openmp(s: &mut String, tree: &[TreeNode], top: usize) {
                     t.imbalance,
                 ));
             }
-            if n.kind == "omp_sync_wait" || n.kind == "omp_mutex_wait" {
-                let what = if n.kind == "omp_sync_wait" {
-                    parent
-                } else {
-                    n.name.as_str()
+            // An implicit barrier's slice is its wait (no separate wait inside).
+            let implicit = n.kind == "omp_barrier" && n.name == "implicit barrier";
+            if n.kind == "omp_sync_wait" || n.kind == "omp_mutex_wait" || implicit {
+                let (kind, what) = match n.kind.as_str() {
+                    "omp_mutex_wait" => ("omp_mutex_wait", n.name.as_str()),
+                    _ => ("omp_sync_wait", parent),
                 };
-                let e = waits.entry((n.kind.clone(), what.to_string())).or_default();
+                let e = waits
+                    .entry((kind.to_string(), what.to_string()))
+                    .or_default();
                 e.0 += n.total_ns;
                 e.1 += n.count;
             }

@@ -250,14 +250,21 @@ pub unsafe extern "C" fn sync_region(
     })
 }
 
-/// `sync_region_wait`: the waiting inside a synchronization region.
+/// `sync_region_wait`: the waiting inside a synchronization region, as its own
+/// slice — except in implicit barriers, where libomp reports the wait back to back
+/// with the barrier (the barrier slice already is the wait) and, on workers, only
+/// when the next parallel region wakes them: those two callbacks would sit on the
+/// next region's critical path for no information, so they are not recorded.
 pub unsafe extern "C" fn sync_region_wait(
-    _kind: c_int,
+    kind: c_int,
     endpoint: c_int,
     _parallel_data: *mut Data,
     _task_data: *mut Data,
     _codeptr_ra: *const c_void,
 ) {
+    if map::is_implicit_barrier(kind) {
+        return;
+    }
     with_api(|api| scoped(api, endpoint, Kind::OmpSyncWait, c"wait"))
 }
 

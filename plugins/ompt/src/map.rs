@@ -51,6 +51,15 @@ pub fn sync_region(kind: i32) -> (Kind, &'static CStr) {
     }
 }
 
+/// Whether a synchronization kind is an implicit barrier (5.0's `barrier_implicit`,
+/// 5.1's `barrier_implicit_workshare` / `barrier_implicit_parallel`).
+pub fn is_implicit_barrier(kind: i32) -> bool {
+    matches!(
+        kind,
+        sync::BARRIER_IMPLICIT | sync::BARRIER_IMPLICIT_WORKSHARE | sync::BARRIER_IMPLICIT_PARALLEL
+    )
+}
+
 /// `"sync region <n>"` for values this plugin does not know, as static strings for
 /// the next few values a runtime might add, one shared name beyond.
 fn unknown_sync_name(kind: i32) -> &'static CStr {
