@@ -1,6 +1,102 @@
-//! The `kprof` command (being written).
+//! The `kprof` command: `run` a program under kprof, `report` its profile,
+//! `diff` two profiles, `merge` the profiles and traces of several processes.
+//!
+//! Exit status: `run` returns the program's; the other commands 0 on success, 1 when
+//! `diff --fail-above` finds a regression, 2 on bad input (one line on stderr).
 
-fn main() {
-    eprintln!("kprof: this command is being written");
-    std::process::exit(2);
+mod detect;
+mod diff;
+mod fmt;
+mod load;
+mod merge;
+mod pftrace;
+mod report;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// kprof: profile HPC programs (Kokkos, OpenMP, OpenACC, annotations) and read the results.
+#[derive(Parser)]
+#[command(name = "kprof", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs a program with the kprof plugins for the runtimes it uses.
+    ///
+    /// Without --kokkos/--openmp/--openacc, the models are detected from the
+    /// program's ELF file (the libraries it links, statically built Kokkos).
+    /// The program keeps its stdin, stdout, stderr and exit status.
+    #[command(after_help = "Example: kprof run --trace perfetto -o run1 -- ./app input.txt")]
+    Run(run::RunArgs),
+    /// Prints readable tables from a profile (a kprof output directory or profile.json).
+    Report(report::ReportArgs),
+    /// Compares two profiles node by node (call paths), largest change first.
+    Diff(diff::DiffArgs),
+    /// Merges the outputs of several processes (MPI ranks) into one directory.
+    Merge(merge::MergeArgs),
+}
+
+/// Sort keys of `report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SortKey {
+    /// Exclusive time.
+    #[value(name = "self")]
+    SelfTime,
+    /// Inclusive time.
+    Total,
+    /// Instances.
+    Count,
+}
+
+/// An error of a command: printed as one line `kprof: <message>`, exit status 2.
+#[derive(Debug)]
+pub struct Failure(pub String);
+
+impl<T: std::fmt::Display> From<T> for Failure {
+    fn from(e: T) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+/// Result of a command: its exit status, or a failure.
+pub type Outcome = Result<u8, Failure>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => run::main(a),
+        Command::Report(a) => report::main(a),
+        Command::Diff(a) => diff::main(a),
+        Command::Merge(a) => merge::main(a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(Failure(msg)) => {
+            eprintln!("kprof: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Display form of a path for messages.
+pub fn show(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+/// `p` made absolute against the current directory (not resolving links).
+pub fn absolute(p: &std::path::Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    }
 }

@@ -1,0 +1,48 @@
+# kprof: build and install.
+#
+#   make install PREFIX=$HOME/.local      # builds (cargo build --release) and installs
+#
+# installs  PREFIX/bin/kprof
+#           PREFIX/lib/libkprof_core.so, libkprof.so, libkprof_ompt.so, ... (those built)
+#           PREFIX/include/kprof/kprof.h, kprof.hpp, kprof.f90
+#           PREFIX/lib/cmake/kprof/kprofConfig.cmake, kprofConfigVersion.cmake
+#           PREFIX/lib/pkgconfig/kprof.pc
+# DESTDIR is honoured (staged installs); CARGO_TARGET_DIR too. `make uninstall` removes
+# exactly those files.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CARGO ?= cargo
+TARGET_DIR ?= $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
+RELEASE := $(TARGET_DIR)/release
+VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
+
+PLUGINS := libkprof_core.so libkprof.so libkprof_ompt.so libkprof_acc.so libkprof_raja.so libkprof_actor.so
+HEADERS := ffi-headers/kprof.h ffi-headers/kprof.hpp ffi-headers/kprof.f90
+
+D := $(DESTDIR)$(PREFIX)
+
+.PHONY: all build install uninstall
+all: build
+
+build:
+	$(CARGO) build --release -p kprof-core -p kprof-kokkos -p kprof-ompt -p kprof-openacc -p kprof-raja -p kprof-cli
+
+install: build
+	install -d "$(D)/bin" "$(D)/lib/cmake/kprof" "$(D)/lib/pkgconfig" "$(D)/include/kprof"
+	install -m 755 "$(RELEASE)/kprof" "$(D)/bin/kprof"
+	for lib in $(PLUGINS); do \
+	    if [ -f "$(RELEASE)/$$lib" ]; then install -m 755 "$(RELEASE)/$$lib" "$(D)/lib/$$lib" || exit 1; fi; \
+	done
+	install -m 644 $(HEADERS) "$(D)/include/kprof/"
+	sed -e 's|@KPROF_VERSION@|$(VERSION)|g' cmake/kprofConfig.cmake.in > "$(D)/lib/cmake/kprof/kprofConfig.cmake"
+	sed -e 's|@KPROF_VERSION@|$(VERSION)|g' cmake/kprofConfigVersion.cmake.in > "$(D)/lib/cmake/kprof/kprofConfigVersion.cmake"
+	sed -e 's|@KPROF_VERSION@|$(VERSION)|g' -e 's|@PREFIX@|$(PREFIX)|g' cmake/kprof.pc.in > "$(D)/lib/pkgconfig/kprof.pc"
+	@echo "kprof $(VERSION) installed in $(D)"
+
+uninstall:
+	rm -f "$(D)/bin/kprof" $(addprefix "$(D)/lib/,$(addsuffix ",$(PLUGINS))) \
+	    "$(D)/include/kprof/kprof.h" "$(D)/include/kprof/kprof.hpp" "$(D)/include/kprof/kprof.f90" \
+	    "$(D)/lib/cmake/kprof/kprofConfig.cmake" "$(D)/lib/cmake/kprof/kprofConfigVersion.cmake" \
+	    "$(D)/lib/pkgconfig/kprof.pc"
+	-rmdir "$(D)/include/kprof" "$(D)/lib/cmake/kprof" 2>/dev/null

@@ -1,0 +1,276 @@
+//! Which programming models a program uses, from its ELF file: the libraries it
+//! needs (DT_NEEDED, followed through the libraries it finds, a few levels deep),
+//! and Kokkos built statically into it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use object::elf;
+use object::read::elf::{Dyn, FileHeader, SectionHeader, Sym};
+use object::Endianness;
+
+/// What was found, with the reasons (for `--verbose` and the start line).
+#[derive(Debug, Default, Clone)]
+pub struct Models {
+    /// Kokkos (shared libkokkoscore or static).
+    pub kokkos: bool,
+    /// An OpenMP runtime.
+    pub openmp: bool,
+    /// An OpenACC runtime.
+    pub openacc: bool,
+    /// libkprof_core.so is linked (annotation API).
+    pub annotations: bool,
+    /// Why, one entry per finding.
+    pub reasons: Vec<String>,
+}
+
+/// What one ELF file says.
+#[derive(Default)]
+struct ElfInfo {
+    needed: Vec<String>,
+    runpath: Vec<String>,
+    rpath: Vec<String>,
+    static_kokkos: bool,
+    goacc: bool,
+}
+
+fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Result<ElfInfo> {
+    let header = H::parse(data)?;
+    let endian = header.endian()?;
+    let sections = header.sections(endian, data)?;
+    let mut info = ElfInfo::default();
+    if let Some((dyns, link)) = sections.dynamic(endian, data)? {
+        let strings = sections.strings(endian, data, link)?;
+        for d in dyns {
+            let tag = d.tag32(endian);
+            let Ok(s) = d.string(endian, strings) else {
+                continue;
+            };
+            let s = String::from_utf8_lossy(s).into_owned();
+            match tag {
+                Some(elf::DT_NEEDED) => info.needed.push(s),
+                Some(elf::DT_RUNPATH) => info.runpath.extend(s.split(':').map(String::from)),
+                Some(elf::DT_RPATH) => info.rpath.extend(s.split(':').map(String::from)),
+                _ => {}
+            }
+        }
+    }
+    for kind in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
+        let symbols = sections.symbols(endian, data, kind)?;
+        for sym in symbols.iter() {
+            let Ok(name) = sym.name(endian, symbols.strings()) else {
+                continue;
+            };
+            let defined = sym.st_shndx(endian) != elf::SHN_UNDEF;
+            if defined
+                && (name.starts_with(b"_ZN6Kokkos10initialize")
+                    || name.starts_with(b"_ZN6Kokkos5Tools")
+                    || name.starts_with(b"_ZN6Kokkos9Profiling"))
+            {
+                info.static_kokkos = true;
+            }
+            if name.starts_with(b"GOACC_") {
+                info.goacc = true;
+            }
+        }
+    }
+    // A stripped program: Kokkos reads these variables to load its tools.
+    if !info.static_kokkos {
+        for section in sections.iter() {
+            if section.sh_type(endian) != elf::SHT_PROGBITS {
+                continue;
+            }
+            if let Ok(bytes) = section.data(endian, data) {
+                if contains(bytes, b"KOKKOS_PROFILE_LIBRARY") {
+                    info.static_kokkos = true;
+                    break;
+                }
+            }
+        }
+    }
+    Ok(info)
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn read_elf(path: &Path) -> Result<ElfInfo, String> {
+    let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let kind = object::FileKind::parse(&*data).map_err(|e| e.to_string())?;
+    let r = match kind {
+        object::FileKind::Elf64 => parse::<elf::FileHeader64<Endianness>>(&data),
+        object::FileKind::Elf32 => parse::<elf::FileHeader32<Endianness>>(&data),
+        _ => return Err(format!("{} is not an ELF file", path.display())),
+    };
+    r.map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The default library directories of the dynamic loader, plus /etc/ld.so.conf's.
+fn system_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    let mut confs = vec![PathBuf::from("/etc/ld.so.conf")];
+    if let Ok(rd) = std::fs::read_dir("/etc/ld.so.conf.d") {
+        let mut more: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+        more.sort();
+        confs.extend(more);
+    }
+    for conf in confs {
+        if let Ok(text) = std::fs::read_to_string(&conf) {
+            for line in text.lines() {
+                let line = line.trim();
+                if line.starts_with('/') {
+                    dirs.push(PathBuf::from(line));
+                }
+            }
+        }
+    }
+    for d in [
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib/aarch64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+        "/usr/lib",
+    ] {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs
+}
+
+/// Where the loader would find `name` for an object at `origin_dir` with these paths.
+fn resolve(name: &str, info: &ElfInfo, origin: &Path, system: &[PathBuf]) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Some(PathBuf::from(name));
+    }
+    let expand = |p: &String| {
+        PathBuf::from(
+            p.replace("$ORIGIN", &origin.display().to_string())
+                .replace("${ORIGIN}", &origin.display().to_string()),
+        )
+    };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if info.runpath.is_empty() {
+        dirs.extend(info.rpath.iter().map(expand));
+    }
+    if let Ok(ld) = std::env::var("LD_LIBRARY_PATH") {
+        dirs.extend(ld.split(':').filter(|s| !s.is_empty()).map(PathBuf::from));
+    }
+    dirs.extend(info.runpath.iter().map(expand));
+    dirs.extend(system.iter().cloned());
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+fn classify(name: &str, models: &mut Models, via: &str, goacc: bool) {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let why = |what: &str| format!("{what}: links {base}{via}");
+    if base.starts_with("libkokkoscore.") {
+        if !models.kokkos {
+            models.reasons.push(why("kokkos"));
+        }
+        models.kokkos = true;
+    } else if base.starts_with("libomp.") || base.starts_with("libiomp5.") {
+        if !models.openmp {
+            models.reasons.push(why("openmp"));
+        }
+        models.openmp = true;
+    } else if base.starts_with("libgomp.") {
+        if !models.openmp {
+            models.reasons.push(why("openmp"));
+        }
+        models.openmp = true;
+        if goacc && !models.openacc {
+            models.reasons.push(format!(
+                "openacc: links {base}{via} and calls its OpenACC entry points"
+            ));
+            models.openacc = true;
+        }
+    } else if base.starts_with("libkprof_core.") {
+        if !models.annotations {
+            models
+                .reasons
+                .push(format!("annotations: links {base}{via}"));
+        }
+        models.annotations = true;
+    }
+}
+
+/// Detects the models `program` uses. Errors when it is not a readable ELF file.
+pub fn detect(program: &Path) -> Result<Models, String> {
+    let top = read_elf(program)?;
+    let mut models = Models::default();
+    if top.static_kokkos {
+        models.kokkos = true;
+        models
+            .reasons
+            .push("kokkos: built into the program (Kokkos symbols)".into());
+    }
+    let system = system_dirs();
+    let mut seen = BTreeSet::new();
+    // (name, needed by, its ELF info's search paths, origin)
+    let origin = program
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let mut queue: Vec<(String, String, usize, PathBuf, std::rc::Rc<ElfInfo>)> = Vec::new();
+    let top = std::rc::Rc::new(top);
+    for n in &top.needed {
+        queue.push((n.clone(), String::new(), 0, origin.clone(), top.clone()));
+    }
+    let goacc = top.goacc;
+    while let Some((name, via, depth, origin, parent)) = queue.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        classify(&name, &mut models, &via, goacc);
+        if depth >= 3 || name.starts_with("libc.") || name.starts_with("ld-linux") {
+            continue;
+        }
+        let Some(path) = resolve(&name, &parent, &origin, &system) else {
+            continue;
+        };
+        let Ok(info) = read_elf(&path) else {
+            continue;
+        };
+        if info.static_kokkos && !models.kokkos && !name.starts_with("libkprof") {
+            models.kokkos = true;
+            models
+                .reasons
+                .push(format!("kokkos: built into {name}{via}"));
+        }
+        let lib_origin = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let info = std::rc::Rc::new(info);
+        for n in &info.needed {
+            queue.push((
+                n.clone(),
+                format!(" (needed by {name})"),
+                depth + 1,
+                lib_origin.clone(),
+                info.clone(),
+            ));
+        }
+    }
+    Ok(models)
+}
+
+/// The file `program` names: a path, or looked up in PATH like a shell would.
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}

@@ -1,0 +1,314 @@
+//! `kprof merge DIR... -o OUT`: the outputs of several processes (MPI ranks) as one
+//! profile (`kprof-merged/1`: per node min/mean/max over ranks and imbalance) and
+//! one Perfetto trace with each rank as its own process.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use kprof_core::report::{Report, TreeNode};
+use serde_json::{json, Map, Value};
+
+use crate::load::load_report;
+use crate::{show, Failure, Outcome};
+
+/// Schema of merged profiles.
+pub const MERGED_SCHEMA: &str = "kprof-merged/1";
+
+/// Arguments of `kprof merge`.
+#[derive(clap::Args)]
+pub struct MergeArgs {
+    /// The output directories of the processes (one per rank).
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Directory to create for the merged profile.json and trace.pftrace.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Do not merge the Perfetto traces.
+    #[arg(long)]
+    pub no_trace: bool,
+}
+
+/// Statistics of one value over ranks (ranks without the node count as 0).
+fn stats(values: &[u64]) -> Value {
+    let n = values.len().max(1) as f64;
+    let sum: u64 = values.iter().sum();
+    let min = values.iter().copied().min().unwrap_or(0);
+    let max = values.iter().copied().max().unwrap_or(0);
+    let mean = sum as f64 / n;
+    let imbalance = if mean > 0.0 { max as f64 / mean } else { 1.0 };
+    json!({"min": min, "mean": mean, "max": max, "sum": sum, "imbalance": imbalance})
+}
+
+/// A node merged over ranks: per-rank values by rank position.
+struct Merged {
+    name: String,
+    kind: String,
+    device: Option<String>,
+    device_index: Option<u32>,
+    instance: Option<u32>,
+    count: Vec<u64>,
+    total: Vec<u64>,
+    self_ns: Vec<u64>,
+    min: Option<u64>,
+    max: u64,
+    present: Vec<bool>,
+    children: Vec<Merged>,
+}
+
+type Key = (String, String, Option<String>, Option<u32>, Option<u32>);
+
+fn key(n: &TreeNode) -> Key {
+    (
+        n.name.clone(),
+        n.kind.clone(),
+        n.device.clone(),
+        n.device_index,
+        n.instance,
+    )
+}
+
+fn add(into: &mut Vec<Merged>, nodes: &[TreeNode], rank: usize, ranks: usize) {
+    for n in nodes {
+        let k = key(n);
+        let pos = into.iter().position(|m| {
+            (
+                m.name.clone(),
+                m.kind.clone(),
+                m.device.clone(),
+                m.device_index,
+                m.instance,
+            ) == k
+        });
+        let i = match pos {
+            Some(i) => i,
+            None => {
+                into.push(Merged {
+                    name: n.name.clone(),
+                    kind: n.kind.clone(),
+                    device: n.device.clone(),
+                    device_index: n.device_index,
+                    instance: n.instance,
+                    count: vec![0; ranks],
+                    total: vec![0; ranks],
+                    self_ns: vec![0; ranks],
+                    min: None,
+                    max: 0,
+                    present: vec![false; ranks],
+                    children: Vec::new(),
+                });
+                into.len() - 1
+            }
+        };
+        let m = &mut into[i];
+        m.count[rank] += n.count;
+        m.total[rank] += n.total_ns;
+        m.self_ns[rank] += n.self_ns;
+        m.min = Some(m.min.map_or(n.min_ns, |x| x.min(n.min_ns)));
+        m.max = m.max.max(n.max_ns);
+        m.present[rank] = true;
+        add(&mut m.children, &n.children, rank, ranks);
+    }
+}
+
+fn to_json(list: &mut [Merged]) -> Vec<Value> {
+    list.sort_by(|a, b| {
+        let sa: u64 = a.total.iter().sum();
+        let sb: u64 = b.total.iter().sum();
+        sb.cmp(&sa).then_with(|| a.name.cmp(&b.name))
+    });
+    list.iter_mut()
+        .map(|m| {
+            json!({
+                "name": m.name,
+                "kind": m.kind,
+                "device": m.device,
+                "device_index": m.device_index,
+                "instance": m.instance,
+                "ranks": m.present.iter().filter(|p| **p).count(),
+                "count": stats(&m.count),
+                "total_ns": stats(&m.total),
+                "self_ns": stats(&m.self_ns),
+                "min_ns": m.min.unwrap_or(0),
+                "max_ns": m.max,
+                "by_rank": {"count": m.count, "total_ns": m.total, "self_ns": m.self_ns},
+                "children": to_json(&mut m.children),
+            })
+        })
+        .collect()
+}
+
+/// The merged profile of `reports` (in rank order), `dirs` naming their sources.
+pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
+    let n = reports.len();
+    let mut tree = Vec::new();
+    for (i, (_, r)) in reports.iter().enumerate() {
+        add(&mut tree, &r.tree, i, n);
+    }
+    let rank_list: Vec<Value> = reports
+        .iter()
+        .zip(ranks)
+        .map(|((dir, r), rank)| {
+            json!({"rank": rank, "dir": show(dir), "executable": r.program.executable,
+                   "pid": r.program.pid, "host": r.program.host,
+                   "duration_ns": r.clock.duration_ns, "start_ns": r.clock.start_ns,
+                   "threads": r.threads.len(), "dropped_records": r.dropped_records})
+        })
+        .collect();
+    let durations: Vec<u64> = reports.iter().map(|(_, r)| r.clock.duration_ns).collect();
+
+    // Deep copies by (dst space, dst label, src space, src label).
+    // (dst space, dst label, src space, src label) -> count, bytes, time per rank
+    type CopyKey = (String, String, String, String);
+    let mut copies: BTreeMap<CopyKey, (u64, u64, Vec<u64>)> = BTreeMap::new();
+    for (i, (_, r)) in reports.iter().enumerate() {
+        for c in &r.deep_copies {
+            let e = copies
+                .entry((
+                    c.dst_space.clone(),
+                    c.dst_label.clone(),
+                    c.src_space.clone(),
+                    c.src_label.clone(),
+                ))
+                .or_insert_with(|| (0, 0, vec![0; n]));
+            e.0 += c.count;
+            e.1 += c.bytes;
+            e.2[i] += c.total_ns;
+        }
+    }
+    let copies: Vec<Value> = copies
+        .into_iter()
+        .map(|((ds, dl, ss, sl), (count, bytes, times))| {
+            json!({"dst_space": ds, "dst_label": dl, "src_space": ss, "src_label": sl,
+                   "count": count, "bytes": bytes, "total_ns": stats(&times)})
+        })
+        .collect();
+
+    // Memory per space.
+    // allocations, deallocations, high water per rank, leaks, leaked bytes
+    type SpaceSums = (u64, u64, Vec<u64>, u64, u64);
+    let mut spaces: BTreeMap<String, SpaceSums> = BTreeMap::new();
+    for (i, (_, r)) in reports.iter().enumerate() {
+        for m in &r.memory {
+            let e = spaces
+                .entry(m.space.clone())
+                .or_insert_with(|| (0, 0, vec![0; n], 0, 0));
+            e.0 += m.allocations;
+            e.1 += m.deallocations;
+            e.2[i] = e.2[i].max(m.high_water_bytes);
+            e.3 += m.leaks.len() as u64;
+            e.4 += m.leaks.iter().map(|l| l.bytes).sum::<u64>();
+        }
+    }
+    let memory: Vec<Value> = spaces
+        .into_iter()
+        .map(|(space, (allocs, frees, hw, leaks, leaked))| {
+            json!({"space": space, "allocations": allocs, "deallocations": frees,
+                   "high_water_bytes": stats(&hw), "leaks": leaks, "leaked_bytes": leaked})
+        })
+        .collect();
+
+    let mut anomalies: BTreeMap<String, u64> = BTreeMap::new();
+    for (_, r) in reports {
+        for (k, v) in &r.anomalies {
+            *anomalies.entry(k.clone()).or_default() += v;
+        }
+    }
+    let mut plugins: Vec<String> = Vec::new();
+    for (_, r) in reports {
+        for p in &r.plugins {
+            if !plugins.contains(p) {
+                plugins.push(p.clone());
+            }
+        }
+    }
+    let mut out = Map::new();
+    out.insert("schema".into(), json!(MERGED_SCHEMA));
+    out.insert("kprof_version".into(), json!(env!("CARGO_PKG_VERSION")));
+    out.insert("ranks".into(), json!(rank_list));
+    out.insert("plugins".into(), json!(plugins));
+    out.insert("duration_ns".into(), stats(&durations));
+    out.insert("tree".into(), json!(to_json(&mut tree)));
+    out.insert("deep_copies".into(), json!(copies));
+    out.insert("memory".into(), json!(memory));
+    out.insert("anomalies".into(), json!(anomalies));
+    out.insert(
+        "dropped_records".into(),
+        json!(reports.iter().map(|(_, r)| r.dropped_records).sum::<u64>()),
+    );
+    Value::Object(out)
+}
+
+/// Entry point.
+pub fn main(args: MergeArgs) -> Outcome {
+    if args.output.exists() {
+        return Err(Failure(format!(
+            "{}: already exists (merge never overwrites; choose a new -o)",
+            show(&args.output)
+        )));
+    }
+    let total = args.dirs.len();
+    let mut reports = Vec::with_capacity(total);
+    for (i, d) in args.dirs.iter().enumerate() {
+        if total > 8 {
+            eprintln!("kprof merge: [{}/{total}] reading {}", i + 1, show(d));
+        }
+        let (_, r) = load_report(d)?;
+        reports.push((d.clone(), r));
+    }
+    // Rank order: the MPI ranks when every process has a distinct one, else the
+    // order given.
+    let mut given: Vec<Option<u64>> = reports.iter().map(|(_, r)| r.program.rank).collect();
+    let distinct = {
+        let mut v: Vec<u64> = given.iter().flatten().copied().collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len() == total
+    };
+    if distinct {
+        reports.sort_by_key(|(_, r)| r.program.rank);
+        given = reports.iter().map(|(_, r)| r.program.rank).collect();
+    }
+    let ranks: Vec<u64> = if distinct {
+        given.iter().map(|r| r.unwrap_or(0)).collect()
+    } else {
+        (0..total as u64).collect()
+    };
+    let merged = merge_reports(&reports, &ranks);
+    std::fs::create_dir_all(&args.output)
+        .map_err(|e| Failure(format!("cannot create {}: {e}", show(&args.output))))?;
+    let path = args.output.join("profile.json");
+    let text = serde_json::to_string_pretty(&merged)? + "\n";
+    std::fs::write(&path, text).map_err(|e| Failure(format!("{}: {e}", show(&path))))?;
+    eprintln!("kprof merge: {} ({} ranks)", show(&path), reports.len());
+
+    if !args.no_trace {
+        let traces: Vec<(u64, &Path, PathBuf)> = reports
+            .iter()
+            .zip(&ranks)
+            .map(|((d, r), rank)| (*rank, d.as_path(), trace_of(d, r)))
+            .filter(|(_, _, t)| t.is_file())
+            .collect();
+        if !traces.is_empty() {
+            if traces.len() < total {
+                eprintln!(
+                    "kprof merge: {} of {total} ranks have a trace.pftrace; merging those",
+                    traces.len()
+                );
+            }
+            let out = args.output.join("trace.pftrace");
+            crate::pftrace::merge(&traces, &out)?;
+            eprintln!("kprof merge: {} ({} ranks)", show(&out), traces.len());
+        }
+    }
+    Ok(0)
+}
+
+fn trace_of(dir: &Path, _r: &Report) -> PathBuf {
+    if dir.is_dir() {
+        dir.join("trace.pftrace")
+    } else {
+        dir.parent()
+            .map(|p| p.join("trace.pftrace"))
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,722 @@
+//! `kprof report`: readable tables from a profile.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use kprof_core::report::{Report, TreeNode};
+use regex::Regex;
+use serde_json::{json, Value};
+
+use crate::fmt::{bar, bytes, csv_field, dur, pct, Align, Table};
+use crate::load::{load_any, Loaded};
+use crate::{show, Failure, Outcome, SortKey};
+
+/// Arguments of `kprof report`.
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// A kprof output directory (or its profile.json; a merged profile works too).
+    pub dir: PathBuf,
+    /// Rows per table (default 20; the tree shows every node unless given).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Show the call-path tree instead of the flat table.
+    #[arg(long)]
+    pub tree: bool,
+    /// Order of rows (default self), or of siblings in the tree (default total).
+    #[arg(long, value_enum)]
+    pub sort: Option<SortKey>,
+    /// Only nodes whose name matches this regular expression (in the tree: and their ancestors).
+    #[arg(long, value_name = "REGEX")]
+    pub filter: Option<String>,
+    /// Machine-readable rows as CSV on stdout (times in ns).
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// Machine-readable rows as JSON on stdout (times in ns).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One row of the flat profile: every node with the same name, kind and device.
+#[derive(Debug, Clone, Default)]
+struct Flat {
+    name: String,
+    kind: String,
+    device: String,
+    count: u64,
+    total: u64,
+    self_ns: u64,
+    min: u64,
+    max: u64,
+}
+
+impl Flat {
+    fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.total as f64 / self.count as f64
+        }
+    }
+}
+
+fn device_of(n: &TreeNode) -> String {
+    match (&n.device, n.device_index, n.instance) {
+        (Some(d), Some(i), Some(inst)) if i != 0 || inst > 1 => format!("{d}[{i}:{inst}]"),
+        (Some(d), _, _) => d.clone(),
+        _ => String::new(),
+    }
+}
+
+/// Aggregates the tree by (name, kind, device). The inclusive time of a node nested
+/// in a node of the same key (recursion) is not added twice.
+fn flatten(tree: &[TreeNode]) -> Vec<Flat> {
+    fn walk(
+        nodes: &[TreeNode],
+        stack: &mut Vec<(String, String, String)>,
+        out: &mut BTreeMap<(String, String, String), Flat>,
+    ) {
+        for n in nodes {
+            let key = (n.name.clone(), n.kind.clone(), device_of(n));
+            let recursive = stack.contains(&key);
+            let f = out.entry(key.clone()).or_insert_with(|| Flat {
+                name: key.0.clone(),
+                kind: key.1.clone(),
+                device: key.2.clone(),
+                min: u64::MAX,
+                ..Default::default()
+            });
+            f.count += n.count;
+            if !recursive {
+                f.total += n.total_ns;
+            }
+            f.self_ns += n.self_ns;
+            f.min = f.min.min(n.min_ns);
+            f.max = f.max.max(n.max_ns);
+            stack.push(key);
+            walk(&n.children, stack, out);
+            stack.pop();
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(tree, &mut Vec::new(), &mut out);
+    out.into_values().collect()
+}
+
+fn sort_value(key: SortKey, total: u64, self_ns: u64, count: u64) -> u64 {
+    match key {
+        SortKey::SelfTime => self_ns,
+        SortKey::Total => total,
+        SortKey::Count => count,
+    }
+}
+
+fn sort_name(key: SortKey) -> &'static str {
+    match key {
+        SortKey::SelfTime => "self time",
+        SortKey::Total => "total time",
+        SortKey::Count => "count",
+    }
+}
+
+/// Entry point.
+pub fn main(mut args: ReportArgs) -> Outcome {
+    args.sort = Some(args.sort.unwrap_or(if args.tree {
+        SortKey::Total
+    } else {
+        SortKey::SelfTime
+    }));
+    let filter = match &args.filter {
+        Some(f) => Some(Regex::new(f).map_err(|e| {
+            let text = e.to_string();
+            let why = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("error: "))
+                .unwrap_or_else(|| text.lines().next().unwrap_or_default())
+                .to_string();
+            Failure(format!("--filter: invalid regular expression {f:?}: {why}"))
+        })?),
+        None => None,
+    };
+    let (path, loaded) = load_any(&args.dir)?;
+    let text = match loaded {
+        Loaded::Single(r) => render(&r, &path, &args, filter.as_ref()),
+        Loaded::Merged(v) => render_merged(&v, &path, &args, filter.as_ref()),
+    };
+    print_out(&text);
+    Ok(0)
+}
+
+/// Writes to stdout, ending quietly when the reader went away (`| head`).
+fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<&Regex>) -> String {
+    let run = r.clock.duration_ns as f64;
+    if args.tree {
+        let rows = tree_rows(&r.tree, args, filter);
+        if args.csv || args.json {
+            return tree_machine(&rows, args.csv);
+        }
+        let mut s = header(r, path);
+        let _ = writeln!(
+            s,
+            "\nCall-path tree (siblings by {}; % of the run's {})",
+            sort_name(sort_of(args)),
+            dur(r.clock.duration_ns)
+        );
+        let mut t = Table::new(&[
+            ("total", Align::Right),
+            ("%", Align::Right),
+            ("", Align::Left),
+            ("self", Align::Right),
+            ("count", Align::Right),
+            ("mean", Align::Right),
+            ("kind", Align::Left),
+            ("device", Align::Left),
+            ("name", Align::Left),
+        ]);
+        for (depth, _, n) in &rows {
+            t.row(vec![
+                dur(n.total_ns),
+                pct(n.total_ns as f64, run),
+                bar(n.total_ns as f64, run),
+                dur(n.self_ns),
+                n.count.to_string(),
+                crate::fmt::duration(n.mean_ns),
+                n.kind.clone(),
+                device_of(n),
+                format!("{}{}", "  ".repeat(*depth), n.name),
+            ]);
+        }
+        if t.len() == 0 {
+            s.push_str("  (no nodes)\n");
+        } else {
+            s.push_str(&t.render());
+        }
+        return s;
+    }
+
+    let mut flat = flatten(&r.tree);
+    if let Some(re) = filter {
+        flat.retain(|f| re.is_match(&f.name));
+    }
+    flat.sort_by(|a, b| {
+        sort_value(sort_of(args), b.total, b.self_ns, b.count)
+            .cmp(&sort_value(sort_of(args), a.total, a.self_ns, a.count))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let all = flat.len();
+    let top = args.top.unwrap_or(20);
+    flat.truncate(top);
+    if args.csv || args.json {
+        return flat_machine(&flat, run, args.csv);
+    }
+    let mut s = header(r, path);
+    let _ = writeln!(
+        s,
+        "\nKernels and regions by {} (top {} of {all}; % of the run's {})",
+        sort_name(sort_of(args)),
+        flat.len(),
+        dur(r.clock.duration_ns)
+    );
+    let mut t = Table::new(&[
+        ("self", Align::Right),
+        ("%", Align::Right),
+        ("", Align::Left),
+        ("total", Align::Right),
+        ("count", Align::Right),
+        ("mean", Align::Right),
+        ("min", Align::Right),
+        ("max", Align::Right),
+        ("kind", Align::Left),
+        ("device", Align::Left),
+        ("name", Align::Left),
+    ]);
+    for f in &flat {
+        t.row(vec![
+            dur(f.self_ns),
+            pct(f.self_ns as f64, run),
+            bar(f.self_ns as f64, run),
+            dur(f.total),
+            f.count.to_string(),
+            crate::fmt::duration(f.mean()),
+            dur(f.min),
+            dur(f.max),
+            f.kind.clone(),
+            f.device.clone(),
+            f.name.clone(),
+        ]);
+    }
+    if t.len() == 0 {
+        s.push_str("  (no nodes)\n");
+    } else {
+        s.push_str(&t.render());
+    }
+    sections(&mut s, r, top);
+    s
+}
+
+fn header(r: &Report, path: &std::path::Path) -> String {
+    let mut s = String::new();
+    let p = &r.program;
+    let rank = p.rank.map(|r| format!(", rank {r}")).unwrap_or_default();
+    let _ = writeln!(s, "kprof report: {}", show(path));
+    let _ = writeln!(
+        s,
+        "program: {} (pid {}, host {}{rank})",
+        p.executable, p.pid, p.host
+    );
+    let plugins = if r.plugins.is_empty() {
+        "none (annotations only)".to_string()
+    } else {
+        r.plugins.join(", ")
+    };
+    let _ = writeln!(
+        s,
+        "run: {} (clock {}), {} thread{}, plugins: {plugins}",
+        dur(r.clock.duration_ns),
+        r.clock.source,
+        r.threads.len(),
+        if r.threads.len() == 1 { "" } else { "s" }
+    );
+    s
+}
+
+/// Deep copies, memory, sections, events, counters, anomalies.
+fn sections(s: &mut String, r: &Report, top: usize) {
+    if !r.deep_copies.is_empty() {
+        let mut copies: Vec<_> = r.deep_copies.iter().collect();
+        copies.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(b.bytes.cmp(&a.bytes)));
+        let _ = writeln!(
+            s,
+            "\nDeep copies by time (top {} of {})",
+            copies.len().min(top),
+            copies.len()
+        );
+        let mut t = Table::new(&[
+            ("time", Align::Right),
+            ("count", Align::Right),
+            ("bytes", Align::Right),
+            ("rate", Align::Right),
+            ("destination <- source", Align::Left),
+        ]);
+        for c in copies.iter().take(top) {
+            let rate = if c.total_ns > 0 {
+                format!(
+                    "{}/s",
+                    bytes((c.bytes as f64 * 1e9 / c.total_ns as f64) as u64)
+                )
+            } else {
+                "-".into()
+            };
+            t.row(vec![
+                dur(c.total_ns),
+                c.count.to_string(),
+                bytes(c.bytes),
+                rate,
+                format!(
+                    "{}:{} <- {}:{}",
+                    c.dst_space, c.dst_label, c.src_space, c.src_label
+                ),
+            ]);
+        }
+        s.push_str(&t.render());
+    }
+    if !r.memory.is_empty() {
+        let _ = writeln!(s, "\nMemory per space");
+        let mut t = Table::new(&[
+            ("high water", Align::Right),
+            ("at", Align::Right),
+            ("in use at end", Align::Right),
+            ("allocs", Align::Right),
+            ("frees", Align::Right),
+            ("leaks", Align::Right),
+            ("space", Align::Left),
+        ]);
+        for m in &r.memory {
+            let leaked: u64 = m.leaks.iter().map(|l| l.bytes).sum();
+            t.row(vec![
+                bytes(m.high_water_bytes),
+                dur(m.high_water_ns),
+                bytes(m.current_bytes),
+                m.allocations.to_string(),
+                m.deallocations.to_string(),
+                if m.leaks.is_empty() {
+                    "0".into()
+                } else {
+                    format!("{} ({})", m.leaks.len(), bytes(leaked))
+                },
+                m.space.clone(),
+            ]);
+        }
+        s.push_str(&t.render());
+        for m in &r.memory {
+            if m.largest.is_empty() {
+                continue;
+            }
+            let list: Vec<String> = m
+                .largest
+                .iter()
+                .take(5)
+                .map(|a| format!("{} {}", a.label, bytes(a.bytes)))
+                .collect();
+            let _ = writeln!(s, "  largest in {}: {}", m.space, list.join(", "));
+        }
+    }
+    if !r.sections.is_empty() {
+        let _ = writeln!(s, "\nSections");
+        let mut t = Table::new(&[
+            ("total", Align::Right),
+            ("count", Align::Right),
+            ("min", Align::Right),
+            ("max", Align::Right),
+            ("name", Align::Left),
+        ]);
+        for x in r.sections.iter().take(top) {
+            t.row(vec![
+                dur(x.total_ns),
+                x.count.to_string(),
+                dur(x.min_ns),
+                dur(x.max_ns),
+                x.name.clone(),
+            ]);
+        }
+        s.push_str(&t.render());
+    }
+    if !r.events.is_empty() {
+        let _ = writeln!(s, "\nEvents");
+        let mut t = Table::new(&[("count", Align::Right), ("name", Align::Left)]);
+        for e in r.events.iter().take(top) {
+            t.row(vec![e.count.to_string(), e.name.clone()]);
+        }
+        s.push_str(&t.render());
+    }
+    if !r.counters.is_empty() {
+        let _ = writeln!(s, "\nCounters");
+        let mut t = Table::new(&[
+            ("count", Align::Right),
+            ("min", Align::Right),
+            ("mean", Align::Right),
+            ("max", Align::Right),
+            ("last", Align::Right),
+            ("name", Align::Left),
+        ]);
+        for c in r.counters.iter().take(top) {
+            t.row(vec![
+                c.count.to_string(),
+                num(c.min),
+                num(c.mean),
+                num(c.max),
+                num(c.last),
+                c.name.clone(),
+            ]);
+        }
+        s.push_str(&t.render());
+    }
+    let anomalies: Vec<String> = r
+        .anomalies
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    if !anomalies.is_empty() {
+        let _ = writeln!(s, "\nAnomalies: {}", anomalies.join(", "));
+    }
+    if r.dropped_records > 0 {
+        let _ = writeln!(
+            s,
+            "\nDropped records: {} (the writer fell behind; raise --buffer-mb)",
+            r.dropped_records
+        );
+    }
+}
+
+/// A counter value: integers as such, others with up to 6 significant digits.
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.6}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Tree rows in display order: (depth, path, node).
+fn tree_rows<'a>(
+    tree: &'a [TreeNode],
+    args: &ReportArgs,
+    filter: Option<&Regex>,
+) -> Vec<(usize, Vec<&'a str>, &'a TreeNode)> {
+    fn matches(n: &TreeNode, re: &Regex) -> bool {
+        re.is_match(&n.name) || n.children.iter().any(|c| matches(c, re))
+    }
+    fn walk<'a>(
+        nodes: &'a [TreeNode],
+        depth: usize,
+        path: &mut Vec<&'a str>,
+        args: &ReportArgs,
+        filter: Option<&Regex>,
+        out: &mut Vec<(usize, Vec<&'a str>, &'a TreeNode)>,
+    ) {
+        let mut sorted: Vec<&TreeNode> = nodes
+            .iter()
+            .filter(|n| match filter {
+                Some(re) => matches(n, re),
+                None => true,
+            })
+            .collect();
+        sorted.sort_by(|a, b| {
+            sort_value(sort_of(args), b.total_ns, b.self_ns, b.count)
+                .cmp(&sort_value(sort_of(args), a.total_ns, a.self_ns, a.count))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        if let Some(top) = args.top {
+            sorted.truncate(top);
+        }
+        for n in sorted {
+            path.push(&n.name);
+            out.push((depth, path.clone(), n));
+            // Below a matching node, show its whole subtree.
+            let sub = match filter {
+                Some(re) if re.is_match(&n.name) => None,
+                f => f,
+            };
+            walk(&n.children, depth + 1, path, args, sub, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(tree, 0, &mut Vec::new(), args, filter, &mut out);
+    out
+}
+
+fn flat_machine(flat: &[Flat], run: f64, csv: bool) -> String {
+    if csv {
+        let mut s = String::from(
+            "name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns,self_pct\n",
+        );
+        for f in flat {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{:.1},{},{},{:.2}",
+                csv_field(&f.name),
+                f.kind,
+                csv_field(&f.device),
+                f.count,
+                f.total,
+                f.self_ns,
+                f.mean(),
+                f.min,
+                f.max,
+                if run > 0.0 {
+                    100.0 * f.self_ns as f64 / run
+                } else {
+                    0.0
+                }
+            );
+        }
+        s
+    } else {
+        let rows: Vec<Value> = flat
+            .iter()
+            .map(|f| {
+                json!({"name": f.name, "kind": f.kind, "device": f.device, "count": f.count,
+                       "total_ns": f.total, "self_ns": f.self_ns, "mean_ns": f.mean(),
+                       "min_ns": f.min, "max_ns": f.max})
+            })
+            .collect();
+        serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n"
+    }
+}
+
+fn tree_machine(rows: &[(usize, Vec<&str>, &TreeNode)], csv: bool) -> String {
+    if csv {
+        let mut s = String::from(
+            "path,depth,name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns\n",
+        );
+        for (depth, path, n) in rows {
+            let _ = writeln!(
+                s,
+                "{},{depth},{},{},{},{},{},{},{:.1},{},{}",
+                csv_field(&path.join(";")),
+                csv_field(&n.name),
+                n.kind,
+                csv_field(&device_of(n)),
+                n.count,
+                n.total_ns,
+                n.self_ns,
+                n.mean_ns,
+                n.min_ns,
+                n.max_ns
+            );
+        }
+        s
+    } else {
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(|(depth, path, n)| {
+                json!({"path": path, "depth": depth, "name": n.name, "kind": n.kind,
+                       "device": device_of(n), "count": n.count, "total_ns": n.total_ns,
+                       "self_ns": n.self_ns, "mean_ns": n.mean_ns, "min_ns": n.min_ns,
+                       "max_ns": n.max_ns})
+            })
+            .collect();
+        serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n"
+    }
+}
+
+/// A merged profile: per node, total time over ranks (min/mean/max, imbalance).
+fn render_merged(
+    v: &Value,
+    path: &std::path::Path,
+    args: &ReportArgs,
+    filter: Option<&Regex>,
+) -> String {
+    struct Row {
+        depth: usize,
+        path: String,
+        node: Value,
+    }
+    fn walk(list: &Value, depth: usize, prefix: &str, out: &mut Vec<Row>) {
+        for n in list.as_array().into_iter().flatten() {
+            let name = n["name"].as_str().unwrap_or_default();
+            let path = if prefix.is_empty() {
+                name.to_string()
+            } else {
+                format!("{prefix} / {name}")
+            };
+            out.push(Row {
+                depth,
+                path: path.clone(),
+                node: n.clone(),
+            });
+            walk(&n["children"], depth + 1, &path, out);
+        }
+    }
+    let mut rows = Vec::new();
+    walk(&v["tree"], 0, "", &mut rows);
+    if let Some(re) = filter {
+        rows.retain(|r| re.is_match(r.node["name"].as_str().unwrap_or_default()));
+    }
+    let key = |r: &Row| -> f64 {
+        let field = match sort_of(args) {
+            SortKey::SelfTime => "self_ns",
+            SortKey::Total => "total_ns",
+            SortKey::Count => "count",
+        };
+        r.node[field]["max"].as_f64().unwrap_or(0.0)
+    };
+    if !args.tree {
+        rows.sort_by(|a, b| key(b).total_cmp(&key(a)).then_with(|| a.path.cmp(&b.path)));
+        rows.truncate(args.top.unwrap_or(20));
+    }
+    let g = |n: &Value, f: &str, s: &str| n[f][s].as_f64().unwrap_or(0.0);
+    if args.csv || args.json {
+        let field = |r: &Row| {
+            let n = &r.node;
+            json!({"path": r.path, "name": n["name"], "kind": n["kind"], "ranks": n["ranks"],
+                   "count_sum": n["count"]["sum"],
+                   "total_min_ns": n["total_ns"]["min"], "total_mean_ns": n["total_ns"]["mean"],
+                   "total_max_ns": n["total_ns"]["max"], "total_imbalance": n["total_ns"]["imbalance"],
+                   "self_min_ns": n["self_ns"]["min"], "self_mean_ns": n["self_ns"]["mean"],
+                   "self_max_ns": n["self_ns"]["max"], "self_imbalance": n["self_ns"]["imbalance"]})
+        };
+        if args.json {
+            let all: Vec<Value> = rows.iter().map(field).collect();
+            return serde_json::to_string_pretty(&all).unwrap_or_default() + "\n";
+        }
+        let cols = [
+            "path",
+            "name",
+            "kind",
+            "ranks",
+            "count_sum",
+            "total_min_ns",
+            "total_mean_ns",
+            "total_max_ns",
+            "total_imbalance",
+            "self_min_ns",
+            "self_mean_ns",
+            "self_max_ns",
+            "self_imbalance",
+        ];
+        let mut s = cols.join(",") + "\n";
+        for r in &rows {
+            let o = field(r);
+            let cells: Vec<String> = cols
+                .iter()
+                .map(|c| match &o[*c] {
+                    Value::String(t) => csv_field(t),
+                    other => other.to_string(),
+                })
+                .collect();
+            s.push_str(&cells.join(","));
+            s.push('\n');
+        }
+        return s;
+    }
+    let mut s = String::new();
+    let ranks = v["ranks"].as_array().map(Vec::len).unwrap_or(0);
+    let _ = writeln!(s, "kprof report: {} (merged, {ranks} ranks)", show(path));
+    let d = &v["duration_ns"];
+    let _ = writeln!(
+        s,
+        "run: min {}, mean {}, max {} over ranks",
+        crate::fmt::duration(g(v, "duration_ns", "min")),
+        crate::fmt::duration(d["mean"].as_f64().unwrap_or(0.0)),
+        crate::fmt::duration(g(v, "duration_ns", "max"))
+    );
+    let field = match sort_of(args) {
+        SortKey::SelfTime => "self_ns",
+        _ => "total_ns",
+    };
+    let _ = writeln!(
+        s,
+        "\n{} per rank: min, mean, max and imbalance (max/mean)",
+        if field == "self_ns" {
+            "Self time"
+        } else {
+            "Total time"
+        }
+    );
+    let mut t = Table::new(&[
+        ("min", Align::Right),
+        ("mean", Align::Right),
+        ("max", Align::Right),
+        ("imbalance", Align::Right),
+        ("ranks", Align::Right),
+        ("count", Align::Right),
+        ("kind", Align::Left),
+        ("name", Align::Left),
+    ]);
+    for r in &rows {
+        let n = &r.node;
+        t.row(vec![
+            crate::fmt::duration(g(n, field, "min")),
+            crate::fmt::duration(g(n, field, "mean")),
+            crate::fmt::duration(g(n, field, "max")),
+            format!("{:.2}", g(n, field, "imbalance")),
+            n["ranks"].to_string(),
+            n["count"]["sum"].to_string(),
+            n["kind"].as_str().unwrap_or_default().to_string(),
+            if args.tree {
+                format!(
+                    "{}{}",
+                    "  ".repeat(r.depth),
+                    n["name"].as_str().unwrap_or_default()
+                )
+            } else {
+                r.path.clone()
+            },
+        ]);
+    }
+    s.push_str(&t.render());
+    s
+}
+
+fn sort_of(args: &ReportArgs) -> SortKey {
+    args.sort.unwrap_or(SortKey::SelfTime)
+}

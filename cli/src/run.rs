@@ -1,0 +1,376 @@
+//! `kprof run [options] -- program args...`
+
+use std::ffi::OsString;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use kprof_core::config::Config;
+
+use crate::detect::{detect, find_program, Models};
+use crate::{absolute, show, Failure, Outcome};
+
+/// Arguments of `kprof run`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Load the Kokkos plugin (libkprof.so).
+    #[arg(long)]
+    pub kokkos: bool,
+    /// Load the OpenMP (OMPT) plugin (libkprof_ompt.so).
+    #[arg(long)]
+    pub openmp: bool,
+    /// Load the OpenACC plugin (libkprof_acc.so).
+    #[arg(long)]
+    pub openacc: bool,
+    /// Timeline traces: comma list of perfetto, json (KPROF_TRACE).
+    #[arg(long, value_name = "FORMATS")]
+    pub trace: Option<String>,
+    /// Output directory (KPROF_OUTPUT_DIR). Default: kprof-<program>-<pid of kprof>.
+    /// An existing directory is never reused: .1, .2, ... is appended.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<String>,
+    /// MiB of event buffers (KPROF_BUFFER_MB, default 64).
+    #[arg(long, value_name = "MIB")]
+    pub buffer_mb: Option<String>,
+    /// Milliseconds between writer rounds (KPROF_FLUSH_MS, default 1000).
+    #[arg(long, value_name = "MS")]
+    pub flush_ms: Option<String>,
+    /// 0: no summary on stderr at exit (KPROF_SUMMARY, default 1).
+    #[arg(long, value_name = "0|1")]
+    pub summary: Option<String>,
+    /// Rows per summary table (KPROF_SUMMARY_TOP, default 20).
+    #[arg(long, value_name = "N")]
+    pub summary_top: Option<String>,
+    /// 0: no complete output on SIGINT/SIGTERM (KPROF_SIGNALS, default 1).
+    #[arg(long, value_name = "0|1")]
+    pub signals: Option<String>,
+    /// 0: load the plugins but record nothing (KPROF_ENABLE, default 1).
+    #[arg(long, value_name = "0|1")]
+    pub enable: Option<String>,
+    /// 1: keep Kokkos' global fences (KPROF_KOKKOS_FENCES, default 0).
+    #[arg(long, value_name = "0|1")]
+    pub kokkos_fences: Option<String>,
+    /// Print what is set and why, then run.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Print nothing of kprof run's own (the program and the runtime still print).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The program and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROGRAM"
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// The plugin libraries: next to `kprof` (the cargo target directory) or in the
+/// install prefix's `lib/`.
+pub fn plugin_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    let bin = exe.parent()?;
+    [bin.join("../lib"), bin.to_path_buf()]
+        .into_iter()
+        .find(|d| d.join("libkprof_core.so").is_file())
+        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+}
+
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid <= 0 {
+        return;
+    }
+    // A signal from the terminal (SI_KERNEL) already reached the child, which is in
+    // the same foreground process group; only signals sent to kprof are forwarded.
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+    let code = if info.is_null() {
+        0
+    } else {
+        unsafe { (*info).si_code }
+    };
+    if code == libc::SI_KERNEL {
+        return;
+    }
+    // SAFETY: kill is async-signal-safe.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+const FORWARDED: [libc::c_int; 6] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
+/// Blocks (`true`) or unblocks the forwarded signals in kprof. They are blocked
+/// from before the program starts until its pid is known, so that none is lost in
+/// between; the program unblocks them before it starts (`pre_exec`).
+fn block_forwarded(block: bool) {
+    // SAFETY: signal-mask manipulation of this thread with a valid set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in FORWARDED {
+            libc::sigaddset(&mut set, sig);
+        }
+        let how = if block {
+            libc::SIG_BLOCK
+        } else {
+            libc::SIG_UNBLOCK
+        };
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+fn install_forwarding() {
+    for sig in FORWARDED {
+        // SAFETY: a zeroed sigaction with a valid handler and flags; the handler only
+        // reads an atomic and calls kill.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = forward as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// `base`, or `base.1`, `base.2`, ... : the first that does not exist.
+fn unused(base: &Path) -> PathBuf {
+    if std::fs::symlink_metadata(base).is_err() {
+        return base.to_path_buf();
+    }
+    (1..)
+        .map(|n| {
+            let mut s = base.as_os_str().to_owned();
+            s.push(format!(".{n}"));
+            PathBuf::from(s)
+        })
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .unwrap_or_else(|| base.to_path_buf())
+}
+
+/// Prepends `ours` to a list variable unless it is already in it.
+fn prepend(var: &str, ours: &str, sep: char) -> String {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => {
+            if v.split(sep).any(|x| x == ours) {
+                v
+            } else {
+                format!("{ours}{sep}{v}")
+            }
+        }
+        _ => ours.to_string(),
+    }
+}
+
+/// Entry point.
+pub fn main(args: RunArgs) -> Outcome {
+    let say = |msg: &str| {
+        if !args.quiet {
+            eprintln!("kprof: {msg}");
+        }
+    };
+    let program = args.command[0].to_string_lossy().into_owned();
+    let exe_name = Path::new(&program)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "app".into());
+
+    // Settings, validated by the runtime's own option table.
+    let mut cfg = Config::default();
+    let mut env: Vec<(&str, String)> = Vec::new();
+    for (name, var, value) in [
+        ("trace", "KPROF_TRACE", &args.trace),
+        ("buffer-mb", "KPROF_BUFFER_MB", &args.buffer_mb),
+        ("flush-ms", "KPROF_FLUSH_MS", &args.flush_ms),
+        ("summary", "KPROF_SUMMARY", &args.summary),
+        ("summary-top", "KPROF_SUMMARY_TOP", &args.summary_top),
+        ("signals", "KPROF_SIGNALS", &args.signals),
+        ("enable", "KPROF_ENABLE", &args.enable),
+        ("kokkos-fences", "KPROF_KOKKOS_FENCES", &args.kokkos_fences),
+    ] {
+        if let Some(v) = value {
+            cfg.apply_arg(&format!("--{name}={v}")).map_err(|e| {
+                let text = e.to_string();
+                let text = text.split("; using").next().unwrap_or(&text).to_string();
+                Failure(text)
+            })?;
+            env.push((var, v.clone()));
+        }
+    }
+
+    // The output directory: exact, so that we can say where the files are.
+    let (out_dir, exact) = match &args.output {
+        Some(o) if o.contains('%') => (PathBuf::from(o), false),
+        Some(o) => (unused(Path::new(o)), true),
+        None => (
+            unused(Path::new(&format!(
+                "kprof-{exe_name}-{}",
+                std::process::id()
+            ))),
+            true,
+        ),
+    };
+    if exact {
+        env.push(("KPROF_OUTPUT_DIR", absolute(&out_dir).display().to_string()));
+    } else {
+        env.push(("KPROF_OUTPUT_DIR", out_dir.display().to_string()));
+    }
+
+    // Models: asked for, or detected.
+    let asked = args.kokkos || args.openmp || args.openacc;
+    let models = if asked {
+        Models {
+            kokkos: args.kokkos,
+            openmp: args.openmp,
+            openacc: args.openacc,
+            ..Default::default()
+        }
+    } else {
+        match find_program(&program) {
+            None => {
+                return Err(Failure(format!("{program}: command not found")));
+            }
+            Some(path) => match detect(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    say(&format!(
+                        "cannot detect the models of {program} ({e}); give --kokkos, --openmp or --openacc"
+                    ));
+                    Models::default()
+                }
+            },
+        }
+    };
+    let dir = plugin_dir();
+    let mut loaded = Vec::new();
+    let mut wanted = Vec::new();
+    if models.kokkos {
+        wanted.push(("kokkos", "libkprof.so"));
+    }
+    if models.openmp {
+        wanted.push(("openmp", "libkprof_ompt.so"));
+    }
+    if models.openacc {
+        wanted.push(("openacc", "libkprof_acc.so"));
+    }
+    for (model, libname) in wanted {
+        let Some(lib) = dir
+            .as_ref()
+            .map(|d| d.join(libname))
+            .filter(|p| p.is_file())
+        else {
+            say(&format!(
+                "{libname} not found next to kprof or in ../lib: {model} is not measured"
+            ));
+            continue;
+        };
+        let lib = lib.display().to_string();
+        match model {
+            "kokkos" => {
+                let v = prepend("KOKKOS_TOOLS_LIBS", &lib, ';');
+                env.push(("KOKKOS_TOOLS_LIBS", v.clone()));
+                // Kokkos 3.4 reads this one; both must agree.
+                env.push(("KOKKOS_PROFILE_LIBRARY", v));
+            }
+            "openmp" => env.push((
+                "OMP_TOOL_LIBRARIES",
+                prepend("OMP_TOOL_LIBRARIES", &lib, ':'),
+            )),
+            _ => env.push(("ACC_PROFLIB", lib)),
+        }
+        loaded.push(model);
+    }
+    if args.verbose && !args.quiet {
+        for r in &models.reasons {
+            eprintln!("kprof: detected {r}");
+        }
+        for (k, v) in &env {
+            eprintln!("kprof: {k}={v}");
+        }
+    }
+    if loaded.is_empty() && !models.annotations {
+        say(&format!(
+            "no Kokkos, OpenMP or OpenACC runtime found in {program}: nothing will be measured \
+             unless it uses the annotation API (give --kokkos, --openmp or --openacc to force)"
+        ));
+    } else if !args.quiet {
+        let mut what: Vec<&str> = loaded.clone();
+        if models.annotations {
+            what.push("annotations");
+        }
+        let how = if asked { "" } else { " (detected)" };
+        eprintln!("kprof: measuring {}{how}", what.join(", "));
+    }
+
+    let mut cmd = Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]);
+    for (k, v) in &env {
+        cmd.env(k, v);
+    }
+    install_forwarding();
+    // SAFETY: the closure only calls pthread_sigmask, async-signal-safe, between
+    // fork and exec: the program starts with the forwarded signals unblocked.
+    unsafe {
+        cmd.pre_exec(|| {
+            block_forwarded(false);
+            Ok(())
+        });
+    }
+    block_forwarded(true);
+    let spawned = cmd.spawn();
+    if let Ok(child) = &spawned {
+        CHILD.store(child.id() as i32, Ordering::SeqCst);
+    }
+    block_forwarded(false);
+    let mut child = spawned.map_err(|e| Failure(format!("cannot run {program}: {e}")))?;
+    let status = child
+        .wait()
+        .map_err(|e| Failure(format!("waiting for {program}: {e}")))?;
+    CHILD.store(0, Ordering::SeqCst);
+    let code = match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(sig)) => {
+            say(&format!("{program} was killed by signal {sig}"));
+            (128 + sig) as u8
+        }
+        _ => 1,
+    };
+
+    if exact {
+        let profile = out_dir.join("profile.json");
+        if profile.is_file() {
+            say(&format!(
+                "results in {} (read them with: kprof report {})",
+                show(&out_dir),
+                show(&out_dir)
+            ));
+        } else if out_dir.is_dir() {
+            say(&format!(
+                "{} holds no profile.json (the program was killed before kprof could write it; \
+                 traces are complete up to their last round)",
+                show(&out_dir)
+            ));
+        } else {
+            say(&format!(
+                "no output was written to {} (no kprof plugin or annotation was active)",
+                show(&out_dir)
+            ));
+        }
+    } else {
+        say(&format!("results in directories named {}", show(&out_dir)));
+    }
+    Ok(code)
+}

@@ -1,0 +1,1016 @@
+//! The `kprof` command (`cli/`): `run` (model detection, stdio, exit status, signals),
+//! `report`, `diff`, `merge` (profiles and Perfetto traces), bad inputs, and the
+//! installation (`make install`): CMake `find_package(kprof)` + `kprof_add_test`
+//! with CTest, pkg-config with C and Fortran.
+//!
+//! Fixtures: `tests/cli/fixtures/rank{0,1,2}/profile.json` are hand-written profiles
+//! of three ranks with known numbers (rank r, k = r + 1): `solve` (region, total
+//! k ms, self k*100 us) holding `axpy` (parallel_for OpenMP, 10 instances, k*900
+//! us); `io` (user_region) on ranks 0 (1 instance, 500 us) and 2 (2, 1 ms); run
+//! durations 4, 5, 6 ms.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use kprof_tests::openmp::have;
+use kprof_tests::trace_check::read_perfetto;
+use kprof_tests::{
+    assert_ok, compile, lib, lib_dir, node, nodes, read_profile, run, scratch, skip_unless,
+    target_dir, test_file, u, workspace_root,
+};
+use serde_json::Value;
+
+fn kprof() -> PathBuf {
+    lib("kprof")
+}
+
+/// `kprof <args>` in `dir` with a clean tool environment.
+fn kprof_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(kprof());
+    for var in [
+        "KOKKOS_TOOLS_LIBS",
+        "KOKKOS_PROFILE_LIBRARY",
+        "KOKKOS_TOOLS_ARGS",
+        "OMP_TOOL_LIBRARIES",
+        "ACC_PROFLIB",
+        "KPROF_OUTPUT_DIR",
+        "KPROF_TRACE",
+        "KPROF_BUFFER_MB",
+        "KPROF_SUMMARY",
+        "KPROF_SUMMARY_TOP",
+        "KPROF_SIGNALS",
+        "KPROF_ENABLE",
+        "KPROF_KOKKOS_FENCES",
+        "KPROF_FLUSH_MS",
+        "KPROF_CORE_LIB",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.current_dir(dir).args(args).stdin(Stdio::null());
+    cmd
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Lines with runs of spaces collapsed (columns compared by content).
+fn squeeze(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// The duration format documented in docs/cli.md.
+fn dur(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.2} us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+/// The annotated test program (`tests/cli/kernels.c`).
+fn kernels_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = scratch("cli_bin");
+        let libdir = lib_dir();
+        compile(
+            &[&test_file("cli/kernels.c")],
+            &dir.join("kernels"),
+            &[
+                &format!("-L{}", libdir.display()),
+                "-lkprof_core",
+                &format!("-Wl,-rpath,{}", libdir.display()),
+            ],
+        )
+    })
+}
+
+fn fixture(rank: u32) -> PathBuf {
+    test_file(&format!("cli/fixtures/rank{rank}"))
+}
+
+/// Asserts exit status 2 and exactly one line on stderr, starting `kprof: ` and
+/// containing `what`; returns it.
+fn one_line_error(o: &Output, what: &str) -> String {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "exit status; stderr:\n{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected:\n{err}");
+    assert!(lines[0].starts_with("kprof: "), "{err}");
+    assert!(lines[0].contains(what), "{what:?} not in {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    lines[0].to_string()
+}
+
+// ---------------------------------------------------------------- run
+
+#[test]
+fn run_detects_openmp_from_libomp() {
+    if skip_unless(have("clang"), "clang") {
+        return;
+    }
+    let dir = scratch("cli_run_openmp");
+    let exe = dir.join("heat");
+    let out = run(Command::new("clang")
+        .args(["-fopenmp", "-g", "-O2"])
+        .arg(workspace_root().join("examples/openmp/heat.c"))
+        .arg("-o")
+        .arg(&exe));
+    assert_ok(&out);
+    let o = run(
+        kprof_cmd(&dir, &["run", "-v", "-o", "out", "--summary", "0", "--"])
+            .arg(&exe)
+            .arg("20")
+            .env("OMP_NUM_THREADS", "2"),
+    );
+    assert_ok(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains("kprof: detected openmp: links libomp.so.5"),
+        "{err}"
+    );
+    let ompt = lib("libkprof_ompt.so");
+    assert!(
+        err.contains(&format!("kprof: OMP_TOOL_LIBRARIES={}", ompt.display())),
+        "{err}"
+    );
+    assert!(!err.contains("KOKKOS_TOOLS_LIBS"), "{err}");
+    assert!(err.contains("kprof: measuring openmp (detected)"), "{err}");
+    assert!(
+        err.ends_with("kprof: results in out (read them with: kprof report out)\n"),
+        "{err}"
+    );
+    assert!(
+        stdout(&o).starts_with("steps 20 residual "),
+        "{}",
+        stdout(&o)
+    );
+    let p = read_profile(&dir.join("out"));
+    assert_eq!(p["plugins"], serde_json::json!(["openmp"]));
+    let all = nodes(&p);
+    let par = all
+        .iter()
+        .find(|(_, n)| n["kind"] == "omp_parallel")
+        .expect("an omp_parallel node");
+    assert_eq!(u(&par.1["count"]), 20);
+    assert!(par.0[0].starts_with("main (heat.c:"), "{:?}", par.0);
+}
+
+#[test]
+fn run_detects_static_kokkos() {
+    let deps = match std::env::var_os("KPROF_DEPS_DIR") {
+        Some(d) if !d.is_empty() => workspace_root().join(d),
+        _ => target_dir().join("deps"),
+    };
+    let exe = deps.join("kokkos-example").join("kokkos_example");
+    if skip_unless(
+        exe.is_file(),
+        "real Kokkos (run tests/scripts/build-kokkos.sh)",
+    ) {
+        return;
+    }
+    let dir = scratch("cli_run_kokkos");
+    let o = run(kprof_cmd(
+        &dir,
+        &["run", "-v", "--summary", "0", "--output", "k", "--"],
+    )
+    .arg(&exe)
+    .env("OMP_NUM_THREADS", "2")
+    .env("OMP_PROC_BIND", "false"));
+    assert_ok(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains("kprof: detected kokkos: built into the program (Kokkos symbols)"),
+        "{err}"
+    );
+    let l = lib("libkprof.so").display().to_string();
+    assert!(
+        err.contains(&format!("kprof: KOKKOS_TOOLS_LIBS={l}\n")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("kprof: KOKKOS_PROFILE_LIBRARY={l}\n")),
+        "{err}"
+    );
+    let p = read_profile(&dir.join("k"));
+    assert!(
+        p["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x == "kokkos"),
+        "{}",
+        p["plugins"]
+    );
+    assert_eq!(p["program"]["executable"], "kokkos_example");
+    assert!(nodes(&p).iter().any(|(_, n)| n["name"] == "axpy"));
+}
+
+#[test]
+fn run_keeps_stdio_exit_status_and_options() {
+    let dir = scratch("cli_run_stdio");
+    let mut cmd = kprof_cmd(
+        &dir,
+        &[
+            "run",
+            "--output",
+            "o",
+            "--summary",
+            "0",
+            "--flush-ms",
+            "50",
+            "--",
+        ],
+    );
+    cmd.arg(kernels_bin())
+        .args(["3", "7"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn kprof");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"hello\nworld\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "in: hello\nin: world\nkernels 3\n");
+    let err = stderr(&o);
+    // --summary 0 reached the runtime: only kprof run's own lines.
+    assert_eq!(
+        err,
+        "kprof: measuring annotations (detected)\n\
+         kprof: results in o (read them with: kprof report o)\n"
+    );
+    let p = read_profile(&dir.join("o"));
+    let all = nodes(&p);
+    assert_eq!(u(&node(&all, &["main loop", "kernel"])["count"]), 3);
+
+    // The same directory again: never reused, .1 appended, and said so.
+    let o = run(
+        kprof_cmd(&dir, &["run", "-q", "-o", "o", "--summary", "0", "--"])
+            .arg(kernels_bin())
+            .arg("2"),
+    );
+    assert_ok(&o);
+    assert_eq!(stderr(&o), "");
+    let p = read_profile(&dir.join("o.1"));
+    assert_eq!(u(&node(&nodes(&p), &["main loop", "kernel"])["count"]), 2);
+
+    // Death by a signal: 128 + signal, like a shell.
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["run", "--", "sh", "-c", "kill -KILL $$"],
+    ));
+    assert_eq!(o.status.code(), Some(137), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("kprof: sh was killed by signal 9"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn run_forwards_signals() {
+    let dir = scratch("cli_run_signal");
+    let exe = compile(&[&test_file("cli/sleeper.c")], &dir.join("sleeper"), &[]);
+    for (sig, name) in [
+        (libc::SIGTERM, "TERM"),
+        (libc::SIGHUP, "HUP"),
+        (libc::SIGINT, "INT"),
+    ] {
+        let mut child = kprof_cmd(&dir, &["run", "-q", "--"])
+            .arg(&exe)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "ready\n");
+        // SAFETY: signalling our own child.
+        unsafe {
+            libc::kill(child.id() as i32, sig);
+        }
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, format!("got {sig}\n"), "SIG{name}");
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(40 + sig), "SIG{name}");
+    }
+}
+
+#[test]
+fn run_rejects_bad_options() {
+    let dir = scratch("cli_run_bad");
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["run", "--buffer-mb", "0", "--", "true"],
+    ));
+    let line = one_line_error(&o, "buffer-mb=0 is invalid");
+    assert!(line.contains("1 to 65536"), "{line}");
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["run", "--trace", "pdf", "--", "true"],
+    ));
+    one_line_error(&o, "perfetto, json");
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["run", "--", "no-such-program-kprof"],
+    ));
+    assert_eq!(
+        one_line_error(&o, "command not found"),
+        "kprof: no-such-program-kprof: command not found"
+    );
+}
+
+// ---------------------------------------------------------------- report
+
+#[test]
+fn report_tables_match_the_profile() {
+    let dir = scratch("cli_report");
+    let o = run(kprof_cmd(&dir, &["report"]).arg(fixture(0)));
+    assert_ok(&o);
+    let text = stdout(&o);
+    let lines = squeeze(&text);
+    let expect = [
+        format!("kprof report: {}/profile.json", fixture(0).display()),
+        "program: app (pid 1000, host node0, rank 0)".into(),
+        "run: 4.00 ms (clock tsc), 1 thread, plugins: kokkos".into(),
+        "".into(),
+        "Kernels and regions by self time (top 3 of 3; % of the run's 4.00 ms)".into(),
+        "self % total count mean min max kind device name".into(),
+        "900.00 us 22.5% ##### 900.00 us 10 90.00 us 80.00 us 100.00 us parallel_for OpenMP axpy"
+            .into(),
+        "500.00 us 12.5% ### 500.00 us 1 500.00 us 500.00 us 500.00 us user_region io".into(),
+        "100.00 us 2.5% # 1.00 ms 1 1.00 ms 1.00 ms 1.00 ms region solve".into(),
+        "".into(),
+        "Deep copies by time (top 1 of 1)".into(),
+        "time count bytes rate destination <- source".into(),
+        "1.00 ms 2 2.00 MiB 1.95 GiB/s Host:a <- Cuda:b".into(),
+        "".into(),
+        "Memory per space".into(),
+        "high water at in use at end allocs frees leaks space".into(),
+        "3.00 MiB 1.50 ms 1.00 KiB 3 2 1 (1.00 KiB) Host".into(),
+        "largest in Host: x 2.00 MiB".into(),
+        "".into(),
+        "Events".into(),
+        "count name".into(),
+        "2 checkpoint".into(),
+    ];
+    assert_eq!(lines, expect, "\n{text}");
+    // Aligned columns: every name starts where the header's "name" does.
+    let raw: Vec<&str> = text.lines().collect();
+    let col = raw[5].find("name").unwrap();
+    assert_eq!(raw[6].rfind("axpy"), Some(col), "\n{text}");
+    assert_eq!(raw[7].rfind("io"), Some(col), "\n{text}");
+    assert_eq!(raw[8].rfind("solve"), Some(col), "\n{text}");
+
+    // Sorting, top, filter, tree.
+    let o = run(kprof_cmd(&dir, &["report", "--sort", "total", "--top", "1"]).arg(fixture(0)));
+    assert_ok(&o);
+    let l = squeeze(&stdout(&o));
+    assert_eq!(
+        l[4],
+        "Kernels and regions by total time (top 1 of 3; % of the run's 4.00 ms)"
+    );
+    assert!(l[6].ends_with("region solve"), "{}", l[6]);
+    assert_eq!(l[7], "");
+    let o = run(kprof_cmd(&dir, &["report", "--tree", "--filter", "^ax"]).arg(fixture(0)));
+    assert_ok(&o);
+    let text = stdout(&o);
+    let l = squeeze(&text);
+    assert_eq!(
+        &l[4..],
+        [
+            "Call-path tree (siblings by total time; % of the run's 4.00 ms)",
+            "total % self count mean kind device name",
+            "1.00 ms 25.0% ##### 100.00 us 1 1.00 ms region solve",
+            "900.00 us 22.5% ##### 900.00 us 10 90.00 us parallel_for OpenMP axpy",
+        ],
+        "\n{text}"
+    );
+    let raw: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        raw[7].find("axpy"),
+        raw[6].find("solve").map(|c| c + 2),
+        "children indented by two:\n{text}"
+    );
+
+    // CSV and JSON carry raw nanoseconds.
+    let o = run(kprof_cmd(&dir, &["report", "--csv"]).arg(fixture(0)));
+    assert_ok(&o);
+    assert_eq!(
+        stdout(&o),
+        "name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns,self_pct\n\
+         axpy,parallel_for,OpenMP,10,900000,900000,90000.0,80000,100000,22.50\n\
+         io,user_region,,1,500000,500000,500000.0,500000,500000,12.50\n\
+         solve,region,,1,1000000,100000,1000000.0,1000000,1000000,2.50\n"
+    );
+    let o = run(kprof_cmd(&dir, &["report", "--tree", "--json"]).arg(fixture(0)));
+    assert_ok(&o);
+    let rows: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let paths: Vec<String> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["path"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .collect();
+    assert_eq!(paths, ["solve", "solve/axpy", "io"]);
+    assert_eq!(rows[1]["total_ns"], 900000);
+
+    let o = run(kprof_cmd(&dir, &["report", "--filter", "("]).arg(fixture(0)));
+    one_line_error(&o, "--filter: invalid regular expression");
+}
+
+#[test]
+fn report_of_a_real_run() {
+    let dir = scratch("cli_report_real");
+    let o = run(
+        kprof_cmd(&dir, &["run", "-q", "-o", "r", "--summary", "0", "--"])
+            .arg(kernels_bin())
+            .arg("4"),
+    );
+    assert_ok(&o);
+    let p = read_profile(&dir.join("r"));
+    let all = nodes(&p);
+    let k = node(&all, &["main loop", "kernel"]);
+    let o = run(&mut kprof_cmd(&dir, &["report", "r"]));
+    assert_ok(&o);
+    let text = stdout(&o);
+    let row = squeeze(&text)
+        .into_iter()
+        .find(|l| l.ends_with("user_region kernel"))
+        .unwrap_or_else(|| panic!("no kernel row:\n{text}"));
+    let run_ns = u(&p["clock"]["duration_ns"]) as f64;
+    let self_ns = u(&k["self_ns"]) as f64;
+    let expect_start = format!("{} {:.1}%", dur(self_ns), 100.0 * self_ns / run_ns);
+    assert!(
+        row.starts_with(&expect_start),
+        "{row:?} vs {expect_start:?}"
+    );
+    let tail = format!(
+        "{} 4 {} {} {} user_region kernel",
+        dur(u(&k["total_ns"]) as f64),
+        dur(u(&k["total_ns"]) as f64 / 4.0),
+        dur(u(&k["min_ns"]) as f64),
+        dur(u(&k["max_ns"]) as f64)
+    );
+    assert!(row.ends_with(&tail), "{row:?} vs {tail:?}");
+    assert!(
+        text.contains(&format!("run: {} (clock ", dur(run_ns))),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_inputs_are_one_line_and_exit_2() {
+    let dir = scratch("cli_bad_inputs");
+    let o = run(&mut kprof_cmd(&dir, &["report", "missing"]));
+    assert_eq!(
+        one_line_error(&o, "missing"),
+        "kprof: missing: no such directory"
+    );
+
+    std::fs::create_dir(dir.join("empty")).unwrap();
+    let o = run(&mut kprof_cmd(&dir, &["report", "empty"]));
+    one_line_error(&o, "empty: no profile.json in this directory");
+
+    let full = std::fs::read_to_string(fixture(0).join("profile.json")).unwrap();
+    std::fs::create_dir(dir.join("cut")).unwrap();
+    std::fs::write(dir.join("cut/profile.json"), &full[..full.len() / 2]).unwrap();
+    let o = run(&mut kprof_cmd(&dir, &["report", "cut"]));
+    one_line_error(&o, "cut/profile.json is truncated (EOF while parsing");
+
+    std::fs::create_dir(dir.join("garbage")).unwrap();
+    std::fs::write(dir.join("garbage/profile.json"), "{\"schema\": nope}").unwrap();
+    let o = run(&mut kprof_cmd(&dir, &["report", "garbage"]));
+    one_line_error(&o, "garbage/profile.json is not valid JSON (");
+
+    std::fs::create_dir(dir.join("other")).unwrap();
+    std::fs::write(
+        dir.join("other/profile.json"),
+        full.replace("kprof-profile/1", "kprof-profile/9"),
+    )
+    .unwrap();
+    for cmd in [
+        vec!["report", "other"],
+        vec!["diff", "other", "other"],
+        vec!["merge", "other", "-o", "m"],
+    ] {
+        let o = run(&mut kprof_cmd(&dir, &cmd));
+        one_line_error(
+            &o,
+            "other/profile.json: schema \"kprof-profile/9\" is not supported (this kprof 0.1.0 reads kprof-profile/1, kprof-merged/1)",
+        );
+    }
+    assert!(!dir.join("m").exists());
+
+    std::fs::create_dir(dir.join("noschema")).unwrap();
+    std::fs::write(dir.join("noschema/profile.json"), "[1, 2]").unwrap();
+    let o = run(&mut kprof_cmd(&dir, &["report", "noschema"]));
+    one_line_error(&o, "not a kprof profile (no \"schema\" field)");
+
+    std::fs::create_dir(dir.join("shape")).unwrap();
+    std::fs::write(
+        dir.join("shape/profile.json"),
+        "{\"schema\": \"kprof-profile/1\", \"tree\": 3}",
+    )
+    .unwrap();
+    let o = run(&mut kprof_cmd(&dir, &["report", "shape"]));
+    one_line_error(&o, "does not match schema kprof-profile/1");
+}
+
+// ---------------------------------------------------------------- diff
+
+#[test]
+fn diff_finds_a_real_change_and_no_change_in_identical_profiles() {
+    let dir = scratch("cli_diff");
+    for (out, n) in [("a", "3"), ("b", "12")] {
+        let o = run(
+            kprof_cmd(&dir, &["run", "-q", "-o", out, "--summary", "0", "--"])
+                .arg(kernels_bin())
+                .arg(n),
+        );
+        assert_ok(&o);
+    }
+    let pa = read_profile(&dir.join("a"));
+    let pb = read_profile(&dir.join("b"));
+    let ka = u(&node(&nodes(&pa), &["main loop", "kernel"])["total_ns"]);
+    let kb = u(&node(&nodes(&pb), &["main loop", "kernel"])["total_ns"]);
+
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["diff", "a", "b", "--fail-above", "50"],
+    ));
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let text = stdout(&o);
+    let l = squeeze(&text);
+    assert_eq!(l[0], "kprof diff: A = a/profile.json");
+    assert_eq!(l[1], "B = b/profile.json");
+    let rows: Vec<&String> = l
+        .iter()
+        .filter(|x| x.contains(" -> ") && x.contains("main loop"))
+        .collect();
+    // The region and its kernels changed by about as much (the kernels are all of it).
+    assert_eq!(rows.len(), 2, "{text}");
+    let region = rows
+        .iter()
+        .find(|r| r.ends_with(" main loop"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(region.ends_with(" 1 -> 1 main loop"), "{text}");
+    let kernel_row = format!(
+        "{:+.1}% {} {} 3 -> 12 main loop / kernel",
+        100.0 * (kb as f64 - ka as f64) / ka as f64,
+        dur(ka as f64),
+        dur(kb as f64)
+    );
+    let kernel = rows
+        .iter()
+        .find(|r| r.ends_with("main loop / kernel"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        kernel.ends_with(&kernel_row),
+        "{kernel:?} vs {kernel_row:?}"
+    );
+    assert!(
+        text.contains("REGRESSION: 2 nodes grew by more than 50% (largest: main loop"),
+        "{text}"
+    );
+
+    // The same profile: nothing above the threshold, exit 0.
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["diff", "a", "a", "--fail-above", "1"],
+    ));
+    assert_ok(&o);
+    let text = stdout(&o);
+    assert!(
+        text.contains("(0 above the noise threshold of 5% or with a different count; 2 below)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  (no change above the threshold)\n"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\nOK: no node grew by more than 1%\n"),
+        "{text}"
+    );
+
+    // Two runs with the same kernel count: counts unchanged, so only time can
+    // differ; with a generous threshold nothing is reported.
+    let o = run(
+        kprof_cmd(&dir, &["run", "-q", "-o", "a2", "--summary", "0", "--"])
+            .arg(kernels_bin())
+            .arg("3"),
+    );
+    assert_ok(&o);
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &[
+            "diff",
+            "a",
+            "a2",
+            "--threshold",
+            "1000",
+            "--fail-above",
+            "1000",
+        ],
+    ));
+    assert_ok(&o);
+    assert!(
+        stdout(&o).contains("0 above the noise threshold of 1000%"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Fixtures: a node only in B is "new", counts shown as "-".
+    let o = run(kprof_cmd(&dir, &["diff"]).arg(fixture(1)).arg(fixture(0)));
+    assert_ok(&o);
+    let l = squeeze(&stdout(&o));
+    assert!(
+        l.contains(&"+500.00 us - - 500.00 us - -> 1 new io".to_string()),
+        "{}",
+        stdout(&o)
+    );
+}
+
+// ---------------------------------------------------------------- merge
+
+#[test]
+fn merge_three_ranks_exact_statistics() {
+    let dir = scratch("cli_merge");
+    // Given out of order: ranks are taken from the profiles.
+    let o = run(kprof_cmd(&dir, &["merge"])
+        .arg(fixture(2))
+        .arg(fixture(0))
+        .arg(fixture(1))
+        .args(["-o", "m"]));
+    assert_ok(&o);
+    let p = read_profile(&dir.join("m"));
+    assert_eq!(p["schema"], "kprof-merged/1");
+    let ranks: Vec<u64> = p["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| u(&r["rank"]))
+        .collect();
+    assert_eq!(ranks, [0, 1, 2]);
+    assert_eq!(p["ranks"][1]["host"], "node1");
+    assert_eq!(
+        p["duration_ns"],
+        serde_json::json!({"min": 4000000, "mean": 5000000.0, "max": 6000000, "sum": 15000000, "imbalance": 1.2})
+    );
+    let all = nodes(&p);
+    let solve = node(&all, &["solve"]);
+    assert_eq!(solve["ranks"], 3);
+    assert_eq!(
+        solve["total_ns"],
+        serde_json::json!({"min": 1000000, "mean": 2000000.0, "max": 3000000, "sum": 6000000, "imbalance": 1.5})
+    );
+    assert_eq!(
+        solve["self_ns"],
+        serde_json::json!({"min": 100000, "mean": 200000.0, "max": 300000, "sum": 600000, "imbalance": 1.5})
+    );
+    let axpy = node(&all, &["solve", "axpy"]);
+    assert_eq!(axpy["device"], "OpenMP");
+    assert_eq!(
+        axpy["count"],
+        serde_json::json!({"min": 10, "mean": 10.0, "max": 10, "sum": 30, "imbalance": 1.0})
+    );
+    assert_eq!(
+        axpy["by_rank"]["total_ns"],
+        serde_json::json!([900000, 1800000, 2700000])
+    );
+    assert_eq!(axpy["min_ns"], 80000);
+    assert_eq!(axpy["max_ns"], 300000);
+    // Only on ranks 0 and 2: rank 1 counts as 0.
+    let io = node(&all, &["io"]);
+    assert_eq!(io["ranks"], 2);
+    assert_eq!(
+        io["total_ns"],
+        serde_json::json!({"min": 0, "mean": 500000.0, "max": 1000000, "sum": 1500000, "imbalance": 2.0})
+    );
+    assert_eq!(io["by_rank"]["count"], serde_json::json!([1, 0, 2]));
+    assert_eq!(p["deep_copies"][0]["bytes"], 2097152 * 6);
+    assert_eq!(p["memory"][0]["high_water_bytes"]["max"], 3145728 * 3);
+    assert_eq!(p["anomalies"]["unmatched_ends"], 3);
+
+    // report reads the merged profile.
+    let o = run(&mut kprof_cmd(&dir, &["report", "m", "--sort", "total"]));
+    assert_ok(&o);
+    let l = squeeze(&stdout(&o));
+    assert!(
+        l.contains(&"1.00 ms 2.00 ms 3.00 ms 1.50 3 3 region solve".to_string()),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        l.contains(&"0 ns 500.00 us 1.00 ms 2.00 2 3 user_region io".to_string()),
+        "{}",
+        stdout(&o)
+    );
+
+    // Never overwrites.
+    let o = run(kprof_cmd(&dir, &["merge"])
+        .arg(fixture(0))
+        .args(["-o", "m"]));
+    one_line_error(&o, "m: already exists");
+}
+
+#[test]
+fn merge_traces_one_process_per_rank() {
+    let dir = scratch("cli_merge_trace");
+    let mut dirs = Vec::new();
+    for (i, n) in ["2", "3", "4"].iter().enumerate() {
+        let out = format!("r{i}");
+        let o = run(kprof_cmd(
+            &dir,
+            &[
+                "run",
+                "-q",
+                "-o",
+                &out,
+                "--trace",
+                "perfetto",
+                "--summary",
+                "0",
+                "--",
+            ],
+        )
+        .arg(kernels_bin())
+        .arg(n));
+        assert_ok(&o);
+        dirs.push(out);
+    }
+    let mut args = vec!["merge"];
+    args.extend(dirs.iter().map(String::as_str));
+    args.extend(["-o", "m"]);
+    let o = run(&mut kprof_cmd(&dir, &args));
+    assert_ok(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains("kprof merge: trace [3/3] rank 2: r2/trace.pftrace ("),
+        "{err}"
+    );
+    let Some(model) = read_perfetto(&dir.join("m")) else {
+        skip_unless(
+            false,
+            "Perfetto's protos (protoc) for decoding the merged trace",
+        );
+        return;
+    };
+    model.assert_valid();
+    let pids: std::collections::BTreeSet<i64> = model
+        .tracks
+        .values()
+        .filter_map(|t| match t.kind {
+            kprof_tests::trace_check::TrackKind::Process { pid } => Some(pid),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pids.len(), 3, "{:?}", model.tracks);
+    // Each rank's kernels on its own thread track.
+    let kernels = model.named("kernel");
+    assert_eq!(kernels.len(), 2 + 3 + 4);
+    let mut per_track: std::collections::BTreeMap<u64, usize> = Default::default();
+    for s in &kernels {
+        *per_track.entry(s.track).or_default() += 1;
+    }
+    let mut counts: Vec<usize> = per_track.values().copied().collect();
+    counts.sort();
+    assert_eq!(counts, [2, 3, 4]);
+}
+
+// ---------------------------------------------------------------- install
+
+/// `make install PREFIX=<scratch>` once per test process.
+fn prefix() -> &'static Path {
+    static PREFIX: OnceLock<PathBuf> = OnceLock::new();
+    PREFIX.get_or_init(|| {
+        lib_dir();
+        let p = scratch("cli_prefix").join("usr");
+        let o = run(Command::new("make")
+            .current_dir(workspace_root())
+            .arg("install")
+            .arg(format!("PREFIX={}", p.display()))
+            .env("CARGO_TARGET_DIR", target_dir()));
+        assert_ok(&o);
+        p
+    })
+}
+
+#[test]
+fn install_layout() {
+    let p = prefix();
+    for f in [
+        "bin/kprof",
+        "lib/libkprof_core.so",
+        "lib/libkprof.so",
+        "lib/libkprof_ompt.so",
+        "include/kprof/kprof.h",
+        "include/kprof/kprof.hpp",
+        "include/kprof/kprof.f90",
+        "lib/cmake/kprof/kprofConfig.cmake",
+        "lib/cmake/kprof/kprofConfigVersion.cmake",
+        "lib/pkgconfig/kprof.pc",
+    ] {
+        assert!(p.join(f).is_file(), "{f} not installed");
+    }
+    let pc = std::fs::read_to_string(p.join("lib/pkgconfig/kprof.pc")).unwrap();
+    assert!(pc.starts_with(&format!("prefix={}\n", p.display())), "{pc}");
+    assert!(pc.contains("Version: 0.1.0\n"), "{pc}");
+    // The installed kprof finds its plugins in ../lib.
+    let dir = scratch("cli_install_run");
+    let o = run(Command::new(p.join("bin/kprof")).current_dir(&dir).args([
+        "run",
+        "-v",
+        "--openmp",
+        "--kokkos",
+        "--summary",
+        "0",
+        "--",
+        "true",
+    ]));
+    assert_ok(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "kprof: OMP_TOOL_LIBRARIES={}/lib/libkprof_ompt.so\n",
+            p.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "kprof: KOKKOS_TOOLS_LIBS={}/lib/libkprof.so\n",
+            p.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn cmake_consumer_with_ctest() {
+    if skip_unless(have("cmake") && have("ctest"), "cmake") {
+        return;
+    }
+    let p = prefix();
+    let build = scratch("cli_cmake_consumer");
+    let mut configure = Command::new("cmake");
+    configure
+        .arg("-S")
+        .arg(test_file("cli/consumer"))
+        .arg("-B")
+        .arg(&build)
+        .arg(format!("-DCMAKE_PREFIX_PATH={}", p.display()));
+    if have("clang") {
+        configure.env("CC", "clang");
+    }
+    let o = run(&mut configure);
+    assert_ok(&o);
+    let conf = stdout(&o);
+    assert!(
+        conf.contains(&format!("-- kprof 0.1.0: {}/bin/kprof", p.display())),
+        "{conf}"
+    );
+    assert!(
+        conf.contains(&format!(
+            "-- kprof_OMPT_LIBRARY={}/lib/libkprof_ompt.so",
+            p.display()
+        )),
+        "{conf}"
+    );
+    assert_ok(&run(Command::new("cmake").arg("--build").arg(&build)));
+    // Twice: the setup test empties the output directory before each run.
+    for _ in 0..2 {
+        let o = run(Command::new("ctest")
+            .current_dir(&build)
+            .args(["--output-on-failure"]));
+        assert_ok(&o);
+        assert!(stdout(&o).contains("100% tests passed"), "{}", stdout(&o));
+    }
+    let prof = read_profile(&build.join("kprof-annotated_run"));
+    assert!(!build.join("kprof-annotated_run.1").exists());
+    let all = nodes(&prof);
+    assert_eq!(u(&node(&all, &["solve"])["count"]), 1);
+    assert_eq!(u(&node(&all, &["solve", "step"])["count"]), 4);
+    assert_eq!(u(&node(&all, &["solve", "step", "inner"])["count"]), 4);
+    assert_eq!(
+        node(&all, &["solve", "step", "inner"])["kind"],
+        "user_region"
+    );
+    // Closed by the exception's unwinding.
+    assert_eq!(u(&node(&all, &["cleanup"])["count"]), 1);
+    assert_eq!(prof["counters"][0]["name"], "step");
+    assert_eq!(prof["counters"][0]["count"], 4);
+    assert_eq!(prof["counters"][0]["max"], 4.0);
+    assert_eq!(prof["events"][0]["name"], "done");
+    assert_eq!(prof["metadata"]["consumer"], "annotated.cpp");
+    assert_eq!(u(&prof["anomalies"]["unmatched_ends"]), 0);
+    // TRACE perfetto reached the run.
+    assert!(build.join("kprof-annotated_run/trace.pftrace").is_file());
+    if build.join("omp_sum").is_file() && have("clang") {
+        let omp = read_profile(&build.join("kprof-omp_run"));
+        assert_eq!(omp["plugins"], serde_json::json!(["openmp"]));
+        let par = nodes(&omp)
+            .into_iter()
+            .find(|(_, n)| n["kind"] == "omp_parallel")
+            .expect("omp_parallel");
+        assert_eq!(u(&par.1["count"]), 8);
+    }
+}
+
+fn pkg_config(args: &[&str]) -> Vec<String> {
+    let o = run(Command::new("pkg-config")
+        .args(args)
+        .env("PKG_CONFIG_PATH", prefix().join("lib/pkgconfig")));
+    assert_ok(&o);
+    stdout(&o).split_whitespace().map(String::from).collect()
+}
+
+#[test]
+fn pkg_config_c_and_fortran() {
+    if skip_unless(have("pkg-config"), "pkg-config") {
+        return;
+    }
+    let p = prefix();
+    let flags = pkg_config(&["--cflags", "--libs", "kprof"]);
+    assert_eq!(
+        flags,
+        [
+            format!("-I{}/include/kprof", p.display()),
+            format!("-L{}/lib", p.display()),
+            format!("-Wl,-rpath,{}/lib", p.display()),
+            "-lkprof_core".to_string(),
+        ]
+    );
+    let dir = scratch("cli_pkg_config");
+    let o = run(Command::new("gcc")
+        .current_dir(&dir)
+        .arg(workspace_root().join("examples/annotations/annotate.c"))
+        .args(["-o", "annotate_c", "-Wall", "-Werror"])
+        .args(&flags));
+    assert_ok(&o);
+    let mut programs = vec![("annotate_c", "annotate.c")];
+    if have("gfortran") {
+        let libs = pkg_config(&["--libs", "kprof"]);
+        let o = run(Command::new("gfortran")
+            .current_dir(&dir)
+            .arg(p.join("include/kprof/kprof.f90"))
+            .arg(workspace_root().join("examples/annotations/annotate.f90"))
+            .args(["-o", "annotate_f"])
+            .args(&libs));
+        assert_ok(&o);
+        programs.push(("annotate_f", "annotate.f90"));
+    } else {
+        skip_unless(false, "gfortran");
+    }
+    for (exe, src) in programs {
+        let out = format!("out-{exe}");
+        let o = run(Command::new(p.join("bin/kprof"))
+            .current_dir(&dir)
+            .args(["run", "-o", &out, "--summary", "0", "--"])
+            .arg(format!("./{exe}")));
+        assert_ok(&o);
+        assert!(stdout(&o).starts_with("sum "), "{}", stdout(&o));
+        assert!(
+            stderr(&o).contains("kprof: measuring annotations (detected)"),
+            "{}",
+            stderr(&o)
+        );
+        let prof = read_profile(&dir.join(&out));
+        let all = nodes(&prof);
+        assert_eq!(u(&node(&all, &["solve", "step"])["count"]), 5, "{exe}");
+        assert_eq!(prof["metadata"]["example"], src);
+        assert_eq!(prof["counters"][0]["name"], "partial sum");
+        assert_eq!(prof["counters"][0]["count"], 5);
+        assert_eq!(prof["events"][0]["name"], "done");
+        assert_eq!(u(&prof["anomalies"]["unmatched_ends"]), 0);
+    }
+}
