@@ -18,6 +18,8 @@ pub struct Models {
     pub openmp: bool,
     /// An OpenACC runtime.
     pub openacc: bool,
+    /// RAJA (shared libRAJA; a static RAJA is not detected: give --raja).
+    pub raja: bool,
     /// libkprof_core.so is linked (annotation API).
     pub annotations: bool,
     /// Why, one entry per finding.
@@ -187,6 +189,11 @@ fn classify(name: &str, models: &mut Models, via: &str, goacc: bool) {
             ));
             models.openacc = true;
         }
+    } else if base.starts_with("libRAJA.") {
+        if !models.raja {
+            models.reasons.push(why("raja"));
+        }
+        models.raja = true;
     } else if base.starts_with("libkprof_core.") {
         if !models.annotations {
             models

@@ -23,7 +23,11 @@ pub struct RunArgs {
     /// Load the OpenACC plugin (libkprof_acc.so).
     #[arg(long)]
     pub openacc: bool,
-    /// Timeline traces: comma list of perfetto, json (KPROF_TRACE).
+    /// Load the RAJA runtime plugin (libkprof_raja.so, through RAJA_PLUGINS; RAJA
+    /// must be built with RAJA_ENABLE_RUNTIME_PLUGINS=ON).
+    #[arg(long)]
+    pub raja: bool,
+    /// Timeline traces: comma list of perfetto, json, otf2 (KPROF_TRACE).
     #[arg(long, value_name = "FORMATS")]
     pub trace: Option<String>,
     /// Output directory (KPROF_OUTPUT_DIR). Default: kprof-<program>-<pid of kprof>.
@@ -230,12 +234,13 @@ pub fn main(args: RunArgs) -> Outcome {
     }
 
     // Models: asked for, or detected.
-    let asked = args.kokkos || args.openmp || args.openacc;
+    let asked = args.kokkos || args.openmp || args.openacc || args.raja;
     let models = if asked {
         Models {
             kokkos: args.kokkos,
             openmp: args.openmp,
             openacc: args.openacc,
+            raja: args.raja,
             ..Default::default()
         }
     } else {
@@ -247,7 +252,7 @@ pub fn main(args: RunArgs) -> Outcome {
                 Ok(m) => m,
                 Err(e) => {
                     say(&format!(
-                        "cannot detect the models of {program} ({e}); give --kokkos, --openmp or --openacc"
+                        "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc or --raja"
                     ));
                     Models::default()
                 }
@@ -265,6 +270,9 @@ pub fn main(args: RunArgs) -> Outcome {
     }
     if models.openacc {
         wanted.push(("openacc", "libkprof_acc.so"));
+    }
+    if models.raja {
+        wanted.push(("raja", "libkprof_raja.so"));
     }
     for (model, libname) in wanted {
         let Some(lib) = dir
@@ -289,6 +297,7 @@ pub fn main(args: RunArgs) -> Outcome {
                 "OMP_TOOL_LIBRARIES",
                 prepend("OMP_TOOL_LIBRARIES", &lib, ':'),
             )),
+            "raja" => env.push(("RAJA_PLUGINS", lib)),
             _ => env.push(("ACC_PROFLIB", lib)),
         }
         loaded.push(model);
@@ -304,7 +313,7 @@ pub fn main(args: RunArgs) -> Outcome {
     if loaded.is_empty() && !models.annotations {
         say(&format!(
             "no Kokkos, OpenMP or OpenACC runtime found in {program}: nothing will be measured \
-             unless it uses the annotation API (give --kokkos, --openmp or --openacc to force)"
+             unless it uses the annotation API (give --kokkos, --openmp, --openacc or --raja to force)"
         ));
     } else if !args.quiet {
         let mut what: Vec<&str> = loaded.clone();

@@ -35,6 +35,7 @@ fn kprof_cmd(dir: &Path, args: &[&str]) -> Command {
         "KOKKOS_TOOLS_ARGS",
         "OMP_TOOL_LIBRARIES",
         "ACC_PROFLIB",
+        "RAJA_PLUGINS",
         "KPROF_OUTPUT_DIR",
         "KPROF_TRACE",
         "KPROF_BUFFER_MB",
@@ -1013,4 +1014,35 @@ fn pkg_config_c_and_fortran() {
         assert_eq!(prof["events"][0]["name"], "done");
         assert_eq!(u(&prof["anomalies"]["unmatched_ends"]), 0);
     }
+}
+
+/// `--raja` hands the RAJA plugin to RAJA's runtime loader through `RAJA_PLUGINS`,
+/// and `--trace otf2` reaches the runtime as `KPROF_TRACE`.
+#[test]
+fn run_raja_and_otf2_options_reach_the_program() {
+    let dir = scratch("cli-raja-env");
+    let out = run(kprof_cmd(
+        &dir,
+        &[
+            "run",
+            "-q",
+            "--raja",
+            "--trace",
+            "otf2",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$RAJA_PLUGINS|$KPROF_TRACE\"",
+        ],
+    )
+    .current_dir(&dir));
+    assert_ok(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (plugins, trace) = stdout.trim_end().split_once('|').expect("two values");
+    assert_eq!(
+        std::path::Path::new(plugins),
+        lib("libkprof_raja.so"),
+        "RAJA_PLUGINS"
+    );
+    assert_eq!(trace, "otf2");
 }
