@@ -27,17 +27,13 @@ echo "== building Kokkos 3.4.01 and the example (tests/scripts/build-kokkos.sh)"
 EXE=$(bash "$ROOT/tests/scripts/build-kokkos.sh")
 
 rm -rf -- "$OUT"
-# Kokkos 3.4 reads KOKKOS_PROFILE_LIBRARY; Kokkos >= 3.5 reads KOKKOS_TOOLS_LIBS
-# (and accepts both when they agree).
-export KOKKOS_PROFILE_LIBRARY=$LIB KOKKOS_TOOLS_LIBS=$LIB
 # Kokkos 3.4 prints a warning on stdout when OMP_PROC_BIND is unset.
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-threads}
-export KPROF_OUTPUT_DIR=$OUT
-# A timeline too: open kprof-demo/trace.pftrace in https://ui.perfetto.dev
-export KPROF_TRACE=${KPROF_TRACE:-perfetto,json}
 
-echo "== KOKKOS_PROFILE_LIBRARY=$LIB KPROF_OUTPUT_DIR=$OUT $EXE" >&2
-"$EXE"
+# kprof run detects the (static) Kokkos in the example and loads libkprof.so; the
+# summary goes to stderr, the files (profile, Perfetto and JSON traces) to ./kprof-demo.
+echo "== $TARGET/release/kprof run --trace perfetto,json -o $OUT -- $EXE" >&2
+"$TARGET/release/kprof" run --trace perfetto,json -o "$OUT" -- "$EXE"
 
-echo "== profile files in $PWD/$OUT:" >&2
+echo "== profile files in $PWD/$OUT (open $OUT/trace.pftrace in https://ui.perfetto.dev):" >&2
 ls -l "$OUT" >&2
