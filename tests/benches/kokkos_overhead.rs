@@ -47,6 +47,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
+use kprof_tests::bench::{env_f64, median};
 use kprof_tests::{compile, nodes, read_profile, target_dir, test_file};
 use serde_json::Value;
 
@@ -187,21 +188,6 @@ struct Measured {
     profile: Option<Result<ProfileInfo, String>>,
 }
 
-fn env_f64(name: &str, default: f64) -> f64 {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|x| *x > 0.0 && x.is_finite())
-            .unwrap_or_else(|| {
-                eprintln!("kokkos_overhead: ignoring invalid {name}={v:?}, using {default}");
-                default
-            }),
-        Err(_) => default,
-    }
-}
-
 fn main() {
     let scale = env_f64("KPROF_BENCH_SCALE", 1.0);
     let reps = env_f64("KPROF_BENCH_REPS", 7.0).round().max(1.0) as u64;
@@ -318,8 +304,9 @@ fn main() {
         }
     }
 
-    let ns_of = |ms: &[Measured]| median(ms.iter().map(|m| m.ns_per_pair).collect());
-    let cpu_of = |ms: &[Measured]| median(ms.iter().map(|m| m.cpu_ns_per_pair).collect());
+    let ns_of = |ms: &[Measured]| median(&mut ms.iter().map(|m| m.ns_per_pair).collect::<Vec<_>>());
+    let cpu_of =
+        |ms: &[Measured]| median(&mut ms.iter().map(|m| m.cpu_ns_per_pair).collect::<Vec<_>>());
     let mut missed = false;
     for regime in Regime::ALL {
         let pairs = pairs_of(regime);
@@ -359,7 +346,7 @@ fn main() {
                 } else {
                     "no"
                 },
-                median(ms.iter().map(|m| m.wall_s).collect()),
+                median(&mut ms.iter().map(|m| m.wall_s).collect::<Vec<_>>()),
                 per_round.join(" ")
             );
         }
@@ -489,15 +476,6 @@ fn main() {
     if missed && enforce {
         eprintln!("kokkos_overhead: target missed (burst regime) and KPROF_BENCH_ENFORCE=1");
         std::process::exit(1);
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 

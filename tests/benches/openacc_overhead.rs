@@ -17,16 +17,16 @@
 //! cargo bench -p kprof-tests --bench openacc_overhead
 //! ```
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-use kprof_tests::{lib, read_profile, target_dir, test_file, workspace_root};
+use kprof_tests::bench::{env_f64, print_rounds, require_complete, run_for};
+use kprof_tests::{compile, lib, target_dir, test_file};
 
 /// Event buffers for kprof: enough that no record drops.
 const KPROF_BUFFER_MB: &str = "1024";
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Variant {
     NoTool,
     Empty,
@@ -50,38 +50,6 @@ impl Variant {
             Variant::KprofPerfetto => "kprof + KPROF_TRACE=perfetto",
         }
     }
-}
-
-fn env_f64(name: &str, default: f64) -> f64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|v: &f64| *v > 0.0)
-        .unwrap_or(default)
-}
-
-fn gcc(args: &[&str], out: &Path) -> PathBuf {
-    let res = Command::new("gcc")
-        .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-I"])
-        .arg(workspace_root().join("ffi-headers"))
-        .args(args)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run gcc: {e}"));
-    if !res.status.success() {
-        eprintln!(
-            "gcc {args:?} failed:\n{}",
-            String::from_utf8_lossy(&res.stderr)
-        );
-        std::process::exit(1);
-    }
-    out.to_path_buf()
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 struct Setup {
@@ -119,42 +87,11 @@ fn run_once(s: &Setup, v: Variant, round: usize) -> f64 {
             }
         }
     }
-    let out = cmd.output().expect("run bench_constructs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        eprintln!(
-            "{v:?} failed: {:?}\n{stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::process::exit(1);
-    }
-    let ns = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("ns_per_construct "))
-        .and_then(|x| x.trim().parse::<f64>().ok())
-        .unwrap_or_else(|| {
-            eprintln!("no ns_per_construct in the output: {stdout}");
-            std::process::exit(1)
-        });
+    let label = format!("{v:?}");
+    let ns = run_for(&mut cmd, &label, "ns_per_construct");
     if matches!(v, Variant::Kprof | Variant::KprofPerfetto) {
         // kprof measured what ran: every construct, none dropped.
-        let p = read_profile(&out_dir);
-        let dropped = p["dropped_records"].as_u64().unwrap_or(u64::MAX);
-        if dropped != 0 {
-            eprintln!("{v:?}: kprof dropped {dropped} records; raise KPROF_BUFFER_MB");
-            std::process::exit(1);
-        }
-        let counted: u64 = kprof_tests::nodes(&p)
-            .iter()
-            .filter(|(_, n)| n["kind"] == "acc_compute")
-            .map(|(_, n)| n["count"].as_u64().unwrap_or(0))
-            .sum();
-        let want = s.constructs * (s.reps + 1);
-        if counted != want {
-            eprintln!("{v:?}: kprof counted {counted} compute constructs, the program ran {want}");
-            std::process::exit(1);
-        }
+        require_complete(&out_dir, &label, "acc_compute", s.constructs * (s.reps + 1));
     }
     let _ = std::fs::remove_dir_all(&dir);
     ns
@@ -173,13 +110,15 @@ fn main() {
     let tool_src = test_file("openacc/bench_tool.c");
     let kprof = lib("libkprof_acc.so");
     let s = Setup {
-        program: gcc(
-            &["-fopenacc", program_src.to_str().unwrap()],
+        program: compile(
+            &[&program_src],
             &dir.join("bench_constructs"),
+            &["-fopenacc"],
         ),
-        empty: gcc(
-            &["-shared", "-fPIC", tool_src.to_str().unwrap()],
+        empty: compile(
+            &[&tool_src],
             &dir.join("empty_acc_tool.so"),
+            &["-shared", "-fPIC"],
         ),
         kprof,
         dir: dir.clone(),
@@ -191,38 +130,18 @@ fn main() {
          (64-iteration parallel loop), {rounds} rounds, median ns per construct",
         s.constructs, s.reps
     );
-    let mut results: BTreeMap<Variant, Vec<f64>> = BTreeMap::new();
+    let mut rows: Vec<(&str, Vec<f64>)> = Variant::ALL
+        .iter()
+        .map(|v| (v.name(), Vec::new()))
+        .collect();
     for round in 0..rounds {
-        for v in Variant::ALL {
-            let ns = run_once(&s, v, round);
-            results.entry(v).or_default().push(ns);
+        for (i, v) in Variant::ALL.into_iter().enumerate() {
+            rows[i].1.push(run_once(&s, v, round));
         }
     }
-    let best = |l: &[f64]| l.iter().copied().fold(f64::INFINITY, f64::min);
-    let base_best = best(&results[&Variant::NoTool]);
-    let base = median(results.get_mut(&Variant::NoTool).unwrap());
     println!();
-    println!(
-        "  {:<36} {:>12} {:>12} {:>8} {:>12}  rounds",
-        "variant", "ns/construct", "vs no tool", "best", "best vs no"
-    );
-    for v in Variant::ALL {
-        let list = results.get_mut(&v).unwrap();
-        let m = median(list);
-        let b = best(list);
-        let rounds: Vec<String> = list.iter().map(|x| format!("{x:.0}")).collect();
-        println!(
-            "  {:<36} {:>12.1} {:>+12.1} {:>8.1} {:>+12.1}  {}",
-            v.name(),
-            m,
-            m - base,
-            b,
-            b - base_best,
-            rounds.join("/")
-        );
-    }
-    let empty = median(results.get_mut(&Variant::Empty).unwrap());
-    let kprof = median(results.get_mut(&Variant::Kprof).unwrap());
+    let m = print_rounds("construct", "no tool", &mut rows);
+    let (base, empty, kprof) = (m[0], m[1], m[2]);
     println!(
         "  kprof profile-only - no tool = {:+.1} ns per construct; - empty tool = {:+.1} ns \
          per event pair (kprof's own cost)",

@@ -22,19 +22,18 @@
 //! cargo bench -p kprof-tests --bench openmp_overhead
 //! ```
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
+use kprof_tests::bench::{env_f64, print_rounds, require_complete, run_for};
 use kprof_tests::openmp::{bare_cmd, libomp19, ompt_lib, Runtime};
-use kprof_tests::{read_profile, target_dir, test_file};
+use kprof_tests::{compile_with, target_dir, test_file};
 
 /// kprof profile-only may add at most this many ns per region on libomp 14.
 const TARGET_NS: f64 = 150.0;
 /// Event buffers for kprof: enough that no record drops.
 const KPROF_BUFFER_MB: &str = "1024";
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Variant {
     NoTool,
     Empty,
@@ -61,37 +60,6 @@ impl Variant {
             Variant::KprofPerfetto => "kprof + KPROF_TRACE=perfetto",
         }
     }
-}
-
-fn env_f64(name: &str, default: f64) -> f64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|v: &f64| *v > 0.0)
-        .unwrap_or(default)
-}
-
-fn compile(args: &[&str], out: &Path) -> PathBuf {
-    let res = Command::new("clang")
-        .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror"])
-        .args(args)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run clang: {e}"));
-    if !res.status.success() {
-        eprintln!(
-            "clang {args:?} failed:\n{}",
-            String::from_utf8_lossy(&res.stderr)
-        );
-        std::process::exit(1);
-    }
-    out.to_path_buf()
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 struct Setup {
@@ -132,43 +100,11 @@ fn run_once(s: &Setup, runtime: Runtime, v: Variant, round: usize) -> f64 {
             }
         }
     }
-    let out = cmd.output().expect("run bench_regions");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        eprintln!(
-            "{} {v:?} failed: {:?}\n{stdout}\n{}",
-            runtime.name(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::process::exit(1);
-    }
-    let ns = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("ns_per_region "))
-        .and_then(|x| x.trim().parse::<f64>().ok())
-        .unwrap_or_else(|| {
-            eprintln!("no ns_per_region in the output: {stdout}");
-            std::process::exit(1)
-        });
+    let label = format!("{} {v:?}", runtime.name());
+    let ns = run_for(&mut cmd, &label, "ns_per_region");
     if matches!(v, Variant::Kprof | Variant::KprofPerfetto) {
         // kprof measured what ran: every region, none dropped.
-        let p = read_profile(&out_dir);
-        let dropped = p["dropped_records"].as_u64().unwrap_or(u64::MAX);
-        if dropped != 0 {
-            eprintln!("{v:?}: kprof dropped {dropped} records; raise KPROF_BUFFER_MB");
-            std::process::exit(1);
-        }
-        let regions: u64 = kprof_tests::nodes(&p)
-            .iter()
-            .filter(|(_, n)| n["kind"] == "omp_parallel")
-            .map(|(_, n)| n["count"].as_u64().unwrap_or(0))
-            .sum();
-        let want = s.regions * (s.reps + 1);
-        if regions != want {
-            eprintln!("{v:?}: kprof counted {regions} parallel regions, the program ran {want}");
-            std::process::exit(1);
-        }
+        require_complete(&out_dir, &label, "omp_parallel", s.regions * (s.reps + 1));
     }
     let _ = std::fs::remove_dir_all(&dir);
     ns
@@ -190,17 +126,23 @@ fn main() {
     let program_src = src("bench_regions.c");
     let tool_src = src("bench_tool.c");
     let s = Setup {
-        program: compile(
-            &["-fopenmp", program_src.to_str().unwrap()],
+        program: compile_with(
+            "clang",
+            &[&program_src],
             &dir.join("bench_regions"),
+            &["-fopenmp"],
         ),
-        empty: compile(
-            &["-shared", "-fPIC", tool_src.to_str().unwrap()],
+        empty: compile_with(
+            "clang",
+            &[&tool_src],
             &dir.join("empty_tool.so"),
+            &["-shared", "-fPIC"],
         ),
-        rdtsc: compile(
-            &["-shared", "-fPIC", "-DRDTSC", tool_src.to_str().unwrap()],
+        rdtsc: compile_with(
+            "clang",
+            &[&tool_src],
             &dir.join("rdtsc_tool.so"),
+            &["-shared", "-fPIC", "-DRDTSC"],
         ),
         kprof: ompt_lib(),
         dir: dir.clone(),
@@ -218,53 +160,28 @@ fn main() {
          for), {rounds} rounds, median ns per region",
         s.regions, s.reps
     );
-    let mut results: BTreeMap<(String, Variant), Vec<f64>> = BTreeMap::new();
+    let mut results: Vec<Vec<(&str, Vec<f64>)>> = runtimes
+        .iter()
+        .map(|_| {
+            Variant::ALL
+                .iter()
+                .map(|v| (v.name(), Vec::new()))
+                .collect()
+        })
+        .collect();
     for round in 0..rounds {
-        for &rt in &runtimes {
-            for v in Variant::ALL {
-                let ns = run_once(&s, rt, v, round);
-                results
-                    .entry((rt.name().to_string(), v))
-                    .or_default()
-                    .push(ns);
+        for (r, &rt) in runtimes.iter().enumerate() {
+            for (i, v) in Variant::ALL.into_iter().enumerate() {
+                results[r][i].1.push(run_once(&s, rt, v, round));
             }
         }
     }
     let mut missed = false;
-    for &rt in &runtimes {
+    for (&rt, rows) in runtimes.iter().zip(&mut results) {
         println!();
         println!("{}:", rt.name());
-        println!(
-            "  {:<40} {:>10} {:>12} {:>8} {:>12}  rounds",
-            "variant", "ns/region", "vs no tool", "best", "best vs no"
-        );
-        let best = |l: &[f64]| l.iter().copied().fold(f64::INFINITY, f64::min);
-        let base_best = best(&results[&(rt.name().to_string(), Variant::NoTool)]);
-        let base = median(
-            results
-                .get_mut(&(rt.name().to_string(), Variant::NoTool))
-                .unwrap(),
-        );
-        for v in Variant::ALL {
-            let list = results.get_mut(&(rt.name().to_string(), v)).unwrap();
-            let m = median(list);
-            let rounds: Vec<String> = list.iter().map(|x| format!("{x:.0}")).collect();
-            let b = best(list);
-            println!(
-                "  {:<40} {:>10.1} {:>+12.1} {:>8.1} {:>+12.1}  {}",
-                v.name(),
-                m,
-                m - base,
-                b,
-                b - base_best,
-                rounds.join("/")
-            );
-        }
-        let kprof = median(
-            results
-                .get_mut(&(rt.name().to_string(), Variant::Kprof))
-                .unwrap(),
-        );
+        let m = print_rounds("region", "no tool", rows);
+        let (base, kprof) = (m[0], m[3]);
         let delta = kprof - base;
         if rt == Runtime::Llvm14 {
             let ok = delta <= TARGET_NS;

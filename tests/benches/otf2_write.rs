@@ -20,34 +20,21 @@
 //! large size; `KPROF_BENCH_ENFORCE=1`: exit 1 when a target is missed. Skipped (exit
 //! 0, a line says so) without otf2-tools.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use kprof_tests::{assert_ok, compile, lib_dir, scratch, test_file};
+use kprof_tests::bench::{trace_driver, trace_driver_cmd, DriverCost};
+use kprof_tests::{assert_ok, scratch};
 
 /// Large enough that the 10M-event run drops nothing (a tight loop outruns the
 /// writer); the same in both variants, so RSS growth is the OTF2 writer's.
 const BUFFER_MB: u64 = 1024;
 
 struct RunResult {
-    wall_ns: f64,
-    cpu_ns: f64,
-    maxrss_kib: f64,
+    cost: DriverCost,
     /// Events in the archive, from its definitions.
     events: u64,
     archive_bytes: u64,
-}
-
-fn driver() -> PathBuf {
-    let libdir = lib_dir();
-    let dir = scratch("otf2_write_bin");
-    let l = format!("-L{}", libdir.display());
-    let rpath = format!("-Wl,-rpath,{}", libdir.display());
-    compile(
-        &[&test_file("harness/trace_driver.c")],
-        &dir.join("trace_driver"),
-        &[&l, "-lkprof_core", &rpath, "-lpthread"],
-    )
 }
 
 fn dir_bytes(p: &Path) -> u64 {
@@ -88,29 +75,13 @@ fn archive_events(anchor: &Path) -> u64 {
 fn run_variant(exe: &Path, n: u64, variant: &str) -> RunResult {
     let dir = scratch(&format!("otf2_write_{variant}_{n}"));
     let out_dir = dir.join("out");
-    let mut cmd = Command::new(exe);
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy().into_owned();
-        if k.starts_with("KPROF_") || k.starts_with("KOKKOS_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.args(["bench", &n.to_string()])
-        .env("KPROF_OUTPUT_DIR", &out_dir)
-        .env("KPROF_SUMMARY", "0")
-        .env("KPROF_BUFFER_MB", BUFFER_MB.to_string());
+    let mut cmd = trace_driver_cmd(exe, n, &out_dir, BUFFER_MB);
     if variant == "otf2" {
         cmd.env("KPROF_TRACE", "otf2");
     }
     let out = cmd.output().expect("run trace_driver");
     assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
-    let val = |key: &str| -> f64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{key}=")))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {key} in driver output:\n{text}"))
-    };
     let (events, archive_bytes) = if variant == "otf2" {
         let anchor = out_dir.join("otf2/traces.otf2");
         assert!(
@@ -127,9 +98,7 @@ fn run_variant(exe: &Path, n: u64, variant: &str) -> RunResult {
         (0, 0)
     };
     RunResult {
-        wall_ns: val("wall_ns"),
-        cpu_ns: val("cpu_ns"),
-        maxrss_kib: val("maxrss_kb"),
+        cost: DriverCost::parse(&text),
         events,
         archive_bytes,
     }
@@ -150,7 +119,7 @@ fn main() {
         .unwrap_or(1.0_f64)
         .max(0.2);
     let enforce = std::env::var("KPROF_BENCH_ENFORCE").is_ok_and(|v| v == "1");
-    let exe = driver();
+    let exe = trace_driver("otf2_write_bin");
     let sizes = [500_000u64, (scale * 5_000_000.0).round() as u64];
     println!(
         "otf2_write: N kernels (2N events) on one thread through libkprof_core.so \
@@ -169,24 +138,24 @@ fn main() {
         println!(
             "  {:<8} wall {:>8.1} ms  cpu {:>8.1} ms  maxrss {:>7.1} MiB",
             "profile",
-            profile.wall_ns / 1e6,
-            profile.cpu_ns / 1e6,
-            profile.maxrss_kib / 1024.0
+            profile.cost.wall_ns / 1e6,
+            profile.cost.cpu_ns / 1e6,
+            profile.cost.maxrss_kib / 1024.0
         );
-        let extra_cpu = r.cpu_ns - profile.cpu_ns;
+        let extra_cpu = r.cost.cpu_ns - profile.cost.cpu_ns;
         let rate = if extra_cpu > 0.0 {
             format!("{:.1} M events/s", r.events as f64 / extra_cpu * 1e3)
         } else {
             "n/a (no measurable extra CPU)".into()
         };
-        let g = (r.maxrss_kib - profile.maxrss_kib) / 1024.0;
+        let g = (r.cost.maxrss_kib - profile.cost.maxrss_kib) / 1024.0;
         println!(
             "  {:<8} wall {:>8.1} ms  cpu {:>8.1} ms  maxrss {:>7.1} MiB (+{g:.1} MiB)  \
              {} events in the archive ({:.1} bytes/event)  writer {rate}",
             "otf2",
-            r.wall_ns / 1e6,
-            r.cpu_ns / 1e6,
-            r.maxrss_kib / 1024.0,
+            r.cost.wall_ns / 1e6,
+            r.cost.cpu_ns / 1e6,
+            r.cost.maxrss_kib / 1024.0,
             r.events,
             r.archive_bytes as f64 / r.events.max(1) as f64,
         );

@@ -18,48 +18,24 @@
 //! Environment: `KPROF_BENCH_SCALE` (default 1): also runs `SCALE` million kernels
 //! when > 1; `KPROF_BENCH_ENFORCE=1`: exit 1 when a target is missed.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use kprof_tests::{assert_ok, compile, lib_dir, nodes, read_profile, scratch, test_file};
+use kprof_tests::bench::{trace_driver, trace_driver_cmd, DriverCost};
+use kprof_tests::{assert_ok, nodes, read_profile, scratch};
 
 const BUFFER_MB: u64 = 64;
 
 struct RunResult {
-    wall_ns: f64,
-    cpu_ns: f64,
-    maxrss_kib: f64,
+    cost: DriverCost,
     trace_bytes: Option<u64>,
     dropped: u64,
     kernels_in_profile: u64,
 }
 
-fn driver() -> PathBuf {
-    let libdir = lib_dir();
-    let dir = scratch("trace_size_bin");
-    let l = format!("-L{}", libdir.display());
-    let rpath = format!("-Wl,-rpath,{}", libdir.display());
-    compile(
-        &[&test_file("harness/trace_driver.c")],
-        &dir.join("trace_driver"),
-        &[&l, "-lkprof_core", &rpath, "-lpthread"],
-    )
-}
-
 fn run_variant(exe: &Path, n: u64, variant: &str) -> RunResult {
     let dir = scratch(&format!("trace_size_{variant}_{n}"));
     let out_dir = dir.join("out");
-    let mut cmd = Command::new(exe);
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy().into_owned();
-        if k.starts_with("KPROF_") || k.starts_with("KOKKOS_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.args(["bench", &n.to_string()])
-        .env("KPROF_OUTPUT_DIR", &out_dir)
-        .env("KPROF_SUMMARY", "0")
-        .env("KPROF_BUFFER_MB", BUFFER_MB.to_string());
+    let mut cmd = trace_driver_cmd(exe, n, &out_dir, BUFFER_MB);
     match variant {
         "off" => {
             cmd.env("KPROF_ENABLE", "0");
@@ -72,12 +48,6 @@ fn run_variant(exe: &Path, n: u64, variant: &str) -> RunResult {
     let out = cmd.output().expect("run trace_driver");
     assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
-    let val = |key: &str| -> f64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{key}=")))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {key} in driver output:\n{text}"))
-    };
     let (dropped, kernels) = if variant == "off" {
         (0, n)
     } else {
@@ -96,9 +66,7 @@ fn run_variant(exe: &Path, n: u64, variant: &str) -> RunResult {
     }
     .map(|m| m.len());
     RunResult {
-        wall_ns: val("wall_ns"),
-        cpu_ns: val("cpu_ns"),
-        maxrss_kib: val("maxrss_kb"),
+        cost: DriverCost::parse(&text),
         trace_bytes,
         dropped,
         kernels_in_profile: kernels,
@@ -112,7 +80,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1.0);
     let enforce = std::env::var("KPROF_BENCH_ENFORCE").is_ok_and(|v| v == "1");
-    let exe = driver();
+    let exe = trace_driver("trace_size_bin");
     let mut sizes = vec![1_000_000u64];
     if scale > 1.0 {
         sizes.push((scale * 1_000_000.0).round() as u64);
@@ -133,17 +101,17 @@ fn main() {
         println!(
             "  {:<9} wall {:>8.1} ms  cpu {:>8.1} ms  maxrss {:>8.1} MiB",
             "off",
-            off.wall_ns / 1e6,
-            off.cpu_ns / 1e6,
-            off.maxrss_kib / 1024.0
+            off.cost.wall_ns / 1e6,
+            off.cost.cpu_ns / 1e6,
+            off.cost.maxrss_kib / 1024.0
         );
         println!(
             "  {:<9} wall {:>8.1} ms  cpu {:>8.1} ms  maxrss {:>8.1} MiB  (+{:.1} MiB)  dropped {}",
             "profile",
-            profile.wall_ns / 1e6,
-            profile.cpu_ns / 1e6,
-            profile.maxrss_kib / 1024.0,
-            (profile.maxrss_kib - off.maxrss_kib) / 1024.0,
+            profile.cost.wall_ns / 1e6,
+            profile.cost.cpu_ns / 1e6,
+            profile.cost.maxrss_kib / 1024.0,
+            (profile.cost.maxrss_kib - off.cost.maxrss_kib) / 1024.0,
             profile.dropped
         );
         for fmt in ["perfetto", "json"] {
@@ -155,20 +123,20 @@ fn main() {
             };
             // Per slice actually in the trace (the kernels the profile counted too).
             let per_slice = bytes as f64 / r.kernels_in_profile.max(1) as f64;
-            let extra_cpu = r.cpu_ns - profile.cpu_ns;
+            let extra_cpu = r.cost.cpu_ns - profile.cost.cpu_ns;
             let throughput = if extra_cpu > 0.0 {
                 format!("{:.1} M slices/s", n as f64 / extra_cpu * 1e3)
             } else {
                 "n/a (no measurable extra CPU)".into()
             };
-            let growth_mib = (r.maxrss_kib - off.maxrss_kib) / 1024.0;
+            let growth_mib = (r.cost.maxrss_kib - off.cost.maxrss_kib) / 1024.0;
             println!(
                 "  {fmt:<9} wall {:>8.1} ms  cpu {:>8.1} ms  maxrss {:>8.1} MiB  (+{growth_mib:.1} MiB)  \
                  {bytes} bytes = {per_slice:.2} bytes/slice  writer {throughput}  dropped {}  \
                  kernels in profile {}",
-                r.wall_ns / 1e6,
-                r.cpu_ns / 1e6,
-                r.maxrss_kib / 1024.0,
+                r.cost.wall_ns / 1e6,
+                r.cost.cpu_ns / 1e6,
+                r.cost.maxrss_kib / 1024.0,
                 r.dropped,
                 r.kernels_in_profile
             );

@@ -5,6 +5,7 @@
  * same layout the plugin is built against. Used by tests/tests/raja.rs.
  *
  * Usage: raja_host <scenario> [--init] [--finalize] [--symbol=getPlugin]
+ *                  [--kernels=N] [--reps=R] [--unnamed]   (bench only)
  *
  * Loading (as RAJA's statically registered loaders do, before main):
  *   RuntimePluginLoader: RAJA_PLUGINS names a .so file or a directory whose *.so
@@ -42,14 +43,20 @@
  *            an empty name; then "after" host x1.
  *   bridge   "axpy" host x3 (only the Kokkos loader sees them, with empty names).
  *   both     "axpy" host x2 with both loaders.
+ *   bench    for tests/benches/raja_overhead.rs: --kernels=N (default 100000)
+ *            host kernels with an empty body, named "bench" (or unnamed with
+ *            --unnamed), one untimed warm-up and --reps=R (default 7) timed
+ *            repetitions; prints "ns_per_kernel <median>".
  */
 #include <dirent.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <thread>
@@ -263,6 +270,26 @@ __attribute__((noinline)) static void relax() {
   forall(Platform::cuda, nullptr, 100, [](int i) { work(i + 2); });
 }
 
+static double now_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+/* Back-to-back empty kernels: what the plugins cost per kernel, nothing else. */
+static void bench(long kernels, int reps, bool unnamed) {
+  const char *name = unnamed ? nullptr : "bench";
+  std::vector<double> per_kernel;
+  for (int r = 0; r <= reps; r++) {
+    double t0 = now_ns();
+    for (long k = 0; k < kernels; k++) forall(Platform::host, name, 0, [](int i) { work(i); });
+    double t1 = now_ns();
+    if (r > 0) per_kernel.push_back((t1 - t0) / kernels);
+  }
+  std::sort(per_kernel.begin(), per_kernel.end());
+  printf("ns_per_kernel %.2f\n", per_kernel[per_kernel.size() / 2]);
+}
+
 static void basic() {
   for (int k = 0; k < 3; k++) forall(Platform::host, "axpy", 100, [](int i) { work(i); });
   for (int k = 0; k < 2; k++) forall(Platform::cuda, "dot", 100, [](int i) { work(i); });
@@ -276,14 +303,19 @@ static void basic() {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: raja_host <scenario> [--init] [--finalize] [--symbol=getPlugin]\n");
+    fprintf(stderr, "usage: raja_host <scenario> [--init] [--finalize] [--symbol=getPlugin] [--kernels=N --reps=R --unnamed]\n");
     return 2;
   }
   std::string scenario = argv[1];
-  bool init = false, fin = false;
+  bool init = false, fin = false, unnamed = false;
+  long kernels = 100000;
+  int reps = 7;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--init") init = true;
+    else if (a == "--unnamed") unnamed = true;
+    else if (a.rfind("--kernels=", 0) == 0) kernels = std::max(1L, atol(a.c_str() + 10));
+    else if (a.rfind("--reps=", 0) == 0) reps = std::max(1, atoi(a.c_str() + 7));
     else if (a == "--finalize") fin = true;
     else if (a == "--symbol=getPlugin") only_get_plugin = true;
     else {
@@ -327,6 +359,8 @@ int main(int argc, char **argv) {
     forall(Platform::host, "after", 100, [](int i) { work(i); });
   } else if (scenario == "bridge") {
     for (int k = 0; k < 3; k++) forall(Platform::host, "axpy", 100, [](int i) { work(i); });
+  } else if (scenario == "bench") {
+    bench(kernels, reps, unnamed);
   } else if (scenario == "both") {
     for (int k = 0; k < 2; k++) forall(Platform::host, "axpy", 100, [](int i) { work(i); });
   } else {

@@ -5,6 +5,7 @@
 //! Tests never look at a file's mere existence: they parse `profile.json` with
 //! [`read_profile`] and assert on its content.
 
+pub mod bench;
 pub mod openmp;
 pub mod trace_check;
 
@@ -82,14 +83,20 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Compiles C or C++ sources (by the first source's extension) into an executable
-/// or shared library at `out`. `args` are extra compiler/linker arguments.
+/// Compiles C or C++ sources (by the first source's extension: gcc or g++) into
+/// an executable or shared library at `out`. `args` are extra compiler/linker
+/// arguments.
 pub fn compile(sources: &[&Path], out: &Path, args: &[&str]) -> PathBuf {
     let cpp = sources
         .first()
         .and_then(|s| s.extension())
         .is_some_and(|e| e == "cpp" || e == "cc");
-    let compiler = if cpp { "g++" } else { "gcc" };
+    compile_with(if cpp { "g++" } else { "gcc" }, sources, out, args)
+}
+
+/// [`compile`] with the named compiler (warnings are errors; `ffi-headers/` is on
+/// the include path).
+pub fn compile_with(compiler: &str, sources: &[&Path], out: &Path, args: &[&str]) -> PathBuf {
     let mut cmd = Command::new(compiler);
     cmd.args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-I"])
         .arg(workspace_root().join("ffi-headers"))
@@ -97,13 +104,46 @@ pub fn compile(sources: &[&Path], out: &Path, args: &[&str]) -> PathBuf {
         .arg("-o")
         .arg(out)
         .args(args);
-    let output = cmd.output().expect("run the C compiler");
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
     assert!(
         output.status.success(),
         "{compiler} failed for {sources:?}:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     out.to_path_buf()
+}
+
+/// [`compile`], linked against `libkprof_core.so` in [`lib_dir`] (with an rpath),
+/// as an application that uses the annotation API is.
+pub fn compile_with_core(sources: &[&Path], out: &Path, args: &[&str]) -> PathBuf {
+    let libdir = lib_dir();
+    let l = format!("-L{}", libdir.display());
+    let rpath = format!("-Wl,-rpath,{}", libdir.display());
+    let mut all = vec![l.as_str(), "-lkprof_core", rpath.as_str()];
+    all.extend_from_slice(args);
+    compile(sources, out, &all)
+}
+
+/// A command running `exe` without any inherited kprof setting (`KPROF_*`), Kokkos
+/// tool setting (`KOKKOS_*`) or tool library of another runtime, so that a test
+/// sees only what it sets itself.
+pub fn clean_cmd(exe: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if k.starts_with("KPROF_")
+            || k.starts_with("KOKKOS_")
+            || matches!(
+                &*k,
+                "OMP_TOOL" | "OMP_TOOL_LIBRARIES" | "ACC_PROFLIB" | "RAJA_PLUGINS"
+            )
+        {
+            cmd.env_remove(&*k);
+        }
+    }
+    cmd
 }
 
 /// Path of a file under `tests/`.

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::{lib_dir, nodes, scratch, target_dir, test_file, workspace_root};
+use crate::{clean_cmd, lib_dir, nodes, scratch, target_dir, test_file, workspace_root};
 
 /// `libkprof_ompt.so`, built once per test process (`cargo build --release -p
 /// kprof-ompt`) next to the other plugins. Panics when the plugin cannot be built:
@@ -163,12 +163,10 @@ pub fn build(name: &str, compiler: Compiler) -> PathBuf {
 /// A command running `exe` in `dir` on `runtime` with 2 threads, no inherited tool,
 /// kprof or OpenMP settings, and nothing else set (no tool loaded).
 pub fn bare_cmd(exe: &Path, dir: &Path, runtime: Runtime, gcc: bool) -> Command {
-    let mut cmd = Command::new(exe);
+    let mut cmd = clean_cmd(exe);
     for (k, _) in std::env::vars_os() {
         let k = k.to_string_lossy().into_owned();
-        if k.starts_with("KPROF_")
-            || k.starts_with("KOKKOS_")
-            || k.starts_with("OMP_")
+        if k.starts_with("OMP_")
             || k.starts_with("KMP_")
             || k == "LD_LIBRARY_PATH"
             || k == "LD_PRELOAD"

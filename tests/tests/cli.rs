@@ -17,8 +17,8 @@ use std::sync::OnceLock;
 use kprof_tests::openmp::have;
 use kprof_tests::trace_check::read_perfetto;
 use kprof_tests::{
-    assert_ok, compile, lib, lib_dir, node, nodes, read_profile, run, scratch, skip_unless,
-    target_dir, test_file, u, workspace_root,
+    assert_ok, clean_cmd, compile, compile_with_core, lib, lib_dir, node, nodes, read_profile, run,
+    scratch, skip_unless, target_dir, test_file, u, workspace_root,
 };
 use serde_json::Value;
 
@@ -28,27 +28,7 @@ fn kprof() -> PathBuf {
 
 /// `kprof <args>` in `dir` with a clean tool environment.
 fn kprof_cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(kprof());
-    for var in [
-        "KOKKOS_TOOLS_LIBS",
-        "KOKKOS_PROFILE_LIBRARY",
-        "KOKKOS_TOOLS_ARGS",
-        "OMP_TOOL_LIBRARIES",
-        "ACC_PROFLIB",
-        "RAJA_PLUGINS",
-        "KPROF_OUTPUT_DIR",
-        "KPROF_TRACE",
-        "KPROF_BUFFER_MB",
-        "KPROF_SUMMARY",
-        "KPROF_SUMMARY_TOP",
-        "KPROF_SIGNALS",
-        "KPROF_ENABLE",
-        "KPROF_KOKKOS_FENCES",
-        "KPROF_FLUSH_MS",
-        "KPROF_CORE_LIB",
-    ] {
-        cmd.env_remove(var);
-    }
+    let mut cmd = clean_cmd(&kprof());
     cmd.current_dir(dir).args(args).stdin(Stdio::null());
     cmd
 }
@@ -86,16 +66,7 @@ fn kernels_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let dir = scratch("cli_bin");
-        let libdir = lib_dir();
-        compile(
-            &[&test_file("cli/kernels.c")],
-            &dir.join("kernels"),
-            &[
-                &format!("-L{}", libdir.display()),
-                "-lkprof_core",
-                &format!("-Wl,-rpath,{}", libdir.display()),
-            ],
-        )
+        compile_with_core(&[&test_file("cli/kernels.c")], &dir.join("kernels"), &[])
     })
 }
 

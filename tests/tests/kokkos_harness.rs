@@ -11,8 +11,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use kprof_tests::{
-    assert_ok, compile, lib, lib_dir, node, nodes, read_profile, run, scratch, shape, test_file, u,
-    workspace_root,
+    assert_ok, clean_cmd, compile, compile_with_core, lib, node, nodes, read_profile, run, scratch,
+    shape, test_file, u, workspace_root,
 };
 use serde_json::Value;
 
@@ -35,20 +35,10 @@ fn built() -> &'static Built {
             &dir.join("kokkos_host"),
             &["-ldl", "-lpthread"],
         );
-        let libdir = lib_dir();
-        let l = format!("-L{}", libdir.display());
-        let rpath = format!("-Wl,-rpath,{}", libdir.display());
-        let host_annotate = compile(
+        let host_annotate = compile_with_core(
             &[&host_src],
             &dir.join("kokkos_host_annotate"),
-            &[
-                "-DKPROF_ANNOTATE",
-                &l,
-                "-lkprof_core",
-                &rpath,
-                "-ldl",
-                "-lpthread",
-            ],
+            &["-DKPROF_ANNOTATE", "-ldl", "-lpthread"],
         );
         let second_tool = compile(
             &[&test_file("harness/second_tool.c")],
@@ -70,22 +60,8 @@ fn kprof_lib() -> String {
 /// A harness command with a clean tool environment, run in `dir`, writing kprof's
 /// files to `dir/out`, with libkprof.so in KOKKOS_TOOLS_LIBS.
 fn host_cmd(exe: &Path, dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(exe);
-    for var in [
-        "KOKKOS_TOOLS_LIBS",
-        "KOKKOS_PROFILE_LIBRARY",
-        "KOKKOS_TOOLS_ARGS",
-        "KPROF_OUTPUT_DIR",
-        "KPROF_BUFFER_MB",
-        "KPROF_SUMMARY",
-        "KPROF_SUMMARY_TOP",
-        "KPROF_SIGNALS",
-        "KPROF_ENABLE",
-        "KPROF_KOKKOS_FENCES",
-        "KPROF_CORE_LIB",
-        "SECOND_TOOL_OUT",
-        "SECOND_TOOL_WATCH",
-    ] {
+    let mut cmd = clean_cmd(exe);
+    for var in ["SECOND_TOOL_OUT", "SECOND_TOOL_WATCH"] {
         cmd.env_remove(var);
     }
     cmd.current_dir(dir)

@@ -65,8 +65,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use kprof_tests::{
-    assert_ok, lib, node, nodes, read_profile, scratch, shape, skip_unless, u, workspace_root,
-    Shape,
+    assert_ok, clean_cmd, lib, node, nodes, read_profile, scratch, shape, skip_unless, u,
+    workspace_root, Shape,
 };
 use serde_json::{json, Value};
 
@@ -121,23 +121,8 @@ fn find_example() -> Option<PathBuf> {
 
 /// The example with a clean, deterministic environment, run in `cwd`, no tool.
 fn example_cmd(exe: &Path, cwd: &Path) -> Command {
-    let mut cmd = Command::new(exe);
-    for var in [
-        "KOKKOS_TOOLS_LIBS",
-        "KOKKOS_PROFILE_LIBRARY",
-        "KOKKOS_TOOLS_ARGS",
-        "KPROF_OUTPUT_DIR",
-        "KPROF_BUFFER_MB",
-        "KPROF_SUMMARY",
-        "KPROF_SUMMARY_TOP",
-        "KPROF_SIGNALS",
-        "KPROF_ENABLE",
-        "KPROF_KOKKOS_FENCES",
-        "KPROF_CORE_LIB",
-        "OMP_PLACES",
-    ] {
-        cmd.env_remove(var);
-    }
+    let mut cmd = clean_cmd(exe);
+    cmd.env_remove("OMP_PLACES");
     cmd.current_dir(cwd)
         .env("OMP_NUM_THREADS", "2")
         .env("OMP_PROC_BIND", "false")

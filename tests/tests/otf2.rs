@@ -14,7 +14,9 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use kprof_tests::openmp::{build, have, kprof_cmd, Compiler, Runtime};
-use kprof_tests::{assert_ok, compile, lib, read_profile, run, scratch, skip_unless, test_file};
+use kprof_tests::{
+    assert_ok, clean_cmd, compile, lib, read_profile, run, scratch, skip_unless, test_file,
+};
 
 /// Whether OTF2's tools (and so its library, which they link) are installed.
 fn otf2_available() -> bool {
@@ -38,13 +40,7 @@ fn kokkos_host() -> &'static PathBuf {
 
 /// The Kokkos harness (`4 <scenario>`) with libkprof.so, writing to `dir/out`.
 fn host_cmd(dir: &Path, scenario: &str, trace: &str) -> Command {
-    let mut cmd = Command::new(kokkos_host());
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy().into_owned();
-        if k.starts_with("KPROF_") || k.starts_with("KOKKOS_") {
-            cmd.env_remove(k);
-        }
-    }
+    let mut cmd = clean_cmd(kokkos_host());
     cmd.current_dir(dir)
         .args(["4", scenario])
         .env("KOKKOS_TOOLS_LIBS", lib("libkprof.so"))

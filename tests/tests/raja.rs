@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 
 use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model};
 use kprof_tests::{
-    assert_ok, compile, lib, lib_dir, read_profile, run, scratch, shape, skip_unless, test_file,
-    Shape,
+    assert_ok, clean_cmd, compile, compile_with_core, lib, read_profile, run, scratch, shape,
+    skip_unless, test_file, Shape,
 };
 use serde_json::Value;
 
@@ -27,20 +27,10 @@ fn built() -> &'static Built {
         let dir = scratch("raja_bin");
         let src = test_file("raja/raja_host.cpp");
         let host = compile(&[&src], &dir.join("raja_host"), &["-ldl", "-pthread"]);
-        let libdir = lib_dir();
-        let l = format!("-L{}", libdir.display());
-        let rpath = format!("-Wl,-rpath,{}", libdir.display());
-        let host_annotate = compile(
+        let host_annotate = compile_with_core(
             &[&src],
             &dir.join("raja_host_annotate"),
-            &[
-                "-DKPROF_ANNOTATE",
-                &l,
-                "-lkprof_core",
-                &rpath,
-                "-ldl",
-                "-pthread",
-            ],
+            &["-DKPROF_ANNOTATE", "-ldl", "-pthread"],
         );
         Built {
             host,
@@ -51,19 +41,7 @@ fn built() -> &'static Built {
 
 /// The harness in a clean tool environment, writing to `dir/out`.
 fn host_cmd(exe: &Path, dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(exe);
-    for var in [
-        "RAJA_PLUGINS",
-        "KOKKOS_PLUGINS",
-        "KOKKOS_TOOLS_LIBS",
-        "KPROF_OUTPUT_DIR",
-        "KPROF_TRACE",
-        "KPROF_SUMMARY",
-        "KPROF_ENABLE",
-        "KPROF_CORE_LIB",
-    ] {
-        cmd.env_remove(var);
-    }
+    let mut cmd = clean_cmd(exe);
     cmd.current_dir(dir)
         .args(args)
         .env("KPROF_OUTPUT_DIR", dir.join("out"));

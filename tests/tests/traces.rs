@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model, TrackKind};
 use kprof_tests::{
-    assert_ok, compile, lib, lib_dir, read_profile, run, scratch, skip_unless, test_file, u,
+    assert_ok, clean_cmd, compile, compile_with_core, lib, read_profile, run, scratch, skip_unless,
+    test_file, u,
 };
 use serde_json::{json, Value};
 
@@ -35,17 +36,15 @@ fn built() -> &'static Built {
             &dir.join("kokkos_host"),
             &["-ldl", "-lpthread"],
         );
-        let libdir = lib_dir();
-        let l = format!("-L{}", libdir.display());
-        let rpath = format!("-Wl,-rpath,{}", libdir.display());
-        let link = [l.as_str(), "-lkprof_core", rpath.as_str(), "-lpthread"];
-        let mut args = vec!["-DKPROF_ANNOTATE", "-ldl"];
-        args.extend(link);
-        let host_annotate = compile(&[&host_src], &dir.join("kokkos_host_annotate"), &args);
-        let driver = compile(
+        let host_annotate = compile_with_core(
+            &[&host_src],
+            &dir.join("kokkos_host_annotate"),
+            &["-DKPROF_ANNOTATE", "-ldl", "-lpthread"],
+        );
+        let driver = compile_with_core(
             &[&test_file("harness/trace_driver.c")],
             &dir.join("trace_driver"),
-            &link,
+            &["-lpthread"],
         );
         Built {
             host,
@@ -58,13 +57,7 @@ fn built() -> &'static Built {
 /// A command with no inherited tool settings, writing kprof's files (both trace
 /// formats) to `dir/out`.
 fn cmd_in(exe: &Path, dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(exe);
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy().into_owned();
-        if k.starts_with("KPROF_") || k.starts_with("KOKKOS_") {
-            cmd.env_remove(k);
-        }
-    }
+    let mut cmd = clean_cmd(exe);
     cmd.current_dir(dir)
         .args(args)
         .env("KPROF_OUTPUT_DIR", dir.join("out"))
@@ -114,6 +107,18 @@ fn perfetto_model(out: &Path, kprof_stderr: &str) -> Option<Model> {
     let m = read_perfetto(out).expect("schema checked above");
     m.assert_valid();
     Some(m)
+}
+
+/// Runs `check` on the JSON trace and (where protoc is present) on the Perfetto
+/// trace in `dir/out`, and requires both to hold the same slices and flows;
+/// returns both models for checks that need them together.
+fn check_both(dir: &Path, out: &Output, check: impl Fn(&Model)) -> Option<(Model, Model)> {
+    let json = json_model(&dir.join("out"));
+    check(&json);
+    let pf = perfetto_model(&dir.join("out"), &stderr(out))?;
+    check(&pf);
+    assert_same_content(&json, &pf);
+    Some((json, pf))
 }
 
 /// Thread tracks that hold slices, with their slice indices.
@@ -450,13 +455,9 @@ fn basic_scenario_traces_are_exact_in_both_formats() {
     let dir = scratch("traces_basic");
     let out = run_ok(&mut host_cmd(&b.host, &dir, &["basic"]));
     let p = read_profile(&dir.join("out"));
-    let json = json_model(&dir.join("out"));
-    check_basic(&json, &p);
-    let Some(pf) = perfetto_model(&dir.join("out"), &stderr(&out)) else {
+    let Some((json, pf)) = check_both(&dir, &out, |m| check_basic(m, &p)) else {
         return;
     };
-    check_basic(&pf, &p);
-    assert_same_content(&json, &pf);
     assert_same_times(&json, &pf);
     // Names of the thread and process tracks.
     for m in [&json, &pf] {
@@ -513,13 +514,7 @@ fn annotation_region_links_kokkos_children_by_flows() {
     let b = built();
     let dir = scratch("traces_annotate");
     let out = run_ok(&mut host_cmd(&b.host_annotate, &dir, &["annotate"]));
-    let json = json_model(&dir.join("out"));
-    check_annotate(&json);
-    let Some(pf) = perfetto_model(&dir.join("out"), &stderr(&out)) else {
-        return;
-    };
-    check_annotate(&pf);
-    assert_same_content(&json, &pf);
+    check_both(&dir, &out, check_annotate);
 }
 
 // ------------------------------------------------------- cross-thread flows
@@ -564,13 +559,7 @@ fn cross_thread_children_get_flows_from_their_parent() {
     let b = built();
     let dir = scratch("traces_cross_thread");
     let out = run_ok(&mut cmd_in(&b.driver, &dir, &["flows"]));
-    let json = json_model(&dir.join("out"));
-    check_cross_thread(&json);
-    let Some(pf) = perfetto_model(&dir.join("out"), &stderr(&out)) else {
-        return;
-    };
-    check_cross_thread(&pf);
-    assert_same_content(&json, &pf);
+    check_both(&dir, &out, check_cross_thread);
 }
 
 // ----------------------------------------------------------------- threads
@@ -621,13 +610,7 @@ fn sixteen_threads_lose_nothing_in_the_traces() {
     let out = run_ok(&mut cmd);
     let p = read_profile(&dir.join("out"));
     assert_eq!(u(&p["dropped_records"]), 0, "dropped records");
-    let json = json_model(&dir.join("out"));
-    check_threads(&json, M);
-    let Some(pf) = perfetto_model(&dir.join("out"), &stderr(&out)) else {
-        return;
-    };
-    check_threads(&pf, M);
-    assert_same_content(&json, &pf);
+    check_both(&dir, &out, |m| check_threads(m, M));
 }
 
 // ----------------------------------------------------------------- signals
@@ -657,13 +640,7 @@ fn sigterm_leaves_complete_traces() {
         out.status,
         stderr(&out)
     );
-    let json = json_model(&dir.join("out"));
-    check_signal(&json);
-    let Some(pf) = perfetto_model(&dir.join("out"), &stderr(&out)) else {
-        return;
-    };
-    check_signal(&pf);
-    assert_same_content(&json, &pf);
+    check_both(&dir, &out, check_signal);
 }
 
 /// Slices of a trace cut by SIGKILL: complete `outer` regions hold exactly 10 `k`

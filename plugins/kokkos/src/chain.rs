@@ -6,6 +6,7 @@
 //! mapped from ours here. This costs a lock per forwarded call, paid only when a
 //! chain is configured.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
@@ -113,6 +114,37 @@ pub fn load(load_seq: c_int, own: Option<&Path>) -> Result<Option<&'static Next>
     std::mem::forget(lib);
     let _ = NEXT.set(Some(next));
     Ok(self::next())
+}
+
+thread_local! {
+    /// Kernels open on this thread: (our id, the next tool's id), innermost last.
+    /// Kokkos begins and ends a kernel on the launching thread, and kernels nest,
+    /// so a thread-local stack pairs them without the lock and hash map that
+    /// [`map_id`] needs for sections (which may end on another thread).
+    static OPEN_KERNELS: RefCell<Vec<(u64, u64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Kernels left open on one thread (ends never called) before new ones stop being
+/// remembered: bounds the memory an unbalanced program can make us hold.
+const MAX_OPEN_KERNELS: usize = 4096;
+
+/// Remembers the next tool's id for one of our kernels, begun on this thread.
+pub fn push_kernel_id(ours: u64, theirs: u64) {
+    OPEN_KERNELS.with_borrow_mut(|open| {
+        if open.len() < MAX_OPEN_KERNELS {
+            open.push((ours, theirs));
+        }
+    });
+}
+
+/// The next tool's id for one of our kernels, ending on this thread (the innermost
+/// open kernel with that id; 0 if none).
+pub fn pop_kernel_id(ours: u64) -> u64 {
+    OPEN_KERNELS.with_borrow_mut(|open| {
+        open.iter()
+            .rposition(|&(o, _)| o == ours)
+            .map_or(0, |i| open.remove(i).1)
+    })
 }
 
 /// Remembers the next tool's id for one of ours.

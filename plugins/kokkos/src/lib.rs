@@ -244,7 +244,7 @@ unsafe fn begin_kernel(
         let mut theirs = 0u64;
         // SAFETY: forwarding to the next tool with our own id storage.
         unsafe { f(name, dev_id, &mut theirs) };
-        chain::map_id(guid, theirs);
+        chain::push_kernel_id(guid, theirs);
     }
 }
 
@@ -257,7 +257,7 @@ fn end_kernel(kind: Kind, kid: u64, fwd: Option<unsafe extern "C" fn(u64)>) {
     }
     if let Some(f) = fwd {
         // SAFETY: forwarding the next tool's own id.
-        unsafe { f(chain::their_id(kid, false)) };
+        unsafe { f(chain::pop_kernel_id(kid)) };
     }
 }
 
