@@ -156,4 +156,19 @@ pub struct CoreApi {
         bytes: u64,
         direction: u32,
     ) -> u64,
+    /// As [`CoreApi::begin`] for a `name` that is never freed nor changed (a string
+    /// literal): the core trusts the pointer and skips comparing the text. The
+    /// cheaper call for plugins whose names are static.
+    pub begin_static:
+        unsafe extern "C" fn(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64,
+    /// [`CoreApi::begin_at`] and one [`CoreApi::arg`] in one call and one record:
+    /// `key` is a static NUL-terminated string as for `begin_static`.
+    pub begin_at_arg: unsafe extern "C" fn(
+        kind: u8,
+        codeptr: u64,
+        dev: u16,
+        parent: u64,
+        key: *const c_char,
+        value: u64,
+    ) -> u64,
 }

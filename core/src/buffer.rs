@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_queue::ArrayQueue;
 
+use crate::arena::Arena;
 use crate::record::Record;
 
 /// 16-byte units per chunk (64 KiB).
@@ -25,7 +26,7 @@ pub const CHUNK_BYTES: usize = CHUNK_RECORDS * std::mem::size_of::<Record>();
 
 /// A chunk of records, owned by one thread at a time.
 pub struct Chunk {
-    records: Box<[UnsafeCell<Record>]>,
+    records: &'static [UnsafeCell<Record>],
     /// Records complete and visible to the writer.
     published: AtomicU32,
     /// Records the writer has processed (written by the writer only).
@@ -41,19 +42,18 @@ pub struct Chunk {
 unsafe impl Sync for Chunk {}
 
 impl Chunk {
-    fn new() -> &'static Chunk {
-        // Built element by element so every page is touched here, on the writer
-        // thread, rather than page-faulted later on an application thread.
-        let records: Box<[UnsafeCell<Record>]> = (0..CHUNK_RECORDS)
-            .map(|_| UnsafeCell::new(Record::default()))
-            .collect();
-        Box::leak(Box::new(Chunk {
+    fn new() -> Option<&'static Chunk> {
+        // Pre-faulted memory (see arena), so no application thread page-faults on
+        // its records.
+        static ARENA: Arena = Arena::new();
+        let records = ARENA.take(CHUNK_RECORDS)?;
+        Some(Box::leak(Box::new(Chunk {
             records,
             published: AtomicU32::new(0),
             consumed: AtomicU32::new(0),
             owner: AtomicU32::new(0),
             seq: AtomicU64::new(0),
-        }))
+        })))
     }
 
     /// Prepares the chunk for `owner`'s `seq`-th chunk.
@@ -148,7 +148,11 @@ impl Pool {
                 (n < self.max).then_some(n + 1)
             })
             .ok()?;
-        Some(Chunk::new())
+        let c = Chunk::new();
+        if c.is_none() {
+            self.allocated.fetch_sub(1, Ordering::Relaxed);
+        }
+        c
     }
 
     /// Hands a chunk to the writer.

@@ -8,8 +8,8 @@ use kprof_abi::{Anomaly, CopyEnd, Kind, SpaceName};
 
 use crate::devices::Device;
 use crate::record::{Op, Record};
-use crate::runtime::{self, active, inactive_call};
-use crate::thread::{with_thread, GUID_SEQ_BITS, GUID_SEQ_MASK};
+use crate::runtime::{self, active, inactive_call, Runtime};
+use crate::thread::{self, with_thread, ThreadState, GUID_SEQ_BITS, GUID_SEQ_MASK};
 
 /// Opens an instance; returns its GUID (0 when not recording).
 ///
@@ -17,56 +17,119 @@ use crate::thread::{with_thread, GUID_SEQ_BITS, GUID_SEQ_MASK};
 /// `name` is NULL or NUL-terminated.
 #[inline(always)]
 pub unsafe fn begin(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64 {
-    let Some(rt) = active() else {
-        inactive_call();
-        return 0;
-    };
-    with_thread(rt, |t| {
+    begin_named(kind, dev, parent, |t, rt| {
         // SAFETY: forwarded from the caller.
-        let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
-        let guid = t.open();
-        // Timestamp last, so the lookup is not counted in the instance's time.
-        let ts = rt.clock.now();
-        if parent == 0 {
-            t.push(rt, Record::head(ts, Op::Begin, kind, name, dev));
-        } else {
-            let head = Record::head(ts, Op::BeginParent, kind, name, dev);
-            t.push_n(rt, &[head, Record::ext(parent, 0)]);
-        }
-        guid
+        unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) }
     })
 }
 
-/// Opens an instance named after code address `codeptr` (symbolized by the
-/// writer); with `transfer`, a data transfer of `(bytes, direction)`.
-#[inline]
-pub fn begin_at(
+/// As [`begin`] for a name that stays unchanged for the rest of the process (a
+/// plugin's string literal): the name cache hits on the pointer alone.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string never freed nor changed.
+#[inline(always)]
+pub unsafe fn begin_static(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64 {
+    begin_named(kind, dev, parent, |t, rt| {
+        // SAFETY: forwarded from the caller.
+        unsafe { t.names.lookup_static(name, &rt.names, &rt.anomalies) }
+    })
+}
+
+/// Opens an instance named by `name_id` (which looks the name up).
+#[inline(always)]
+fn begin_named(
     kind: u8,
-    codeptr: u64,
     dev: u16,
     parent: u64,
-    transfer: Option<(u64, u32)>,
+    name_id: impl FnOnce(&mut ThreadState, &Runtime) -> u32,
 ) -> u64 {
     let Some(rt) = active() else {
         inactive_call();
         return 0;
     };
-    with_thread(rt, |t| {
-        let guid = t.open();
-        let ts = rt.clock.now();
-        match transfer {
-            None => {
-                let head = Record::head(ts, Op::BeginAt, kind, 0, dev);
-                t.push_n(rt, &[head, Record::ext(codeptr, parent)]);
-            }
-            Some((bytes, direction)) => {
-                let head = Record::head(ts, Op::BeginTransfer, kind, direction, dev);
-                let units = [head, Record::ext(codeptr, parent), Record::ext(bytes, 0)];
-                t.push_n(rt, &units);
-            }
+    let t = thread::current(rt);
+    let name = name_id(t, rt);
+    let guid = t.open();
+    // Timestamp last, so the lookup is not counted in the instance's time.
+    let ts = rt.clock.now();
+    if parent == 0 {
+        t.push(rt, Record::head(ts, Op::Begin, kind, name, dev));
+    } else {
+        let head = Record::head(ts, Op::BeginParent, kind, name, dev);
+        t.push_n(rt, &[head, Record::ext(parent, 0)]);
+    }
+    guid
+}
+
+/// What a [`begin_at`] record carries besides the code address.
+#[derive(Clone, Copy)]
+pub enum AtExtra {
+    /// Nothing.
+    None,
+    /// A data transfer of `bytes` in `direction`.
+    Transfer {
+        /// Bytes moved.
+        bytes: u64,
+        /// 0 allocation, 1 to device, 2 from device, 3 delete, 4 other.
+        direction: u32,
+    },
+    /// One numeric argument, keyed by a string that stays unchanged for the rest
+    /// of the process (as [`arg`]'s, in the same record).
+    Arg {
+        /// NUL-terminated key.
+        key: *const c_char,
+        /// The value.
+        value: u64,
+    },
+}
+
+/// Opens an instance named after code address `codeptr` (symbolized by the
+/// writer), with `extra`.
+///
+/// # Safety
+/// An [`AtExtra::Arg`] key is NULL or NUL-terminated, never freed nor changed.
+#[inline]
+pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtExtra) -> u64 {
+    let Some(rt) = active() else {
+        inactive_call();
+        return 0;
+    };
+    let t = thread::current(rt);
+    let key = match extra {
+        // SAFETY: the caller's contract.
+        AtExtra::Arg { key, .. } => unsafe { t.names.lookup_static(key, &rt.names, &rt.anomalies) },
+        _ => 0,
+    };
+    let guid = t.open();
+    let ts = rt.clock.now();
+    let at = Record::ext(codeptr, parent);
+    match extra {
+        // The common case of host constructs nested where they run: the address
+        // fits the head's name and aux bits, one unit instead of two.
+        AtExtra::None if dev == 0 && parent == 0 && codeptr >> 48 == 0 => {
+            let (low, high) = (codeptr as u32, (codeptr >> 32) as u16);
+            t.push(rt, Record::head(ts, Op::BeginCode, kind, low, high));
         }
-        guid
-    })
+        AtExtra::None => {
+            let head = Record::head(ts, Op::BeginAt, kind, 0, dev);
+            t.push_n(rt, &[head, at]);
+        }
+        AtExtra::Transfer { bytes, direction } => {
+            let head = Record::head(ts, Op::BeginTransfer, kind, direction, dev);
+            t.push_n(rt, &[head, at, Record::ext(bytes, 0)]);
+        }
+        AtExtra::Arg { value, .. } if parent == 0 => {
+            let head = Record::head(ts, Op::BeginAtArg, kind, key, dev);
+            t.push_n(rt, &[head, Record::ext(codeptr, value)]);
+        }
+        AtExtra::Arg { value, .. } => {
+            let head = Record::head(ts, Op::BeginAt, kind, 0, dev);
+            let arg = Record::head(0, Op::Arg, 0, key, 0);
+            t.push_n(rt, &[head, at, arg, Record::ext(value, 0)]);
+        }
+    }
+    guid
 }
 
 /// Opens a data transfer named `name`.
@@ -150,19 +213,18 @@ pub fn end(kind: u8, guid: u64) {
     };
     // Timestamp first, so recording is not counted in the instance's time.
     let ts = rt.clock.now();
-    with_thread(rt, |t| {
-        t.close();
-        let seq = guid & GUID_SEQ_MASK;
-        if guid == 0 || guid >> GUID_SEQ_BITS == u64::from(t.index()) {
-            t.push(
-                rt,
-                Record::head(ts, Op::End, kind, seq as u32, (seq >> 32) as u16),
-            );
-        } else {
-            let head = Record::head(ts, Op::EndGuid, kind, 0, 0);
-            t.push_n(rt, &[head, Record::ext(guid, 0)]);
-        }
-    });
+    let t = thread::current(rt);
+    t.close();
+    let seq = guid & GUID_SEQ_MASK;
+    if guid == 0 || guid >> GUID_SEQ_BITS == u64::from(t.index()) {
+        t.push(
+            rt,
+            Record::head(ts, Op::End, kind, seq as u32, (seq >> 32) as u16),
+        );
+    } else {
+        let head = Record::head(ts, Op::EndGuid, kind, 0, 0);
+        t.push_n(rt, &[head, Record::ext(guid, 0)]);
+    }
 }
 
 /// Records an instant event.

@@ -9,7 +9,7 @@ use kprof_abi::guard::guard;
 use kprof_abi::{Anomaly, CopyEnd, CoreApi, DeviceDesc, Kind, SpaceName, ABI_VERSION};
 
 use crate::devices::Device;
-use crate::events;
+use crate::events::{self, AtExtra};
 use crate::record::Op;
 use crate::runtime;
 
@@ -176,8 +176,33 @@ unsafe extern "C" fn thread_name(name: *const c_char) {
     })
 }
 
+unsafe extern "C" fn begin_static(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64 {
+    // SAFETY: the ABI requires name to be NULL or a NUL-terminated, unchanging string.
+    guard(0, || unsafe {
+        events::begin_static(kind, name, dev, parent)
+    })
+}
+
 unsafe extern "C" fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64) -> u64 {
-    guard(0, || events::begin_at(kind, codeptr, dev, parent, None))
+    // SAFETY: no key to read.
+    guard(0, || unsafe {
+        events::begin_at(kind, codeptr, dev, parent, AtExtra::None)
+    })
+}
+
+unsafe extern "C" fn begin_at_arg(
+    kind: u8,
+    codeptr: u64,
+    dev: u16,
+    parent: u64,
+    key: *const c_char,
+    value: u64,
+) -> u64 {
+    let extra = AtExtra::Arg { key, value };
+    // SAFETY: the ABI requires key to be NULL or a NUL-terminated, unchanging string.
+    guard(0, || unsafe {
+        events::begin_at(kind, codeptr, dev, parent, extra)
+    })
 }
 
 unsafe extern "C" fn edge(kind: u8, from: u64, to: u64) {
@@ -192,8 +217,10 @@ unsafe extern "C" fn begin_transfer(
     bytes: u64,
     direction: u32,
 ) -> u64 {
-    guard(0, || {
-        events::begin_at(kind, codeptr, dev, parent, Some((bytes, direction)))
+    let extra = AtExtra::Transfer { bytes, direction };
+    // SAFETY: no key to read.
+    guard(0, || unsafe {
+        events::begin_at(kind, codeptr, dev, parent, extra)
     })
 }
 
@@ -243,6 +270,8 @@ static API: CoreApi = CoreApi {
     begin_transfer,
     arg,
     begin_transfer_named,
+    begin_static,
+    begin_at_arg,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

@@ -229,6 +229,29 @@ impl NameCache {
         unsafe { self.miss(name, interner, anomalies) }
     }
 
+    /// As [`NameCache::lookup`] for a name that is never freed nor changed (a string
+    /// literal of a plugin): a hit needs the pointer only, not the compare.
+    ///
+    /// # Safety
+    /// `name` must be NULL or point to a NUL-terminated string that stays unchanged
+    /// for the rest of the process.
+    #[inline(always)]
+    pub unsafe fn lookup_static(
+        &mut self,
+        name: *const c_char,
+        interner: &Interner,
+        anomalies: &Anomalies,
+    ) -> u32 {
+        let p = name as usize;
+        let slot = &self.slots[(p >> 3 ^ p >> 11) % CACHE_SLOTS];
+        // A slot holding this pointer was filled from this same unchanging string.
+        if slot.ptr == p && p != 0 {
+            return slot.id;
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.miss(name, interner, anomalies) }
+    }
+
     #[cold]
     #[inline(never)]
     unsafe fn miss(
@@ -286,6 +309,30 @@ mod tests {
         let id3 = unsafe { c.lookup(buf.as_ptr().cast(), &i, &a) };
         assert_eq!(i.text(id3), "Alp");
         assert_eq!(unsafe { c.lookup(std::ptr::null(), &i, &a) }, NULL_NAME);
+        assert_eq!(a.get(Anomaly::NullName), 1);
+    }
+
+    #[test]
+    fn static_names_hit_by_pointer() {
+        let (i, a) = (Interner::new(), Anomalies::default());
+        let mut c = NameCache::new();
+        let name = c"implicit task";
+        // SAFETY: a string literal: NUL-terminated, never freed nor changed.
+        let id = unsafe { c.lookup_static(name.as_ptr(), &i, &a) };
+        assert_eq!(i.text(id), "implicit task");
+        // SAFETY: as above.
+        assert_eq!(unsafe { c.lookup_static(name.as_ptr(), &i, &a) }, id);
+        // The checked lookup of the same literal agrees, and so does a copy.
+        // SAFETY: as above.
+        assert_eq!(unsafe { c.lookup(name.as_ptr(), &i, &a) }, id);
+        let copy = b"implicit task\0".to_vec();
+        // SAFETY: NUL-terminated, alive during the call.
+        assert_eq!(unsafe { c.lookup_static(copy.as_ptr().cast(), &i, &a) }, id);
+        // SAFETY: NULL is allowed.
+        assert_eq!(
+            unsafe { c.lookup_static(std::ptr::null(), &i, &a) },
+            NULL_NAME
+        );
         assert_eq!(a.get(Anomaly::NullName), 1);
     }
 

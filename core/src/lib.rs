@@ -9,6 +9,7 @@
 //! module writes `profile.json`, `profile.csv` and the [`summary`].
 
 pub mod anomaly;
+pub mod arena;
 pub mod buffer;
 pub mod clock;
 pub mod config;
@@ -28,5 +29,6 @@ pub mod runtime;
 pub mod summary;
 pub mod symbolize;
 pub mod thread;
+pub mod tls;
 pub mod trace;
 pub mod writer;

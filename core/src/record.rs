@@ -26,6 +26,8 @@
 //! | Edge | — | — | (from GUID, to GUID) |
 //! | Arg | key name id | — | (value, 0); timestamp 0: belongs to the innermost open instance |
 //! | BeginTransferNamed | name id | device | (parent GUID, 0), (bytes, direction) |
+//! | BeginAtArg | argument key name id | device | (code address, value): nested in the innermost open instance |
+//! | BeginCode | code address bits 0..32 | bits 32..48 | —: device 0, nested in the innermost open instance |
 
 /// The operation of a head unit.
 #[repr(u8)]
@@ -63,6 +65,11 @@ pub enum Op {
     Arg = 15,
     /// Opens a data transfer named by a string (a variable).
     BeginTransferNamed = 16,
+    /// Opens an instance named after a code address, with one argument.
+    BeginAtArg = 17,
+    /// Opens an instance named after a code address below 2^48, on device 0,
+    /// nested in the innermost open instance (one unit).
+    BeginCode = 18,
 }
 
 impl Op {
@@ -85,6 +92,8 @@ impl Op {
             14 => Op::Edge,
             15 => Op::Arg,
             16 => Op::BeginTransferNamed,
+            17 => Op::BeginAtArg,
+            18 => Op::BeginCode,
             _ => return None,
         })
     }
@@ -99,20 +108,23 @@ impl Op {
                 | Op::BeginAt
                 | Op::BeginTransfer
                 | Op::BeginTransferNamed
+                | Op::BeginAtArg
+                | Op::BeginCode
         )
     }
 
     /// Extension units that follow a head unit of this op.
     pub fn ext_units(self) -> usize {
         match self {
-            Op::Begin | Op::End | Op::SectionStart | Op::SectionStop => 0,
+            Op::Begin | Op::End | Op::SectionStart | Op::SectionStop | Op::BeginCode => 0,
             Op::BeginParent
             | Op::EndGuid
             | Op::Instant
             | Op::Gap
             | Op::BeginAt
             | Op::Edge
-            | Op::Arg => 1,
+            | Op::Arg
+            | Op::BeginAtArg => 1,
             Op::Alloc | Op::Free | Op::CopyBegin | Op::BeginTransfer | Op::BeginTransferNamed => 2,
         }
     }
@@ -194,7 +206,7 @@ mod tests {
         );
         let e = Record::ext(u64::MAX, 7);
         assert_eq!((e.a(), e.b()), (u64::MAX, 7));
-        for v in 1..=16 {
+        for v in 1..=18 {
             assert_eq!(Op::from_u8(v).map(|o| o as u8), Some(v));
         }
         assert_eq!(Op::from_u8(0), None);

@@ -74,6 +74,23 @@ pub struct Slice {
 /// Arguments kept per slice.
 pub const MAX_ARGS: usize = 4;
 
+/// What a begin record carries besides name and parent.
+#[derive(Clone, Copy)]
+struct Extras {
+    copy: Option<CopyInfo>,
+    transfer: Option<Transfer>,
+    /// A first argument recorded with the begin.
+    arg: Option<(u32, u64)>,
+}
+
+impl Extras {
+    const NONE: Extras = Extras {
+        copy: None,
+        transfer: None,
+        arg: None,
+    };
+}
+
 impl Slice {
     /// The arguments attached to this slice.
     pub fn args(&self) -> &[(u32, u64)] {
@@ -250,22 +267,51 @@ impl ThreadStream {
                         }
                     }
                 }
-                Op::Begin => self.begin(h, h.name(), 0, None, None, out),
-                Op::BeginParent => self.begin(h, h.name(), ext[0].a(), None, None, out),
+                Op::Begin => self.begin(h, h.name(), 0, Extras::NONE, out),
+                Op::BeginParent => self.begin(h, h.name(), ext[0].a(), Extras::NONE, out),
                 Op::BeginAt | Op::BeginTransfer => {
                     let name = symbols.name_of(ext[0].a());
                     let transfer = (op == Op::BeginTransfer).then(|| Transfer {
                         bytes: ext[1].a(),
                         direction: h.name(),
                     });
-                    self.begin(h, name, ext[0].b(), None, transfer, out);
+                    let extras = Extras {
+                        transfer,
+                        ..Extras::NONE
+                    };
+                    self.begin(h, name, ext[0].b(), extras, out);
+                }
+                Op::BeginAtArg => {
+                    let name = symbols.name_of(ext[0].a());
+                    let arg = Some((h.name(), ext[0].b()));
+                    self.begin(
+                        h,
+                        name,
+                        0,
+                        Extras {
+                            arg,
+                            ..Extras::NONE
+                        },
+                        out,
+                    );
+                }
+                Op::BeginCode => {
+                    let codeptr = u64::from(h.name()) | u64::from(h.aux()) << 32;
+                    let name = symbols.name_of(codeptr);
+                    // The head's aux bits are the address: the device is 0.
+                    let h = Record::head(h.ts(), Op::BeginCode, h.kind(), 0, 0);
+                    self.begin(h, name, 0, Extras::NONE, out);
                 }
                 Op::BeginTransferNamed => {
                     let transfer = Transfer {
                         bytes: ext[1].a(),
                         direction: ext[1].b() as u32,
                     };
-                    self.begin(h, h.name(), ext[0].a(), None, Some(transfer), out);
+                    let extras = Extras {
+                        transfer: Some(transfer),
+                        ..Extras::NONE
+                    };
+                    self.begin(h, h.name(), ext[0].a(), extras, out);
                 }
                 Op::Edge => {
                     if let Some(kind) = Kind::from_u8(h.kind()) {
@@ -285,7 +331,11 @@ impl ThreadStream {
                         dst_space: ext[1].a() as u32,
                         src_space: ext[1].b() as u32,
                     };
-                    self.begin(h, h.name(), 0, Some(copy), None, out)
+                    let extras = Extras {
+                        copy: Some(copy),
+                        ..Extras::NONE
+                    };
+                    self.begin(h, h.name(), 0, extras, out)
                 }
                 Op::End => {
                     let seq = u64::from(h.name()) | u64::from(h.aux()) << 32;
@@ -355,15 +405,7 @@ impl ThreadStream {
     }
 
     #[inline(always)]
-    fn begin<C: Consumer>(
-        &mut self,
-        h: Record,
-        name: u32,
-        parent: u64,
-        copy: Option<CopyInfo>,
-        transfer: Option<Transfer>,
-        out: &mut C,
-    ) {
+    fn begin<C: Consumer>(&mut self, h: Record, name: u32, parent: u64, x: Extras, out: &mut C) {
         self.next_guid += 1;
         let Some(kind) = Kind::from_u8(h.kind()) else {
             return;
@@ -378,10 +420,10 @@ impl ThreadStream {
             name,
             dev: h.aux(),
             begin: h.ts(),
-            copy,
-            transfer,
-            args: [(0, 0); MAX_ARGS],
-            nargs: 0,
+            copy: x.copy,
+            transfer: x.transfer,
+            args: [x.arg.unwrap_or((0, 0)), (0, 0), (0, 0), (0, 0)],
+            nargs: u8::from(x.arg.is_some()),
         });
         if let Some(top) = self.stack.last() {
             out.event(&Event::Begin(top));
@@ -511,5 +553,65 @@ mod tests {
         s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
         assert_eq!(an.get(Anomaly::UnmatchedEnd), 0);
         assert_eq!(log.0, ["B1", "B2", "E2@9", "B6", "E6@12", "E1@13"]);
+    }
+
+    /// Symbols that remember every address asked for, named by their order.
+    #[derive(Default)]
+    struct Addresses(Vec<u64>);
+
+    impl Symbols for Addresses {
+        fn name_of(&mut self, addr: u64) -> u32 {
+            self.0.push(addr);
+            self.0.len() as u32
+        }
+    }
+
+    /// A slice as it ended: name, device, parent, args.
+    type EndedSlice = (u32, u16, u64, Vec<(u32, u64)>);
+
+    /// The slices as they end.
+    #[derive(Default)]
+    struct Ended(Vec<EndedSlice>);
+
+    impl Consumer for Ended {
+        fn event(&mut self, ev: &Event<'_>) {
+            if let Event::End(s, _) = ev {
+                self.0.push((s.name, s.dev, s.parent, s.args().to_vec()));
+            }
+        }
+        fn global(&mut self, _: u64, _: &Global) {}
+    }
+
+    #[test]
+    fn decodes_code_address_begins() {
+        let an = Anomalies::default();
+        let mut s = ThreadStream::new(1);
+        let (mut out, mut syms) = (Ended::default(), Addresses::default());
+        let kind = Kind::OmpParallel as u8;
+        let addr = 0x7f12_3456_789a_u64;
+        let rs = [
+            // One unit: the address in the name and aux bits.
+            Record::head(1, Op::BeginCode, kind, addr as u32, (addr >> 32) as u16),
+            // Two units: address and argument value; the key in the head.
+            Record::head(2, Op::BeginAtArg, kind, 42, 3),
+            Record::ext(addr + 1, 7),
+            end(3, 0, Kind::OmpParallel),
+            end(4, 0, Kind::OmpParallel),
+            // The general form: an explicit parent.
+            Record::head(5, Op::BeginAt, kind, 0, 2),
+            Record::ext(addr + 2, 99),
+            end(6, 0, Kind::OmpParallel),
+        ];
+        s.feed(&rs, u64::MAX, &mut out, &mut syms, &an);
+        assert_eq!(syms.0, [addr, addr + 1, addr + 2]);
+        assert_eq!(
+            out.0,
+            [
+                (2, 3, 0, vec![(42, 7)]),
+                (1, 0, 0, vec![]),
+                (3, 2, 99, vec![])
+            ]
+        );
+        assert_eq!(an.get(Anomaly::InternalError), 0);
     }
 }

@@ -16,8 +16,9 @@ use crate::intern::Interner;
 use crate::process::ProcessInfo;
 use crate::thread::Registry;
 
-/// Chunks allocated at start, before the writer tops the pool up.
-const INITIAL_CHUNKS: usize = 16;
+/// Chunks allocated at start, before the writer tops the pool up: one block of the
+/// arena (2 MiB), which is mapped and touched whole anyway.
+const INITIAL_CHUNKS: usize = 32;
 /// How long a shutdown waits for the writer before giving up (never hang the host).
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(30);
 

@@ -1,7 +1,6 @@
 //! Per-thread recording state: the chunk being filled, the GUID counter and the name
 //! cache. Reached through one thread-local pointer, so the hot path takes no lock.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -9,6 +8,7 @@ use crate::buffer::{Chunk, CHUNK_RECORDS};
 use crate::intern::NameCache;
 use crate::record::{Op, Record};
 use crate::runtime::Runtime;
+use crate::tls;
 
 /// Free chunks (plus one per thread) below which a thread handing over a chunk
 /// wakes the writer to allocate more.
@@ -245,7 +245,6 @@ fn opens(units: &[Record]) -> bool {
 }
 
 thread_local! {
-    static STATE: Cell<*mut ThreadState> = const { Cell::new(std::ptr::null_mut()) };
     static EXIT: ExitGuard = const { ExitGuard };
 }
 
@@ -254,7 +253,7 @@ struct ExitGuard;
 
 impl Drop for ExitGuard {
     fn drop(&mut self) {
-        let p = STATE.with(|s| s.get());
+        let p = tls::get();
         if p.is_null() {
             return;
         }
@@ -270,11 +269,21 @@ impl Drop for ExitGuard {
 /// Runs `f` with the calling thread's state, registering the thread on first use.
 #[inline(always)]
 pub fn with_thread<R>(rt: &Runtime, f: impl FnOnce(&mut ThreadState) -> R) -> R {
-    let p = STATE.with(|s| s.get());
+    f(current(rt))
+}
+
+/// The calling thread's state, registering the thread on first use: the form of
+/// [`with_thread`] for the hottest paths, where the compiler would not inline a
+/// closure called from several functions. The caller uses the reference for the
+/// event it records and drops it before returning.
+#[inline(always)]
+pub fn current(rt: &Runtime) -> &'static mut ThreadState {
+    let p = tls::get();
     let p = if p.is_null() { register(rt) } else { p };
     // SAFETY: the pointer is this thread's own leaked state; no other reference to
-    // it is live (callbacks do not re-enter kprof on the same thread).
-    f(unsafe { &mut *p })
+    // it is live: each event takes one and drops it, and callbacks do not re-enter
+    // kprof on the same thread.
+    unsafe { &mut *p }
 }
 
 #[cold]
@@ -298,7 +307,7 @@ fn register(rt: &Runtime) -> *mut ThreadState {
         gap_depth: 0,
         names: NameCache::new(),
     }));
-    STATE.with(|s| s.set(state));
+    tls::set(state);
     // Registers the exit destructor; fails harmlessly if the thread is already
     // tearing down its thread-locals.
     let _ = EXIT.try_with(|_| ());

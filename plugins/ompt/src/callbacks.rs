@@ -1,8 +1,9 @@
 //! The OMPT callbacks: each translates one runtime event into calls of the core's
 //! C table. All run on the runtime's threads, concurrently, on the hot path: no
 //! allocation (but one block per explicit task), no lock, no system call; names are
-//! static C strings so the core's per-thread name cache hits by pointer. Every body
-//! runs inside [`guard`], so no panic reaches the runtime.
+//! static C strings, passed with `begin_static`, so the core's per-thread name cache
+//! hits by pointer without comparing the text. Every body runs inside [`guard`], so
+//! no panic reaches the runtime.
 //!
 //! Pointer arguments are the runtime's; the specification makes `ompt_data_t`
 //! pointers valid for the duration of the callback, but kprof still checks each for
@@ -68,7 +69,7 @@ fn scoped(api: &CoreApi, endpoint: c_int, kind: Kind, name: &'static CStr) {
     // SAFETY: static NUL-terminated name; plain integers.
     unsafe {
         if endpoint != scope::END {
-            (api.begin)(kind as u8, name.as_ptr(), 0, 0);
+            (api.begin_static)(kind as u8, name.as_ptr(), 0, 0);
         }
         if endpoint != scope::BEGIN {
             (api.end)(kind as u8, 0);
@@ -112,12 +113,14 @@ pub unsafe extern "C" fn parallel_begin(
     codeptr_ra: *const c_void,
 ) {
     with_api(|api| {
-        // SAFETY: plain integers.
-        let guid = unsafe { (api.begin_at)(Kind::OmpParallel as u8, codeptr_ra as u64, 0, 0) };
         // The actual team size is the number of implicit tasks the region gets.
         // SAFETY: a static key; plain integers.
-        unsafe {
-            (api.arg)(
+        let guid = unsafe {
+            (api.begin_at_arg)(
+                Kind::OmpParallel as u8,
+                codeptr_ra as u64,
+                0,
+                0,
                 c"requested_team_size".as_ptr(),
                 u64::from(requested_team_size),
             )
@@ -166,7 +169,7 @@ pub unsafe extern "C" fn implicit_task(
             };
             // SAFETY: static name; plain integers.
             let guid = unsafe {
-                (api.begin)(
+                (api.begin_static)(
                     Kind::OmpImplicitTask as u8,
                     c"implicit task".as_ptr(),
                     0,
@@ -307,7 +310,7 @@ pub unsafe extern "C" fn mutex_acquire(
         set_waiting(true);
         // SAFETY: static name; plain integers.
         unsafe {
-            (api.begin)(
+            (api.begin_static)(
                 Kind::OmpMutexWait as u8,
                 map::mutex_name(kind).as_ptr(),
                 0,
@@ -332,7 +335,7 @@ pub unsafe extern "C" fn mutex_acquired(kind: c_int, _wait_id: WaitId, _codeptr_
         end_wait(api);
         // SAFETY: static name; plain integers.
         unsafe {
-            (api.begin)(
+            (api.begin_static)(
                 Kind::OmpMutexHold as u8,
                 map::mutex_name(kind).as_ptr(),
                 0,
@@ -404,11 +407,19 @@ pub unsafe extern "C" fn task_create(
     }
     with_api(|api| {
         let kind = Kind::OmpTaskCreate as u8;
-        // SAFETY: plain integers.
-        let creation = unsafe { (api.begin_at)(kind, codeptr_ra as u64, 0, 0) };
-        // ompt_task_flag_t: explicit, undeferred, untied, final, mergeable...
+        // The ompt_task_flag_t (explicit, undeferred, untied, final, mergeable...)
+        // as an argument.
         // SAFETY: a static key; plain integers.
-        unsafe { (api.arg)(c"flags".as_ptr(), flags as u32 as u64) };
+        let creation = unsafe {
+            (api.begin_at_arg)(
+                kind,
+                codeptr_ra as u64,
+                0,
+                0,
+                c"flags".as_ptr(),
+                flags as u32 as u64,
+            )
+        };
         // SAFETY: plain integers.
         unsafe { (api.end)(kind, creation) };
         // A taskwait with dependences (5.1) is a task in the graph that never runs:
@@ -771,7 +782,7 @@ pub unsafe extern "C" fn target_submit_emi(
             let parent = unsafe { word(target_data) };
             // SAFETY: static name; plain integers.
             let guid = unsafe {
-                (api.begin)(
+                (api.begin_static)(
                     Kind::OmpTargetSubmit as u8,
                     c"submit".as_ptr(),
                     target_dev(),
@@ -801,7 +812,7 @@ pub unsafe extern "C" fn target_submit(
     with_api(|api| {
         // SAFETY: static name; plain integers.
         unsafe {
-            let guid = (api.begin)(
+            let guid = (api.begin_static)(
                 Kind::OmpTargetSubmit as u8,
                 c"submit".as_ptr(),
                 target_dev(),
