@@ -18,9 +18,12 @@ mod imp {
     use super::ThreadState;
 
     // One 8-byte word in the thread-local BSS, zero (null) in every new thread.
+    // Global (so every codegen unit's reference resolves at link time) but hidden
+    // (not exported: each library that links this crate has its own word).
     std::arch::global_asm!(
         ".pushsection .tbss,\"awT\",@nobits",
         ".p2align 3",
+        ".globl kprof_thread_state",
         ".hidden kprof_thread_state",
         ".type kprof_thread_state, @object",
         ".size kprof_thread_state, 8",
