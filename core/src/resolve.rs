@@ -267,8 +267,8 @@ impl ThreadStream {
                         }
                     }
                 }
-                Op::Begin => self.begin(h, h.name(), 0, Extras::NONE, out),
-                Op::BeginParent => self.begin(h, h.name(), ext[0].a(), Extras::NONE, out),
+                Op::Begin => self.begin(h, h.aux(), h.name(), 0, Extras::NONE, out),
+                Op::BeginParent => self.begin(h, h.aux(), h.name(), ext[0].a(), Extras::NONE, out),
                 Op::BeginAt | Op::BeginTransfer => {
                     let name = symbols.name_of(ext[0].a());
                     let transfer = (op == Op::BeginTransfer).then(|| Transfer {
@@ -279,13 +279,14 @@ impl ThreadStream {
                         transfer,
                         ..Extras::NONE
                     };
-                    self.begin(h, name, ext[0].b(), extras, out);
+                    self.begin(h, h.aux(), name, ext[0].b(), extras, out);
                 }
                 Op::BeginAtArg => {
                     let name = symbols.name_of(ext[0].a());
                     let arg = Some((h.name(), ext[0].b()));
                     self.begin(
                         h,
+                        h.aux(),
                         name,
                         0,
                         Extras {
@@ -299,8 +300,7 @@ impl ThreadStream {
                     let codeptr = u64::from(h.name()) | u64::from(h.aux()) << 32;
                     let name = symbols.name_of(codeptr);
                     // The head's aux bits are the address: the device is 0.
-                    let h = Record::head(h.ts(), Op::BeginCode, h.kind(), 0, 0);
-                    self.begin(h, name, 0, Extras::NONE, out);
+                    self.begin(h, 0, name, 0, Extras::NONE, out);
                 }
                 Op::BeginTransferNamed => {
                     let transfer = Transfer {
@@ -311,7 +311,7 @@ impl ThreadStream {
                         transfer: Some(transfer),
                         ..Extras::NONE
                     };
-                    self.begin(h, h.name(), ext[0].a(), extras, out);
+                    self.begin(h, h.aux(), h.name(), ext[0].a(), extras, out);
                 }
                 Op::Edge => {
                     if let Some(kind) = Kind::from_u8(h.kind()) {
@@ -335,7 +335,7 @@ impl ThreadStream {
                         copy: Some(copy),
                         ..Extras::NONE
                     };
-                    self.begin(h, h.name(), 0, extras, out)
+                    self.begin(h, h.aux(), h.name(), 0, extras, out)
                 }
                 Op::End => {
                     let seq = u64::from(h.name()) | u64::from(h.aux()) << 32;
@@ -405,7 +405,15 @@ impl ThreadStream {
     }
 
     #[inline(always)]
-    fn begin<C: Consumer>(&mut self, h: Record, name: u32, parent: u64, x: Extras, out: &mut C) {
+    fn begin<C: Consumer>(
+        &mut self,
+        h: Record,
+        dev: u16,
+        name: u32,
+        parent: u64,
+        x: Extras,
+        out: &mut C,
+    ) {
         self.next_guid += 1;
         let Some(kind) = Kind::from_u8(h.kind()) else {
             return;
@@ -418,7 +426,7 @@ impl ThreadStream {
             enclosing,
             kind,
             name,
-            dev: h.aux(),
+            dev,
             begin: h.ts(),
             copy: x.copy,
             transfer: x.transfer,

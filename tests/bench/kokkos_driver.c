@@ -55,6 +55,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench_timing.h"
+
 typedef struct {
     size_t deviceID;
 } KokkosPDeviceInfo;
@@ -108,13 +110,6 @@ static void tpi_fence(uint32_t dev)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 static void run_pairs(int thread, unsigned long n)
 {
     for (unsigned long i = 0; i < n; i++) {
@@ -162,24 +157,12 @@ static void *thread_main(void *arg)
         if (pause_ms)
             sleep_ms(pause_ms); /* other application work, untimed */
         pthread_barrier_wait(&barrier);
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         run_pairs(thread, pairs_per_rep);
-        double t1 = now_ns();
+        double t1 = bench_now_ns();
         samples[thread * reps + r] = (t1 - t0) / (double)pairs_per_rep;
     }
     return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
 static unsigned long parse_ulong(const char *s, const char *what)
@@ -304,10 +287,10 @@ int main(int argc, char **argv)
     for (int t = 0; t < threads; t++) {
         double tmp[reps];
         memcpy(tmp, &samples[t * reps], sizeof tmp);
-        printf("thread%d_median_ns_per_pair=%.3f\n", t, median(tmp, (size_t)reps));
+        printf("thread%d_median_ns_per_pair=%.3f\n", t, bench_median(tmp, (size_t)reps));
     }
     size_t n = (size_t)threads * (size_t)reps;
-    double med = median(samples, n); /* sorts samples */
+    double med = bench_median(samples, n); /* sorts samples */
     printf("min_ns_per_pair=%.3f\nmax_ns_per_pair=%.3f\n", samples[0], samples[n - 1]);
     printf("ns_per_pair=%.3f\n", med);
     printf("cpu_ns_per_pair=%.3f\n", (cpu1 - cpu0) / total_pairs);

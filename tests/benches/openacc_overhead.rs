@@ -20,7 +20,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use kprof_tests::bench::{env_f64, print_rounds, require_complete, run_for};
+use kprof_tests::bench::{print_rounds, require_complete, run_for, Settings};
 use kprof_tests::{compile, lib, target_dir, test_file};
 
 /// Event buffers for kprof: enough that no record drops.
@@ -98,12 +98,10 @@ fn run_once(s: &Setup, v: Variant, round: usize) -> f64 {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let Some(settings) = Settings::from_env(5) else {
         return;
-    }
-    let scale = env_f64("KPROF_BENCH_SCALE", 1.0);
-    let reps = env_f64("KPROF_BENCH_REPS", 7.0) as u64;
-    let rounds = env_f64("KPROF_BENCH_ROUNDS", 5.0) as usize;
+    };
+    let rounds = settings.rounds;
     let dir = target_dir().join("bench-openacc");
     std::fs::create_dir_all(&dir).expect("bench dir");
     let program_src = test_file("openacc/bench_constructs.c");
@@ -122,8 +120,8 @@ fn main() {
         ),
         kprof,
         dir: dir.clone(),
-        constructs: ((200_000.0 * scale) as u64).max(100),
-        reps: reps.max(1),
+        constructs: settings.scaled(200_000.0, 100),
+        reps: settings.reps,
     };
     println!(
         "OpenACC overhead (GCC libgomp, host fallback): {} constructs x {} reps per run \

@@ -24,7 +24,7 @@
 
 use std::path::PathBuf;
 
-use kprof_tests::bench::{env_f64, print_rounds, require_complete, run_for};
+use kprof_tests::bench::{print_rounds, require_complete, run_for, Settings};
 use kprof_tests::openmp::{bare_cmd, libomp19, ompt_lib, Runtime};
 use kprof_tests::{compile_with, target_dir, test_file};
 
@@ -111,14 +111,10 @@ fn run_once(s: &Setup, runtime: Runtime, v: Variant, round: usize) -> f64 {
 }
 
 fn main() {
-    // `cargo bench` passes --bench; a plain `cargo test` of benches passes nothing
-    // useful: run only when benchmarking.
-    if std::env::args().any(|a| a == "--list") {
+    let Some(settings) = Settings::from_env(5) else {
         return;
-    }
-    let scale = env_f64("KPROF_BENCH_SCALE", 1.0);
-    let reps = env_f64("KPROF_BENCH_REPS", 7.0) as u64;
-    let rounds = env_f64("KPROF_BENCH_ROUNDS", 5.0) as usize;
+    };
+    let rounds = settings.rounds;
     let enforce = std::env::var("KPROF_BENCH_ENFORCE").is_ok_and(|v| v == "1");
     let dir = target_dir().join("bench-openmp");
     std::fs::create_dir_all(&dir).expect("bench dir");
@@ -146,8 +142,8 @@ fn main() {
         ),
         kprof: ompt_lib(),
         dir: dir.clone(),
-        regions: ((100_000.0 * scale) as u64).max(100),
-        reps: reps.max(1),
+        regions: settings.scaled(100_000.0, 100),
+        reps: settings.reps,
     };
     let mut runtimes = vec![Runtime::Llvm14];
     if libomp19().is_some() {

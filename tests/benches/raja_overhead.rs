@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kprof_tests::bench::{env_f64, print_rounds, require_complete, run_for};
+use kprof_tests::bench::{print_rounds, require_complete, run_for, Settings};
 use kprof_tests::{clean_cmd, compile, lib, target_dir, test_file};
 
 /// Event buffers for kprof: enough that no record drops.
@@ -102,12 +102,10 @@ fn run_once(s: &Setup, v: Variant, round: usize) -> f64 {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let Some(settings) = Settings::from_env(5) else {
         return;
-    }
-    let scale = env_f64("KPROF_BENCH_SCALE", 1.0);
-    let reps = env_f64("KPROF_BENCH_REPS", 7.0) as u64;
-    let rounds = env_f64("KPROF_BENCH_ROUNDS", 5.0) as usize;
+    };
+    let rounds = settings.rounds;
     let dir = target_dir().join("bench-raja");
     std::fs::create_dir_all(&dir).expect("bench dir");
     let host_src = test_file("raja/raja_host.cpp");
@@ -123,8 +121,8 @@ fn main() {
         floor: plugin("libfloor_raja_plugin.so", &["-DFLOOR"]),
         kprof: lib("libkprof_raja.so"),
         dir: dir.clone(),
-        kernels: ((100_000.0 * scale) as u64).max(100),
-        reps: reps.max(1),
+        kernels: settings.scaled(100_000.0, 100),
+        reps: settings.reps,
     };
     println!(
         "RAJA plugin overhead (raja_host bench, RAJA's loader and call order): {} empty \

@@ -10,22 +10,11 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../bench/bench_timing.h"
+
 #define ITERS 64
 
 static double data[ITERS];
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -37,18 +26,17 @@ int main(int argc, char **argv)
     }
     double *per = calloc((size_t)reps, sizeof *per);
     for (int rep = -1; rep < reps; rep++) {
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         for (long r = 0; r < constructs; r++) {
 #pragma acc parallel loop
             for (int i = 0; i < ITERS; i++)
                 data[i] += i;
         }
-        double t = (now_ns() - t0) / (double)constructs;
+        double t = (bench_now_ns() - t0) / (double)constructs;
         if (rep >= 0)
             per[rep] = t;
     }
-    qsort(per, (size_t)reps, sizeof *per, cmp);
-    printf("ns_per_construct %.1f\n", per[reps / 2]);
+    printf("ns_per_construct %.1f\n", bench_median(per, (size_t)reps));
     printf("checksum %.1f\n", data[ITERS - 1]);
     free(per);
     return 0;

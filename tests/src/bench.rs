@@ -25,6 +25,36 @@ pub fn env_f64(name: &str, default: f64) -> f64 {
     }
 }
 
+/// The common knobs of the overhead benchmarks.
+pub struct Settings {
+    /// Multiplies the events per repetition (`KPROF_BENCH_SCALE`, default 1).
+    pub scale: f64,
+    /// Timed repetitions per run (`KPROF_BENCH_REPS`, default 7).
+    pub reps: u64,
+    /// Interleaved rounds per variant (`KPROF_BENCH_ROUNDS`, default `rounds`).
+    pub rounds: usize,
+}
+
+impl Settings {
+    /// The settings from the environment, or `None` when cargo only lists the
+    /// benchmark (`--list`, as a plain `cargo test` does): then nothing runs.
+    pub fn from_env(rounds: usize) -> Option<Settings> {
+        if std::env::args().any(|a| a == "--list") {
+            return None;
+        }
+        Some(Settings {
+            scale: env_f64("KPROF_BENCH_SCALE", 1.0),
+            reps: (env_f64("KPROF_BENCH_REPS", 7.0) as u64).max(1),
+            rounds: (env_f64("KPROF_BENCH_ROUNDS", rounds as f64) as usize).max(1),
+        })
+    }
+
+    /// `base` events scaled, at least `min`.
+    pub fn scaled(&self, base: f64, min: u64) -> u64 {
+        ((base * self.scale) as u64).max(min)
+    }
+}
+
 /// The median of `v` (mean of the middle two for an even count; NaN when empty).
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);

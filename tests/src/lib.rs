@@ -126,6 +126,20 @@ pub fn compile_with_core(sources: &[&Path], out: &Path, args: &[&str]) -> PathBu
     compile(sources, out, &all)
 }
 
+/// The Kokkos harness host (`tests/harness/kokkos_host.c`) built twice into `dir`:
+/// plain, and linked with the core for its annotation scenarios
+/// (`-DKPROF_ANNOTATE`). Returns (plain, annotating).
+pub fn build_kokkos_hosts(dir: &Path) -> (PathBuf, PathBuf) {
+    let src = test_file("harness/kokkos_host.c");
+    let plain = compile(&[&src], &dir.join("kokkos_host"), &["-ldl", "-lpthread"]);
+    let annotate = compile_with_core(
+        &[&src],
+        &dir.join("kokkos_host_annotate"),
+        &["-DKPROF_ANNOTATE", "-ldl", "-lpthread"],
+    );
+    (plain, annotate)
+}
+
 /// A command running `exe` without any inherited kprof setting (`KPROF_*`), Kokkos
 /// tool setting (`KOKKOS_*`) or tool library of another runtime, so that a test
 /// sees only what it sets itself.

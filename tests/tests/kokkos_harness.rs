@@ -11,8 +11,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use kprof_tests::{
-    assert_ok, clean_cmd, compile, compile_with_core, lib, node, nodes, read_profile, run, scratch,
-    shape, test_file, u, workspace_root,
+    assert_ok, build_kokkos_hosts, clean_cmd, compile, lib, node, nodes, read_profile, run,
+    scratch, shape, test_file, u, workspace_root,
 };
 use serde_json::Value;
 
@@ -29,17 +29,7 @@ fn built() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = scratch("kokkos_harness_bin");
-        let host_src = test_file("harness/kokkos_host.c");
-        let host = compile(
-            &[&host_src],
-            &dir.join("kokkos_host"),
-            &["-ldl", "-lpthread"],
-        );
-        let host_annotate = compile_with_core(
-            &[&host_src],
-            &dir.join("kokkos_host_annotate"),
-            &["-DKPROF_ANNOTATE", "-ldl", "-lpthread"],
-        );
+        let (host, host_annotate) = build_kokkos_hosts(&dir);
         let second_tool = compile(
             &[&test_file("harness/second_tool.c")],
             &dir.join("libsecond_tool.so"),

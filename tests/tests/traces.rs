@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model, TrackKind};
 use kprof_tests::{
-    assert_ok, clean_cmd, compile, compile_with_core, lib, read_profile, run, scratch, skip_unless,
-    test_file, u,
+    assert_ok, build_kokkos_hosts, clean_cmd, compile_with_core, lib, read_profile, run, scratch,
+    skip_unless, test_file, u,
 };
 use serde_json::{json, Value};
 
@@ -30,17 +30,7 @@ fn built() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = scratch("traces_bin");
-        let host_src = test_file("harness/kokkos_host.c");
-        let host = compile(
-            &[&host_src],
-            &dir.join("kokkos_host"),
-            &["-ldl", "-lpthread"],
-        );
-        let host_annotate = compile_with_core(
-            &[&host_src],
-            &dir.join("kokkos_host_annotate"),
-            &["-DKPROF_ANNOTATE", "-ldl", "-lpthread"],
-        );
+        let (host, host_annotate) = build_kokkos_hosts(&dir);
         let driver = compile_with_core(
             &[&test_file("harness/trace_driver.c")],
             &dir.join("trace_driver"),
