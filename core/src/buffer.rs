@@ -16,13 +16,22 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::arena::Arena;
+use crate::arena::{Arena, ArenaStats};
 use crate::record::Record;
 
 /// 16-byte units per chunk (64 KiB).
 pub const CHUNK_RECORDS: usize = 4096;
 /// Bytes per chunk.
 pub const CHUNK_BYTES: usize = CHUNK_RECORDS * std::mem::size_of::<Record>();
+
+/// Where every chunk's records live (pre-faulted memory, so no application thread
+/// page-faults on its records).
+static ARENA: Arena = Arena::new();
+
+/// What the process's buffer memory has cost so far.
+pub fn memory_stats() -> ArenaStats {
+    ARENA.stats()
+}
 
 /// A chunk of records, owned by one thread at a time.
 pub struct Chunk {
@@ -43,9 +52,6 @@ unsafe impl Sync for Chunk {}
 
 impl Chunk {
     fn new() -> Option<&'static Chunk> {
-        // Pre-faulted memory (see arena), so no application thread page-faults on
-        // its records.
-        static ARENA: Arena = Arena::new();
         let records = ARENA.take(CHUNK_RECORDS)?;
         Some(Box::leak(Box::new(Chunk {
             records,
@@ -116,6 +122,8 @@ pub struct Pool {
     free: ArrayQueue<&'static Chunk>,
     full: ArrayQueue<&'static Chunk>,
     allocated: AtomicUsize,
+    /// Chunks handed to threads so far (the writer's measure of demand).
+    taken: AtomicU64,
     max: usize,
 }
 
@@ -127,6 +135,7 @@ impl Pool {
             free: ArrayQueue::new(max),
             full: ArrayQueue::new(max),
             allocated: AtomicUsize::new(0),
+            taken: AtomicU64::new(0),
             max,
         };
         pool.top_up(initial);
@@ -138,7 +147,10 @@ impl Pool {
     /// (it keeps the free queue stocked otherwise): better than dropping records.
     #[inline]
     pub fn take(&self) -> Option<&'static Chunk> {
-        self.free.pop().or_else(|| self.allocate())
+        let c = self.free.pop().or_else(|| self.allocate())?;
+        // Once per chunk, not per record: a locked add is cheap at that rate.
+        self.taken.fetch_add(1, Ordering::Relaxed);
+        Some(c)
     }
 
     /// Reserves room in the budget for one chunk and allocates it.
@@ -181,6 +193,16 @@ impl Pool {
                 None => return,
             }
         }
+    }
+
+    /// Chunks handed to threads so far.
+    pub fn taken(&self) -> u64 {
+        self.taken.load(Ordering::Relaxed)
+    }
+
+    /// Full chunks waiting for the writer.
+    pub fn full_len(&self) -> usize {
+        self.full.len()
     }
 
     /// Free chunks now.

@@ -46,7 +46,7 @@ pub struct Config {
     pub enable: bool,
     /// Keep Kokkos' global fences around kernels and regions.
     pub kokkos_fences: bool,
-    /// Milliseconds between the writer's processing rounds (and trace flushes).
+    /// Milliseconds between the writer's processing rounds when a trace streams.
     pub flush_ms: u64,
     /// Trace formats to write (none: no trace).
     pub trace: Vec<TraceFormat>,
@@ -111,7 +111,7 @@ const SPECS: &[Spec] = &[
             min: 10,
             max: 3_600_000,
         },
-        help: "ms between processing rounds of the writer; buffers fill in between (default 1000)",
+        help: "ms between trace flushes (the writer's processing rounds); without a trace, records wait until half the buffer budget holds them, or exit (default 1000)",
     },
     Spec {
         arg: "summary",

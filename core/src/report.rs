@@ -48,6 +48,32 @@ pub struct Report {
     /// User counters (`kprof_counter`).
     #[serde(default)]
     pub counters: Vec<Counter>,
+    /// What measuring cost kprof itself.
+    #[serde(default)]
+    pub kprof: SelfCost,
+}
+
+/// kprof's own cost in this process: the memory its event buffers took (and the
+/// time the kernel took to provide it, which on a virtual machine can exceed the
+/// cost of recording), and the CPU time of its writer thread.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SelfCost {
+    /// Records (16-byte units) processed.
+    pub records: u64,
+    /// Bytes of event buffers mapped (never more than the budget).
+    pub buffer_bytes: u64,
+    /// The buffer budget in bytes (`KPROF_BUFFER_MB`).
+    pub buffer_budget_bytes: u64,
+    /// 2 MiB buffer blocks asked to be backed by a huge page.
+    pub huge_page_blocks: u64,
+    /// 2 MiB buffer blocks of 4 KiB pages.
+    pub small_page_blocks: u64,
+    /// Time spent mapping and faulting in buffer memory, in ns (mostly on the
+    /// writer thread, ahead of need).
+    pub buffer_fault_ns: u64,
+    /// CPU time of the writer thread until the report, in ns (faulting buffer
+    /// memory, processing records, writing traces).
+    pub writer_cpu_ns: u64,
 }
 
 /// The values a user counter took.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::report::{Report, TreeNode};
+use crate::report::{Report, SelfCost, TreeNode};
 
 /// Longest name shown in a table (full names are in the files).
 const NAME_WIDTH: usize = 60;
@@ -233,6 +233,7 @@ pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) ->
             r.dropped_records
         );
     }
+    let _ = writeln!(s, "\n{}", self_cost_line(&r.kprof));
     for t in traces {
         let _ = writeln!(s, "kprof: trace {}", t.display());
     }
@@ -245,6 +246,21 @@ pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) ->
         }
     }
     s
+}
+
+/// One line of what kprof cost: its records, buffer memory (and the kernel's time
+/// to provide it) and its writer's CPU time.
+fn self_cost_line(c: &SelfCost) -> String {
+    format!(
+        "kprof itself: {} records in {} of buffers ({} huge-page and {} small-page \
+         blocks, {} to fault in), writer thread {} CPU",
+        c.records,
+        bytes(c.buffer_bytes),
+        c.huge_page_blocks,
+        c.small_page_blocks,
+        duration(c.buffer_fault_ns as f64),
+        duration(c.writer_cpu_ns as f64)
+    )
 }
 
 /// OpenMP: how evenly teams shared each parallel region's work, and where threads
@@ -341,5 +357,23 @@ mod tests {
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(3 << 20), "3.00 MiB");
         assert_eq!(short(&"x".repeat(100)).len(), NAME_WIDTH);
+    }
+
+    #[test]
+    fn self_cost_in_one_line() {
+        let c = SelfCost {
+            records: 4800,
+            buffer_bytes: 3 << 21,
+            buffer_budget_bytes: 64 << 20,
+            huge_page_blocks: 1,
+            small_page_blocks: 2,
+            buffer_fault_ns: 1_500_000,
+            writer_cpu_ns: 2_500_000_000,
+        };
+        assert_eq!(
+            self_cost_line(&c),
+            "kprof itself: 4800 records in 6.00 MiB of buffers (1 huge-page and 2 \
+             small-page blocks, 1.50 ms to fault in), writer thread 2.500 s CPU"
+        );
     }
 }

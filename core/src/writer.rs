@@ -16,12 +16,14 @@ use std::time::{Duration, Instant};
 use kprof_abi::guard::guard;
 use rustc_hash::FxHashMap;
 
-use crate::buffer::Chunk;
+use crate::buffer::{self, Chunk};
+use crate::clock;
 use crate::config::Config;
 use crate::lifecycle::block_all_signals;
 use crate::output;
 use crate::profile::Profile;
 use crate::record::Record;
+use crate::report::SelfCost;
 use crate::resolve::{Consumer, Event, Global, ThreadStream};
 use crate::runtime::{self, warn, Runtime};
 use crate::symbolize::Symbolizer;
@@ -47,10 +49,13 @@ pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
     Ok(handle.thread().clone())
 }
 
-/// The writer works in rounds: every `KPROF_FLUSH_MS` (or when the buffer budget is
-/// nearly used up) it processes everything recorded so far. In between it only keeps
-/// the free pool stocked, so during a burst the budget is a buffer and the writer
-/// stays off the cores the application runs on.
+/// The writer works in rounds, each processing everything recorded so far. With a
+/// trace, a round runs every `KPROF_FLUSH_MS`, so the files on disk stay current.
+/// A profile alone is only written at exit, so records wait in the buffers until
+/// half the budget holds them (or threads are about to run out): a burst of events
+/// then never shares the cores with the writer's processing, which costs far more
+/// per event than recording it. In between rounds the writer only keeps the free
+/// pool stocked.
 fn run(rt: &'static Runtime) {
     let cfg = runtime::config().clone();
     let mut w = Writer::new(rt, &cfg);
@@ -58,14 +63,18 @@ fn run(rt: &'static Runtime) {
     let mut last_round = Instant::now();
     while !rt.shutdown_requested() {
         w.top_up();
-        let pressure = rt.pool.free_len() < w.low_water();
-        if pressure || last_round.elapsed() >= period {
+        let streaming = !w.sinks.traces.is_empty();
+        if w.pressure() || (streaming && last_round.elapsed() >= period) {
             w.round();
             w.sinks.flush();
             last_round = Instant::now();
         }
-        let next_round = period.saturating_sub(last_round.elapsed());
-        std::thread::park_timeout(next_round.min(NAP));
+        let nap = if streaming {
+            period.saturating_sub(last_round.elapsed()).min(NAP)
+        } else {
+            NAP
+        };
+        std::thread::park_timeout(nap);
     }
     // Threads that raced the shutdown flag may still publish; two rounds pick up
     // everything published before the writer got here.
@@ -135,6 +144,40 @@ struct Writer {
     symbols: Symbolizer,
     /// The output directory, created at start when traces stream into it.
     dir: Option<std::path::PathBuf>,
+    /// How fast threads take chunks.
+    demand: Demand,
+}
+
+/// The rate at which threads take chunks, in chunks per [`NAP`]: the highest rate
+/// seen lately, decaying by a quarter per look, so one quiet nap inside a busy
+/// phase does not shrink the pool's stock.
+struct Demand {
+    taken: u64,
+    at: Instant,
+    per_nap: usize,
+}
+
+impl Demand {
+    fn new() -> Demand {
+        Demand {
+            taken: 0,
+            at: Instant::now(),
+            per_nap: 0,
+        }
+    }
+
+    /// Takes the pool's count of chunks taken so far; returns the demand per nap.
+    fn update(&mut self, taken: u64) -> usize {
+        let now = Instant::now();
+        // A wake-up by a thread comes early: scale what it took to a whole nap.
+        let elapsed = now.duration_since(self.at).max(Duration::from_millis(1));
+        let recent =
+            taken.saturating_sub(self.taken) as f64 * NAP.as_secs_f64() / elapsed.as_secs_f64();
+        self.per_nap = (recent.ceil() as usize).max(self.per_nap - self.per_nap / 4);
+        self.taken = taken;
+        self.at = now;
+        self.per_nap
+    }
 }
 
 impl Writer {
@@ -167,6 +210,7 @@ impl Writer {
             },
             symbols: Symbolizer::new(&rt.names, &rt.anomalies),
             dir,
+            demand: Demand::new(),
         }
     }
 
@@ -190,24 +234,28 @@ impl Writer {
         self.streams.get_mut(&index)
     }
 
-    /// Free chunks below which the writer processes now instead of waiting for
-    /// its next round.
-    fn low_water(&self) -> usize {
-        4 + 2 * self.rt.threads.len()
+    /// Whether to process now rather than wait: half the budget is waiting in full
+    /// chunks, or the chunks threads can still get (free ones and the budget not
+    /// yet allocated) run short.
+    fn pressure(&self) -> bool {
+        let pool = &self.rt.pool;
+        let room = pool.free_len() + (pool.max_chunks() - pool.allocated());
+        2 * pool.full_len() >= pool.max_chunks() || room < 4 + 2 * self.rt.threads.len()
     }
 
-    /// Keeps enough free chunks that threads do not run dry: a few per thread, and
-    /// half of what is allocated, so the pool doubles with the demand up to the
-    /// budget (allocating a chunk costs far less than processing one).
-    fn top_up(&self) {
+    /// Keeps enough free chunks that threads do not run dry before the writer's
+    /// next look: twice what they took during the last nap, and a few per thread.
+    /// Threads that run dry allocate for themselves, which stalls them (and, in an
+    /// OpenMP team, everyone waiting for them) while the kernel zeroes the memory.
+    fn top_up(&mut self) {
         let pool = &self.rt.pool;
-        let want = (8 + 4 * self.rt.threads.len()).max(pool.allocated() / 2);
+        let demand = self.demand.update(pool.taken());
+        let want = (8 + 4 * self.rt.threads.len()).max(2 * demand);
         pool.top_up(want);
     }
 
     /// One round: gather, merge by time, process.
     fn round(&mut self) {
-        self.top_up();
         self.gather();
         self.merge();
     }
@@ -314,9 +362,24 @@ impl Writer {
                 }
             })
             .collect();
-        let report = profile.report(&records);
+        let mut report = profile.report(&records);
+        report.kprof = self_cost(rt, records.values().sum());
         let cfg = runtime::config().clone();
         let dir = self.dir.or_else(|| output::prepare_dir(rt, &cfg));
         output::write_all(&report, &cfg, dir.as_deref(), &traces);
+    }
+}
+
+/// kprof's own cost so far; called on the writer thread.
+fn self_cost(rt: &Runtime, records: u64) -> SelfCost {
+    let mem = buffer::memory_stats();
+    SelfCost {
+        records,
+        buffer_bytes: mem.bytes(),
+        buffer_budget_bytes: (rt.pool.max_chunks() * buffer::CHUNK_BYTES) as u64,
+        huge_page_blocks: mem.huge_blocks,
+        small_page_blocks: mem.small_blocks,
+        buffer_fault_ns: mem.fault_ns,
+        writer_cpu_ns: clock::thread_cpu_ns(),
     }
 }

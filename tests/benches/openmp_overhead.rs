@@ -24,7 +24,7 @@
 
 use std::path::PathBuf;
 
-use kprof_tests::bench::{print_rounds, require_complete, run_for, Settings};
+use kprof_tests::bench::{buffer_cost, median, print_rounds, require_complete, run_for, Settings};
 use kprof_tests::openmp::{bare_cmd, libomp19, ompt_lib, Runtime};
 use kprof_tests::{compile_with, target_dir, test_file};
 
@@ -72,8 +72,10 @@ struct Setup {
     reps: u64,
 }
 
-/// One run: ns per region (median of the program's repetitions).
-fn run_once(s: &Setup, runtime: Runtime, v: Variant, round: usize) -> f64 {
+/// One run: ns per region (median of the program's repetitions) and, for kprof, the
+/// ns per region its buffer memory took to fault in and its bytes of records per
+/// region.
+fn run_once(s: &Setup, runtime: Runtime, v: Variant, round: usize) -> (f64, Option<(f64, f64)>) {
     let dir = s.dir.join(format!("{}-{v:?}-{round}", runtime.name()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
@@ -102,12 +104,16 @@ fn run_once(s: &Setup, runtime: Runtime, v: Variant, round: usize) -> f64 {
     }
     let label = format!("{} {v:?}", runtime.name());
     let ns = run_for(&mut cmd, &label, "ns_per_region");
+    let mut fault = None;
     if matches!(v, Variant::Kprof | Variant::KprofPerfetto) {
         // kprof measured what ran: every region, none dropped.
-        require_complete(&out_dir, &label, "omp_parallel", s.regions * (s.reps + 1));
+        let regions = s.regions * (s.reps + 1);
+        require_complete(&out_dir, &label, "omp_parallel", regions);
+        let (fault_ns, bytes) = buffer_cost(&out_dir);
+        fault = Some((fault_ns / regions as f64, bytes / regions as f64));
     }
     let _ = std::fs::remove_dir_all(&dir);
-    ns
+    (ns, fault)
 }
 
 fn main() {
@@ -165,18 +171,36 @@ fn main() {
                 .collect()
         })
         .collect();
+    // Per runtime: ns per region kprof profile-only spent faulting in its buffers,
+    // and its bytes of records per region.
+    let mut faults: Vec<Vec<f64>> = runtimes.iter().map(|_| Vec::new()).collect();
+    let mut bytes: Vec<f64> = runtimes.iter().map(|_| f64::NAN).collect();
     for round in 0..rounds {
         for (r, &rt) in runtimes.iter().enumerate() {
             for (i, v) in Variant::ALL.into_iter().enumerate() {
-                results[r][i].1.push(run_once(&s, rt, v, round));
+                let (ns, fault) = run_once(&s, rt, v, round);
+                results[r][i].1.push(ns);
+                if let (Variant::Kprof, Some((f, b))) = (v, fault) {
+                    faults[r].push(f);
+                    bytes[r] = b;
+                }
             }
         }
     }
     let mut missed = false;
-    for (&rt, rows) in runtimes.iter().zip(&mut results) {
+    for (r, (&rt, rows)) in runtimes.iter().zip(&mut results).enumerate() {
         println!();
         println!("{}:", rt.name());
         let m = print_rounds("region", "no tool", rows);
+        // New buffer memory is zeroed by the kernel and, in a virtual machine, often
+        // backed by the host only when first touched: part of kprof's cost that
+        // depends on the machine, not on kprof's code.
+        println!(
+            "  of which kprof profile-only faulting in fresh buffer memory: {:.1} ns per \
+             region (median; {:.0} B of records per region)",
+            median(&mut faults[r]),
+            bytes[r]
+        );
         let (base, kprof) = (m[0], m[3]);
         let delta = kprof - base;
         if rt == Runtime::Llvm14 {

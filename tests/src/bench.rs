@@ -116,6 +116,15 @@ pub fn require_complete(out_dir: &Path, label: &str, kind: &str, want: u64) {
     }
 }
 
+/// kprof's account of its own cost in the profile in `out_dir`: (time spent faulting
+/// in buffer memory in ns, bytes of records).
+pub fn buffer_cost(out_dir: &Path) -> (f64, f64) {
+    let p = read_profile(out_dir);
+    let k = &p["kprof"];
+    let num = |key: &str| k[key].as_f64().unwrap_or(f64::NAN);
+    (num("buffer_fault_ns"), 16.0 * num("records"))
+}
+
 /// `tests/harness/trace_driver.c` linked against the core, built in the scratch
 /// directory `scratch_name`.
 pub fn trace_driver(scratch_name: &str) -> PathBuf {

@@ -131,6 +131,29 @@ fn check_clean(p: &Value) {
         assert_eq!(v, &Value::from(0), "anomaly {k}: {}", p["anomalies"]);
     }
     assert_eq!(u(&p["dropped_records"]), 0);
+    check_self_cost(p);
+}
+
+/// kprof's account of itself agrees with the rest of the profile: every record
+/// of every thread, held in whole 2 MiB blocks within the budget.
+fn check_self_cost(p: &Value) {
+    let k = &p["kprof"];
+    let per_thread: u64 = p["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .map(|t| u(&t["records"]))
+        .sum();
+    assert!(per_thread > 0);
+    assert_eq!(u(&k["records"]), per_thread, "{k}");
+    let blocks = u(&k["huge_page_blocks"]) + u(&k["small_page_blocks"]);
+    assert_eq!(u(&k["buffer_bytes"]), blocks << 21, "{k}");
+    assert!(u(&k["buffer_bytes"]) >= 16 * per_thread, "{k}");
+    assert!(u(&k["buffer_bytes"]) <= u(&k["buffer_budget_bytes"]), "{k}");
+    assert!(
+        u(&k["buffer_fault_ns"]) > 0 && u(&k["writer_cpu_ns"]) > 0,
+        "{k}"
+    );
 }
 
 /// The tree without the subtrees of explicit tasks (where a task runs is up to the

@@ -516,6 +516,7 @@ impl Profile {
             dropped_records,
             task_graph,
             counters,
+            kprof: report::SelfCost::default(),
         }
     }
 
