@@ -51,20 +51,24 @@ pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
 
 /// The writer works in rounds, each processing everything recorded so far. With a
 /// trace, a round runs every `KPROF_FLUSH_MS`, so the files on disk stay current.
-/// A profile alone is only written at exit, so records wait in the buffers until
-/// half the budget holds them (or threads are about to run out): a burst of events
-/// then never shares the cores with the writer's processing, which costs far more
-/// per event than recording it. In between rounds the writer only keeps the free
-/// pool stocked.
+/// A profile alone is only written at exit, so while threads keep filling chunks
+/// the records wait in the buffers, until half the budget holds them (or threads
+/// are about to run out): a burst of events then never shares the cores with the
+/// writer's processing, which costs more per event than recording it. Once threads
+/// pause (no chunk taken since the last look), the writer processes the backlog,
+/// so the next burst writes into recycled, already-faulted chunks instead of fresh
+/// memory. In between rounds the writer only keeps the free pool stocked.
 fn run(rt: &'static Runtime) {
     let cfg = runtime::config().clone();
     let mut w = Writer::new(rt, &cfg);
     let period = Duration::from_millis(cfg.flush_ms);
     let mut last_round = Instant::now();
     while !rt.shutdown_requested() {
-        w.top_up();
+        let quiet = w.top_up();
         let streaming = !w.sinks.traces.is_empty();
-        if w.pressure() || (streaming && last_round.elapsed() >= period) {
+        let due = last_round.elapsed() >= period;
+        let idle_work = quiet && (due || rt.pool.full_len() > 0);
+        if w.pressure() || if streaming { due } else { idle_work } {
             w.round();
             w.sinks.flush();
             last_round = Instant::now();
@@ -166,17 +170,19 @@ impl Demand {
         }
     }
 
-    /// Takes the pool's count of chunks taken so far; returns the demand per nap.
-    fn update(&mut self, taken: u64) -> usize {
+    /// Takes the pool's count of chunks taken so far; returns the demand per nap,
+    /// and whether no chunk was taken since the last update.
+    fn update(&mut self, taken: u64) -> (usize, bool) {
         let now = Instant::now();
         // A wake-up by a thread comes early: scale what it took to a whole nap.
         let elapsed = now.duration_since(self.at).max(Duration::from_millis(1));
         let recent =
             taken.saturating_sub(self.taken) as f64 * NAP.as_secs_f64() / elapsed.as_secs_f64();
         self.per_nap = (recent.ceil() as usize).max(self.per_nap - self.per_nap / 4);
+        let quiet = taken == self.taken;
         self.taken = taken;
         self.at = now;
-        self.per_nap
+        (self.per_nap, quiet)
     }
 }
 
@@ -247,11 +253,13 @@ impl Writer {
     /// next look: twice what they took during the last nap, and a few per thread.
     /// Threads that run dry allocate for themselves, which stalls them (and, in an
     /// OpenMP team, everyone waiting for them) while the kernel zeroes the memory.
-    fn top_up(&mut self) {
+    /// Returns whether threads took no chunk since the last look.
+    fn top_up(&mut self) -> bool {
         let pool = &self.rt.pool;
-        let demand = self.demand.update(pool.taken());
+        let (demand, quiet) = self.demand.update(pool.taken());
         let want = (8 + 4 * self.rt.threads.len()).max(2 * demand);
         pool.top_up(want);
+        quiet
     }
 
     /// One round: gather, merge by time, process.
