@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kprof_core::report::{Report, TreeNode};
+use kprof_core::report::{Report, SelfCost, TreeNode};
 use serde_json::{json, Map, Value};
 
 use crate::load::load_report;
@@ -235,6 +235,11 @@ pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
         "dropped_records".into(),
         json!(reports.iter().map(|(_, r)| r.dropped_records).sum::<u64>()),
     );
+    let mut cost = SelfCost::default();
+    for (_, r) in reports {
+        cost.add(&r.kprof);
+    }
+    out.insert("kprof".into(), json!(cost));
     Value::Object(out)
 }
 

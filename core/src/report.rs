@@ -76,6 +76,19 @@ pub struct SelfCost {
     pub writer_cpu_ns: u64,
 }
 
+impl SelfCost {
+    /// Adds another process's cost (merging ranks).
+    pub fn add(&mut self, o: &SelfCost) {
+        self.records += o.records;
+        self.buffer_bytes += o.buffer_bytes;
+        self.buffer_budget_bytes += o.buffer_budget_bytes;
+        self.huge_page_blocks += o.huge_page_blocks;
+        self.small_page_blocks += o.small_page_blocks;
+        self.buffer_fault_ns += o.buffer_fault_ns;
+        self.writer_cpu_ns += o.writer_cpu_ns;
+    }
+}
+
 /// The values a user counter took.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Counter {

@@ -692,6 +692,13 @@ fn merge_three_ranks_exact_statistics() {
     assert_eq!(p["deep_copies"][0]["bytes"], 2097152 * 6);
     assert_eq!(p["memory"][0]["high_water_bytes"]["max"], 3145728 * 3);
     assert_eq!(p["anomalies"]["unmatched_ends"], 3);
+    // kprof's own cost, summed over the ranks.
+    assert_eq!(
+        p["kprof"],
+        serde_json::json!({"records": 6000, "buffer_bytes": 5u64 << 21,
+            "buffer_budget_bytes": 3 * 67108864u64, "huge_page_blocks": 2,
+            "small_page_blocks": 3, "buffer_fault_ns": 2600000, "writer_cpu_ns": 10000000})
+    );
 
     // report reads the merged profile.
     let o = run(&mut kprof_cmd(&dir, &["report", "m", "--sort", "total"]));
