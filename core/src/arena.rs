@@ -38,8 +38,6 @@ struct State {
     start: usize,
     /// Records left in the block.
     left: usize,
-    /// Blocks mapped so far.
-    blocks: u64,
     /// Recent cost of faulting a block with a huge page, in ns (0: never tried).
     huge_ns: u64,
     /// The same for a block of 4 KiB pages.
@@ -60,9 +58,14 @@ pub struct ArenaStats {
 }
 
 impl ArenaStats {
+    /// Blocks mapped.
+    pub fn blocks(&self) -> u64 {
+        self.huge_blocks + self.small_blocks
+    }
+
     /// Bytes mapped.
     pub fn bytes(&self) -> u64 {
-        (self.huge_blocks + self.small_blocks) * BLOCK_BYTES as u64
+        self.blocks() * BLOCK_BYTES as u64
     }
 }
 
@@ -77,7 +80,7 @@ impl State {
             (h, 0) => h < SMALL_BLOCK_GUESS_NS,
             (h, s) => h <= s,
         };
-        huge_cheaper != (self.blocks % PROBE_EVERY == PROBE_EVERY - 1)
+        huge_cheaper != (self.stats.blocks() % PROBE_EVERY == PROBE_EVERY - 1)
     }
 
     /// Notes what faulting one block of the given kind took.
@@ -96,7 +99,6 @@ impl State {
             (*cost + ns) / 2
         }
         .max(1);
-        self.blocks += 1;
         if huge {
             self.stats.huge_blocks += 1;
         } else {
@@ -117,7 +119,6 @@ impl Arena {
             state: Mutex::new(State {
                 start: 0,
                 left: 0,
-                blocks: 0,
                 huge_ns: 0,
                 small_ns: 0,
                 stats: ArenaStats {
@@ -229,7 +230,6 @@ mod tests {
         let mut st = State {
             start: 0,
             left: 0,
-            blocks: 0,
             huge_ns: 0,
             small_ns: 0,
             stats: ArenaStats::default(),
@@ -260,8 +260,7 @@ mod tests {
         st.observe(true, 50_000);
         assert!(st.next_is_huge());
         let n = PROBE_EVERY + 5;
-        assert_eq!(st.stats.huge_blocks + st.stats.small_blocks, st.blocks);
-        assert!(st.blocks >= n, "{} blocks", st.blocks);
+        assert!(st.stats.blocks() >= n, "{} blocks", st.stats.blocks());
         assert!(st.stats.fault_ns >= 4_000_000 + 5_000_000 + 800_000 * PROBE_EVERY);
     }
 

@@ -234,13 +234,18 @@ pub fn u(v: &Value) -> u64 {
         .unwrap_or_else(|| panic!("expected an unsigned integer, got {v}"))
 }
 
-/// The call-path tree as a set of (path joined by " / ", kind, count, device,
-/// device_index, instance): compared whole, it shows every difference at once.
-pub type Shape = std::collections::BTreeSet<(String, String, u64, String, String, String)>;
+/// One node of the call-path tree: (path joined by " / ", kind, count, device,
+/// device_index, instance).
+pub type ShapeRow = (String, String, u64, String, String, String);
 
-/// The [`Shape`] of a profile.
-pub fn shape(p: &Value) -> Shape {
-    nodes(p)
+/// The call-path tree as a set of [`ShapeRow`]s: compared whole, it shows every
+/// difference at once.
+pub type Shape = std::collections::BTreeSet<ShapeRow>;
+
+/// Every node of a profile as a [`ShapeRow`], sorted: a multiset, for trees where
+/// two nodes share a path (an upload and a download of one variable).
+pub fn shape_rows(p: &Value) -> Vec<ShapeRow> {
+    let mut v: Vec<ShapeRow> = nodes(p)
         .into_iter()
         .map(|(path, n)| {
             (
@@ -252,7 +257,14 @@ pub fn shape(p: &Value) -> Shape {
                 n["instance"].to_string(),
             )
         })
-        .collect()
+        .collect();
+    v.sort();
+    v
+}
+
+/// The [`Shape`] of a profile.
+pub fn shape(p: &Value) -> Shape {
+    shape_rows(p).into_iter().collect()
 }
 
 /// Whether tests that need an optional runtime must run (CI sets

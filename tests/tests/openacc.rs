@@ -23,35 +23,15 @@ use std::sync::OnceLock;
 
 use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model};
 use kprof_tests::{
-    assert_ok, compile, lib, nodes, read_profile, run, scratch, skip_unless, test_file, u,
+    assert_ok, compile, lib, nodes, read_profile, run, scratch, shape_rows, skip_unless, test_file,
+    u, ShapeRow,
 };
 use serde_json::{json, Value};
 
-/// A tree node as (path joined by " / ", kind, count, device, device_index,
-/// instance); the tree as a sorted list of them (a multiset: upload and download
-/// of one variable have the same path).
-type Row = (String, String, u64, String, String, String);
+/// The tree as a sorted list of rows (a multiset: upload and download of one
+/// variable have the same path).
+type Row = ShapeRow;
 
-fn rows(p: &Value) -> Vec<Row> {
-    let mut v: Vec<Row> = nodes(p)
-        .into_iter()
-        .map(|(path, n)| {
-            (
-                path.join(" / "),
-                n["kind"].as_str().unwrap_or_default().to_string(),
-                u(&n["count"]),
-                n["device"].to_string(),
-                n["device_index"].to_string(),
-                n["instance"].to_string(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-/// Expected rows from (path, kind, count, device back end or "" for none,
-/// index, instance).
 fn want(list: &[(&str, &str, u64, &str, u32, u32)]) -> Vec<Row> {
     let mut v: Vec<Row> = list
         .iter()
@@ -69,7 +49,7 @@ fn want(list: &[(&str, &str, u64, &str, u32, u32)]) -> Vec<Row> {
 }
 
 fn assert_rows(p: &Value, expected: &[(&str, &str, u64, &str, u32, u32)]) {
-    let got = rows(p);
+    let got = shape_rows(p);
     let exp = want(expected);
     if got != exp {
         let show = |v: &[Row]| {
