@@ -17,8 +17,6 @@ use std::cell::UnsafeCell;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::record::Record;
-
 /// Bytes per block: one huge page on x86-64.
 const BLOCK_BYTES: usize = 2 << 20;
 /// Distance between touches when pre-faulting: the base page size.
@@ -135,10 +133,10 @@ impl Arena {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).stats
     }
 
-    /// `n` records of fresh memory (`n * 16` must divide the block size), or `None`
-    /// when the system has no memory left.
-    pub fn take(&self, n: usize) -> Option<&'static [UnsafeCell<Record>]> {
-        let unit = std::mem::size_of::<Record>();
+    /// `n` record words of fresh memory (`n * 8` must divide the block size), or
+    /// `None` when the system has no memory left.
+    pub fn take(&self, n: usize) -> Option<&'static [UnsafeCell<u64>]> {
+        let unit = std::mem::size_of::<u64>();
         debug_assert_eq!(BLOCK_BYTES % (n * unit), 0);
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.left < n {
@@ -148,12 +146,12 @@ impl Arena {
             st.left = BLOCK_BYTES / unit;
             st.observe(huge, t0.elapsed().as_nanos() as u64);
         }
-        let start = st.start as *mut UnsafeCell<Record>;
+        let start = st.start as *mut UnsafeCell<u64>;
         st.start += n * unit;
         st.left -= n;
         // SAFETY: [start, start + n) lies in a mapped block that is never unmapped,
         // and the arena hands each range out exactly once; all-zero bytes are a valid
-        // Record and UnsafeCell<Record> has Record's layout.
+        // u64 and UnsafeCell<u64> has u64's layout.
         Some(unsafe { std::slice::from_raw_parts(start, n) })
     }
 }
@@ -267,16 +265,17 @@ mod tests {
     #[test]
     fn slices_are_distinct_zeroed_and_span_blocks() {
         let arena = Arena::new();
-        let per_block = BLOCK_BYTES / (4096 * 16);
+        // Slices of 64 KiB: 8192 words.
+        let per_block = BLOCK_BYTES / (8192 * 8);
         let slices: Vec<_> = (0..per_block + 1)
-            .map(|_| arena.take(4096).expect("memory"))
+            .map(|_| arena.take(8192).expect("memory"))
             .collect();
         let starts: Vec<usize> = slices.iter().map(|s| s.as_ptr() as usize).collect();
         // The first block is 2 MiB-aligned and filled in order; the next slice
         // starts a new block.
         assert_eq!(starts[0] % BLOCK_BYTES, 0);
         for w in starts[..per_block].windows(2) {
-            assert_eq!(w[1] - w[0], 4096 * 16);
+            assert_eq!(w[1] - w[0], 8192 * 8);
         }
         assert_eq!(starts[per_block] % BLOCK_BYTES, 0);
         let stats = arena.stats();
@@ -284,9 +283,9 @@ mod tests {
         assert!(stats.fault_ns > 0);
         assert!(!starts[..per_block].contains(&starts[per_block]));
         for s in &slices {
-            assert_eq!(s.len(), 4096);
+            assert_eq!(s.len(), 8192);
             // SAFETY: nothing else uses these slices.
-            assert!(s.iter().all(|r| unsafe { *r.get() } == Record::default()));
+            assert!(s.iter().all(|r| unsafe { *r.get() } == 0));
         }
     }
 }

@@ -17,12 +17,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crossbeam_queue::ArrayQueue;
 
 use crate::arena::{Arena, ArenaStats};
-use crate::record::Record;
 
-/// 16-byte units per chunk (64 KiB).
-pub const CHUNK_RECORDS: usize = 4096;
+/// Record words per chunk (64 KiB).
+pub const CHUNK_WORDS: usize = 8192;
 /// Bytes per chunk.
-pub const CHUNK_BYTES: usize = CHUNK_RECORDS * std::mem::size_of::<Record>();
+pub const CHUNK_BYTES: usize = CHUNK_WORDS * std::mem::size_of::<u64>();
 
 /// Where every chunk's records live (pre-faulted memory, so no application thread
 /// page-faults on its records).
@@ -35,10 +34,10 @@ pub fn memory_stats() -> ArenaStats {
 
 /// A chunk of records, owned by one thread at a time.
 pub struct Chunk {
-    records: &'static [UnsafeCell<Record>],
-    /// Records complete and visible to the writer.
+    words: &'static [UnsafeCell<u64>; CHUNK_WORDS],
+    /// Words of complete events, visible to the writer.
     published: AtomicU32,
-    /// Records the writer has processed (written by the writer only).
+    /// Words the writer has processed (written by the writer only).
     consumed: AtomicU32,
     /// Index of the thread filling it.
     owner: AtomicU32,
@@ -46,15 +45,15 @@ pub struct Chunk {
     seq: AtomicU64,
 }
 
-// SAFETY: records are written only by the owning thread at indices >= published, and
+// SAFETY: words are written only by the owning thread at indices >= published, and
 // read by the writer only below an acquired `published`; the two never overlap.
 unsafe impl Sync for Chunk {}
 
 impl Chunk {
     fn new() -> Option<&'static Chunk> {
-        let records = ARENA.take(CHUNK_RECORDS)?;
+        let words = ARENA.take(CHUNK_WORDS)?.try_into().ok()?;
         Some(Box::leak(Box::new(Chunk {
-            records,
+            words,
             published: AtomicU32::new(0),
             consumed: AtomicU32::new(0),
             owner: AtomicU32::new(0),
@@ -70,26 +69,39 @@ impl Chunk {
         self.seq.store(seq, Ordering::Release);
     }
 
-    /// Writes `r` at `index`, not yet visible to the writer (see [`Chunk::publish`]).
+    /// Writes `w` at `index`, not yet visible to the writer (see [`Chunk::publish`]).
     ///
     /// Only the owning thread calls this, with `index` at or past the count it
-    /// published last and below [`CHUNK_RECORDS`].
+    /// published last and below [`CHUNK_WORDS`].
     #[inline(always)]
-    pub fn write(&self, index: usize, r: Record) {
+    pub fn write(&self, index: usize, w: u64) {
         // SAFETY: the slot is past `published`, so the writer does not read it, and
         // only the owner writes; bounds are checked by the slice index.
-        unsafe { *self.records[index].get() = r };
+        unsafe { *self.words[index].get() = w };
     }
 
-    /// Makes the first `n` units visible to the writer (whole events only).
+    /// Writes the `N` words of one event at `index` (as [`Chunk::write`]; the
+    /// caller checked that `index + N <= CHUNK_WORDS`).
+    #[inline(always)]
+    pub fn write_event<const N: usize>(&self, index: usize, words: [u64; N]) {
+        let Some(slots) = self.words.get(index..index + N) else {
+            return;
+        };
+        for (slot, w) in slots.iter().zip(words) {
+            // SAFETY: as in `write`: past `published`, owner only.
+            unsafe { *slot.get() = w };
+        }
+    }
+
+    /// Makes the first `n` words visible to the writer (whole events only).
     #[inline(always)]
     pub fn publish(&self, n: usize) {
         self.published.store(n as u32, Ordering::Release);
     }
 
-    /// The records published but not yet consumed; marks them consumed.
+    /// The words published but not yet consumed; marks them consumed.
     /// Writer thread only.
-    pub fn take_new(&self) -> &[Record] {
+    pub fn take_new(&self) -> &[u64] {
         let end = self.published.load(Ordering::Acquire) as usize;
         let start = self.consumed.load(Ordering::Relaxed) as usize;
         if start >= end {
@@ -97,12 +109,9 @@ impl Chunk {
         }
         self.consumed.store(end as u32, Ordering::Relaxed);
         // SAFETY: indices below the acquired `published` are complete and no longer
-        // written; UnsafeCell<Record> has the layout of Record.
+        // written; UnsafeCell<u64> has the layout of u64.
         unsafe {
-            std::slice::from_raw_parts(
-                self.records[start..end].as_ptr().cast::<Record>(),
-                end - start,
-            )
+            std::slice::from_raw_parts(self.words[start..end].as_ptr().cast::<u64>(), end - start)
         }
     }
 
@@ -232,15 +241,15 @@ mod tests {
         let c = pool.take().unwrap();
         c.claim(7, 0);
         for i in 0..3 {
-            c.write(i, Record::ext(i as u64, 0));
+            c.write(i, i as u64);
         }
         assert!(c.take_new().is_empty(), "nothing published yet");
         c.publish(3);
         assert_eq!(c.take_new().len(), 3);
         assert!(c.take_new().is_empty());
-        c.write(3, Record::ext(3, 0));
+        c.write(3, 3);
         c.publish(4);
-        assert_eq!(c.take_new()[0].a(), 3);
+        assert_eq!(c.take_new(), [3]);
         pool.submit(c);
         let back = pool.next_full().unwrap();
         assert_eq!(back.owner(), 7);

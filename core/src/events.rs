@@ -7,7 +7,7 @@ use std::ffi::c_char;
 use kprof_abi::{Anomaly, CopyEnd, Kind, SpaceName};
 
 use crate::devices::Device;
-use crate::record::{Op, Record};
+use crate::record::{head, long, Op};
 use crate::runtime::{self, active, inactive_call, Runtime};
 use crate::thread::{self, with_thread, ThreadState, GUID_SEQ_BITS, GUID_SEQ_MASK};
 
@@ -53,11 +53,25 @@ fn begin_named(
     let guid = t.open();
     // Timestamp last, so the lookup is not counted in the instance's time.
     let ts = rt.clock.now();
-    if parent == 0 {
-        t.push(rt, Record::head(ts, Op::Begin, kind, name, dev));
-    } else {
-        let head = Record::head(ts, Op::BeginParent, kind, name, dev);
-        t.push_n(rt, &[head, Record::ext(parent, 0)]);
+    // Host instances of the first 2^16 names, close in time to the thread's last
+    // event (nearly all): one word, or two with a parent.
+    let short = match (t.delta(ts), u16::try_from(name)) {
+        (Some(delta), Ok(name)) if dev == 0 => Some((delta, name)),
+        _ => None,
+    };
+    match short {
+        Some((delta, name)) if parent == 0 => {
+            t.push(rt, [head(Op::BeginShort, kind, delta, name)], ts);
+        }
+        Some((delta, name)) => {
+            let h = head(Op::BeginParentShort, kind, delta, name);
+            t.push(rt, [h, parent], ts);
+        }
+        None if parent == 0 => t.push(rt, long(ts, Op::Begin, kind, name, dev), ts),
+        None => {
+            let [h, time] = long(ts, Op::BeginParent, kind, name, dev);
+            t.push(rt, [h, time, parent, 0], ts);
+        }
     }
     guid
 }
@@ -103,30 +117,29 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
     };
     let guid = t.open();
     let ts = rt.clock.now();
-    let at = Record::ext(codeptr, parent);
     match extra {
         // The common case of host constructs nested where they run: the address
-        // fits the head's name and aux bits, one unit instead of two.
+        // fits the head's 48 bits, two words instead of four.
         AtExtra::None if dev == 0 && parent == 0 && codeptr >> 48 == 0 => {
             let (low, high) = (codeptr as u32, (codeptr >> 32) as u16);
-            t.push(rt, Record::head(ts, Op::BeginCode, kind, low, high));
+            t.push(rt, long(ts, Op::BeginCode, kind, low, high), ts);
         }
         AtExtra::None => {
-            let head = Record::head(ts, Op::BeginAt, kind, 0, dev);
-            t.push_n(rt, &[head, at]);
+            let [h, time] = long(ts, Op::BeginAt, kind, 0, dev);
+            t.push(rt, [h, time, codeptr, parent], ts);
         }
         AtExtra::Transfer { bytes, direction } => {
-            let head = Record::head(ts, Op::BeginTransfer, kind, direction, dev);
-            t.push_n(rt, &[head, at, Record::ext(bytes, 0)]);
+            let [h, time] = long(ts, Op::BeginTransfer, kind, direction, dev);
+            t.push(rt, [h, time, codeptr, parent, bytes, 0], ts);
         }
         AtExtra::Arg { value, .. } if parent == 0 => {
-            let head = Record::head(ts, Op::BeginAtArg, kind, key, dev);
-            t.push_n(rt, &[head, Record::ext(codeptr, value)]);
+            let [h, time] = long(ts, Op::BeginAtArg, kind, key, dev);
+            t.push(rt, [h, time, codeptr, value], ts);
         }
         AtExtra::Arg { value, .. } => {
-            let head = Record::head(ts, Op::BeginAt, kind, 0, dev);
-            let arg = Record::head(0, Op::Arg, 0, key, 0);
-            t.push_n(rt, &[head, at, arg, Record::ext(value, 0)]);
+            let [h, time] = long(ts, Op::BeginAt, kind, 0, dev);
+            let [arg, no_time] = long(0, Op::Arg, 0, key, 0);
+            t.push(rt, [h, time, codeptr, parent, arg, no_time, value, 0], ts);
         }
     }
     guid
@@ -152,13 +165,10 @@ pub unsafe fn begin_transfer_named(
         // SAFETY: forwarded from the caller.
         let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
         let guid = t.open();
-        let head = Record::head(rt.clock.now(), Op::BeginTransferNamed, kind, name, dev);
-        let units = [
-            head,
-            Record::ext(parent, 0),
-            Record::ext(bytes, u64::from(direction)),
-        ];
-        t.push_n(rt, &units);
+        let ts = rt.clock.now();
+        let [h, time] = long(ts, Op::BeginTransferNamed, kind, name, dev);
+        let direction = u64::from(direction);
+        t.push(rt, [h, time, parent, 0, bytes, direction], ts);
         guid
     })
 }
@@ -171,8 +181,8 @@ pub fn edge(kind: u8, from: u64, to: u64) {
     };
     let ts = rt.clock.now();
     with_thread(rt, |t| {
-        let head = Record::head(ts, Op::Edge, kind, 0, 0);
-        t.push_n(rt, &[head, Record::ext(from, to)]);
+        let [h, time] = long(ts, Op::Edge, kind, 0, 0);
+        t.push(rt, [h, time, from, to], ts);
     });
 }
 
@@ -190,8 +200,8 @@ pub unsafe fn arg(key: *const c_char, value: u64) {
     with_thread(rt, |t| {
         // SAFETY: forwarded from the caller.
         let key = unsafe { t.names.lookup(key, &rt.names, &rt.anomalies) };
-        let head = Record::head(0, Op::Arg, 0, key, 0);
-        t.push_n(rt, &[head, Record::ext(value, 0)]);
+        let [h, no_time] = long(0, Op::Arg, 0, key, 0);
+        t.push_untimed(rt, [h, no_time, value, 0]);
     });
 }
 
@@ -215,15 +225,16 @@ pub fn end(kind: u8, guid: u64) {
     let ts = rt.clock.now();
     let t = thread::current(rt);
     t.close();
-    let seq = guid & GUID_SEQ_MASK;
-    if guid == 0 || guid >> GUID_SEQ_BITS == u64::from(t.index()) {
-        t.push(
-            rt,
-            Record::head(ts, Op::End, kind, seq as u32, (seq >> 32) as u16),
-        );
+    let back = if guid == 0 { Some(0) } else { t.back_ref(guid) };
+    if let (Some(delta), Some(back)) = (t.delta(ts), back) {
+        t.push(rt, [head(Op::EndShort, kind, delta, back)], ts);
+    } else if guid == 0 || guid >> GUID_SEQ_BITS == u64::from(t.index()) {
+        let seq = guid & GUID_SEQ_MASK;
+        let words = long(ts, Op::End, kind, seq as u32, (seq >> 32) as u16);
+        t.push(rt, words, ts);
     } else {
-        let head = Record::head(ts, Op::EndGuid, kind, 0, 0);
-        t.push_n(rt, &[head, Record::ext(guid, 0)]);
+        let [h, time] = long(ts, Op::EndGuid, kind, 0, 0);
+        t.push(rt, [h, time, guid, 0], ts);
     }
 }
 
@@ -240,8 +251,8 @@ pub unsafe fn instant(kind: u8, name: *const c_char, a: u64, b: u64) {
     with_thread(rt, |t| {
         // SAFETY: forwarded from the caller.
         let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
-        let head = Record::head(ts, Op::Instant, kind, name, 0);
-        t.push_n(rt, &[head, Record::ext(a, b)]);
+        let [h, time] = long(ts, Op::Instant, kind, name, 0);
+        t.push(rt, [h, time, a, b], ts);
     });
 }
 
@@ -265,12 +276,8 @@ pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, b
                 t.names.lookup(label, &rt.names, &rt.anomalies),
             )
         };
-        let units = [
-            Record::head(ts, op, 0, label, 0),
-            Record::ext(ptr, bytes),
-            Record::ext(u64::from(space), 0),
-        ];
-        t.push_n(rt, &units);
+        let [h, time] = long(ts, op, 0, label, 0);
+        t.push(rt, [h, time, ptr, bytes, u64::from(space), 0], ts);
     });
 }
 
@@ -296,18 +303,11 @@ pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
             )
         };
         let guid = t.open();
-        let units = [
-            Record::head(
-                rt.clock.now(),
-                Op::CopyBegin,
-                Kind::DeepCopy as u8,
-                dst_label,
-                0,
-            ),
-            Record::ext(bytes, u64::from(src_label)),
-            Record::ext(u64::from(dst_space), u64::from(src_space)),
-        ];
-        t.push_n(rt, &units);
+        let ts = rt.clock.now();
+        let [h, time] = long(ts, Op::CopyBegin, Kind::DeepCopy as u8, dst_label, 0);
+        let (dst_space, src_space) = (u64::from(dst_space), u64::from(src_space));
+        let words = [h, time, bytes, u64::from(src_label), dst_space, src_space];
+        t.push(rt, words, ts);
         guid
     })
 }
@@ -337,7 +337,7 @@ pub fn section(op: Op, id: u32) {
         return;
     };
     let ts = rt.clock.now();
-    with_thread(rt, |t| t.push(rt, Record::head(ts, op, 0, id, 0)));
+    with_thread(rt, |t| t.push(rt, long(ts, op, 0, id, 0), ts));
 }
 
 /// Validates a section id on destroy (the totals stay in the profile).

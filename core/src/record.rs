@@ -1,16 +1,22 @@
-//! The compact records the hot path appends: 16-byte units.
+//! The compact records the hot path appends: 64-bit words.
 //!
-//! An event is one head unit, followed by as many extension units as its [`Op`]
-//! says ([`Op::ext_units`]). A kernel begin and its end take one unit each, 32 bytes
-//! per instance: half the cache traffic between application threads and the writer
-//! of a fixed 32-byte record.
+//! An event starts with a head word: its [`Op`] in the top byte, its kind below,
+//! then 16 and 32 op-specific bits. A *long* event follows its head with the full
+//! timestamp and as many extension units (two words each) as its op says
+//! ([`Op::ext_units`]). A *short* event ([`Op::is_short`]) keeps a 32-bit timestamp
+//! delta in its head's low bits instead, relative to the thread's previous timed
+//! event (every event but [`Op::Arg`] and [`Op::Gap`]): a nested begin or an end
+//! is then one word, 8 bytes. On a virtual machine, where fresh buffer memory costs
+//! more to fault in than recording does, the bytes per event are the overhead.
 //!
 //! GUIDs are implicit on the common path: a thread's GUIDs are its index in the high
 //! bits and a counter below ([`crate::thread::GUID_SEQ_BITS`]), and every begin takes
 //! the next one, so the writer recomputes them by counting begins ([`Op::Gap`] carries
 //! the counter when records were dropped).
 //!
-//! | op | head `name` | head `aux` | extension units |
+//! Long events (`head`: the head word's 32 and 16 bits; then the timestamp word):
+//!
+//! | op | head 32 bits | head 16 bits | extension units |
 //! |---|---|---|---|
 //! | Begin | name id | device | — (parent: the enclosing instance) |
 //! | BeginParent | name id | device | (parent GUID, 0) |
@@ -28,6 +34,14 @@
 //! | BeginTransferNamed | name id | device | (parent GUID, 0), (bytes, direction) |
 //! | BeginAtArg | argument key name id | device | (code address, value): nested in the innermost open instance |
 //! | BeginCode | code address bits 0..32 | bits 32..48 | —: device 0, nested in the innermost open instance |
+//!
+//! Short events (the head's 32 bits: the timestamp delta):
+//!
+//! | op | head 16 bits | words after the head |
+//! |---|---|---|
+//! | BeginShort | name id | —: device 0, nested in the innermost open instance |
+//! | BeginParentShort | name id | parent GUID: device 0 |
+//! | EndShort | 0: innermost of `kind`; n: the thread's GUID n-1 before its last | — |
 
 /// The operation of a head unit.
 #[repr(u8)]
@@ -70,6 +84,13 @@ pub enum Op {
     /// Opens an instance named after a code address below 2^48, on device 0,
     /// nested in the innermost open instance (one unit).
     BeginCode = 18,
+    /// A short [`Op::Begin`] on device 0 of a name id below 2^16.
+    BeginShort = 19,
+    /// A short [`Op::BeginParent`] on device 0 of a name id below 2^16.
+    BeginParentShort = 20,
+    /// A short [`Op::End`] of one of the thread's 2^16 latest GUIDs or of the
+    /// innermost of its kind.
+    EndShort = 21,
 }
 
 impl Op {
@@ -94,6 +115,9 @@ impl Op {
             16 => Op::BeginTransferNamed,
             17 => Op::BeginAtArg,
             18 => Op::BeginCode,
+            19 => Op::BeginShort,
+            20 => Op::BeginParentShort,
+            21 => Op::EndShort,
             _ => return None,
         })
     }
@@ -110,13 +134,42 @@ impl Op {
                 | Op::BeginTransferNamed
                 | Op::BeginAtArg
                 | Op::BeginCode
+                | Op::BeginShort
+                | Op::BeginParentShort
         )
+    }
+
+    /// Whether the head word carries a timestamp delta instead of being followed by
+    /// the timestamp.
+    pub fn is_short(self) -> bool {
+        matches!(self, Op::BeginShort | Op::BeginParentShort | Op::EndShort)
+    }
+
+    /// Whether the event's time is the thread's time base for the next short event.
+    pub fn is_timed(self) -> bool {
+        !matches!(self, Op::Arg | Op::Gap)
+    }
+
+    /// Words of an event of this op, head included.
+    pub fn words(self) -> usize {
+        match self {
+            Op::BeginShort | Op::EndShort => 1,
+            Op::BeginParentShort => 2,
+            _ => 2 + 2 * self.ext_units(),
+        }
     }
 
     /// Extension units that follow a head unit of this op.
     pub fn ext_units(self) -> usize {
         match self {
-            Op::Begin | Op::End | Op::SectionStart | Op::SectionStop | Op::BeginCode => 0,
+            Op::Begin
+            | Op::End
+            | Op::SectionStart
+            | Op::SectionStop
+            | Op::BeginCode
+            | Op::BeginShort
+            | Op::BeginParentShort
+            | Op::EndShort => 0,
             Op::BeginParent
             | Op::EndGuid
             | Op::Instant
@@ -130,66 +183,42 @@ impl Op {
     }
 }
 
-/// One 16-byte unit: a head (timestamp, name, aux, kind, op) or an extension (two
-/// 64-bit values).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Record {
-    w0: u64,
-    w1: u64,
+/// The head word of an event: op, kind, 16 and 32 op-specific bits.
+#[inline(always)]
+pub fn head(op: Op, kind: u8, low: u32, aux: u16) -> u64 {
+    u64::from(low) | u64::from(aux) << 32 | u64::from(kind) << 48 | (op as u64) << 56
 }
 
-const _: () = assert!(std::mem::size_of::<Record>() == 16);
+/// A long event's first two words: head and timestamp.
+#[inline(always)]
+pub fn long(ts: u64, op: Op, kind: u8, low: u32, aux: u16) -> [u64; 2] {
+    [head(op, kind, low, aux), ts]
+}
 
-impl Record {
-    /// A head unit.
-    #[inline(always)]
-    pub fn head(ts: u64, op: Op, kind: u8, name: u32, aux: u16) -> Record {
-        Record {
-            w0: ts,
-            w1: u64::from(name) | u64::from(aux) << 32 | u64::from(kind) << 48 | (op as u64) << 56,
-        }
+/// A decoded head word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head(pub u64);
+
+impl Head {
+    /// Op discriminant.
+    pub fn op(self) -> u8 {
+        (self.0 >> 56) as u8
     }
 
-    /// An extension unit.
-    #[inline(always)]
-    pub fn ext(a: u64, b: u64) -> Record {
-        Record { w0: a, w1: b }
+    /// Kind discriminant.
+    pub fn kind(self) -> u8 {
+        (self.0 >> 48) as u8
     }
 
-    /// Raw timestamp (head).
-    pub fn ts(&self) -> u64 {
-        self.w0
+    /// The 16 op-specific bits: device, name id of a short begin, or the back
+    /// reference of a short end.
+    pub fn aux(self) -> u16 {
+        (self.0 >> 32) as u16
     }
 
-    /// Name id or op-specific 32 bits (head).
-    pub fn name(&self) -> u32 {
-        self.w1 as u32
-    }
-
-    /// Device or op-specific 16 bits (head).
-    pub fn aux(&self) -> u16 {
-        (self.w1 >> 32) as u16
-    }
-
-    /// Kind discriminant (head).
-    pub fn kind(&self) -> u8 {
-        (self.w1 >> 48) as u8
-    }
-
-    /// Op discriminant (head).
-    pub fn op(&self) -> u8 {
-        (self.w1 >> 56) as u8
-    }
-
-    /// First value (extension).
-    pub fn a(&self) -> u64 {
-        self.w0
-    }
-
-    /// Second value (extension).
-    pub fn b(&self) -> u64 {
-        self.w1
+    /// The 32 op-specific bits: name id, or a short event's timestamp delta.
+    pub fn low(self) -> u32 {
+        self.0 as u32
     }
 }
 
@@ -199,16 +228,29 @@ mod tests {
 
     #[test]
     fn head_fields_round_trip() {
-        let r = Record::head(123, Op::CopyBegin, 6, 0xdead_beef, 0xabcd);
+        let [h, ts] = long(123, Op::CopyBegin, 6, 0xdead_beef, 0xabcd);
+        let h = Head(h);
         assert_eq!(
-            (r.ts(), r.op(), r.kind(), r.name(), r.aux()),
+            (ts, h.op(), h.kind(), h.low(), h.aux()),
             (123, Op::CopyBegin as u8, 6, 0xdead_beef, 0xabcd)
         );
-        let e = Record::ext(u64::MAX, 7);
-        assert_eq!((e.a(), e.b()), (u64::MAX, 7));
-        for v in 1..=18 {
-            assert_eq!(Op::from_u8(v).map(|o| o as u8), Some(v));
+        for v in 1..=21 {
+            let op = Op::from_u8(v).unwrap();
+            assert_eq!(op as u8, v);
+            let short = matches!(v, 19..=21);
+            assert_eq!(op.is_short(), short);
         }
+        let words = [
+            Op::BeginShort,
+            Op::EndShort,
+            Op::BeginParentShort,
+            Op::Begin,
+            Op::BeginAt,
+        ]
+        .map(Op::words);
+        assert_eq!(words, [1, 1, 2, 2, 4]);
+        assert_eq!(Op::BeginTransfer.words(), 6);
         assert_eq!(Op::from_u8(0), None);
+        assert_eq!(Op::from_u8(22), None);
     }
 }

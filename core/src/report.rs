@@ -58,8 +58,11 @@ pub struct Report {
 /// cost of recording), and the CPU time of its writer thread.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SelfCost {
-    /// Records (16-byte units) processed.
+    /// Events recorded (and processed).
     pub records: u64,
+    /// Bytes of those records (8 to 64 per event).
+    #[serde(default)]
+    pub record_bytes: u64,
     /// Bytes of event buffers mapped (never more than the budget).
     pub buffer_bytes: u64,
     /// The buffer budget in bytes (`KPROF_BUFFER_MB`).
@@ -80,6 +83,7 @@ impl SelfCost {
     /// Adds another process's cost (merging ranks).
     pub fn add(&mut self, o: &SelfCost) {
         self.records += o.records;
+        self.record_bytes += o.record_bytes;
         self.buffer_bytes += o.buffer_bytes;
         self.buffer_budget_bytes += o.buffer_budget_bytes;
         self.huge_page_blocks += o.huge_page_blocks;

@@ -9,7 +9,7 @@
 use kprof_abi::{Anomaly, Kind};
 
 use crate::anomaly::Anomalies;
-use crate::record::{Op, Record};
+use crate::record::{Head, Op};
 use crate::thread::GUID_SEQ_BITS;
 
 /// Extra fields of a memory copy.
@@ -203,10 +203,14 @@ pub struct ThreadStream {
     next_guid: u64,
     /// Records were lost: unmatched ends may be the ends of lost begins.
     lost: bool,
-    /// Units processed.
+    /// Events processed.
     pub records: u64,
+    /// Words processed.
+    pub words: u64,
     /// Raw time of the newest record processed.
     pub last_ts: u64,
+    /// Time of the last timed event: the base of short events' deltas.
+    base_ts: u64,
 }
 
 impl ThreadStream {
@@ -218,73 +222,113 @@ impl ThreadStream {
             next_guid: u64::from(thread) << GUID_SEQ_BITS,
             lost: false,
             records: 0,
+            words: 0,
             last_ts: 0,
+            base_ts: 0,
         }
     }
 
-    /// Processes a batch of whole events in order. Cross-thread events go to
-    /// `globals` with their timestamps; everything else straight to `out`.
-    /// Processes the events of `units` in order while their time is at most
-    /// `limit` (at least one), and returns how many units it consumed. Cross-thread
+    /// The raw time of the event starting `words` (which holds whole events), and
+    /// its op and length in words; `None` when the words do not parse (cannot
+    /// happen with records written by this library).
+    #[inline(always)]
+    fn peek(&self, words: &[u64]) -> Option<(u64, Op, usize)> {
+        let h = Head(*words.first()?);
+        let op = Op::from_u8(h.op())?;
+        let n = op.words();
+        if words.len() < n {
+            return None;
+        }
+        let ts = if op.is_short() {
+            self.base_ts.wrapping_add(u64::from(h.low()))
+        } else {
+            words[1]
+        };
+        Some((ts, op, n))
+    }
+
+    /// Processes the events of `words` in order while their time is at most
+    /// `limit` (at least one), and returns how many words it consumed. Cross-thread
     /// events go to [`Consumer::global`].
     pub fn feed<C: Consumer, S: Symbols>(
         &mut self,
-        units: &[Record],
+        words: &[u64],
         limit: u64,
         out: &mut C,
         symbols: &mut S,
         anomalies: &Anomalies,
     ) -> usize {
         let mut i = 0;
-        while i < units.len() {
-            let h = units[i];
-            if h.ts() > limit && i > 0 {
+        let mut events = 0;
+        while i < words.len() {
+            let Some((ts, op, n)) = self.peek(&words[i..]) else {
+                // Without the op the rest of the batch cannot be parsed.
+                anomalies.count(Anomaly::InternalError);
+                i = words.len();
+                break;
+            };
+            if ts > limit && i > 0 {
                 break;
             }
-            let Some(op) = Op::from_u8(h.op()) else {
-                // Cannot happen with records written by this library; without the
-                // op the rest of the batch cannot be parsed.
-                anomalies.count(Anomaly::InternalError);
-                self.records += units.len() as u64;
-                return units.len();
+            let h = Head(words[i]);
+            // Extension units: pairs of words after head and timestamp.
+            let ext: &[u64] = if op.is_short() {
+                &words[i + 1..i + n]
+            } else {
+                &words[i + 2..i + n]
             };
-            let n = op.ext_units();
-            let Some(ext) = units.get(i + 1..i + 1 + n) else {
-                anomalies.count(Anomaly::InternalError);
-                self.records += units.len() as u64;
-                return units.len();
-            };
-            i += 1 + n;
-            let ts = h.ts();
+            let a = |k: usize| ext.get(2 * k).copied().unwrap_or(0);
+            let b = |k: usize| ext.get(2 * k + 1).copied().unwrap_or(0);
+            i += n;
+            events += 1;
+            if op.is_timed() {
+                self.base_ts = ts;
+            }
             self.last_ts = self.last_ts.max(ts);
             match op {
                 Op::Arg => {
                     if let Some(top) = self.stack.last_mut() {
                         let n = usize::from(top.nargs);
                         if n < MAX_ARGS {
-                            top.args[n] = (h.name(), ext[0].a());
+                            top.args[n] = (h.low(), a(0));
                             top.nargs += 1;
                         }
                     }
                 }
-                Op::Begin => self.begin(h, h.aux(), h.name(), 0, Extras::NONE, out),
-                Op::BeginParent => self.begin(h, h.aux(), h.name(), ext[0].a(), Extras::NONE, out),
+                Op::Begin => self.begin(ts, h, h.aux(), h.low(), 0, Extras::NONE, out),
+                Op::BeginParent => self.begin(ts, h, h.aux(), h.low(), a(0), Extras::NONE, out),
+                Op::BeginShort => {
+                    let name = u32::from(h.aux());
+                    self.begin(ts, h, 0, name, 0, Extras::NONE, out)
+                }
+                Op::BeginParentShort => {
+                    let name = u32::from(h.aux());
+                    self.begin(ts, h, 0, name, a(0), Extras::NONE, out)
+                }
+                Op::EndShort => {
+                    let guid = match h.aux() {
+                        0 => 0,
+                        back => self.next_guid - u64::from(back - 1),
+                    };
+                    self.end(ts, h.kind(), guid, out, anomalies)
+                }
                 Op::BeginAt | Op::BeginTransfer => {
-                    let name = symbols.name_of(ext[0].a());
+                    let name = symbols.name_of(a(0));
                     let transfer = (op == Op::BeginTransfer).then(|| Transfer {
-                        bytes: ext[1].a(),
-                        direction: h.name(),
+                        bytes: a(1),
+                        direction: h.low(),
                     });
                     let extras = Extras {
                         transfer,
                         ..Extras::NONE
                     };
-                    self.begin(h, h.aux(), name, ext[0].b(), extras, out);
+                    self.begin(ts, h, h.aux(), name, b(0), extras, out);
                 }
                 Op::BeginAtArg => {
-                    let name = symbols.name_of(ext[0].a());
-                    let arg = Some((h.name(), ext[0].b()));
+                    let name = symbols.name_of(a(0));
+                    let arg = Some((h.low(), b(0)));
                     self.begin(
+                        ts,
                         h,
                         h.aux(),
                         name,
@@ -297,48 +341,48 @@ impl ThreadStream {
                     );
                 }
                 Op::BeginCode => {
-                    let codeptr = u64::from(h.name()) | u64::from(h.aux()) << 32;
+                    let codeptr = u64::from(h.low()) | u64::from(h.aux()) << 32;
                     let name = symbols.name_of(codeptr);
                     // The head's aux bits are the address: the device is 0.
-                    self.begin(h, 0, name, 0, Extras::NONE, out);
+                    self.begin(ts, h, 0, name, 0, Extras::NONE, out);
                 }
                 Op::BeginTransferNamed => {
                     let transfer = Transfer {
-                        bytes: ext[1].a(),
-                        direction: ext[1].b() as u32,
+                        bytes: a(1),
+                        direction: b(1) as u32,
                     };
                     let extras = Extras {
                         transfer: Some(transfer),
                         ..Extras::NONE
                     };
-                    self.begin(h, h.aux(), h.name(), ext[0].a(), extras, out);
+                    self.begin(ts, h, h.aux(), h.low(), a(0), extras, out);
                 }
                 Op::Edge => {
                     if let Some(kind) = Kind::from_u8(h.kind()) {
                         out.event(&Event::Edge {
                             thread: self.thread,
                             kind,
-                            from: ext[0].a(),
-                            to: ext[0].b(),
+                            from: a(0),
+                            to: b(0),
                             ts,
                         });
                     }
                 }
                 Op::CopyBegin => {
                     let copy = CopyInfo {
-                        bytes: ext[0].a(),
-                        src_label: ext[0].b() as u32,
-                        dst_space: ext[1].a() as u32,
-                        src_space: ext[1].b() as u32,
+                        bytes: a(0),
+                        src_label: b(0) as u32,
+                        dst_space: a(1) as u32,
+                        src_space: b(1) as u32,
                     };
                     let extras = Extras {
                         copy: Some(copy),
                         ..Extras::NONE
                     };
-                    self.begin(h, h.aux(), h.name(), 0, extras, out)
+                    self.begin(ts, h, h.aux(), h.low(), 0, extras, out)
                 }
                 Op::End => {
-                    let seq = u64::from(h.name()) | u64::from(h.aux()) << 32;
+                    let seq = u64::from(h.low()) | u64::from(h.aux()) << 32;
                     let guid = if seq == 0 {
                         0
                     } else {
@@ -346,22 +390,22 @@ impl ThreadStream {
                     };
                     self.end(ts, h.kind(), guid, out, anomalies)
                 }
-                Op::EndGuid => self.end(ts, h.kind(), ext[0].a(), out, anomalies),
+                Op::EndGuid => self.end(ts, h.kind(), a(0), out, anomalies),
                 Op::Instant => {
                     if let Some(kind) = Kind::from_u8(h.kind()) {
                         out.event(&Event::Instant {
                             thread: self.thread,
                             kind,
-                            name: h.name(),
-                            a: ext[0].a(),
-                            b: ext[0].b(),
+                            name: h.low(),
+                            a: a(0),
+                            b: b(0),
                             ts,
                         });
                     }
                 }
                 Op::Alloc | Op::Free => {
-                    let (space, label) = (ext[1].a() as u32, h.name());
-                    let (ptr, bytes) = (ext[0].a(), ext[0].b());
+                    let (space, label) = (a(1) as u32, h.low());
+                    let (ptr, bytes) = (a(0), b(0));
                     let g = if op == Op::Alloc {
                         Global::Alloc {
                             space,
@@ -379,35 +423,38 @@ impl ThreadStream {
                     };
                     out.global(ts, &g);
                 }
-                Op::SectionStart => out.global(ts, &Global::SectionStart(h.name())),
-                Op::SectionStop => out.global(ts, &Global::SectionStop(h.name())),
+                Op::SectionStart => out.global(ts, &Global::SectionStart(h.low())),
+                Op::SectionStop => out.global(ts, &Global::SectionStop(h.low())),
                 Op::Gap => {
                     // Instances below the lowest depth reached while dropping are
                     // still open; the ones above ended (or began) unseen.
-                    let keep = h.name() as usize;
+                    let keep = h.low() as usize;
                     while self.stack.len() > keep {
                         if let Some(s) = self.stack.pop() {
                             out.event(&Event::End(&s, ts.max(s.begin)));
                         }
                     }
-                    self.next_guid = ext[0].b();
+                    self.next_guid = b(0);
                     self.lost = true;
                 }
             }
         }
-        self.records += i as u64;
+        self.records += events;
+        self.words += i as u64;
         i
     }
 
-    /// Raw time of the first event in `units` (for merging threads by time).
-    pub fn next_time(units: &[Record]) -> u64 {
-        units.first().map_or(u64::MAX, Record::ts)
+    /// Raw time of the first event in `words` (for merging threads by time).
+    pub fn next_time(&self, words: &[u64]) -> u64 {
+        self.peek(words).map_or(u64::MAX, |(ts, _, _)| ts)
     }
 
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn begin<C: Consumer>(
         &mut self,
-        h: Record,
+        ts: u64,
+        h: Head,
         dev: u16,
         name: u32,
         parent: u64,
@@ -427,7 +474,7 @@ impl ThreadStream {
             kind,
             name,
             dev,
-            begin: h.ts(),
+            begin: ts,
             copy: x.copy,
             transfer: x.transfer,
             args: [x.arg.unwrap_or((0, 0)), (0, 0), (0, 0), (0, 0)],
@@ -508,13 +555,15 @@ mod tests {
         fn global(&mut self, _: u64, _: &Global) {}
     }
 
-    fn begin(ts: u64, name: u32, kind: Kind) -> Record {
-        Record::head(ts, Op::Begin, kind as u8, name, 0)
+    use crate::record::{head, long};
+
+    fn begin(ts: u64, name: u32, kind: Kind) -> Vec<u64> {
+        long(ts, Op::Begin, kind as u8, name, 0).to_vec()
     }
 
     /// An end of this thread's GUID with counter `seq` (0: innermost of `kind`).
-    fn end(ts: u64, seq: u32, kind: Kind) -> Record {
-        Record::head(ts, Op::End, kind as u8, seq, 0)
+    fn end(ts: u64, seq: u32, kind: Kind) -> Vec<u64> {
+        long(ts, Op::End, kind as u8, seq, 0).to_vec()
     }
 
     #[test]
@@ -531,7 +580,8 @@ mod tests {
             end(4, 2, Kind::ParallelFor),
             end(5, 0, Kind::Region),
             begin(6, 3, Kind::ParallelFor),
-        ];
+        ]
+        .concat();
         s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
         s.close_all(9, &mut log, &an);
         assert_eq!(log.0, ["B1", "B2", "E2@3", "E1@3", "B3", "E3@9"]);
@@ -551,13 +601,14 @@ mod tests {
             begin(2, 2, Kind::ParallelFor),
             // Dropped: the kernel's end, a begin/end pair, a begin (counter 5).
             // The lowest depth while dropping was 1 (the region alone).
-            Record::head(9, Op::Gap, 0, 1, 0),
-            Record::ext(4, base | 5),
+            long(9, Op::Gap, 0, 1, 0).to_vec(),
+            vec![4, base | 5],
             end(10, 5, Kind::ParallelFor),
             begin(11, 6, Kind::ParallelFor),
             end(12, 6, Kind::ParallelFor),
             end(13, 0, Kind::Region),
-        ];
+        ]
+        .concat();
         s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
         assert_eq!(an.get(Anomaly::UnmatchedEnd), 0);
         assert_eq!(log.0, ["B1", "B2", "E2@9", "B6", "E6@12", "E1@13"]);
@@ -598,18 +649,19 @@ mod tests {
         let kind = Kind::OmpParallel as u8;
         let addr = 0x7f12_3456_789a_u64;
         let rs = [
-            // One unit: the address in the name and aux bits.
-            Record::head(1, Op::BeginCode, kind, addr as u32, (addr >> 32) as u16),
-            // Two units: address and argument value; the key in the head.
-            Record::head(2, Op::BeginAtArg, kind, 42, 3),
-            Record::ext(addr + 1, 7),
+            // Two words: the address in the head's 48 bits.
+            long(1, Op::BeginCode, kind, addr as u32, (addr >> 32) as u16).to_vec(),
+            // Four: address and argument value; the key in the head.
+            long(2, Op::BeginAtArg, kind, 42, 3).to_vec(),
+            vec![addr + 1, 7],
             end(3, 0, Kind::OmpParallel),
             end(4, 0, Kind::OmpParallel),
             // The general form: an explicit parent.
-            Record::head(5, Op::BeginAt, kind, 0, 2),
-            Record::ext(addr + 2, 99),
+            long(5, Op::BeginAt, kind, 0, 2).to_vec(),
+            vec![addr + 2, 99],
             end(6, 0, Kind::OmpParallel),
-        ];
+        ]
+        .concat();
         s.feed(&rs, u64::MAX, &mut out, &mut syms, &an);
         assert_eq!(syms.0, [addr, addr + 1, addr + 2]);
         assert_eq!(
@@ -621,5 +673,44 @@ mod tests {
             ]
         );
         assert_eq!(an.get(Anomaly::InternalError), 0);
+    }
+
+    /// Short events: times as deltas from the last timed event (not from an
+    /// argument), ends by back reference, and the long form in between.
+    #[test]
+    fn decodes_short_events() {
+        let an = Anomalies::default();
+        let mut s = ThreadStream::new(1);
+        let mut log = Log::default();
+        let region = Kind::Region as u8;
+        let guid = |seq: u64| (1u64 << GUID_SEQ_BITS) | seq;
+        let rs = [
+            long(1000, Op::Begin, region, 1, 0).to_vec(),
+            // GUID 2 at 1000 + 5, parent GUID 1 given explicitly.
+            vec![head(Op::BeginParentShort, region, 5, 2), guid(1)],
+            long(0, Op::Arg, 0, 9, 0).to_vec(),
+            vec![4, 0],
+            // GUID 3 at 1005 + 7: the argument's time is no base.
+            vec![head(Op::BeginShort, region, 7, 3)],
+            // End GUID 2 (one GUID taken since): GUID 3 closes first, out of order.
+            vec![head(Op::EndShort, region, 10, 2)],
+            long(2000, Op::Begin, region, 4, 0).to_vec(),
+            // Innermost of the kind: GUID 4 at 2000 + 1.
+            vec![head(Op::EndShort, region, 1, 0)],
+            vec![head(Op::EndShort, region, 3, 0)],
+        ]
+        .concat();
+        assert_eq!(s.next_time(&rs), 1000);
+        assert_eq!(
+            s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an),
+            rs.len()
+        );
+        assert_eq!(
+            log.0,
+            ["B1", "B2", "B3", "E3@1022", "E2@1022", "B4", "E4@2001", "E1@2004"]
+        );
+        assert_eq!((s.records, s.words), (8, rs.len() as u64));
+        assert_eq!(an.get(Anomaly::OutOfOrderEnd), 1);
+        assert_eq!(an.get(Anomaly::UnmatchedEnd), 0);
     }
 }

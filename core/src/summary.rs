@@ -252,9 +252,10 @@ pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) ->
 /// to provide it) and its writer's CPU time.
 fn self_cost_line(c: &SelfCost) -> String {
     format!(
-        "kprof itself: {} records in {} of buffers ({} huge-page and {} small-page \
-         blocks, {} to fault in), writer thread {} CPU",
+        "kprof itself: {} records ({}) in {} of buffers ({} huge-page and {} \
+         small-page blocks, {} to fault in), writer thread {} CPU",
         c.records,
+        bytes(c.record_bytes),
         bytes(c.buffer_bytes),
         c.huge_page_blocks,
         c.small_page_blocks,
@@ -363,6 +364,7 @@ mod tests {
     fn self_cost_in_one_line() {
         let c = SelfCost {
             records: 4800,
+            record_bytes: 48000,
             buffer_bytes: 3 << 21,
             buffer_budget_bytes: 64 << 20,
             huge_page_blocks: 1,
@@ -372,8 +374,8 @@ mod tests {
         };
         assert_eq!(
             self_cost_line(&c),
-            "kprof itself: 4800 records in 6.00 MiB of buffers (1 huge-page and 2 \
-             small-page blocks, 1.50 ms to fault in), writer thread 2.500 s CPU"
+            "kprof itself: 4800 records (46.88 KiB) in 6.00 MiB of buffers (1 huge-page \
+             and 2 small-page blocks, 1.50 ms to fault in), writer thread 2.500 s CPU"
         );
     }
 }

@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::buffer::{Chunk, CHUNK_RECORDS};
+use crate::buffer::{Chunk, CHUNK_WORDS};
 use crate::intern::NameCache;
-use crate::record::{Op, Record};
+use crate::record::{self, Op};
 use crate::runtime::Runtime;
 use crate::tls;
 
@@ -103,6 +103,8 @@ pub struct ThreadState {
     gap: u64,
     /// Lowest `depth` while dropping.
     gap_depth: u32,
+    /// Time of the last timed event stored: the base of short events' deltas.
+    last_ts: u64,
     /// Pointer -> name id cache.
     pub names: NameCache,
 }
@@ -134,39 +136,50 @@ impl ThreadState {
         self.depth = self.depth.saturating_sub(1);
     }
 
-    /// Appends one event of one unit.
+    /// The delta of `ts` from the last timed event stored, if a short event can
+    /// carry it (32 bits; time never runs backwards on one thread, but a clock
+    /// that did would take the long form).
     #[inline(always)]
-    pub fn push(&mut self, rt: &Runtime, r: Record) {
-        if let Some(c) = self.chunk {
-            if self.pos < CHUNK_RECORDS {
-                c.write(self.pos, r);
-                self.pos += 1;
-                c.publish(self.pos);
-                return;
-            }
-        }
-        self.push_slow(rt, &[r]);
+    pub fn delta(&self, ts: u64) -> Option<u32> {
+        u32::try_from(ts.wrapping_sub(self.last_ts)).ok()
     }
 
-    /// Appends one event of several units, contiguously (all or nothing).
+    /// How a short end names this thread's `guid`: 1 + how many GUIDs it took
+    /// since, if below 2^16 (a GUID of another thread or an old one: `None`).
     #[inline(always)]
-    pub fn push_n(&mut self, rt: &Runtime, units: &[Record]) {
+    pub fn back_ref(&self, guid: u64) -> Option<u16> {
+        let back = self.next_guid.wrapping_sub(guid);
+        (guid >> GUID_SEQ_BITS == self.next_guid >> GUID_SEQ_BITS && back < u64::from(u16::MAX))
+            .then_some(back as u16 + 1)
+    }
+
+    /// Appends one event of `N` words, contiguously (all or nothing); `ts` is its
+    /// time, the base of the next short event's delta.
+    #[inline(always)]
+    pub fn push<const N: usize>(&mut self, rt: &Runtime, words: [u64; N], ts: u64) {
         if let Some(c) = self.chunk {
-            if self.pos + units.len() <= CHUNK_RECORDS {
-                for (i, u) in units.iter().enumerate() {
-                    c.write(self.pos + i, *u);
-                }
-                self.pos += units.len();
+            if self.pos + N <= CHUNK_WORDS {
+                c.write_event(self.pos, words);
+                self.pos += N;
                 c.publish(self.pos);
+                self.last_ts = ts;
                 return;
             }
         }
-        self.push_slow(rt, units);
+        self.push_slow(rt, &words, ts);
+    }
+
+    /// Appends an event that has no time of its own (an argument of the innermost
+    /// open instance).
+    #[inline(always)]
+    pub fn push_untimed<const N: usize>(&mut self, rt: &Runtime, words: [u64; N]) {
+        let base = self.last_ts;
+        self.push(rt, words, base);
     }
 
     #[cold]
     #[inline(never)]
-    fn push_slow(&mut self, rt: &Runtime, units: &[Record]) {
+    fn push_slow(&mut self, rt: &Runtime, words: &[u64], ts: u64) {
         if let Some(full) = self.chunk.take() {
             // Unpublish before handing over, so the writer never peeks a chunk it
             // may already have recycled to another thread.
@@ -181,7 +194,7 @@ impl ThreadState {
             }
         }
         let Some(c) = rt.pool.take() else {
-            self.drop_event(units);
+            self.drop_event(words);
             return;
         };
         self.chunks_taken += 1;
@@ -193,23 +206,24 @@ impl ThreadState {
         self.pos = 0;
         if self.gap > 0 {
             // The GUID counter before the event being stored now (whose own begin,
-            // if it is one, the writer counts itself).
-            let counter = self.next_guid - u64::from(opens(units));
-            let gap = Record::head(rt.clock.now(), Op::Gap, 0, self.gap_depth, 0);
-            c.write(0, gap);
-            c.write(1, Record::ext(self.gap, counter));
-            self.pos = 2;
+            // if it is one, the writer counts itself). The gap's time is not a base
+            // for deltas: the event was stamped against the last one stored.
+            let counter = self.next_guid - u64::from(opens(words));
+            let [head, now] = record::long(rt.clock.now(), Op::Gap, 0, self.gap_depth, 0);
+            c.write_event(0, [head, now, self.gap, counter]);
+            self.pos = 4;
             self.gap = 0;
         }
-        for u in units {
-            c.write(self.pos, *u);
+        for w in words {
+            c.write(self.pos, *w);
             self.pos += 1;
         }
         c.publish(self.pos);
+        self.last_ts = ts;
     }
 
-    fn drop_event(&mut self, units: &[Record]) {
-        let opens = opens(units);
+    fn drop_event(&mut self, words: &[u64]) {
+        let opens = opens(words);
         // The depth was already updated for this event; before it, it was one less
         // for a begin. The writer keeps the instances below the lowest depth seen.
         let before = if opens { self.depth - 1 } else { self.depth };
@@ -236,11 +250,11 @@ impl ThreadState {
     }
 }
 
-/// Whether the event in `units` opens an instance (and so took a GUID).
-fn opens(units: &[Record]) -> bool {
-    units
+/// Whether the event in `words` opens an instance (and so took a GUID).
+fn opens(words: &[u64]) -> bool {
+    words
         .first()
-        .and_then(|u| Op::from_u8(u.op()))
+        .and_then(|&w| Op::from_u8(record::Head(w).op()))
         .is_some_and(Op::opens)
 }
 
@@ -299,12 +313,13 @@ fn register(rt: &Runtime) -> *mut ThreadState {
     let state = Box::leak(Box::new(ThreadState {
         slot,
         chunk: None,
-        pos: CHUNK_RECORDS,
+        pos: CHUNK_WORDS,
         chunks_taken: 0,
         next_guid: u64::from(slot.index) << GUID_SEQ_BITS,
         depth: 0,
         gap: 0,
         gap_depth: 0,
+        last_ts: 0,
         names: NameCache::new(),
     }));
     tls::set(state);

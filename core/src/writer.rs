@@ -22,7 +22,6 @@ use crate::config::Config;
 use crate::lifecycle::block_all_signals;
 use crate::output;
 use crate::profile::Profile;
-use crate::record::Record;
 use crate::report::SelfCost;
 use crate::resolve::{Consumer, Event, Global, ThreadStream};
 use crate::runtime::{self, warn, Runtime};
@@ -89,7 +88,7 @@ fn run(rt: &'static Runtime) {
 
 /// Records of one thread waiting to be processed.
 struct Batch {
-    units: &'static [Record],
+    units: &'static [u64],
     /// The chunk to recycle once `units` are processed (a full chunk), or None
     /// (the chunk is still being filled by its thread).
     recycle: Option<&'static Chunk>,
@@ -313,7 +312,7 @@ impl Writer {
             .filter_map(|(&i, s)| {
                 s.batches
                     .front()
-                    .map(|b| Reverse((ThreadStream::next_time(b.units), i)))
+                    .map(|b| Reverse((s.resolver.next_time(b.units), i)))
             })
             .collect();
         while let Some(Reverse((_, index))) = heap.pop() {
@@ -331,7 +330,7 @@ impl Writer {
                 );
                 b.units = &b.units[n..];
                 if !b.units.is_empty() {
-                    heap.push(Reverse((ThreadStream::next_time(b.units), index)));
+                    heap.push(Reverse((s.resolver.next_time(b.units), index)));
                     break;
                 }
                 if let Some(done) = s.batches.pop_front() {
@@ -340,9 +339,9 @@ impl Writer {
                     }
                 }
                 match s.batches.front() {
-                    Some(next) if ThreadStream::next_time(next.units) <= limit => continue,
+                    Some(next) if s.resolver.next_time(next.units) <= limit => continue,
                     Some(next) => {
-                        heap.push(Reverse((ThreadStream::next_time(next.units), index)));
+                        heap.push(Reverse((s.resolver.next_time(next.units), index)));
                         break;
                     }
                     None => break,
@@ -355,9 +354,11 @@ impl Writer {
         let rt = self.rt;
         let end = rt.end();
         let mut records = FxHashMap::default();
+        let mut words = 0;
         for (&index, s) in self.streams.iter_mut() {
             s.resolver.close_all(end, &mut self.sinks, &rt.anomalies);
             records.insert(index, s.resolver.records);
+            words += s.resolver.words;
         }
         let Sinks { profile, traces } = self.sinks;
         let traces: Vec<_> = traces
@@ -371,7 +372,7 @@ impl Writer {
             })
             .collect();
         let mut report = profile.report(&records);
-        report.kprof = self_cost(rt, records.values().sum());
+        report.kprof = self_cost(rt, records.values().sum(), words);
         let cfg = runtime::config().clone();
         let dir = self.dir.or_else(|| output::prepare_dir(rt, &cfg));
         output::write_all(&report, &cfg, dir.as_deref(), &traces);
@@ -379,10 +380,11 @@ impl Writer {
 }
 
 /// kprof's own cost so far; called on the writer thread.
-fn self_cost(rt: &Runtime, records: u64) -> SelfCost {
+fn self_cost(rt: &Runtime, records: u64, words: u64) -> SelfCost {
     let mem = buffer::memory_stats();
     SelfCost {
         records,
+        record_bytes: words * 8,
         buffer_bytes: mem.bytes(),
         buffer_budget_bytes: (rt.pool.max_chunks() * buffer::CHUNK_BYTES) as u64,
         huge_page_blocks: mem.huge_blocks,

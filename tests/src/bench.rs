@@ -122,7 +122,7 @@ pub fn buffer_cost(out_dir: &Path) -> (f64, f64) {
     let p = read_profile(out_dir);
     let k = &p["kprof"];
     let num = |key: &str| k[key].as_f64().unwrap_or(f64::NAN);
-    (num("buffer_fault_ns"), 16.0 * num("records"))
+    (num("buffer_fault_ns"), num("record_bytes"))
 }
 
 /// `tests/harness/trace_driver.c` linked against the core, built in the scratch
