@@ -117,9 +117,41 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
     };
     let guid = t.open();
     let ts = rt.clock.now();
+    // The common case of host constructs nested where they run, close in time to
+    // the thread's last event: the address by its code slot, one word (two with a
+    // small argument), plus two the first time the slot holds the address.
+    let short = match extra {
+        _ if dev != 0 || parent != 0 => None,
+        AtExtra::None => Some(None),
+        AtExtra::Arg { value, .. } => u32::try_from(value).ok().map(|v| Some((key, v))),
+        AtExtra::Transfer { .. } => None,
+    };
+    if let (Some(arg), Some(delta)) = (short, t.delta(ts)) {
+        let (slot, define) = t.code_slot(codeptr);
+        let def = head(Op::CodeDef, 0, 0, slot);
+        match arg {
+            None => {
+                let h = head(Op::BeginCodeShort, kind, delta, slot);
+                if define {
+                    t.push(rt, [def, codeptr, h], ts);
+                } else {
+                    t.push(rt, [h], ts);
+                }
+            }
+            Some((key, value)) => {
+                let h = head(Op::BeginCodeArgShort, kind, delta, slot);
+                let kv = u64::from(key) | u64::from(value) << 32;
+                if define {
+                    t.push(rt, [def, codeptr, h, kv], ts);
+                } else {
+                    t.push(rt, [h, kv], ts);
+                }
+            }
+        }
+        return guid;
+    }
     match extra {
-        // The common case of host constructs nested where they run: the address
-        // fits the head's 48 bits, two words instead of four.
+        // Without a code slot, the address still fits the head's 48 bits.
         AtExtra::None if dev == 0 && parent == 0 && codeptr >> 48 == 0 => {
             let (low, high) = (codeptr as u32, (codeptr >> 32) as u16);
             t.push(rt, long(ts, Op::BeginCode, kind, low, high), ts);

@@ -42,6 +42,17 @@
 //! | BeginShort | name id | —: device 0, nested in the innermost open instance |
 //! | BeginParentShort | name id | parent GUID: device 0 |
 //! | EndShort | 0: innermost of `kind`; n: the thread's GUID n-1 before its last | — |
+//! | BeginCodeShort | code slot | —: named after the slot's code address, device 0, nested in the innermost open instance |
+//! | BeginCodeArgShort | code slot | argument key name id (bits 0..32), value below 2^32 (bits 32..64) |
+//!
+//! Code slots: each thread keeps the code addresses of its latest begins in
+//! [`CODE_SLOTS`] slots (by hash of the address), mirrored by the writer. A begin
+//! whose address is not in its slot is preceded by an untimed definition, in the
+//! same all-or-nothing append:
+//!
+//! | op | head 16 bits | words after the head |
+//! |---|---|---|
+//! | CodeDef | code slot | the code address |
 
 /// The operation of a head unit.
 #[repr(u8)]
@@ -91,6 +102,13 @@ pub enum Op {
     /// A short [`Op::End`] of one of the thread's 2^16 latest GUIDs or of the
     /// innermost of its kind.
     EndShort = 21,
+    /// A one-word [`Op::BeginCode`] of an address in a code slot.
+    BeginCodeShort = 22,
+    /// A two-word [`Op::BeginAtArg`] of an address in a code slot, on device 0, with
+    /// a key and a value below 2^32.
+    BeginCodeArgShort = 23,
+    /// Sets a code slot of the thread (untimed).
+    CodeDef = 24,
 }
 
 impl Op {
@@ -118,6 +136,9 @@ impl Op {
             19 => Op::BeginShort,
             20 => Op::BeginParentShort,
             21 => Op::EndShort,
+            22 => Op::BeginCodeShort,
+            23 => Op::BeginCodeArgShort,
+            24 => Op::CodeDef,
             _ => return None,
         })
     }
@@ -136,25 +157,35 @@ impl Op {
                 | Op::BeginCode
                 | Op::BeginShort
                 | Op::BeginParentShort
+                | Op::BeginCodeShort
+                | Op::BeginCodeArgShort
         )
     }
 
     /// Whether the head word carries a timestamp delta instead of being followed by
     /// the timestamp.
     pub fn is_short(self) -> bool {
-        matches!(self, Op::BeginShort | Op::BeginParentShort | Op::EndShort)
+        matches!(
+            self,
+            Op::BeginShort
+                | Op::BeginParentShort
+                | Op::EndShort
+                | Op::BeginCodeShort
+                | Op::BeginCodeArgShort
+                | Op::CodeDef
+        )
     }
 
     /// Whether the event's time is the thread's time base for the next short event.
     pub fn is_timed(self) -> bool {
-        !matches!(self, Op::Arg | Op::Gap)
+        !matches!(self, Op::Arg | Op::Gap | Op::CodeDef)
     }
 
     /// Words of an event of this op, head included.
     pub fn words(self) -> usize {
         match self {
-            Op::BeginShort | Op::EndShort => 1,
-            Op::BeginParentShort => 2,
+            Op::BeginShort | Op::EndShort | Op::BeginCodeShort => 1,
+            Op::BeginParentShort | Op::BeginCodeArgShort | Op::CodeDef => 2,
             _ => 2 + 2 * self.ext_units(),
         }
     }
@@ -169,7 +200,10 @@ impl Op {
             | Op::BeginCode
             | Op::BeginShort
             | Op::BeginParentShort
-            | Op::EndShort => 0,
+            | Op::EndShort
+            | Op::BeginCodeShort
+            | Op::BeginCodeArgShort
+            | Op::CodeDef => 0,
             Op::BeginParent
             | Op::EndGuid
             | Op::Instant
@@ -181,6 +215,18 @@ impl Op {
             Op::Alloc | Op::Free | Op::CopyBegin | Op::BeginTransfer | Op::BeginTransferNamed => 2,
         }
     }
+}
+
+/// Bits of a code slot number.
+pub const CODE_SLOT_BITS: u32 = 8;
+/// Code slots per thread.
+pub const CODE_SLOTS: usize = 1 << CODE_SLOT_BITS;
+
+/// The code slot of address `codeptr` (Fibonacci hashing: call sites a few bytes
+/// apart land far apart).
+#[inline(always)]
+pub fn code_slot(codeptr: u64) -> u16 {
+    (codeptr.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CODE_SLOT_BITS)) as u16
 }
 
 /// The head word of an event: op, kind, 16 and 32 op-specific bits.
@@ -234,10 +280,10 @@ mod tests {
             (ts, h.op(), h.kind(), h.low(), h.aux()),
             (123, Op::CopyBegin as u8, 6, 0xdead_beef, 0xabcd)
         );
-        for v in 1..=21 {
+        for v in 1..=24 {
             let op = Op::from_u8(v).unwrap();
             assert_eq!(op as u8, v);
-            let short = matches!(v, 19..=21);
+            let short = matches!(v, 19..=24);
             assert_eq!(op.is_short(), short);
         }
         let words = [
@@ -251,6 +297,12 @@ mod tests {
         assert_eq!(words, [1, 1, 2, 2, 4]);
         assert_eq!(Op::BeginTransfer.words(), 6);
         assert_eq!(Op::from_u8(0), None);
-        assert_eq!(Op::from_u8(22), None);
+        assert_eq!(Op::from_u8(25), None);
+        // Neighbouring call sites take different slots.
+        let slots: std::collections::HashSet<u16> = (0..64)
+            .map(|i| code_slot(0x7f00_1234_0000 + 5 * i))
+            .collect();
+        assert!(slots.len() >= 60, "{slots:?}");
+        assert!(slots.iter().all(|&s| usize::from(s) < CODE_SLOTS));
     }
 }

@@ -9,7 +9,7 @@
 use kprof_abi::{Anomaly, Kind};
 
 use crate::anomaly::Anomalies;
-use crate::record::{Head, Op};
+use crate::record::{Head, Op, CODE_SLOTS};
 use crate::thread::GUID_SEQ_BITS;
 
 /// Extra fields of a memory copy.
@@ -211,6 +211,8 @@ pub struct ThreadStream {
     pub last_ts: u64,
     /// Time of the last timed event: the base of short events' deltas.
     base_ts: u64,
+    /// The thread's code slots: address and its name id once asked for.
+    codes: Box<[(u64, Option<u32>); CODE_SLOTS]>,
 }
 
 impl ThreadStream {
@@ -225,6 +227,7 @@ impl ThreadStream {
             words: 0,
             last_ts: 0,
             base_ts: 0,
+            codes: Box::new([(0, None); CODE_SLOTS]),
         }
     }
 
@@ -304,6 +307,24 @@ impl ThreadStream {
                 Op::BeginParentShort => {
                     let name = u32::from(h.aux());
                     self.begin(ts, h, 0, name, a(0), Extras::NONE, out)
+                }
+                Op::CodeDef => {
+                    if let Some(entry) = self.codes.get_mut(usize::from(h.aux())) {
+                        *entry = (a(0), None);
+                    }
+                }
+                Op::BeginCodeShort => {
+                    let name = self.code_name(h.aux(), symbols);
+                    self.begin(ts, h, 0, name, 0, Extras::NONE, out)
+                }
+                Op::BeginCodeArgShort => {
+                    let name = self.code_name(h.aux(), symbols);
+                    let kv = a(0);
+                    let extras = Extras {
+                        arg: Some((kv as u32, kv >> 32)),
+                        ..Extras::NONE
+                    };
+                    self.begin(ts, h, 0, name, 0, extras, out)
                 }
                 Op::EndShort => {
                     let guid = match h.aux() {
@@ -436,12 +457,24 @@ impl ThreadStream {
                     }
                     self.next_guid = b(0);
                     self.lost = true;
+                    // The thread redefines its code slots after a gap.
+                    *self.codes = [(0, None); CODE_SLOTS];
                 }
             }
         }
         self.records += events;
         self.words += i as u64;
         i
+    }
+
+    /// The name id of the address in code slot `slot`, symbolized once per
+    /// definition.
+    fn code_name<S: Symbols>(&mut self, slot: u16, symbols: &mut S) -> u32 {
+        match self.codes.get_mut(usize::from(slot)) {
+            Some((_, Some(name))) => *name,
+            Some((addr, name)) => *name.insert(symbols.name_of(*addr)),
+            None => symbols.name_of(0),
+        }
     }
 
     /// Raw time of the first event in `words` (for merging threads by time).
@@ -712,5 +745,43 @@ mod tests {
         assert_eq!((s.records, s.words), (8, rs.len() as u64));
         assert_eq!(an.get(Anomaly::OutOfOrderEnd), 1);
         assert_eq!(an.get(Anomaly::UnmatchedEnd), 0);
+    }
+
+    /// Code slots: defined once, named by the writer's symbols once per
+    /// definition, redefined, and cleared at a gap.
+    #[test]
+    fn decodes_code_slots() {
+        let an = Anomalies::default();
+        let mut s = ThreadStream::new(1);
+        let (mut out, mut syms) = (Ended::default(), Addresses::default());
+        let kind = Kind::OmpLoop as u8;
+        let end = |delta| vec![head(Op::EndShort, kind, delta, 0)];
+        let rs = [
+            long(100, Op::Begin, Kind::OmpParallel as u8, 50, 0).to_vec(),
+            vec![head(Op::CodeDef, 0, 0, 7), 0x4000],
+            vec![head(Op::BeginCodeShort, kind, 1, 7)],
+            end(1),
+            // The slot again: no definition, no new symbol lookup.
+            vec![head(Op::BeginCodeArgShort, kind, 1, 7), 42 | 3 << 32],
+            end(1),
+            // Redefined.
+            vec![head(Op::CodeDef, 0, 0, 7), 0x5000],
+            vec![head(Op::BeginCodeShort, kind, 1, 7)],
+            end(1),
+            // After a gap every slot is empty (address 0) until defined.
+            long(200, Op::Gap, 0, 1, 0).to_vec(),
+            vec![0, (1 << GUID_SEQ_BITS) | 4],
+            vec![head(Op::BeginCodeShort, kind, 1, 7)],
+            end(1),
+        ]
+        .concat();
+        s.feed(&rs, u64::MAX, &mut out, &mut syms, &an);
+        assert_eq!(syms.0, [0x4000, 0x5000, 0]);
+        let names: Vec<(u32, Vec<(u32, u64)>)> = out.0.iter().map(|e| (e.0, e.3.clone())).collect();
+        assert_eq!(
+            names,
+            [(1, vec![]), (1, vec![(42, 3)]), (2, vec![]), (3, vec![])]
+        );
+        assert_eq!(an.get(Anomaly::InternalError), 0);
     }
 }

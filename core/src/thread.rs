@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use crate::buffer::{Chunk, CHUNK_WORDS};
 use crate::intern::NameCache;
-use crate::record::{self, Op};
+use crate::record::{self, Op, CODE_SLOTS};
 use crate::runtime::Runtime;
 use crate::tls;
 
@@ -105,6 +105,9 @@ pub struct ThreadState {
     gap_depth: u32,
     /// Time of the last timed event stored: the base of short events' deltas.
     last_ts: u64,
+    /// The code address in each code slot, as the writer knows it (see
+    /// [`crate::record`]).
+    codes: [u64; CODE_SLOTS],
     /// Pointer -> name id cache.
     pub names: NameCache,
 }
@@ -151,6 +154,17 @@ impl ThreadState {
         let back = self.next_guid.wrapping_sub(guid);
         (guid >> GUID_SEQ_BITS == self.next_guid >> GUID_SEQ_BITS && back < u64::from(u16::MAX))
             .then_some(back as u16 + 1)
+    }
+
+    /// The code slot of `codeptr`, and whether it must be defined first (it held
+    /// another address). Call only when a short begin of the slot follows.
+    #[inline(always)]
+    pub fn code_slot(&mut self, codeptr: u64) -> (u16, bool) {
+        let slot = record::code_slot(codeptr);
+        let entry = &mut self.codes[usize::from(slot) % CODE_SLOTS];
+        let define = *entry != codeptr;
+        *entry = codeptr;
+        (slot, define)
     }
 
     /// Appends one event of `N` words, contiguously (all or nothing); `ts` is its
@@ -223,6 +237,9 @@ impl ThreadState {
     }
 
     fn drop_event(&mut self, words: &[u64]) {
+        // A dropped definition leaves the writer's slot as it was; after the gap,
+        // every slot is defined anew (the writer clears its slots at the gap).
+        self.codes = [0; CODE_SLOTS];
         let opens = opens(words);
         // The depth was already updated for this event; before it, it was one less
         // for a begin. The writer keeps the instances below the lowest depth seen.
@@ -250,12 +267,20 @@ impl ThreadState {
     }
 }
 
-/// Whether the event in `words` opens an instance (and so took a GUID).
+/// Whether the event in `words` (a begin may follow a code definition) opens an
+/// instance, and so took a GUID.
 fn opens(words: &[u64]) -> bool {
-    words
-        .first()
+    let mut i = 0;
+    while let Some(op) = words
+        .get(i)
         .and_then(|&w| Op::from_u8(record::Head(w).op()))
-        .is_some_and(Op::opens)
+    {
+        if op.opens() {
+            return true;
+        }
+        i += op.words();
+    }
+    false
 }
 
 thread_local! {
@@ -320,6 +345,7 @@ fn register(rt: &Runtime) -> *mut ThreadState {
         gap: 0,
         gap_depth: 0,
         last_ts: 0,
+        codes: [0; CODE_SLOTS],
         names: NameCache::new(),
     }));
     tls::set(state);
