@@ -65,6 +65,15 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// The median over rounds of `v[k] - base[k]`: a difference measured within each
+/// round, so rounds that ran while the machine was slower for everyone (this VM
+/// halves its vCPU speed for minutes at a time) do not pair a slow variant with a
+/// fast baseline. Call before anything sorts the rounds.
+pub fn paired_delta(v: &[f64], base: &[f64]) -> f64 {
+    let mut d: Vec<f64> = v.iter().zip(base).map(|(x, b)| x - b).collect();
+    median(&mut d)
+}
+
 /// The smallest of `v` (infinity when empty).
 pub fn best(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::INFINITY, f64::min)
