@@ -147,6 +147,13 @@ struct Slot {
 /// the pointer says nothing): there are only a handful of memory spaces.
 const SPACE_SLOTS: usize = 8;
 
+/// The cache slot of a name pointer: two shifts mix bits above the lowest three,
+/// so neighbouring literals and pointers a page apart spread over the slots.
+#[inline(always)]
+fn slot_index(p: usize) -> usize {
+    (p >> 3 ^ p >> 11) % CACHE_SLOTS
+}
+
 /// A thread's pointer -> id cache in front of the [`Interner`].
 pub struct NameCache {
     slots: Box<[Slot; CACHE_SLOTS]>,
@@ -206,6 +213,12 @@ impl NameCache {
         id
     }
 
+    /// The slot a name at address `p` is cached in.
+    #[inline(always)]
+    fn slot(&self, p: usize) -> &Slot {
+        &self.slots[slot_index(p)]
+    }
+
     /// The id of the NUL-terminated `name`.
     ///
     /// # Safety
@@ -218,7 +231,7 @@ impl NameCache {
         anomalies: &Anomalies,
     ) -> u32 {
         let p = name as usize;
-        let slot = &self.slots[(p >> 3 ^ p >> 11) % CACHE_SLOTS];
+        let slot = self.slot(p);
         // SAFETY: `stored` is a NUL-terminated interned copy of `len` bytes; strncmp
         // stops at the first difference or NUL, so it never reads past either string.
         if slot.ptr == p && p != 0 && unsafe { libc::strncmp(name, slot.stored, slot.len + 1) } == 0
@@ -243,7 +256,7 @@ impl NameCache {
         anomalies: &Anomalies,
     ) -> u32 {
         let p = name as usize;
-        let slot = &self.slots[(p >> 3 ^ p >> 11) % CACHE_SLOTS];
+        let slot = self.slot(p);
         // A slot holding this pointer was filled from this same unchanging string.
         if slot.ptr == p && p != 0 {
             return slot.id;
@@ -268,7 +281,7 @@ impl NameCache {
         let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
         let (id, stored) = interner.intern(bytes, anomalies);
         let p = name as usize;
-        self.slots[(p >> 3 ^ p >> 11) % CACHE_SLOTS] = Slot {
+        self.slots[slot_index(p)] = Slot {
             ptr: p,
             id,
             len: bytes.len(),

@@ -58,7 +58,7 @@ pub struct Report {
 /// cost of recording), and the CPU time of its writer thread.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SelfCost {
-    /// Events recorded (and processed).
+    /// Records processed: events, and the code-slot definitions some begins need.
     pub records: u64,
     /// Bytes of those records (8 to 64 per event).
     #[serde(default)]

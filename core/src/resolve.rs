@@ -203,7 +203,7 @@ pub struct ThreadStream {
     next_guid: u64,
     /// Records were lost: unmatched ends may be the ends of lost begins.
     lost: bool,
-    /// Events processed.
+    /// Records processed (events and code-slot definitions).
     pub records: u64,
     /// Words processed.
     pub words: u64,
