@@ -37,6 +37,10 @@ pub struct RunArgs {
     /// MiB of event buffers (KPROF_BUFFER_MB, default 64).
     #[arg(long, value_name = "MIB")]
     pub buffer_mb: Option<String>,
+    /// MiB of those buffers faulted in at start, in the background
+    /// (KPROF_PREFAULT_MB, default 0).
+    #[arg(long, value_name = "MIB")]
+    pub prefault_mb: Option<String>,
     /// Milliseconds between writer rounds (KPROF_FLUSH_MS, default 1000).
     #[arg(long, value_name = "MS")]
     pub flush_ms: Option<String>,
@@ -198,6 +202,7 @@ pub fn main(args: RunArgs) -> Outcome {
     for (name, var, value) in [
         ("trace", "KPROF_TRACE", &args.trace),
         ("buffer-mb", "KPROF_BUFFER_MB", &args.buffer_mb),
+        ("prefault-mb", "KPROF_PREFAULT_MB", &args.prefault_mb),
         ("flush-ms", "KPROF_FLUSH_MS", &args.flush_ms),
         ("summary", "KPROF_SUMMARY", &args.summary),
         ("summary-top", "KPROF_SUMMARY_TOP", &args.summary_top),

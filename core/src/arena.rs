@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// Bytes per block: one huge page on x86-64.
-const BLOCK_BYTES: usize = 2 << 20;
+pub const BLOCK_BYTES: usize = 2 << 20;
 /// Distance between touches when pre-faulting: the base page size.
 const PAGE_BYTES: usize = 4096;
 /// Every this many blocks the arena backs one with the kind it has not been using,

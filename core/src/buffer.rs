@@ -22,6 +22,8 @@ use crate::arena::{Arena, ArenaStats};
 pub const CHUNK_WORDS: usize = 8192;
 /// Bytes per chunk.
 pub const CHUNK_BYTES: usize = CHUNK_WORDS * std::mem::size_of::<u64>();
+/// Chunks per block of the arena (one fault of a huge page, or 512 small ones).
+pub const BLOCK_CHUNKS: usize = crate::arena::BLOCK_BYTES / CHUNK_BYTES;
 
 /// Where every chunk's records live (pre-faulted memory, so no application thread
 /// page-faults on its records).
@@ -204,6 +206,20 @@ impl Pool {
         }
     }
 
+    /// Allocates up to one more block's worth of chunks toward `reserve` chunks
+    /// allocated in all (at most the budget). Returns whether more remain: false
+    /// once the reserve is reached, or when the system has no memory left.
+    pub fn stock(&self, reserve: usize) -> bool {
+        let reserve = reserve.min(self.max);
+        let before = self.allocated();
+        if before >= reserve {
+            return false;
+        }
+        self.top_up(self.free_len() + BLOCK_CHUNKS.min(reserve - before));
+        let after = self.allocated();
+        after > before && after < reserve
+    }
+
     /// Chunks handed to threads so far.
     pub fn taken(&self) -> u64 {
         self.taken.load(Ordering::Relaxed)
@@ -256,6 +272,28 @@ mod tests {
         pool.recycle(back);
         pool.top_up(100);
         assert_eq!(pool.allocated(), 16);
+    }
+
+    #[test]
+    fn stocks_a_block_at_a_time_up_to_the_reserve_and_the_budget() {
+        let pool = Pool::new(4, 0);
+        assert_eq!(pool.max_chunks(), 2 * BLOCK_CHUNKS);
+        let held = pool.take().unwrap();
+        assert!(pool.stock(BLOCK_CHUNKS + 8), "one block, 8 chunks to go");
+        assert_eq!(pool.allocated(), 1 + BLOCK_CHUNKS);
+        assert_eq!(
+            pool.free_len(),
+            BLOCK_CHUNKS,
+            "stocked beside what is taken"
+        );
+        assert!(!pool.stock(BLOCK_CHUNKS + 8), "reached");
+        assert_eq!(pool.allocated(), BLOCK_CHUNKS + 8);
+        assert!(!pool.stock(BLOCK_CHUNKS + 8), "nothing more");
+        assert_eq!(pool.allocated(), BLOCK_CHUNKS + 8);
+        // A reserve beyond the budget stops at the budget.
+        while pool.stock(usize::MAX) {}
+        assert_eq!(pool.allocated(), pool.max_chunks());
+        pool.recycle(held);
     }
 
     #[test]

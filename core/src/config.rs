@@ -36,6 +36,8 @@ pub struct Config {
     pub output_dir: String,
     /// Event buffer budget in MiB.
     pub buffer_mb: u64,
+    /// MiB of buffers the writer faults in at start, before they are needed.
+    pub prefault_mb: u64,
     /// Print the summary on stderr.
     pub summary: bool,
     /// Rows per summary table.
@@ -57,6 +59,7 @@ impl Default for Config {
         Config {
             output_dir: "kprof-%e-%p".into(),
             buffer_mb: 64,
+            prefault_mb: 0,
             summary: true,
             summary_top: 20,
             signals: true,
@@ -97,6 +100,12 @@ const SPECS: &[Spec] = &[
         env: "KPROF_BUFFER_MB",
         value: Value::Count { min: 1, max: 65536 },
         help: "MiB of event buffers; beyond it records are dropped and counted (default 64)",
+    },
+    Spec {
+        arg: "prefault-mb",
+        env: "KPROF_PREFAULT_MB",
+        value: Value::Count { min: 0, max: 65536 },
+        help: "MiB of those buffers faulted in by the writer at start, in the background, so that a measured phase after a setup phase records into ready memory (default 0)",
     },
     Spec {
         arg: "trace",
@@ -226,6 +235,7 @@ impl Config {
             Value::Count { min, max } => {
                 let (default, expected) = match spec.arg {
                     "buffer-mb" => (defaults.buffer_mb, "a whole number of MiB, 1 to 65536"),
+                    "prefault-mb" => (defaults.prefault_mb, "a whole number of MiB, 0 to 65536"),
                     "flush-ms" => (defaults.flush_ms, "milliseconds, 10 to 3600000"),
                     _ => (defaults.summary_top as u64, "a whole number, 1 to 100000"),
                 };
@@ -237,6 +247,7 @@ impl Config {
                     .ok_or_else(|| invalid(expected, default.to_string()))?;
                 match spec.arg {
                     "buffer-mb" => self.buffer_mb = v,
+                    "prefault-mb" => self.prefault_mb = v,
                     "flush-ms" => self.flush_ms = v,
                     _ => self.summary_top = v as usize,
                 }
@@ -279,8 +290,10 @@ mod tests {
         c.apply_arg("KPROF_BUFFER_MB=8").unwrap();
         c.apply_arg("summary-top=3").unwrap();
         c.apply_arg("--kokkos-fences=yes").unwrap();
+        c.apply_arg("KPROF_PREFAULT_MB=24").unwrap();
         assert_eq!(c.output_dir, "out/%p");
         assert_eq!(c.buffer_mb, 8);
+        assert_eq!(c.prefault_mb, 24);
         assert_eq!(c.summary_top, 3);
         assert!(c.kokkos_fences);
     }
@@ -295,6 +308,7 @@ mod tests {
             "KPROF_BUFFER_MB=abc is invalid (a whole number of MiB, 1 to 65536); using 64"
         );
         assert!(c.apply_arg("--buffer-mb=0").is_err());
+        assert!(c.apply_arg("--prefault-mb=-1").is_err());
         assert!(c.apply_arg("--summary=maybe").is_err());
         assert!(matches!(
             c.apply_arg("--nope=1"),

@@ -683,6 +683,45 @@ fn check_killed(m: &Model) {
     );
 }
 
+/// The writer faults in the start reserve (`KPROF_PREFAULT_MB`) while the program
+/// runs, needed or not; without it the loop driver, which records a few events per
+/// ms (far less than a block), gets the first block and the writer's stock of a few
+/// free chunks per thread: less than the reserve.
+#[test]
+fn start_reserve_is_faulted_in_while_the_program_runs() {
+    let b = built();
+    for (mb, reserved) in [("8", true), ("0", false)] {
+        let dir = scratch(&format!("traces_reserve_{mb}"));
+        let mut cmd = cmd_in(&b.driver, &dir, &["loop"]);
+        cmd.env_remove("KPROF_TRACE")
+            .env("KPROF_PREFAULT_MB", mb)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start trace_driver loop");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "running\n");
+        // Three blocks take a few ms to fault even where fresh memory is dear.
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: signalling our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+        let p = read_profile(&dir.join("out"));
+        let k = &p["kprof"];
+        let mapped = u(&k["huge_page_blocks"]) + u(&k["small_page_blocks"]);
+        assert_eq!(u(&k["buffer_bytes"]), mapped << 21, "{k}");
+        assert!(u(&k["record_bytes"]) < 1 << 21, "{k}");
+        assert_eq!(
+            u(&k["buffer_bytes"]) >= 8 << 20,
+            reserved,
+            "KPROF_PREFAULT_MB={mb}: {k}"
+        );
+    }
+}
+
 #[test]
 fn sigkill_leaves_traces_valid_up_to_the_last_flush() {
     let b = built();
