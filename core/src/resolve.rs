@@ -542,11 +542,12 @@ impl ThreadStream {
         if pos + 1 < self.stack.len() {
             anomalies.count(Anomaly::OutOfOrderEnd);
         }
-        while self.stack.len() > pos {
-            if let Some(s) = self.stack.pop() {
-                out.event(&Event::End(&s, ts.max(s.begin)));
-            }
+        // Ended in place, then dropped: a slice is large, and moving it out of
+        // the stack first was a tenth of the writer's time.
+        for s in self.stack[pos..].iter().rev() {
+            out.event(&Event::End(s, ts.max(s.begin)));
         }
+        self.stack.truncate(pos);
     }
 
     /// Closes every slice still open at raw time `end`, counting each (except

@@ -139,22 +139,32 @@ impl Consumer for Profile {
                 let key = child_key(name, s.kind, s.dev);
                 // An explicit parent (on another thread) places the node under the
                 // parent's while it is open; the time still counts on this thread.
-                let remote = (s.parent != 0).then(|| self.open_node(s.parent)).flatten();
-                let node = match remote {
-                    Some(parent) => self.tree.child(parent, name, s.kind, s.dev),
-                    None if self.stacks[t].len() >= MAX_DEPTH => self.stacks[t][MAX_DEPTH - 1].node,
-                    None => {
-                        let (parent, cache) = match self.stacks[t].last_mut() {
+                let remote = if s.parent != 0 {
+                    self.open_frame(s.parent)
+                } else {
+                    None
+                };
+                let node = if remote.is_none() && self.stacks[t].len() >= MAX_DEPTH {
+                    self.stacks[t][MAX_DEPTH - 1].node
+                } else {
+                    // The parent's cache of its last child: a remote parent's too (the
+                    // implicit tasks of one region share their node).
+                    let (parent, cache) = match remote {
+                        Some((pt, i)) => {
+                            let f = &mut self.stacks[pt][i];
+                            (f.node, &mut f.last_child)
+                        }
+                        None => match self.stacks[t].last_mut() {
                             Some(f) => (f.node, &mut f.last_child),
                             None => (ROOT, &mut self.roots[t]),
-                        };
-                        if cache.0 == key {
-                            cache.1
-                        } else {
-                            let n = self.tree.child(parent, name, s.kind, s.dev);
-                            *cache = (key, n);
-                            n
-                        }
+                        },
+                    };
+                    if cache.0 == key {
+                        cache.1
+                    } else {
+                        let n = self.tree.child(parent, name, s.kind, s.dev);
+                        *cache = (key, n);
+                        n
                     }
                 };
                 if let Some(key) = copy {
@@ -292,15 +302,16 @@ impl Profile {
         }
     }
 
-    /// The tree node of the open instance `guid` (its thread is in the GUID).
-    fn open_node(&self, guid: u64) -> Option<u32> {
+    /// Where the open instance `guid` is: its thread (in the GUID) and its index
+    /// in that thread's stack.
+    fn open_frame(&self, guid: u64) -> Option<(usize, usize)> {
         let thread = (guid >> crate::thread::GUID_SEQ_BITS) as usize;
-        self.stacks
+        let i = self
+            .stacks
             .get(thread)?
             .iter()
-            .rev()
-            .find(|f| f.guid == guid)
-            .map(|f| f.node)
+            .rposition(|f| f.guid == guid)?;
+        Some((thread, i))
     }
 
     fn section_known(&self, id: u32) -> bool {

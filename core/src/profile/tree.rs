@@ -9,6 +9,9 @@ use super::stats::Stats;
 /// Index of the virtual root.
 pub const ROOT: u32 = 0;
 
+/// Up to this many children, a child is found by looking at each.
+const SCAN_CHILDREN: usize = 8;
+
 /// A node of the tree.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -80,8 +83,19 @@ impl Default for Tree {
 impl Tree {
     /// The child of `parent` with this key, created if new.
     pub fn child(&mut self, parent: u32, name: u32, kind: Kind, dev: u16) -> u32 {
+        let kids = &self.nodes[parent as usize].children;
         let key = (parent, name, kind, dev);
-        if let Some(&n) = self.index.get(&key) {
+        if kids.len() <= SCAN_CHILDREN {
+            // Most nodes have a few children (a region's loop and barrier): looking
+            // at them is cheaper than hashing.
+            let found = kids.iter().copied().find(|&c| {
+                let n = &self.nodes[c as usize];
+                n.name == name && n.kind == kind && n.dev == dev
+            });
+            if let Some(n) = found {
+                return n;
+            }
+        } else if let Some(&n) = self.index.get(&key) {
             return n;
         }
         let n = self.nodes.len() as u32;
