@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -683,6 +683,18 @@ fn check_killed(m: &Model) {
     );
 }
 
+/// Starts `trace_driver loop` and waits until it runs (its first line).
+fn start_loop(cmd: &mut Command) -> Child {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start trace_driver loop");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "running\n");
+    child
+}
+
 /// The writer faults in the start reserve (`KPROF_PREFAULT_MB`) while the program
 /// runs, needed or not; without it the loop driver, which records a few events per
 /// ms (far less than a block), gets the first block and the writer's stock of a few
@@ -693,16 +705,8 @@ fn start_reserve_is_faulted_in_while_the_program_runs() {
     for (mb, reserved) in [("8", true), ("0", false)] {
         let dir = scratch(&format!("traces_reserve_{mb}"));
         let mut cmd = cmd_in(&b.driver, &dir, &["loop"]);
-        cmd.env_remove("KPROF_TRACE")
-            .env("KPROF_PREFAULT_MB", mb)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("start trace_driver loop");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert_eq!(line, "running\n");
+        cmd.env_remove("KPROF_TRACE").env("KPROF_PREFAULT_MB", mb);
+        let mut child = start_loop(&mut cmd);
         // Three blocks take a few ms to fault even where fresh memory is dear.
         std::thread::sleep(Duration::from_millis(500));
         // SAFETY: signalling our own child process.
@@ -727,15 +731,8 @@ fn sigkill_leaves_traces_valid_up_to_the_last_flush() {
     let b = built();
     let dir = scratch("traces_sigkill");
     let mut cmd = cmd_in(&b.driver, &dir, &["loop"]);
-    cmd.env("KPROF_FLUSH_MS", "50")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("start trace_driver loop");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "running\n");
+    cmd.env("KPROF_FLUSH_MS", "50");
+    let mut child = start_loop(&mut cmd);
     std::thread::sleep(Duration::from_millis(1000));
     child.kill().expect("SIGKILL");
     let status = child.wait().unwrap();
