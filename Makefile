@@ -1,6 +1,7 @@
 # kprof: build and install.
 #
 #   make install PREFIX=$HOME/.local      # builds (cargo build --release) and installs
+#   make test                             # the tests: the same as bash tests/test.sh
 #
 # installs  PREFIX/bin/kprof
 #           PREFIX/lib/libkprof_core.so, libkprof.so, libkprof_ompt.so, ... (those built)
@@ -22,11 +23,14 @@ HEADERS := ffi-headers/kprof.h ffi-headers/kprof.hpp ffi-headers/kprof.f90
 
 D := $(DESTDIR)$(PREFIX)
 
-.PHONY: all build install uninstall
+.PHONY: all build install uninstall test
 all: build
 
 build:
 	$(CARGO) build --release -p kprof-core -p kprof-kokkos -p kprof-ompt -p kprof-openacc -p kprof-raja -p kprof-cli
+
+test:
+	bash tests/test.sh
 
 install: build
 	install -d "$(D)/bin" "$(D)/lib/cmake/kprof" "$(D)/lib/pkgconfig" "$(D)/include/kprof"

@@ -6,11 +6,14 @@
 #
 #   bash examples/run-demo.sh
 #
-# Needs cmake and make (apt-get install -y cmake make python3-pip), a Rust
-# toolchain, g++ and python3 with pip; see tests/scripts/build-kokkos.sh.
+# Needs a Debian 12 machine with a Rust toolchain: what else it needs (cmake, make,
+# g++, python3 with pip) is installed with apt first (tests/setup.sh --demo).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+echo "== installing what the demo needs (tests/setup.sh --demo)" >&2
+bash "$ROOT/tests/setup.sh" --demo >&2
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 case $TARGET in
     /*) ;;

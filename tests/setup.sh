@@ -2,8 +2,14 @@
 # Installs what kprof's tests need on a Debian 12 machine that has a Rust toolchain,
 # then builds the real runtimes the tests run against (Kokkos 3.4.01 from PyPI's
 # pykokkos-base sdist). Idempotent: a second run only checks.
+#
+#   bash tests/setup.sh          # everything the tests need
+#   bash tests/setup.sh --demo   # only what examples/run-demo.sh needs (apt packages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+demo=0
+[[ ${1:-} == --demo ]] && demo=1
 
 # clang + libomp-dev: LLVM 14's OpenMP runtime with OMPT (the default libomp.so.5);
 # clang-tools-14: clang-offload-bundler etc. for host offload with clang-14;
@@ -14,6 +20,9 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libopen-trace-format2-dev otf2-tools)
+# The demo builds kprof and Kokkos (cmake, make, g++; pip fetches the sdist's build
+# requirements) and runs the example.
+[[ $demo == 1 ]] && packages=(cmake make gcc g++ python3 python3-pip)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,6 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+[[ $demo == 1 ]] && exit 0
 
 # clang-19 and clang-tools-19 (clang-offload-packager), for host offload
 # (clang-19 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu) against the private

@@ -55,6 +55,18 @@ struct Vals {
     time: u64,
 }
 
+impl Vals {
+    /// Time per instance.
+    fn mean(self) -> Option<f64> {
+        (self.count > 0).then(|| self.time as f64 / self.count as f64)
+    }
+}
+
+fn mean_text(v: Option<Vals>) -> String {
+    v.and_then(Vals::mean)
+        .map_or("-".into(), crate::fmt::duration)
+}
+
 /// Every node by call path (each step: name, kind, device).
 fn index(tree: &[TreeNode], metric: Metric) -> BTreeMap<Vec<(String, String, String)>, Vals> {
     fn walk(
@@ -152,6 +164,15 @@ pub fn main(args: DiffArgs) -> Outcome {
     let mut s = String::new();
     let _ = writeln!(s, "kprof diff: A = {}", show(&pa));
     let _ = writeln!(s, "            B = {}", show(&pb));
+    if ra.program.executable != rb.program.executable {
+        let warning = format!(
+            "warning: A is a run of {}, B of {}: different programs (their nodes show as \
+             new and gone)",
+            ra.program.executable, rb.program.executable
+        );
+        eprintln!("kprof diff: {warning}");
+        let _ = writeln!(s, "{warning}");
+    }
     let run_delta = i128::from(rb.clock.duration_ns) - i128::from(ra.clock.duration_ns);
     let _ = writeln!(
         s,
@@ -179,6 +200,8 @@ pub fn main(args: DiffArgs) -> Outcome {
         ("A", Align::Right),
         ("B", Align::Right),
         ("count A -> B", Align::Right),
+        ("mean A -> B", Align::Right),
+        ("mean %", Align::Right),
         ("", Align::Left),
         ("path", Align::Left),
     ]);
@@ -201,6 +224,11 @@ pub fn main(args: DiffArgs) -> Outcome {
             c.a.map_or("-".into(), |v| dur(v.time)),
             c.b.map_or("-".into(), |v| dur(v.time)),
             format!("{} -> {}", count(c.a), count(c.b)),
+            format!("{} -> {}", mean_text(c.a), mean_text(c.b)),
+            match (c.a.and_then(Vals::mean), c.b.and_then(Vals::mean)) {
+                (Some(a), Some(b)) if a > 0.0 => rel_text(Some(100.0 * (b - a) / a)),
+                _ => "-".into(),
+            },
             status.into(),
             c.path.clone(),
         ]);

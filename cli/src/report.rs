@@ -1,9 +1,9 @@
 //! `kprof report`: readable tables from a profile.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use kprof_core::flat::{flatten, FlatRow};
 use kprof_core::report::{Report, TreeNode};
 use regex::Regex;
 use serde_json::{json, Value};
@@ -35,72 +35,10 @@ pub struct ReportArgs {
     /// Machine-readable rows as JSON on stdout (times in ns).
     #[arg(long)]
     pub json: bool,
-}
-
-/// One row of the flat profile: every node with the same name, kind and device.
-#[derive(Debug, Clone, Default)]
-struct Flat {
-    name: String,
-    kind: String,
-    device: String,
-    count: u64,
-    total: u64,
-    self_ns: u64,
-    min: u64,
-    max: u64,
-}
-
-impl Flat {
-    fn mean(&self) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            self.total as f64 / self.count as f64
-        }
-    }
-}
-
-fn device_of(n: &TreeNode) -> String {
-    match (&n.device, n.device_index, n.instance) {
-        (Some(d), Some(i), Some(inst)) if i != 0 || inst > 1 => format!("{d}[{i}:{inst}]"),
-        (Some(d), _, _) => d.clone(),
-        _ => String::new(),
-    }
-}
-
-/// Aggregates the tree by (name, kind, device). The inclusive time of a node nested
-/// in a node of the same key (recursion) is not added twice.
-fn flatten(tree: &[TreeNode]) -> Vec<Flat> {
-    fn walk(
-        nodes: &[TreeNode],
-        stack: &mut Vec<(String, String, String)>,
-        out: &mut BTreeMap<(String, String, String), Flat>,
-    ) {
-        for n in nodes {
-            let key = (n.name.clone(), n.kind.clone(), device_of(n));
-            let recursive = stack.contains(&key);
-            let f = out.entry(key.clone()).or_insert_with(|| Flat {
-                name: key.0.clone(),
-                kind: key.1.clone(),
-                device: key.2.clone(),
-                min: u64::MAX,
-                ..Default::default()
-            });
-            f.count += n.count;
-            if !recursive {
-                f.total += n.total_ns;
-            }
-            f.self_ns += n.self_ns;
-            f.min = f.min.min(n.min_ns);
-            f.max = f.max.max(n.max_ns);
-            stack.push(key);
-            walk(&n.children, stack, out);
-            stack.pop();
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(tree, &mut Vec::new(), &mut out);
-    out.into_values().collect()
+    /// Show the threads and how each team's work spread over its threads
+    /// (min/mean/max per thread, imbalance = max/mean).
+    #[arg(long, conflicts_with_all = ["tree", "csv", "json"])]
+    pub threads: bool,
 }
 
 fn sort_value(key: SortKey, total: u64, self_ns: u64, count: u64) -> u64 {
@@ -154,7 +92,13 @@ fn print_out(text: &str) {
 }
 
 fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<&Regex>) -> String {
-    let run = r.clock.duration_ns as f64;
+    // Times are summed over threads: shares are of all recorded threads' time.
+    let run = r.thread_time_ns() as f64;
+    if args.threads {
+        let mut s = header(r, path);
+        threads(&mut s, r, args.top.unwrap_or(20));
+        return s;
+    }
     if args.tree {
         let rows = tree_rows(&r.tree, args, filter);
         if args.csv || args.json {
@@ -163,9 +107,9 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
         let mut s = header(r, path);
         let _ = writeln!(
             s,
-            "\nCall-path tree (siblings by {}; % of the run's {})",
+            "\nCall-path tree (siblings by {}; % of {})",
             sort_name(sort_of(args)),
-            dur(r.clock.duration_ns)
+            thread_time(r)
         );
         let mut t = Table::new(&[
             ("total", Align::Right),
@@ -178,7 +122,25 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
             ("device", Align::Left),
             ("name", Align::Left),
         ]);
-        for (depth, _, n) in &rows {
+        for row in &rows {
+            let (depth, n) = match row {
+                Line::Node(depth, _, n) => (*depth, *n),
+                Line::More(depth, hidden, total) => {
+                    let what = if *hidden == 1 { "node" } else { "nodes" };
+                    t.row(vec![
+                        dur(*total),
+                        pct(*total as f64, run),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        format!("{}... {hidden} more {what} (--top)", "  ".repeat(*depth)),
+                    ]);
+                    continue;
+                }
+            };
             t.row(vec![
                 dur(n.total_ns),
                 pct(n.total_ns as f64, run),
@@ -187,8 +149,8 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
                 n.count.to_string(),
                 crate::fmt::duration(n.mean_ns),
                 n.kind.clone(),
-                device_of(n),
-                format!("{}{}", "  ".repeat(*depth), n.name),
+                n.device_label(),
+                format!("{}{}", "  ".repeat(depth), n.name),
             ]);
         }
         if t.len() == 0 {
@@ -204,8 +166,8 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
         flat.retain(|f| re.is_match(&f.name));
     }
     flat.sort_by(|a, b| {
-        sort_value(sort_of(args), b.total, b.self_ns, b.count)
-            .cmp(&sort_value(sort_of(args), a.total, a.self_ns, a.count))
+        sort_value(sort_of(args), b.total_ns, b.self_ns, b.count)
+            .cmp(&sort_value(sort_of(args), a.total_ns, a.self_ns, a.count))
             .then_with(|| a.name.cmp(&b.name))
     });
     let all = flat.len();
@@ -217,10 +179,10 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
     let mut s = header(r, path);
     let _ = writeln!(
         s,
-        "\nKernels and regions by {} (top {} of {all}; % of the run's {})",
+        "\nKernels and regions by {} (top {} of {all}; % of {})",
         sort_name(sort_of(args)),
         flat.len(),
-        dur(r.clock.duration_ns)
+        thread_time(r)
     );
     let mut t = Table::new(&[
         ("self", Align::Right),
@@ -240,11 +202,11 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
             dur(f.self_ns),
             pct(f.self_ns as f64, run),
             bar(f.self_ns as f64, run),
-            dur(f.total),
+            dur(f.total_ns),
             f.count.to_string(),
-            crate::fmt::duration(f.mean()),
-            dur(f.min),
-            dur(f.max),
+            crate::fmt::duration(f.mean_ns()),
+            dur(f.min_ns),
+            dur(f.max_ns),
             f.kind.clone(),
             f.device.clone(),
             f.name.clone(),
@@ -257,6 +219,95 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
     }
     sections(&mut s, r, top);
     s
+}
+
+/// The base of every share: `2 threads x 1.20 s`.
+fn thread_time(r: &Report) -> String {
+    let n = r.threads.len().max(1);
+    format!(
+        "{n} thread{} x {}",
+        if n == 1 { "" } else { "s" },
+        dur(r.clock.duration_ns)
+    )
+}
+
+/// The threads, and per team construct how its time spread over the threads.
+fn threads(s: &mut String, r: &Report, top: usize) {
+    let _ = writeln!(s, "\nThreads");
+    let mut t = Table::new(&[
+        ("index", Align::Right),
+        ("tid", Align::Right),
+        ("records", Align::Right),
+        ("name", Align::Left),
+    ]);
+    for th in &r.threads {
+        t.row(vec![
+            th.index.to_string(),
+            th.tid.to_string(),
+            th.records.to_string(),
+            th.name.clone(),
+        ]);
+    }
+    s.push_str(&t.render());
+
+    fn walk<'a>(
+        nodes: &'a [TreeNode],
+        path: &mut Vec<&'a str>,
+        out: &mut Vec<(String, &'a TreeNode)>,
+    ) {
+        for n in nodes {
+            path.push(&n.name);
+            if n.threads.is_some() {
+                out.push((path.join(" > "), n));
+            }
+            walk(&n.children, path, out);
+            path.pop();
+        }
+    }
+    let mut spread = Vec::new();
+    walk(&r.tree, &mut Vec::new(), &mut spread);
+    if spread.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nNo node carries per-thread totals (OpenMP constructs do)."
+        );
+        return;
+    }
+    // Worst first: the time lost to imbalance is max - mean per thread.
+    let lost = |n: &TreeNode| {
+        n.threads
+            .as_ref()
+            .map_or(0.0, |t| t.max_ns as f64 - t.mean_ns)
+    };
+    spread.sort_by(|a, b| lost(b.1).total_cmp(&lost(a.1)).then_with(|| a.0.cmp(&b.0)));
+    let _ = writeln!(
+        s,
+        "\nWork per thread (top {} of {} nodes by max - mean; imbalance = max/mean)",
+        spread.len().min(top),
+        spread.len()
+    );
+    let mut t = Table::new(&[
+        ("imbalance", Align::Right),
+        ("threads", Align::Right),
+        ("min", Align::Right),
+        ("mean", Align::Right),
+        ("max", Align::Right),
+        ("kind", Align::Left),
+        ("path", Align::Left),
+    ]);
+    for (path, n) in spread.iter().take(top) {
+        let Some(th) = &n.threads else { continue };
+        t.row(vec![
+            format!("{:.2}x", th.imbalance),
+            th.threads.to_string(),
+            dur(th.min_ns),
+            crate::fmt::duration(th.mean_ns),
+            dur(th.max_ns),
+            n.kind.clone(),
+            path.clone(),
+        ]);
+    }
+    s.push_str(&t.render());
 }
 
 fn header(r: &Report, path: &std::path::Path) -> String {
@@ -432,6 +483,15 @@ fn sections(s: &mut String, r: &Report, top: usize) {
             r.dropped_records
         );
     }
+    if !r.metadata.is_empty() {
+        let _ = writeln!(s, "\nMetadata");
+        let mut t = Table::new(&[("key", Align::Left), ("value", Align::Left)]);
+        for (k, v) in &r.metadata {
+            t.row(vec![k.clone(), v.clone()]);
+        }
+        s.push_str(&t.render());
+    }
+    let _ = writeln!(s, "\n{}", kprof_core::summary::self_cost_line(&r.kprof));
 }
 
 /// A counter value: integers as such, others with up to 6 significant digits.
@@ -444,12 +504,16 @@ fn num(v: f64) -> String {
     }
 }
 
-/// Tree rows in display order: (depth, path, node).
-fn tree_rows<'a>(
-    tree: &'a [TreeNode],
-    args: &ReportArgs,
-    filter: Option<&Regex>,
-) -> Vec<(usize, Vec<&'a str>, &'a TreeNode)> {
+/// A line of the tree view.
+enum Line<'a> {
+    /// (depth, path, node).
+    Node(usize, Vec<&'a str>, &'a TreeNode),
+    /// Siblings that `--top` hid: (depth, how many, their total time).
+    More(usize, usize, u64),
+}
+
+/// Tree lines in display order.
+fn tree_rows<'a>(tree: &'a [TreeNode], args: &ReportArgs, filter: Option<&Regex>) -> Vec<Line<'a>> {
     fn matches(n: &TreeNode, re: &Regex) -> bool {
         re.is_match(&n.name) || n.children.iter().any(|c| matches(c, re))
     }
@@ -459,7 +523,7 @@ fn tree_rows<'a>(
         path: &mut Vec<&'a str>,
         args: &ReportArgs,
         filter: Option<&Regex>,
-        out: &mut Vec<(usize, Vec<&'a str>, &'a TreeNode)>,
+        out: &mut Vec<Line<'a>>,
     ) {
         let mut sorted: Vec<&TreeNode> = nodes
             .iter()
@@ -473,12 +537,19 @@ fn tree_rows<'a>(
                 .cmp(&sort_value(sort_of(args), a.total_ns, a.self_ns, a.count))
                 .then_with(|| a.name.cmp(&b.name))
         });
+        let mut hidden = (0, 0);
         if let Some(top) = args.top {
-            sorted.truncate(top);
+            if sorted.len() > top {
+                hidden = (
+                    sorted.len() - top,
+                    sorted[top..].iter().map(|n| n.total_ns).sum::<u64>(),
+                );
+                sorted.truncate(top);
+            }
         }
         for n in sorted {
             path.push(&n.name);
-            out.push((depth, path.clone(), n));
+            out.push(Line::Node(depth, path.clone(), n));
             // Below a matching node, show its whole subtree.
             let sub = match filter {
                 Some(re) if re.is_match(&n.name) => None,
@@ -487,13 +558,16 @@ fn tree_rows<'a>(
             walk(&n.children, depth + 1, path, args, sub, out);
             path.pop();
         }
+        if hidden.0 > 0 {
+            out.push(Line::More(depth, hidden.0, hidden.1));
+        }
     }
     let mut out = Vec::new();
     walk(tree, 0, &mut Vec::new(), args, filter, &mut out);
     out
 }
 
-fn flat_machine(flat: &[Flat], run: f64, csv: bool) -> String {
+fn flat_machine(flat: &[FlatRow], run: f64, csv: bool) -> String {
     if csv {
         let mut s = String::from(
             "name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns,self_pct\n",
@@ -506,11 +580,11 @@ fn flat_machine(flat: &[Flat], run: f64, csv: bool) -> String {
                 f.kind,
                 csv_field(&f.device),
                 f.count,
-                f.total,
+                f.total_ns,
                 f.self_ns,
-                f.mean(),
-                f.min,
-                f.max,
+                f.mean_ns(),
+                f.min_ns,
+                f.max_ns,
                 if run > 0.0 {
                     100.0 * f.self_ns as f64 / run
                 } else {
@@ -524,15 +598,22 @@ fn flat_machine(flat: &[Flat], run: f64, csv: bool) -> String {
             .iter()
             .map(|f| {
                 json!({"name": f.name, "kind": f.kind, "device": f.device, "count": f.count,
-                       "total_ns": f.total, "self_ns": f.self_ns, "mean_ns": f.mean(),
-                       "min_ns": f.min, "max_ns": f.max})
+                       "total_ns": f.total_ns, "self_ns": f.self_ns, "mean_ns": f.mean_ns(),
+                       "min_ns": f.min_ns, "max_ns": f.max_ns})
             })
             .collect();
         serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n"
     }
 }
 
-fn tree_machine(rows: &[(usize, Vec<&str>, &TreeNode)], csv: bool) -> String {
+fn tree_machine(lines: &[Line], csv: bool) -> String {
+    let rows: Vec<(usize, &Vec<&str>, &TreeNode)> = lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Node(depth, path, n) => Some((*depth, path, *n)),
+            Line::More(..) => None,
+        })
+        .collect();
     if csv {
         let mut s = String::from(
             "path,depth,name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns\n",
@@ -544,7 +625,7 @@ fn tree_machine(rows: &[(usize, Vec<&str>, &TreeNode)], csv: bool) -> String {
                 csv_field(&path.join(";")),
                 csv_field(&n.name),
                 n.kind,
-                csv_field(&device_of(n)),
+                csv_field(&n.device_label()),
                 n.count,
                 n.total_ns,
                 n.self_ns,
@@ -559,7 +640,7 @@ fn tree_machine(rows: &[(usize, Vec<&str>, &TreeNode)], csv: bool) -> String {
             .iter()
             .map(|(depth, path, n)| {
                 json!({"path": path, "depth": depth, "name": n.name, "kind": n.kind,
-                       "device": device_of(n), "count": n.count, "total_ns": n.total_ns,
+                       "device": n.device_label(), "count": n.count, "total_ns": n.total_ns,
                        "self_ns": n.self_ns, "mean_ns": n.mean_ns, "min_ns": n.min_ns,
                        "max_ns": n.max_ns})
             })

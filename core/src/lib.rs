@@ -17,6 +17,7 @@ pub mod csv_out;
 pub mod devices;
 pub mod events;
 pub mod ffi;
+pub mod flat;
 pub mod intern;
 pub mod lifecycle;
 pub mod output;

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::flat::flatten;
 use crate::report::{Report, SelfCost, TreeNode};
 
 /// Longest name shown in a table (full names are in the files).
@@ -47,36 +48,6 @@ fn short(name: &str) -> String {
     }
 }
 
-/// One row of the flat profile: all tree nodes of one (name, kind, device).
-#[derive(Default)]
-struct Flat {
-    count: u64,
-    total: u64,
-    self_ns: u64,
-    min: u64,
-    max: u64,
-}
-
-fn flatten(nodes: &[TreeNode], out: &mut BTreeMap<(String, String, String), Flat>) {
-    for n in nodes {
-        let key = (
-            n.name.clone(),
-            n.kind.clone(),
-            n.device.clone().unwrap_or_default(),
-        );
-        let f = out.entry(key).or_insert(Flat {
-            min: u64::MAX,
-            ..Flat::default()
-        });
-        f.count += n.count;
-        f.total += n.total_ns;
-        f.self_ns += n.self_ns;
-        f.min = f.min.min(n.min_ns);
-        f.max = f.max.max(n.max_ns);
-        flatten(&n.children, out);
-    }
-}
-
 /// Renders the summary. `dir` is where the files went (None if they could not be
 /// written); `traces` are the trace files written.
 pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) -> String {
@@ -96,63 +67,71 @@ pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) ->
         r.clock.source
     );
 
-    let mut flat = BTreeMap::new();
-    flatten(&r.tree, &mut flat);
-    let (fences, work): (Vec<_>, Vec<_>) =
-        flat.into_iter().partition(|((_, k, _), _)| k == "fence");
-    let mut work: Vec<_> = work.into_iter().collect();
-    work.sort_by(|a, b| b.1.self_ns.cmp(&a.1.self_ns).then_with(|| a.0.cmp(&b.0)));
+    // Times are summed over threads: shares are of all recorded threads' time
+    // together, so that none exceeds 100%.
+    let thread_time = r.thread_time_ns() as f64;
+    let (fences, mut work): (Vec<_>, Vec<_>) = flatten(&r.tree)
+        .into_iter()
+        .partition(|f| f.kind == "fence");
+    work.sort_by(|a, b| {
+        b.self_ns
+            .cmp(&a.self_ns)
+            .then_with(|| (&a.name, &a.kind, &a.device).cmp(&(&b.name, &b.kind, &b.device)))
+    });
     if work.is_empty() {
         let _ = writeln!(s, "No kernels or regions were recorded.");
     } else {
         let _ = writeln!(
             s,
-            "\nTop {} of {} kernels/regions by exclusive time:",
+            "\nTop {} of {} kernels/regions by exclusive time (%thr: share of {} thread{} x {}):",
             top.min(work.len()),
-            work.len()
+            work.len(),
+            r.threads.len().max(1),
+            if r.threads.len() > 1 { "s" } else { "" },
+            duration(run)
         );
         let _ = writeln!(
             s,
             "{:>11} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11}  {:<15} {:<8} name",
-            "self", "%run", "count", "total", "mean", "min", "max", "kind", "device"
+            "self", "%thr", "count", "total", "mean", "min", "max", "kind", "device"
         );
-        for ((name, kind, dev), f) in work.iter().take(top) {
+        for f in work.iter().take(top) {
             let _ = writeln!(
                 s,
                 "{:>11} {:>5.1}% {:>9} {:>11} {:>11} {:>11} {:>11}  {:<15} {:<8} {}",
                 duration(f.self_ns as f64),
-                100.0 * f.self_ns as f64 / run,
+                100.0 * f.self_ns as f64 / thread_time,
                 f.count,
-                duration(f.total as f64),
-                duration(f.total as f64 / f.count.max(1) as f64),
-                duration(f.min as f64),
-                duration(f.max as f64),
-                kind,
-                dev,
-                short(name)
+                duration(f.total_ns as f64),
+                duration(f.mean_ns()),
+                duration(f.min_ns as f64),
+                duration(f.max_ns as f64),
+                f.kind,
+                f.device,
+                short(&f.name)
             );
         }
     }
 
     if !fences.is_empty() {
-        let mut fences: Vec<_> = fences.into_iter().collect();
-        fences.sort_by_key(|f| std::cmp::Reverse(f.1.total));
-        let n: u64 = fences.iter().map(|f| f.1.count).sum();
-        let t: u64 = fences.iter().map(|f| f.1.total).sum();
+        let mut fences = fences;
+        fences.sort_by_key(|f| std::cmp::Reverse(f.total_ns));
+        let n: u64 = fences.iter().map(|f| f.count).sum();
+        let t: u64 = fences.iter().map(|f| f.total_ns).sum();
         let _ = writeln!(
             s,
-            "\nFences: {n} in {} ({:.1}% of the run):",
+            "\nFences: {n} in {} ({:.1}% of thread time):",
             duration(t as f64),
-            100.0 * t as f64 / run
+            100.0 * t as f64 / thread_time
         );
-        for ((name, _, dev), f) in fences.iter().take(top) {
+        for f in fences.iter().take(top) {
             let _ = writeln!(
                 s,
                 "{:>11} {:>9}x  {:<8} {}",
-                duration(f.total as f64),
+                duration(f.total_ns as f64),
                 f.count,
-                dev,
-                short(name)
+                f.device,
+                short(&f.name)
             );
         }
     }
@@ -250,7 +229,7 @@ pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) ->
 
 /// One line of what kprof cost: its records, buffer memory (and the kernel's time
 /// to provide it) and its writer's CPU time.
-fn self_cost_line(c: &SelfCost) -> String {
+pub fn self_cost_line(c: &SelfCost) -> String {
     format!(
         "kprof itself: {} records ({}) in {} of buffers ({} huge-page and {} \
          small-page blocks, {} to fault in), writer thread {} CPU",

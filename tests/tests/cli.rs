@@ -326,7 +326,7 @@ fn report_tables_match_the_profile() {
         "program: app (pid 1000, host node0, rank 0)".into(),
         "run: 4.00 ms (clock tsc), 1 thread, plugins: kokkos".into(),
         "".into(),
-        "Kernels and regions by self time (top 3 of 3; % of the run's 4.00 ms)".into(),
+        "Kernels and regions by self time (top 3 of 3; % of 1 thread x 4.00 ms)".into(),
         "self % total count mean min max kind device name".into(),
         "900.00 us 22.5% ##### 900.00 us 10 90.00 us 80.00 us 100.00 us parallel_for OpenMP axpy"
             .into(),
@@ -345,6 +345,14 @@ fn report_tables_match_the_profile() {
         "Events".into(),
         "count name".into(),
         "2 checkpoint".into(),
+        "".into(),
+        "Metadata".into(),
+        "key value".into(),
+        "Kokkos Version 4.6.1".into(),
+        "".into(),
+        "kprof itself: 1000 records (15.62 KiB) in 2.00 MiB of buffers (1 huge-page and 0 \
+         small-page blocks, 100.00 us to fault in), writer thread 2.00 ms CPU"
+            .into(),
     ];
     assert_eq!(lines, expect, "\n{text}");
     // Aligned columns: every name starts where the header's "name" does.
@@ -360,7 +368,7 @@ fn report_tables_match_the_profile() {
     let l = squeeze(&stdout(&o));
     assert_eq!(
         l[4],
-        "Kernels and regions by total time (top 1 of 3; % of the run's 4.00 ms)"
+        "Kernels and regions by total time (top 1 of 3; % of 1 thread x 4.00 ms)"
     );
     assert!(l[6].ends_with("region solve"), "{}", l[6]);
     assert_eq!(l[7], "");
@@ -371,7 +379,7 @@ fn report_tables_match_the_profile() {
     assert_eq!(
         &l[4..],
         [
-            "Call-path tree (siblings by total time; % of the run's 4.00 ms)",
+            "Call-path tree (siblings by total time; % of 1 thread x 4.00 ms)",
             "total % self count mean kind device name",
             "1.00 ms 25.0% ##### 100.00 us 1 1.00 ms region solve",
             "900.00 us 22.5% ##### 900.00 us 10 90.00 us parallel_for OpenMP axpy",
@@ -457,6 +465,71 @@ fn report_of_a_real_run() {
         text.contains(&format!("run: {} (clock ", dur(run_ns))),
         "{text}"
     );
+}
+
+/// The summary's row of `name` (the first table), columns squeezed.
+fn summary_row(summary: &str, name: &str) -> String {
+    squeeze(summary)
+        .into_iter()
+        .find(|l| l.ends_with(&format!(" {name}")) && l.contains('%'))
+        .unwrap_or_else(|| panic!("no {name} row in the summary:\n{summary}"))
+}
+
+#[test]
+fn summary_and_report_agree_on_recursive_regions() {
+    let dir = scratch("cli_recursive");
+    let bin = compile_with_core(
+        &[&test_file("cli/recursive.c")],
+        &dir.join("recursive"),
+        &[],
+    );
+    let o = run(kprof_cmd(&dir, &["run", "-q", "-o", "r", "--"]).arg(&bin));
+    assert_ok(&o);
+    let p = read_profile(&dir.join("r"));
+    // fib(6) opens 25 fib instances, nested up to 6 deep.
+    let mut count = 0;
+    let mut outer_total = 0;
+    let mut min = u64::MAX;
+    let mut max = 0;
+    let mut instance_sum = 0;
+    for (path, n) in nodes(&p) {
+        if path.last().map(String::as_str) == Some("fib") {
+            count += u(&n["count"]);
+            instance_sum += u(&n["total_ns"]);
+            min = min.min(u(&n["min_ns"]));
+            max = max.max(u(&n["max_ns"]));
+            if path.len() == 2 {
+                outer_total = u(&n["total_ns"]);
+            }
+        }
+    }
+    assert_eq!(count, 25);
+    let mean = instance_sum as f64 / count as f64;
+    assert!(
+        min as f64 <= mean && mean <= max as f64,
+        "{min} {mean} {max}"
+    );
+    // Both show: total = the outermost instance (time inside fib, counted once),
+    // mean over all 25 instances, min and max over all.
+    let (total, mean, min, max) = (
+        dur(outer_total as f64),
+        dur(mean),
+        dur(min as f64),
+        dur(max as f64),
+    );
+    let expect = format!("25 {total} {mean} {min} {max} user_region");
+    let summary = summary_row(&stderr(&o), "fib");
+    assert!(summary.contains(&expect), "{summary:?} lacks {expect:?}");
+    let expect = format!("{total} 25 {mean} {min} {max} user_region");
+    let o = run(&mut kprof_cmd(&dir, &["report", "r"]));
+    assert_ok(&o);
+    let report = squeeze(&stdout(&o))
+        .into_iter()
+        .find(|l| l.ends_with("user_region fib"))
+        .unwrap_or_else(|| panic!("no fib row:\n{}", stdout(&o)));
+    assert!(report.contains(&expect), "{report:?} lacks {expect:?}");
+    // No share above 100% of the thread's time.
+    assert!(outer_total <= u(&p["clock"]["duration_ns"]));
 }
 
 #[test]
@@ -554,12 +627,18 @@ fn diff_finds_a_real_change_and_no_change_in_identical_profiles() {
         .iter()
         .find(|r| r.ends_with(" main loop"))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(region.ends_with(" 1 -> 1 main loop"), "{text}");
+    assert!(region.contains(" 1 -> 1 "), "{text}");
+    assert!(!text.contains("different programs"), "{text}");
+    // Totals, then the mean per instance beside them.
+    let (ma, mb) = (ka as f64 / 3.0, kb as f64 / 12.0);
     let kernel_row = format!(
-        "{:+.1}% {} {} 3 -> 12 main loop / kernel",
+        "{:+.1}% {} {} 3 -> 12 {} -> {} {:+.1}% main loop / kernel",
         100.0 * (kb as f64 - ka as f64) / ka as f64,
         dur(ka as f64),
-        dur(kb as f64)
+        dur(kb as f64),
+        dur(ma),
+        dur(mb),
+        100.0 * (mb - ma) / ma
     );
     let kernel = rows
         .iter()
@@ -626,10 +705,46 @@ fn diff_finds_a_real_change_and_no_change_in_identical_profiles() {
     assert_ok(&o);
     let l = squeeze(&stdout(&o));
     assert!(
-        l.contains(&"+500.00 us - - 500.00 us - -> 1 new io".to_string()),
+        l.contains(&"+500.00 us - - 500.00 us - -> 1 - -> 500.00 us - new io".to_string()),
         "{}",
         stdout(&o)
     );
+
+    // Runs of different programs: said once, on stderr and in the text.
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let mut p: Value = read_profile(&fixture(1));
+    p["program"]["executable"] = "solver2".into();
+    std::fs::write(other.join("profile.json"), p.to_string()).unwrap();
+    let o = run(kprof_cmd(&dir, &["diff"]).arg(fixture(0)).arg(&other));
+    assert_ok(&o);
+    let warning = "warning: A is a run of app, B of solver2: different programs";
+    assert!(stdout(&o).contains(warning), "{}", stdout(&o));
+    assert!(stderr(&o).contains(warning), "{}", stderr(&o));
+}
+
+#[test]
+fn report_tree_says_what_top_hides_and_shows_threads() {
+    let dir = scratch("cli_report_more");
+    // Rank 2 has two roots (solve, io): --top 1 shows one and says what is hidden.
+    let o = run(kprof_cmd(&dir, &["report", "--tree", "--top", "1"]).arg(fixture(2)));
+    assert_ok(&o);
+    let l = squeeze(&stdout(&o));
+    assert!(
+        l.contains(&"1.00 ms 16.7% ... 1 more node (--top)".to_string()),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(kprof_cmd(&dir, &["report", "--threads"]).arg(fixture(0)));
+    assert_ok(&o);
+    let text = stdout(&o);
+    let l = squeeze(&text);
+    let at = l
+        .iter()
+        .position(|x| x == "Threads")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(l[at + 1], "index tid records name", "{text}");
+    assert!(text.contains("No node carries per-thread totals"), "{text}");
 }
 
 // ---------------------------------------------------------------- merge

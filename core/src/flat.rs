@@ -1,0 +1,166 @@
+//! The flat profile: the call-path tree aggregated by (name, kind, device), the view
+//! that the summary and `kprof report` both show, so that they cannot disagree.
+
+use std::collections::BTreeMap;
+
+use crate::report::{Report, TreeNode};
+
+/// One row: every tree node with the same name, kind and device label.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FlatRow {
+    /// Name.
+    pub name: String,
+    /// Kind (`parallel_for`, `region`, ...).
+    pub kind: String,
+    /// Device label (`TreeNode::device_label`), empty for none.
+    pub device: String,
+    /// Instances, nested ones included.
+    pub count: u64,
+    /// Inclusive time inside this name: a recursive instance (nested in one of the
+    /// same key) is inside its outer one already and is not added again, so this
+    /// never exceeds the time the threads spent there.
+    pub total_ns: u64,
+    /// Sum of every instance's own duration, nested ones included: the base of the
+    /// mean, which then lies between `min_ns` and `max_ns` even under recursion.
+    pub instance_ns: u64,
+    /// Exclusive time (never counted twice).
+    pub self_ns: u64,
+    /// Shortest instance.
+    pub min_ns: u64,
+    /// Longest instance.
+    pub max_ns: u64,
+}
+
+impl FlatRow {
+    /// Mean duration of one instance.
+    pub fn mean_ns(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.instance_ns as f64 / self.count as f64
+        }
+    }
+}
+
+impl TreeNode {
+    /// The device as shown in tables: the back end, with `[device:instance]` when
+    /// either is not the default.
+    pub fn device_label(&self) -> String {
+        match (&self.device, self.device_index, self.instance) {
+            (Some(d), Some(i), Some(inst)) if i != 0 || inst > 1 => format!("{d}[{i}:{inst}]"),
+            (Some(d), _, _) => d.clone(),
+            _ => String::new(),
+        }
+    }
+}
+
+impl Report {
+    /// The time all recorded threads together had: the run's duration times the
+    /// threads that recorded (at least one). Times summed over threads are shown as
+    /// shares of this, so that no share exceeds 100%.
+    pub fn thread_time_ns(&self) -> u64 {
+        self.clock
+            .duration_ns
+            .max(1)
+            .saturating_mul(self.threads.len().max(1) as u64)
+    }
+}
+
+/// Aggregates `tree` by (name, kind, device label), rows in key order.
+pub fn flatten(tree: &[TreeNode]) -> Vec<FlatRow> {
+    type Key = (String, String, String);
+    fn walk(nodes: &[TreeNode], open: &mut Vec<Key>, out: &mut BTreeMap<Key, FlatRow>) {
+        for n in nodes {
+            let key = (n.name.clone(), n.kind.clone(), n.device_label());
+            let recursive = open.contains(&key);
+            let f = out.entry(key.clone()).or_insert_with(|| FlatRow {
+                name: key.0.clone(),
+                kind: key.1.clone(),
+                device: key.2.clone(),
+                min_ns: u64::MAX,
+                ..Default::default()
+            });
+            f.count += n.count;
+            if !recursive {
+                f.total_ns += n.total_ns;
+            }
+            f.instance_ns += n.total_ns;
+            f.self_ns += n.self_ns;
+            f.min_ns = f.min_ns.min(n.min_ns);
+            f.max_ns = f.max_ns.max(n.max_ns);
+            open.push(key);
+            walk(&n.children, open, out);
+            open.pop();
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(tree, &mut Vec::new(), &mut out);
+    out.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, total: u64, self_ns: u64, count: u64, children: Vec<TreeNode>) -> TreeNode {
+        TreeNode {
+            name: name.into(),
+            kind: "user_region".into(),
+            device: None,
+            device_index: None,
+            instance: None,
+            count,
+            total_ns: total,
+            self_ns,
+            min_ns: total / count,
+            max_ns: total / count,
+            mean_ns: total as f64 / count as f64,
+            stddev_ns: 0.0,
+            threads: None,
+            args: BTreeMap::new(),
+            children,
+        }
+    }
+
+    #[test]
+    fn recursion_is_counted_once_in_the_total_and_fully_in_the_mean() {
+        // fib(3) -> fib(2) -> fib(1): 300 ns, 200 ns, 100 ns; 100 ns self each.
+        let tree = vec![node(
+            "fib",
+            300,
+            100,
+            1,
+            vec![node(
+                "fib",
+                200,
+                100,
+                1,
+                vec![node("fib", 100, 100, 1, vec![])],
+            )],
+        )];
+        let rows = flatten(&tree);
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!(
+            (r.count, r.total_ns, r.self_ns, r.instance_ns),
+            (3, 300, 300, 600)
+        );
+        assert_eq!((r.min_ns, r.max_ns), (100, 300));
+        assert_eq!(r.mean_ns(), 200.0);
+        assert!(r.mean_ns() >= r.min_ns as f64 && r.mean_ns() <= r.max_ns as f64);
+    }
+
+    #[test]
+    fn siblings_of_one_name_add_up() {
+        let tree = vec![
+            node("a", 10, 10, 1, vec![]),
+            node("b", 50, 30, 2, vec![node("a", 20, 20, 2, vec![])]),
+        ];
+        let rows = flatten(&tree);
+        let a = rows.iter().find(|r| r.name == "a").unwrap();
+        assert_eq!(
+            (a.count, a.total_ns, a.instance_ns, a.self_ns),
+            (3, 30, 30, 30)
+        );
+    }
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The one command that runs kprof's tests on a Debian 12 machine with a Rust toolchain:
+# installs what the tests need and builds the real runtimes they run against
+# (tests/setup.sh, idempotent), then runs every test in release mode and prints one
+# closing line with the totals of every test binary.
+#
+#   bash tests/test.sh [extra cargo test arguments, e.g. -- openmp]
+#
+# KPROF_REQUIRE_ALL_TESTS=1 turns a skipped real-runtime test into a failure (CI sets it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+
+echo "== setup (tests/setup.sh)"
+bash tests/setup.sh
+
+echo "== cargo test --release --workspace $*"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --release --workspace "$@" 2>&1 | tee "$log" || status=$?
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
