@@ -14,8 +14,16 @@ use object::Endianness;
 pub struct Models {
     /// Kokkos (shared libkokkoscore or static).
     pub kokkos: bool,
-    /// An OpenMP runtime.
+    /// An OpenMP runtime with a tool interface (LLVM's libomp, Intel's libiomp5, or
+    /// GCC's libgomp name resolving to libomp).
     pub openmp: bool,
+    /// GCC's own libgomp, which has no OpenMP tool interface: its OpenMP constructs
+    /// cannot be measured.
+    pub gomp_only: bool,
+    /// Kokkos reads `KOKKOS_TOOLS_LIBS` (3.5 and later; the string is in its data).
+    /// Kokkos 3.4 reads only `KOKKOS_PROFILE_LIBRARY`, which later versions still
+    /// read but warn about.
+    pub kokkos_tools_libs: bool,
     /// An OpenACC runtime.
     pub openacc: bool,
     /// RAJA (shared libRAJA; a static RAJA is not detected: give --raja).
@@ -33,6 +41,8 @@ struct ElfInfo {
     runpath: Vec<String>,
     rpath: Vec<String>,
     static_kokkos: bool,
+    /// The string `KOKKOS_TOOLS_LIBS` is in its data (Kokkos >= 3.5).
+    tools_libs: bool,
     goacc: bool,
 }
 
@@ -76,8 +86,11 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
             }
         }
     }
-    // A stripped program: Kokkos reads these variables to load its tools.
-    if !info.static_kokkos {
+    // The variables Kokkos reads to load its tools: in a stripped program the sign
+    // of a static Kokkos, and `KOKKOS_TOOLS_LIBS` tells a Kokkos >= 3.5. Scanned only
+    // where Kokkos may be (the cost is a pass over the file's data).
+    let scan = info.static_kokkos || !info.needed.iter().any(|n| n.starts_with("libkokkoscore."));
+    if scan {
         for section in sections.iter() {
             if section.sh_type(endian) != elf::SHT_PROGBITS {
                 continue;
@@ -85,7 +98,9 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
             if let Ok(bytes) = section.data(endian, data) {
                 if contains(bytes, b"KOKKOS_PROFILE_LIBRARY") {
                     info.static_kokkos = true;
-                    break;
+                }
+                if contains(bytes, b"KOKKOS_TOOLS_LIBS") {
+                    info.tools_libs = true;
                 }
             }
         }
@@ -165,8 +180,13 @@ fn resolve(name: &str, info: &ElfInfo, origin: &Path, system: &[PathBuf]) -> Opt
     dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
-fn classify(name: &str, models: &mut Models, via: &str, goacc: bool) {
+fn classify(name: &str, resolved: Option<&Path>, models: &mut Models, via: &str, goacc: bool) {
     let base = name.rsplit('/').next().unwrap_or(name);
+    // GCC-built programs run on libomp through a libgomp.so.1 -> libomp.so.5 link.
+    let real = resolved
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
+    let gomp_is_libomp = real.as_deref().is_some_and(|r| r.starts_with("libomp."));
     let why = |what: &str| format!("{what}: links {base}{via}");
     if base.starts_with("libkokkoscore.") {
         if !models.kokkos {
@@ -179,10 +199,19 @@ fn classify(name: &str, models: &mut Models, via: &str, goacc: bool) {
         }
         models.openmp = true;
     } else if base.starts_with("libgomp.") {
-        if !models.openmp {
-            models.reasons.push(why("openmp"));
+        if gomp_is_libomp {
+            if !models.openmp {
+                models
+                    .reasons
+                    .push(format!("openmp: links {base}{via}, which is LLVM's libomp"));
+            }
+            models.openmp = true;
+        } else if !models.gomp_only {
+            models.reasons.push(format!(
+                "openmp: links {base}{via}, GCC's OpenMP runtime, which has no tool interface"
+            ));
+            models.gomp_only = true;
         }
-        models.openmp = true;
         if goacc && !models.openacc {
             models.reasons.push(format!(
                 "openacc: links {base}{via} and calls its OpenACC entry points"
@@ -208,12 +237,6 @@ fn classify(name: &str, models: &mut Models, via: &str, goacc: bool) {
 pub fn detect(program: &Path) -> Result<Models, String> {
     let top = read_elf(program)?;
     let mut models = Models::default();
-    if top.static_kokkos {
-        models.kokkos = true;
-        models
-            .reasons
-            .push("kokkos: built into the program (Kokkos symbols)".into());
-    }
     let system = system_dirs();
     let mut seen = BTreeSet::new();
     // (name, needed by, its ELF info's search paths, origin)
@@ -231,18 +254,23 @@ pub fn detect(program: &Path) -> Result<Models, String> {
         if !seen.insert(name.clone()) {
             continue;
         }
-        classify(&name, &mut models, &via, goacc);
+        let path = resolve(&name, &parent, &origin, &system);
+        classify(&name, path.as_deref(), &mut models, &via, goacc);
         if depth >= 3 || name.starts_with("libc.") || name.starts_with("ld-linux") {
             continue;
         }
-        let Some(path) = resolve(&name, &parent, &origin, &system) else {
+        let Some(path) = path else {
             continue;
         };
         let Ok(info) = read_elf(&path) else {
             continue;
         };
+        if name.starts_with("libkokkoscore.") {
+            models.kokkos_tools_libs |= info.tools_libs;
+        }
         if info.static_kokkos && !models.kokkos && !name.starts_with("libkprof") {
             models.kokkos = true;
+            models.kokkos_tools_libs = info.tools_libs;
             models
                 .reasons
                 .push(format!("kokkos: built into {name}{via}"));
@@ -262,19 +290,48 @@ pub fn detect(program: &Path) -> Result<Models, String> {
             ));
         }
     }
+    // A program linked with a shared Kokkos defines some of Kokkos' inline
+    // functions itself: only without a libkokkoscore is Kokkos built in.
+    if top.static_kokkos && !models.kokkos {
+        models.kokkos = true;
+        models.kokkos_tools_libs = top.tools_libs;
+        models
+            .reasons
+            .insert(0, "kokkos: built into the program (Kokkos symbols)".into());
+    }
     Ok(models)
 }
 
-/// The file `program` names: a path, or looked up in PATH like a shell would.
-pub fn find_program(program: &str) -> Option<PathBuf> {
+/// The file `program` names: a path, or looked up in PATH like a shell would. The
+/// error is what a shell would say, as one line.
+pub fn find_program(program: &str) -> Result<PathBuf, String> {
+    let check = |p: PathBuf| -> Result<PathBuf, String> {
+        match std::fs::metadata(&p) {
+            Err(_) => Err(format!("{program}: no such file")),
+            Ok(m) if m.is_dir() => Err(format!("{program}: is a directory, not a program")),
+            Ok(_) if !is_executable(&p) => {
+                Err(format!("{program}: permission denied (not executable)"))
+            }
+            Ok(_) => Ok(p),
+        }
+    };
     if program.contains('/') {
-        let p = PathBuf::from(program);
-        return p.is_file().then_some(p);
+        return check(PathBuf::from(program));
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+    let not_found = || format!("{program}: command not found");
+    let path = std::env::var_os("PATH").ok_or_else(not_found)?;
+    let candidates: Vec<PathBuf> = std::env::split_paths(&path)
         .map(|d| d.join(program))
-        .find(|p| is_executable(p))
+        .filter(|p| p.is_file())
+        .collect();
+    match candidates.iter().find(|p| is_executable(p)) {
+        Some(p) => Ok(p.clone()),
+        // Only files without the execute bit: say so, as a shell does.
+        None => match candidates.into_iter().next() {
+            Some(p) => check(p),
+            None => Err(not_found()),
+        },
+    }
 }
 
 fn is_executable(p: &Path) -> bool {

@@ -30,7 +30,7 @@ pub struct DiffArgs {
     /// Compare inclusive (total) or exclusive (self) time.
     #[arg(long, value_enum, default_value = "total")]
     pub metric: Metric,
-    /// Rows to show (default 30).
+    /// Rows to show.
     #[arg(long, value_name = "N", default_value_t = 30)]
     pub top: usize,
     /// Show the nodes below the threshold too.

@@ -284,7 +284,11 @@ pub fn main(args: MergeArgs) -> Outcome {
     let path = args.output.join("profile.json");
     let text = serde_json::to_string_pretty(&merged)? + "\n";
     std::fs::write(&path, text).map_err(|e| Failure(format!("{}: {e}", show(&path))))?;
-    eprintln!("kprof merge: {} ({} ranks)", show(&path), reports.len());
+    eprintln!(
+        "kprof merge: {} ({})",
+        show(&path),
+        ranks_text(reports.len())
+    );
 
     if !args.no_trace {
         let traces: Vec<(u64, &Path, PathBuf)> = reports
@@ -302,7 +306,7 @@ pub fn main(args: MergeArgs) -> Outcome {
             }
             let out = args.output.join("trace.pftrace");
             crate::pftrace::merge(&traces, &out)?;
-            eprintln!("kprof merge: {} ({} ranks)", show(&out), traces.len());
+            eprintln!("kprof merge: {} ({})", show(&out), ranks_text(traces.len()));
         }
     }
     Ok(0)
@@ -316,4 +320,9 @@ fn trace_of(dir: &Path, _r: &Report) -> PathBuf {
             .map(|p| p.join("trace.pftrace"))
             .unwrap_or_default()
     }
+}
+
+/// `1 rank`, `3 ranks`.
+pub fn ranks_text(n: usize) -> String {
+    format!("{n} rank{}", if n == 1 { "" } else { "s" })
 }

@@ -741,7 +741,12 @@ fn render_merged(
     }
     let mut s = String::new();
     let ranks = v["ranks"].as_array().map(Vec::len).unwrap_or(0);
-    let _ = writeln!(s, "kprof report: {} (merged, {ranks} ranks)", show(path));
+    let _ = writeln!(
+        s,
+        "kprof report: {} (merged, {})",
+        show(path),
+        crate::merge::ranks_text(ranks as usize)
+    );
     let d = &v["duration_ns"];
     let _ = writeln!(
         s,

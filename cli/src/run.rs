@@ -30,7 +30,7 @@ pub struct RunArgs {
     /// Timeline traces: comma list of perfetto, json, otf2 (KPROF_TRACE).
     #[arg(long, value_name = "FORMATS")]
     pub trace: Option<String>,
-    /// Output directory (KPROF_OUTPUT_DIR). Default: kprof-<program>-<pid of kprof>.
+    /// Output directory (KPROF_OUTPUT_DIR). Default: kprof-<program>-<pid of the program>.
     /// An existing directory is never reused: .1, .2, ... is appended.
     #[arg(short, long, value_name = "DIR")]
     pub output: Option<String>,
@@ -154,6 +154,39 @@ fn install_forwarding() {
     }
 }
 
+/// Where the program's files go.
+enum OutDir {
+    /// A directory chosen before the program starts.
+    Exact(PathBuf),
+    /// This prefix and the program's pid.
+    ProgramPid(PathBuf),
+    /// A pattern the runtime expands (`%p`, `%h`, ...).
+    Pattern(PathBuf),
+}
+
+/// The directory the runtime made for `base`: `base` or the last of `base.1`,
+/// `base.2`, ... made since `since`.
+fn written_dir(base: &Path, since: std::time::SystemTime) -> Option<PathBuf> {
+    let fresh = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t >= since)
+    };
+    let mut found = fresh(base).then(|| base.to_path_buf());
+    for n in 1.. {
+        let mut s = base.as_os_str().to_owned();
+        s.push(format!(".{n}"));
+        let p = PathBuf::from(s);
+        if std::fs::symlink_metadata(&p).is_err() {
+            break;
+        }
+        if fresh(&p) {
+            found = Some(p);
+        }
+    }
+    found
+}
+
 /// `base`, or `base.1`, `base.2`, ... : the first that does not exist.
 fn unused(base: &Path) -> PathBuf {
     if std::fs::symlink_metadata(base).is_err() {
@@ -169,18 +202,16 @@ fn unused(base: &Path) -> PathBuf {
         .unwrap_or_else(|| base.to_path_buf())
 }
 
-/// Prepends `ours` to a list variable unless it is already in it.
-fn prepend(var: &str, ours: &str, sep: char) -> String {
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => {
-            if v.split(sep).any(|x| x == ours) {
-                v
-            } else {
-                format!("{ours}{sep}{v}")
-            }
-        }
-        _ => ours.to_string(),
-    }
+/// `ours` first, then the user's list (`theirs`) without `ours` in it.
+fn chain_list(ours: &str, theirs: Option<&str>, sep: char) -> String {
+    let mut list = vec![ours];
+    list.extend(
+        theirs
+            .unwrap_or_default()
+            .split(sep)
+            .filter(|x| !x.is_empty() && *x != ours),
+    );
+    list.join(&sep.to_string())
 }
 
 /// Entry point.
@@ -220,51 +251,56 @@ pub fn main(args: RunArgs) -> Outcome {
         }
     }
 
-    // The output directory: exact, so that we can say where the files are.
-    let (out_dir, exact) = match &args.output {
-        Some(o) if o.contains('%') => (PathBuf::from(o), false),
-        Some(o) => (unused(Path::new(o)), true),
-        None => (
-            unused(Path::new(&format!(
-                "kprof-{exe_name}-{}",
-                std::process::id()
-            ))),
-            true,
-        ),
+    // The output directory: exact, so that we can say where the files are; the
+    // default carries the program's pid (as the summary does), known once it runs.
+    let out = match &args.output {
+        Some(o) if o.contains('%') => OutDir::Pattern(PathBuf::from(o)),
+        Some(o) => OutDir::Exact(unused(Path::new(o))),
+        None => OutDir::ProgramPid(PathBuf::from(format!("kprof-{exe_name}-"))),
     };
-    if exact {
-        env.push(("KPROF_OUTPUT_DIR", absolute(&out_dir).display().to_string()));
-    } else {
-        env.push(("KPROF_OUTPUT_DIR", out_dir.display().to_string()));
-    }
+    env.push((
+        "KPROF_OUTPUT_DIR",
+        match &out {
+            OutDir::Pattern(p) => p.display().to_string(),
+            OutDir::Exact(p) => absolute(p).display().to_string(),
+            OutDir::ProgramPid(prefix) => format!("{}%p", absolute(prefix).display()),
+        },
+    ));
+    env.push((kprof_core::output::LAUNCHER_VAR, "kprof run".into()));
 
-    // Models: asked for, or detected.
+    // Models: asked for, or detected. The program is read either way: what it is
+    // tells which variable its Kokkos reads.
     let asked = args.kokkos || args.openmp || args.openacc || args.raja;
+    let path = find_program(&program).map_err(Failure)?;
+    let detected = match detect(&path) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            if !asked {
+                say(&format!(
+                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc or --raja"
+                ));
+            }
+            None
+        }
+    };
     let models = if asked {
         Models {
             kokkos: args.kokkos,
             openmp: args.openmp,
             openacc: args.openacc,
             raja: args.raja,
+            kokkos_tools_libs: detected.as_ref().is_some_and(|m| m.kokkos_tools_libs),
+            reasons: detected
+                .as_ref()
+                .map(|m| m.reasons.clone())
+                .unwrap_or_default(),
             ..Default::default()
         }
     } else {
-        match find_program(&program) {
-            None => {
-                return Err(Failure(format!("{program}: command not found")));
-            }
-            Some(path) => match detect(&path) {
-                Ok(m) => m,
-                Err(e) => {
-                    say(&format!(
-                        "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc or --raja"
-                    ));
-                    Models::default()
-                }
-            },
-        }
+        detected.clone().unwrap_or_default()
     };
     let dir = plugin_dir();
+    let mut unset: Vec<&str> = Vec::new();
     let mut loaded = Vec::new();
     let mut wanted = Vec::new();
     if models.kokkos {
@@ -279,6 +315,7 @@ pub fn main(args: RunArgs) -> Outcome {
     if models.raja {
         wanted.push(("raja", "libkprof_raja.so"));
     }
+    let mut missing = Vec::new();
     for (model, libname) in wanted {
         let Some(lib) = dir
             .as_ref()
@@ -288,19 +325,46 @@ pub fn main(args: RunArgs) -> Outcome {
             say(&format!(
                 "{libname} not found next to kprof or in ../lib: {model} is not measured"
             ));
+            missing.push(model);
             continue;
         };
         let lib = lib.display().to_string();
         match model {
             "kokkos" => {
-                let v = prepend("KOKKOS_TOOLS_LIBS", &lib, ';');
-                env.push(("KOKKOS_TOOLS_LIBS", v.clone()));
-                // Kokkos 3.4 reads this one; both must agree.
-                env.push(("KOKKOS_PROFILE_LIBRARY", v));
+                // A tool the user already set stays, after kprof (which chains it).
+                let user = std::env::var("KOKKOS_TOOLS_LIBS")
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .or_else(|| std::env::var("KOKKOS_PROFILE_LIBRARY").ok());
+                let v = chain_list(&lib, user.as_deref(), ';');
+                // Kokkos >= 3.5 reads KOKKOS_TOOLS_LIBS and warns on every run about
+                // KOKKOS_PROFILE_LIBRARY; Kokkos 3.4 reads only the latter. Unknown
+                // (no Kokkos found in the file): both, as they must agree.
+                match (
+                    models.kokkos_tools_libs,
+                    detected.as_ref().is_some_and(|m| m.kokkos),
+                ) {
+                    (true, _) => {
+                        env.push(("KOKKOS_TOOLS_LIBS", v));
+                        unset.push("KOKKOS_PROFILE_LIBRARY");
+                    }
+                    (false, true) => {
+                        env.push(("KOKKOS_PROFILE_LIBRARY", v));
+                        unset.push("KOKKOS_TOOLS_LIBS");
+                    }
+                    (false, false) => {
+                        env.push(("KOKKOS_TOOLS_LIBS", v.clone()));
+                        env.push(("KOKKOS_PROFILE_LIBRARY", v));
+                    }
+                }
             }
             "openmp" => env.push((
                 "OMP_TOOL_LIBRARIES",
-                prepend("OMP_TOOL_LIBRARIES", &lib, ':'),
+                chain_list(
+                    &lib,
+                    std::env::var("OMP_TOOL_LIBRARIES").ok().as_deref(),
+                    ':',
+                ),
             )),
             "raja" => env.push(("RAJA_PLUGINS", lib)),
             _ => env.push(("ACC_PROFLIB", lib)),
@@ -315,11 +379,21 @@ pub fn main(args: RunArgs) -> Outcome {
             eprintln!("kprof: {k}={v}");
         }
     }
-    if loaded.is_empty() && !models.annotations {
+    if models.gomp_only && !models.openmp {
         say(&format!(
-            "no Kokkos, OpenMP or OpenACC runtime found in {program}: nothing will be measured \
-             unless it uses the annotation API (give --kokkos, --openmp, --openacc or --raja to force)"
+            "{exe_name} runs on GCC's libgomp, which has no OpenMP tool interface: OpenMP \
+             regions are not measured (LLVM's libomp has one: clang -fopenmp, or a \
+             libgomp.so.1 -> libomp.so.5 link first on LD_LIBRARY_PATH)"
         ));
+    }
+    if loaded.is_empty() && !models.annotations {
+        if missing.is_empty() && !models.gomp_only {
+            say(&format!(
+                "no Kokkos, OpenMP, OpenACC or RAJA runtime found in {program}: nothing will be \
+                 measured unless it uses the annotation API (give --kokkos, --openmp, --openacc \
+                 or --raja to force)"
+            ));
+        }
     } else if !args.quiet {
         let mut what: Vec<&str> = loaded.clone();
         if models.annotations {
@@ -331,6 +405,9 @@ pub fn main(args: RunArgs) -> Outcome {
 
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
+    for k in &unset {
+        cmd.env_remove(k);
+    }
     for (k, v) in &env {
         cmd.env(k, v);
     }
@@ -350,6 +427,16 @@ pub fn main(args: RunArgs) -> Outcome {
     }
     block_forwarded(false);
     let mut child = spawned.map_err(|e| Failure(format!("cannot run {program}: {e}")))?;
+    let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+    let out_dir = match &out {
+        OutDir::Exact(p) => Some(p.clone()),
+        OutDir::ProgramPid(prefix) => {
+            let mut p = prefix.as_os_str().to_owned();
+            p.push(child.id().to_string());
+            Some(PathBuf::from(p))
+        }
+        OutDir::Pattern(_) => None,
+    };
     let status = child
         .wait()
         .map_err(|e| Failure(format!("waiting for {program}: {e}")))?;
@@ -363,28 +450,31 @@ pub fn main(args: RunArgs) -> Outcome {
         _ => 1,
     };
 
-    if exact {
-        let profile = out_dir.join("profile.json");
-        if profile.is_file() {
-            say(&format!(
-                "results in {} (read them with: kprof report {})",
-                show(&out_dir),
-                show(&out_dir)
-            ));
-        } else if out_dir.is_dir() {
-            say(&format!(
-                "{} holds no profile.json (the program was killed before kprof could write it; \
-                 traces are complete up to their last round)",
-                show(&out_dir)
-            ));
-        } else {
-            say(&format!(
-                "no output was written to {} (no kprof plugin or annotation was active)",
-                show(&out_dir)
-            ));
+    match (&out, out_dir) {
+        (OutDir::Pattern(p), _) => say(&format!("results in directories named {}", show(p))),
+        (_, None) => {}
+        (_, Some(base)) => {
+            // The runtime appends .1, .2, ... to a directory that exists already.
+            let dir = written_dir(&base, started).unwrap_or(base);
+            if dir.join("profile.json").is_file() {
+                say(&format!(
+                    "results in {} (read them with: kprof report {})",
+                    show(&dir),
+                    show(&dir)
+                ));
+            } else if dir.is_dir() {
+                say(&format!(
+                    "{} holds no profile.json (the program was killed before kprof could write \
+                     it; traces are complete up to their last round)",
+                    show(&dir)
+                ));
+            } else {
+                say(&format!(
+                    "no output was written to {} (no kprof plugin or annotation was active)",
+                    show(&dir)
+                ));
+            }
         }
-    } else {
-        say(&format!("results in directories named {}", show(&out_dir)));
     }
     Ok(code)
 }

@@ -209,16 +209,33 @@ impl Config {
                 self.output_dir = value.into();
             }
             Value::Formats => {
+                // The known formats are kept, so that one misspelt word does not
+                // lose the traces that were spelt right.
                 let mut formats = Vec::new();
+                let mut unknown = Vec::new();
                 for word in value.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-                    let f = TraceFormat::parse(word).ok_or_else(|| {
-                        invalid("a comma list of perfetto, json", "no trace".into())
-                    })?;
-                    if !formats.contains(&f) {
-                        formats.push(f);
+                    match TraceFormat::parse(word) {
+                        Some(f) if !formats.contains(&f) => formats.push(f),
+                        Some(_) => {}
+                        None => unknown.push(word),
                     }
                 }
+                let kept = formats
+                    .iter()
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(",");
                 self.trace = formats;
+                if !unknown.is_empty() {
+                    return Err(invalid(
+                        "a comma list of perfetto, json, otf2",
+                        if kept.is_empty() {
+                            "no trace".into()
+                        } else {
+                            kept
+                        },
+                    ));
+                }
             }
             Value::Flag => {
                 let v = parse_flag(value).ok_or_else(|| {
@@ -329,7 +346,13 @@ mod tests {
         c.apply_arg("--trace=").unwrap();
         assert!(c.trace.is_empty());
         let e = c.apply_arg("--trace=perfetto,vtune").unwrap_err();
-        assert!(e.to_string().contains("perfetto, json"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "--trace=perfetto,vtune is invalid (a comma list of perfetto, json, otf2); using perfetto"
+        );
+        assert_eq!(c.trace, [TraceFormat::Perfetto]);
+        c.apply_arg("KPROF_TRACE=OTF2").unwrap();
+        assert_eq!(c.trace, [TraceFormat::Otf2]);
     }
 
     #[test]

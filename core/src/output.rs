@@ -151,6 +151,9 @@ pub fn prepare_dir(rt: &Runtime, cfg: &Config) -> Option<PathBuf> {
     }
 }
 
+/// Set by `kprof run` to `kprof run` in the program's environment.
+pub const LAUNCHER_VAR: &str = "KPROF_LAUNCHER";
+
 /// Writes the profile files into `dir` and prints the summary, listing `traces`.
 pub fn write_all(report: &Report, cfg: &Config, dir: Option<&Path>, traces: &[PathBuf]) {
     if let Some(dir) = dir {
@@ -162,7 +165,14 @@ pub fn write_all(report: &Report, cfg: &Config, dir: Option<&Path>, traces: &[Pa
         }
     }
     if cfg.summary {
-        let text = summary::render(report, cfg.summary_top, dir, traces);
+        // `kprof run` says where the files are once the program has ended; the
+        // summary then does not say it too.
+        let dir_line = if std::env::var_os(LAUNCHER_VAR).is_some_and(|v| v == "kprof run") {
+            None
+        } else {
+            dir
+        };
+        let text = summary::render(report, cfg.summary_top, dir_line, dir.is_some(), traces);
         let _ = std::io::stderr().write_all(text.as_bytes());
     }
 }

@@ -48,9 +48,15 @@ fn short(name: &str) -> String {
     }
 }
 
-/// Renders the summary. `dir` is where the files went (None if they could not be
-/// written); `traces` are the trace files written.
-pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) -> String {
+/// Renders the summary. `dir` is where the files went, when the summary says so;
+/// `written` whether they could be written; `traces` are the trace files written.
+pub fn render(
+    r: &Report,
+    top: usize,
+    dir: Option<&Path>,
+    written: bool,
+    traces: &[PathBuf],
+) -> String {
     let mut s = String::new();
     let run = r.clock.duration_ns.max(1) as f64;
     let _ = writeln!(
@@ -216,13 +222,14 @@ pub fn render(r: &Report, top: usize, dir: Option<&Path>, traces: &[PathBuf]) ->
     for t in traces {
         let _ = writeln!(s, "kprof: trace {}", t.display());
     }
-    match dir {
-        Some(d) => {
+    match (dir, written) {
+        (Some(d), _) => {
             let _ = writeln!(s, "kprof: files in {}", d.display());
         }
-        None => {
+        (None, false) => {
             let _ = writeln!(s, "kprof: no files were written (see above)");
         }
+        (None, true) => {}
     }
     s
 }

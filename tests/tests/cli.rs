@@ -168,13 +168,22 @@ fn run_detects_static_kokkos() {
         err.contains("kprof: detected kokkos: built into the program (Kokkos symbols)"),
         "{err}"
     );
+    // Kokkos 3.4 reads KOKKOS_PROFILE_LIBRARY only.
     let l = lib("libkprof.so").display().to_string();
     assert!(
-        err.contains(&format!("kprof: KOKKOS_TOOLS_LIBS={l}\n")),
+        err.contains(&format!("kprof: KOKKOS_PROFILE_LIBRARY={l}\n")),
+        "{err}"
+    );
+    assert!(!err.contains("KOKKOS_TOOLS_LIBS"), "{err}");
+    // Its OpenMP back end runs on GCC's libgomp: said, and OpenMP not claimed.
+    assert!(
+        err.contains(
+            "kprof: kokkos_example runs on GCC's libgomp, which has no OpenMP tool interface"
+        ),
         "{err}"
     );
     assert!(
-        err.contains(&format!("kprof: KOKKOS_PROFILE_LIBRARY={l}\n")),
+        err.contains("kprof: measuring kokkos (detected)\n"),
         "{err}"
     );
     let p = read_profile(&dir.join("k"));
@@ -189,6 +198,68 @@ fn run_detects_static_kokkos() {
     );
     assert_eq!(p["program"]["executable"], "kokkos_example");
     assert!(nodes(&p).iter().any(|(_, n)| n["name"] == "axpy"));
+}
+
+#[test]
+fn run_sets_the_variable_the_programs_kokkos_reads_and_keeps_the_users_tool() {
+    let dir = scratch("cli_run_kokkos_vars");
+    let exe = compile(
+        &[&test_file("cli/fake_kokkos.c")],
+        &dir.join("fake_kokkos"),
+        &[],
+    );
+    let l = lib("libkprof.so").display().to_string();
+    // Kokkos >= 3.5 (KOKKOS_TOOLS_LIBS in its data): that variable alone, with a tool
+    // the user had set in either variable chained after kprof.
+    for user in ["KOKKOS_TOOLS_LIBS", "KOKKOS_PROFILE_LIBRARY"] {
+        let o = run(kprof_cmd(&dir, &["run", "-q", "--summary", "0", "--"])
+            .arg(&exe)
+            .env(user, "/opt/tools/libother.so"));
+        assert_ok(&o);
+        assert_eq!(
+            stdout(&o),
+            format!(
+                "KOKKOS_TOOLS_LIBS={l};/opt/tools/libother.so\nKOKKOS_PROFILE_LIBRARY=(unset)\n"
+            ),
+            "user's tool in {user}"
+        );
+    }
+    // A program without Kokkos and --kokkos: both, as Kokkos 3.4 reads the other.
+    let o = run(kprof_cmd(
+        &dir,
+        &["run", "-v", "--kokkos", "--summary", "0", "--", "true"],
+    )
+    .env("KOKKOS_TOOLS_LIBS", format!("{l};/opt/b.so")));
+    assert_ok(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("kprof: KOKKOS_TOOLS_LIBS={l};/opt/b.so\n")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("kprof: KOKKOS_PROFILE_LIBRARY={l};/opt/b.so\n")),
+        "{err}"
+    );
+    // The default directory carries the program's pid, as its summary does, and the
+    // location is said once, by kprof run, at the end.
+    let o = run(&mut kprof_cmd(&dir, &["run", "--"]).arg(kernels_bin()).arg("1"));
+    assert_ok(&o);
+    let err = stderr(&o);
+    let pid = err
+        .split("(pid ")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .unwrap_or_else(|| panic!("no pid in the summary:\n{err}"));
+    let want = format!("kprof-kernels-{pid}");
+    assert!(
+        err.ends_with(&format!(
+            "kprof: results in {want} (read them with: kprof report {want})\n"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.matches(&want).count(), 2, "{err}");
+    assert!(!err.contains("files in"), "{err}");
+    assert!(dir.join(&want).join("profile.json").is_file());
 }
 
 #[test]
@@ -299,9 +370,12 @@ fn run_rejects_bad_options() {
     assert!(line.contains("1 to 65536"), "{line}");
     let o = run(&mut kprof_cmd(
         &dir,
-        &["run", "--trace", "pdf", "--", "true"],
+        &["run", "--trace", "perfetto,pdf", "--", "true"],
     ));
-    one_line_error(&o, "perfetto, json");
+    assert_eq!(
+        one_line_error(&o, "perfetto, json, otf2"),
+        "kprof: --trace=perfetto,pdf is invalid (a comma list of perfetto, json, otf2)"
+    );
     let o = run(&mut kprof_cmd(
         &dir,
         &["run", "--", "no-such-program-kprof"],
@@ -309,6 +383,19 @@ fn run_rejects_bad_options() {
     assert_eq!(
         one_line_error(&o, "command not found"),
         "kprof: no-such-program-kprof: command not found"
+    );
+    // A directory, a file without the execute bit: one line each, as a shell says.
+    std::fs::create_dir_all(dir.join("adir")).unwrap();
+    let o = run(&mut kprof_cmd(&dir, &["run", "--", "./adir"]));
+    assert_eq!(
+        one_line_error(&o, "directory"),
+        "kprof: ./adir: is a directory, not a program"
+    );
+    std::fs::write(dir.join("data.txt"), "x").unwrap();
+    let o = run(&mut kprof_cmd(&dir, &["run", "--", "./data.txt"]));
+    assert_eq!(
+        one_line_error(&o, "permission"),
+        "kprof: ./data.txt: permission denied (not executable)"
     );
 }
 

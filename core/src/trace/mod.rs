@@ -31,6 +31,15 @@ pub enum TraceFormat {
 }
 
 impl TraceFormat {
+    /// The name that `KPROF_TRACE` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Perfetto => "perfetto",
+            TraceFormat::Json => "json",
+            TraceFormat::Otf2 => "otf2",
+        }
+    }
+
     /// The format named `word` (`perfetto`, `json`, `otf2`).
     pub fn parse(word: &str) -> Option<TraceFormat> {
         match word.to_ascii_lowercase().as_str() {
