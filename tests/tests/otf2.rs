@@ -465,6 +465,8 @@ fn openmp_loops() {
         if w[1].kind == "ENTER" && LOOP_REGIONS.iter().any(|r| w[1].text.contains(r.0)) {
             assert_eq!(w[0].kind, "THREAD_FORK", "fork before {:?}", w[1]);
             assert!(w[0].text.contains("Model: OPENMP"));
+            // The team the region asked for (OMP_NUM_THREADS=2).
+            assert!(w[0].text.contains("# Requested Threads: 2"), "{:?}", w[0]);
         }
         if w[0].kind == "LEAVE" && LOOP_REGIONS.iter().any(|r| w[0].text.contains(r.0)) {
             assert_eq!(w[1].kind, "THREAD_JOIN", "join after {:?}", w[0]);

@@ -285,6 +285,8 @@ pub struct Otf2Writer {
     strings: Strings,
     /// Name id -> string ref.
     names: FxHashMap<u32, u32>,
+    /// The name id of the OMPT plugin's `requested_team_size` argument.
+    team_size_key: Option<u32>,
     /// (kind, name id, source label id of copies) -> region ref.
     regions: FxHashMap<(Kind, u32, u32), u32>,
     region_defs: Vec<RegionDef>,
@@ -356,6 +358,7 @@ impl Otf2Writer {
             attrs: ptr::null_mut(),
             strings: Strings::default(),
             names: FxHashMap::default(),
+            team_size_key: None,
             regions: FxHashMap::default(),
             region_defs: Vec::new(),
             arg_attrs: FxHashMap::default(),
@@ -581,13 +584,35 @@ impl Otf2Writer {
         let Some((w, ts)) = self.writer(u64::from(s.thread), s.begin) else {
             return;
         };
+        // The OMPT plugin records the requested team size with the parallel begin
+        // (its first argument); 0 says unknown, as OTF2 allows.
+        let requested = if s.kind == Kind::OmpParallel {
+            let key = *self
+                .team_size_key
+                .get_or_insert_with(|| {
+                    self.rt
+                        .names
+                        .intern(b"requested_team_size", &self.rt.anomalies)
+                        .0
+                });
+            s.args()
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or(0, |&(_, v)| u32::try_from(v).unwrap_or(u32::MAX))
+        } else {
+            0
+        };
         let api = &self.api;
         // SAFETY: a live event writer; OTF2 empties the attribute list it writes.
         let (fork, enter) = unsafe {
             let fork = if s.kind == Kind::OmpParallel {
-                // The requested team size arrives after the begin (it is an
-                // attribute of the Leave): 0, unknown, here.
-                api.OTF2_EvtWriter_ThreadFork(w, ptr::null_mut(), ts, OTF2_PARADIGM_OPENMP as u8, 0)
+                api.OTF2_EvtWriter_ThreadFork(
+                    w,
+                    ptr::null_mut(),
+                    ts,
+                    OTF2_PARADIGM_OPENMP as u8,
+                    requested,
+                )
             } else {
                 OTF2_SUCCESS
             };
