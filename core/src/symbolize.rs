@@ -32,6 +32,58 @@ pub struct Symbolizer {
     cache: FxHashMap<u64, u32>,
     modules: Vec<Module>,
     loaders: FxHashMap<PathBuf, Option<addr2line::Loader>>,
+    /// Per module, its functions by source position (built when an outlined body is
+    /// first named).
+    functions: FxHashMap<PathBuf, Vec<SourceFunction>>,
+}
+
+/// A function's name and where its code starts in the source.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct SourceFunction {
+    file: String,
+    line: u32,
+    name: String,
+}
+
+/// The function a compiler outlined a parallel region's body from, when `name` says
+/// it is one: GCC names it (`main._omp_fn.0` -> `Some(Some("main"))`), clang does
+/// not (`.omp_outlined.` -> `Some(None)`: find it by source position).
+fn outlined_from(name: &str) -> Option<Option<&str>> {
+    if let Some(at) = name.find("._omp_fn.") {
+        return Some(Some(&name[..at]));
+    }
+    (name.starts_with(".omp_outlined.") || name.starts_with(".omp_task_entry.")).then_some(None)
+}
+
+/// The functions of the ELF file at `path` that the compiler did not outline, with
+/// the source position of their first instruction, sorted.
+fn source_functions(path: &Path, loader: &addr2line::Loader) -> Vec<SourceFunction> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let Ok(data) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return Vec::new();
+    };
+    let mut out: Vec<SourceFunction> = file
+        .symbols()
+        .filter(|sym| sym.kind() == SymbolKind::Text && sym.is_definition() && sym.size() > 0)
+        .filter_map(|sym| {
+            let name = sym.name().ok()?;
+            if name.starts_with('.') || outlined_from(name).is_some() {
+                return None;
+            }
+            let loc = loader.find_location(sym.address()).ok()??;
+            Some(SourceFunction {
+                file: loc.file?.to_string(),
+                line: loc.line?,
+                name: addr2line::demangle_auto(name.into(), None).into_owned(),
+            })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 impl Symbolizer {
@@ -43,6 +95,7 @@ impl Symbolizer {
             cache: FxHashMap::default(),
             modules: Vec::new(),
             loaders: FxHashMap::default(),
+            functions: FxHashMap::default(),
         }
     }
 
@@ -88,6 +141,28 @@ impl Symbolizer {
             function = loader
                 .find_symbol(probe)
                 .map(|s| addr2line::demangle_auto(s.into(), None).into_owned());
+        }
+        // A parallel region's or task's body that the compiler outlined is named as
+        // the user knows it: after the function it was written in.
+        if let Some(from) = function.as_deref().and_then(outlined_from) {
+            let enclosing = match (from, &location) {
+                (Some(f), _) => Some(f.to_string()),
+                (None, Some((file, line))) => {
+                    let functions = self
+                        .functions
+                        .entry(module.path.clone())
+                        .or_insert_with(|| source_functions(&module.path, loader));
+                    functions
+                        .iter()
+                        .filter(|f| f.file == *file && f.line <= *line)
+                        .max_by_key(|f| f.line)
+                        .map(|f| f.name.clone())
+                }
+                (None, None) => None,
+            };
+            if enclosing.is_some() {
+                function = enclosing;
+            }
         }
         match (function, location) {
             (Some(f), Some((file, line))) => format!("{f} ({}:{line})", base_name(&file)),
@@ -183,6 +258,16 @@ mod tests {
     fn marker_function_for_symbolizer() -> u64 {
         // The address of a call site inside this function, as a return address.
         marker_function_for_symbolizer as *const () as u64 + 1
+    }
+
+    #[test]
+    fn outlined_bodies_are_recognised() {
+        assert_eq!(outlined_from("main._omp_fn.0"), Some(Some("main")));
+        assert_eq!(outlined_from("solve._omp_fn.12"), Some(Some("solve")));
+        assert_eq!(outlined_from(".omp_outlined."), Some(None));
+        assert_eq!(outlined_from(".omp_outlined..14"), Some(None));
+        assert_eq!(outlined_from(".omp_task_entry..3"), Some(None));
+        assert_eq!(outlined_from("main"), None);
     }
 
     #[test]

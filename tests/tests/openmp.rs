@@ -13,9 +13,10 @@
 //!   the function holding the pragma, and symbolizes to the PRAGMA's line
 //!   ("loop_static (loops.c:21)"). Each function does something after its region, or
 //!   clang makes the fork call a tail call and the address is the caller's.
-//! - Constructs inside a region are called from clang's outlined function: kprof's
-//!   symbolizer takes the innermost frame's line and the outermost function, e.g.
-//!   ".omp_outlined..2 (loops.c:30)" (the `for` line for schedule(dynamic), the
+//! - Constructs inside a region are called from clang's outlined function
+//!   (`.omp_outlined..2`): kprof's symbolizer takes the innermost frame's line and
+//!   names it after the function the region was written in (the one whose code starts
+//!   last before that line in the same file), e.g. "loop_dynamic (loops.c:30)" (the `for` line for schedule(dynamic), the
 //!   pragma line for static). Names are fixed for this clang (14) and these sources.
 //! - libomp 14 reports the implicit barrier at the end of a region as sync kind 2
 //!   (19: 9) on every thread, with a wait inside; combined `parallel for` has no
@@ -327,10 +328,10 @@ fn check_trace_threads(m: &Model, p: &Value) {
 // ------------------------------------------------------------------ loops.c
 
 const LOOPS: [(&str, &str); 4] = [
-    ("loop_static (loops.c:21)", ".omp_outlined. (loops.c:21)"),
-    ("loop_dynamic (loops.c:29)", ".omp_outlined..2 (loops.c:30)"),
-    ("loop_guided (loops.c:37)", ".omp_outlined..4 (loops.c:38)"),
-    ("reduce_sum (loops.c:46)", ".omp_outlined..6 (loops.c:46)"),
+    ("loop_static (loops.c:21)", "loop_static (loops.c:21)"),
+    ("loop_dynamic (loops.c:29)", "loop_dynamic (loops.c:30)"),
+    ("loop_guided (loops.c:37)", "loop_guided (loops.c:38)"),
+    ("reduce_sum (loops.c:46)", "reduce_sum (loops.c:46)"),
 ];
 const LOOPS_STDOUT: &str = "loops: total = 752250.0\n";
 
@@ -429,15 +430,15 @@ fn loops_libomp19() {
 // ------------------------------------------------------------------ tasks.c
 
 const DEPS: &str = "deps (tasks.c:29)";
-const DEPS_SINGLE: &str = ".omp_outlined..5 (tasks.c:30)";
-const PRODUCE: &str = ".omp_outlined..5 (tasks.c:32)";
-const TRANSFORM: &str = ".omp_outlined..5 (tasks.c:37)";
-const CONSUME: &str = ".omp_outlined..5 (tasks.c:39)";
+const DEPS_SINGLE: &str = "deps (tasks.c:30)";
+const PRODUCE: &str = "deps (tasks.c:32)";
+const TRANSFORM: &str = "deps (tasks.c:37)";
+const CONSUME: &str = "deps (tasks.c:39)";
 const GROUP: &str = "group (tasks.c:48)";
-const GROUP_SINGLE: &str = ".omp_outlined..10 (tasks.c:49)";
-const GROUP_TASK: &str = ".omp_outlined..10 (tasks.c:52)";
+const GROUP_SINGLE: &str = "group (tasks.c:49)";
+const GROUP_TASK: &str = "group (tasks.c:52)";
 const LOOP: &str = "loop (tasks.c:64)";
-const LOOP_SINGLE: &str = ".omp_outlined..14 (tasks.c:65)";
+const LOOP_SINGLE: &str = "loop (tasks.c:65)";
 const TASKS_STDOUT: &str = "tasks: total = 12, group = 6, loop = 4950\n";
 
 fn check_tasks(r: &Run) {
@@ -653,8 +654,8 @@ fn sync_rows() -> Vec<(String, &'static str, u64)> {
         2,
         2,
         &[
-            (".omp_outlined..6 (sync.c:69)", "omp_single", 1),
-            (".omp_outlined..6 (sync.c:69)", "omp_single_other", 1),
+            ("single (sync.c:69)", "omp_single", 1),
+            ("single (sync.c:69)", "omp_single_other", 1),
         ],
     ));
     rows.extend(region(
@@ -662,7 +663,7 @@ fn sync_rows() -> Vec<(String, &'static str, u64)> {
         1,
         2,
         2,
-        &[(".omp_outlined..8 (sync.c:79)", "omp_sections", 2)],
+        &[("sections2 (sync.c:79)", "omp_sections", 2)],
     ));
     rows.extend(region(
         "masked_master (sync.c:98)",
@@ -681,17 +682,9 @@ fn sync_rows() -> Vec<(String, &'static str, u64)> {
         2,
         1,
         &[
-            (".omp_outlined..12 (sync.c:112)", "omp_loop", 2),
-            (
-                ".omp_outlined..12 (sync.c:112) / ordered",
-                "omp_mutex_wait",
-                4,
-            ),
-            (
-                ".omp_outlined..12 (sync.c:112) / ordered",
-                "omp_mutex_hold",
-                4,
-            ),
+            ("ordered (sync.c:112)", "omp_loop", 2),
+            ("ordered (sync.c:112) / ordered", "omp_mutex_wait", 4),
+            ("ordered (sync.c:112) / ordered", "omp_mutex_hold", 4),
         ],
     ));
     rows

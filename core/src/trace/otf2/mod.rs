@@ -587,14 +587,12 @@ impl Otf2Writer {
         // The OMPT plugin records the requested team size with the parallel begin
         // (its first argument); 0 says unknown, as OTF2 allows.
         let requested = if s.kind == Kind::OmpParallel {
-            let key = *self
-                .team_size_key
-                .get_or_insert_with(|| {
-                    self.rt
-                        .names
-                        .intern(b"requested_team_size", &self.rt.anomalies)
-                        .0
-                });
+            let key = *self.team_size_key.get_or_insert_with(|| {
+                self.rt
+                    .names
+                    .intern(b"requested_team_size", &self.rt.anomalies)
+                    .0
+            });
             s.args()
                 .iter()
                 .find(|(k, _)| *k == key)
