@@ -729,13 +729,33 @@ fn help_lists_the_options() {
         assert!(err.contains(opt), "help lacks {opt}:\n{err}");
     }
     assert!(out.stdout.is_empty(), "help went to stdout");
-    // Kokkos' own flag does the same.
-    let out = run_ok(&mut host_cmd(
-        &b.host,
-        &dir,
-        &["4", "basic", "--kokkos-tools-help"],
-    ));
-    assert!(stderr(&out).contains("KPROF_OUTPUT_DIR"));
+    // Kokkos' own flag does the same, and nothing is measured or written: no output
+    // directory, no summary. A chained tool still gets its print_help.
+    let dir = scratch("kokkos_help_flag");
+    let counts_file = dir.join("second.txt");
+    let mut cmd = host_cmd(&b.host, &dir, &["4", "basic", "--kokkos-tools-help"]);
+    cmd.env(
+        "KOKKOS_TOOLS_LIBS",
+        format!("{};{}", kprof_lib(), b.second_tool.display()),
+    )
+    .env("SECOND_TOOL_OUT", &counts_file);
+    let out = run_ok(&mut cmd);
+    let err = stderr(&out);
+    assert!(err.contains("KPROF_OUTPUT_DIR"), "{err}");
+    assert!(!err.contains("kprof: files in"), "{err}");
+    assert!(
+        !dir.join("out").exists(),
+        "--kokkos-tools-help created the output directory"
+    );
+    let c = read_counts(&counts_file);
+    for (k, v) in [
+        ("init", 1),
+        ("print_help", 1),
+        ("finalize", 1),
+        ("parse_args", 0),
+    ] {
+        assert_eq!(c.get(k), Some(&v), "second tool's {k}; all: {c:?}");
+    }
 }
 
 fn read_counts(path: &Path) -> BTreeMap<String, i64> {

@@ -22,7 +22,10 @@ use kprof_abi::{CopyEnd, CoreApi, Kind, SpaceName};
 use chain::next;
 use types::{DeviceInfo, SpaceHandle, ToolProgrammingInterface, ToolSettings};
 
+/// The core's table once attached (measuring).
 static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
+/// The core's table once loaded, attached or not (its help text and options).
+static TABLE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 static LOAD: Once = Once::new();
 pub use bridge::RAJA_BRIDGE_VERSION;
 
@@ -36,22 +39,35 @@ fn anchor() -> usize {
     kokkosp_init_library as *const () as usize
 }
 
-/// Loads the core runtime once and attaches to it.
+/// Loads the core runtime once and attaches to it, unless Kokkos only asks for the
+/// tool's help (`--kokkos-tools-help`): then nothing is measured or written.
 fn connect() -> Option<&'static CoreApi> {
     LOAD.call_once(|| match kprof_abi::loader::load_core(anchor()) {
         Ok(api) => {
+            let table = api as *const CoreApi as *mut CoreApi;
+            TABLE.store(table, Ordering::Release);
+            if args::help_requested() {
+                return;
+            }
             // Options in KOKKOS_TOOLS_ARGS / --kokkos-tools-args must be known before
             // the runtime starts (buffer size) and before Kokkos asks for settings.
             args::apply(api, args::from_environment().iter().map(String::as_str));
             args::apply(api, args::from_command_line().iter().map(String::as_str));
             // SAFETY: a NUL-terminated literal.
             if unsafe { (api.attach)(c"kokkos".as_ptr()) } {
-                CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
+                CORE.store(table, Ordering::Release);
             }
         }
         Err(e) => warn(&format!("{e}; Kokkos runs without kprof")),
     });
     api()
+}
+
+/// The core's table once loaded, even when not attached (help mode).
+fn table() -> Option<&'static CoreApi> {
+    connect();
+    // SAFETY: TABLE holds null or a pointer to the core's static table.
+    unsafe { TABLE.load(Ordering::Acquire).as_ref() }
 }
 
 /// The core table, once attached.
@@ -82,15 +98,19 @@ pub unsafe extern "C" fn kokkosp_init_library(
 ) {
     guard((), || {
         bridge::init(interface_ver);
-        let Some(api) = connect() else { return };
-        let version = format!("{interface_ver}\0");
-        // SAFETY: NUL-terminated strings living across the call.
-        unsafe {
-            (api.metadata)(
-                c"Kokkos Tools interface version".as_ptr(),
-                version.as_ptr().cast(),
-            )
-        };
+        if table().is_none() {
+            return;
+        }
+        if let Some(api) = api() {
+            let version = format!("{interface_ver}\0");
+            // SAFETY: NUL-terminated strings living across the call.
+            unsafe {
+                (api.metadata)(
+                    c"Kokkos Tools interface version".as_ptr(),
+                    version.as_ptr().cast(),
+                )
+            };
+        }
         let own = kprof_abi::loader::library_path(anchor());
         match chain::load(load_seq, own.as_deref()) {
             Ok(Some(n)) => {
@@ -146,7 +166,7 @@ pub unsafe extern "C" fn kokkosp_parse_args(argc: c_int, argv: *mut *mut c_char)
 #[no_mangle]
 pub unsafe extern "C" fn kokkosp_print_help(exe: *mut c_char) {
     guard((), || {
-        let help = connect().map(|api| {
+        let help = table().map(|api| {
             // SAFETY: the core returns a static NUL-terminated string.
             unsafe { CStr::from_ptr((api.help)()) }
                 .to_string_lossy()
@@ -176,7 +196,7 @@ pub unsafe extern "C" fn kokkosp_request_tool_settings(
         if settings.is_null() || num_actions == 0 {
             return;
         }
-        let ours = connect()
+        let ours = table()
             // SAFETY: a NUL-terminated literal.
             .map(|api| unsafe { (api.option_flag)(c"kokkos-fences".as_ptr()) } == 1)
             .unwrap_or(false);
