@@ -41,7 +41,8 @@
  * "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence" on devID
  * 0x01000000 (OpenMP, instance 0: the emulated Kokkos has a single back end, OpenMP).
  * tpi.fence(devID) counts its calls and runs the same kind of global fence named
- * "Kokkos::Tools::Impl::tool_invoked_fence: Tool Requested Fence".
+ * "Kokkos::Tools::Experimental::Impl::tool_invoked_fence: Tool Requested Fence" (the
+ * names of Kokkos 4.x).
  *
  * Device ids: OpenMP kernels 0x01000001 (device "OpenMP", index 0, instance 1),
  * Serial kernels (threads scenario) 0x00000001, global fences 0x01000000.
@@ -75,8 +76,8 @@
  *   dual_view_sync 2, dual_view_modify 3, declare_metadata 19, finalize 1.
  *
  * settings: prints "fencing=<0|1>" (what the tool answered) on stdout, then runs
- *   parallel_for "k" x2 at top level. With fencing=1 the tree also has the tool fence
- *   x2 at top level (before each begin) and x2 under "k" (before each end).
+ *   parallel_for "k" x2 at top level. With fencing=1 Kokkos also runs the tool fence
+ *   before each begin (outside "k") and each end (inside "k"): 4 fence pairs.
  *
  * bad (anomalies, each marked [+counter]):
  *   parallel_for NULL [null_names]; parallel_for ""; parallel_reduce with a 1 MiB
@@ -140,7 +141,8 @@
 #define DEV_SERIAL 0x00000001u
 #define DEV_OPENMP_GLOBAL 0x01000000u
 #define TOOL_FENCE_NAME "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence"
-#define TOOL_REQUESTED_FENCE_NAME "Kokkos::Tools::Impl::tool_invoked_fence: Tool Requested Fence"
+#define TOOL_REQUESTED_FENCE_NAME \
+  "Kokkos::Tools::Experimental::Impl::tool_invoked_fence: Tool Requested Fence"
 
 static struct {
   Kokkos_Profiling_initFunction init;

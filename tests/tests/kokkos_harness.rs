@@ -663,10 +663,10 @@ fn kokkos_fences_on_request() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "fencing=1\n");
     let p = read_profile(&dir.join("out"));
     let all = nodes(&p);
+    // Kokkos fences before each begin (outside the kernel) and each end (inside):
+    // those fences are folded into the kernel, not recorded as fence instances.
+    assert_eq!(all.len(), 1, "only the kernel, no tool fences: {all:?}");
     assert_kernel(&all, &["k"], "parallel_for", 2, "OpenMP", 1);
-    // Kokkos fences before each begin (outside the kernel) and each end (inside).
-    assert_kernel(&all, &[TOOL_FENCE], "fence", 2, "OpenMP", 0);
-    assert_kernel(&all, &["k", TOOL_FENCE], "fence", 2, "OpenMP", 0);
     // KOKKOS_TOOLS_ARGS works too (it is in the environment before Kokkos asks for
     // the tool settings; --kokkos-tools-args only arrives later, with parse_args).
     let dir2 = scratch("kokkos_settings_fences_args");
@@ -674,6 +674,41 @@ fn kokkos_fences_on_request() {
     cmd.env("KOKKOS_TOOLS_ARGS", "--kokkos-fences=1");
     let out = run_ok(&mut cmd);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "fencing=1\n");
+}
+
+/// With Kokkos' fences on, the profile is exactly the one without them (the tool
+/// fences are folded into the kernels and regions they time, the program's own named
+/// fence "sync" stays), and a chained tool still sees every fence with its own
+/// handles.
+#[test]
+fn tool_fences_fold_into_their_kernels() {
+    let b = built();
+    let dir = scratch("kokkos_fences_folded");
+    let counts_file = dir.join("second.txt");
+    let mut cmd = host_cmd(&b.host, &dir, &["4", "chain"]);
+    cmd.env(
+        "KOKKOS_TOOLS_LIBS",
+        format!("{};{}", kprof_lib(), b.second_tool.display()),
+    )
+    .env("KPROF_KOKKOS_FENCES", "1")
+    .env("SECOND_TOOL_OUT", &counts_file);
+    let out = run_ok(&mut cmd);
+    let p = read_profile(&dir.join("out"));
+    check_basic(&p, "4.6.1");
+    assert!(!stderr(&out).contains(TOOL_FENCE), "{}", stderr(&out));
+    // Kokkos fenced before every kernel begin and end (3N + 10 kernels) and every
+    // push and pop (4 each), besides the program's fence "sync".
+    let n = BASIC_N as i64;
+    let fences = 2 * (3 * n + 10) + 8 + 1;
+    let c = read_counts(&counts_file);
+    for (k, v) in [
+        ("begin_fence", fences),
+        ("end_fence", fences),
+        ("foreign_ids", 0),
+        ("begin_parallel_for", 3 * n + 4),
+    ] {
+        assert_eq!(c.get(k), Some(&v), "second tool's {k}; all: {c:?}");
+    }
 }
 
 #[test]

@@ -305,7 +305,78 @@ kernel_callbacks! {
     kokkosp_begin_parallel_for, kokkosp_end_parallel_for, Kind::ParallelFor, begin_for, end_for;
     kokkosp_begin_parallel_reduce, kokkosp_end_parallel_reduce, Kind::ParallelReduce, begin_reduce, end_reduce;
     kokkosp_begin_parallel_scan, kokkosp_end_parallel_scan, Kind::ParallelScan, begin_scan, end_scan;
-    kokkosp_begin_fence, kokkosp_end_fence, Kind::Fence, begin_fence, end_fence;
+}
+
+/// The handle of a fence folded into the kernel or region it times (never a GUID
+/// of the core's: a GUID's top bits are a thread index, far below 2^64 - 1).
+const FOLDED_FENCE: u64 = u64::MAX;
+
+/// What Kokkos names the fences it runs for a tool, and only those: the ones around
+/// every kernel and region callback while the tool keeps `requires_global_fencing`
+/// ("Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence"), and those a
+/// tool asks for through `tpi.fence` ("Kokkos::Tools::Experimental::Impl::
+/// tool_invoked_fence: Tool Requested Fence"). The prefix alone tells them apart from
+/// the program's fences, so the check costs a few byte compares on the hot path.
+const TOOL_FENCE_PREFIX: &[u8] = b"Kokkos::Tools::";
+
+/// Whether `name` is a fence Kokkos runs because a tool asked for it.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+#[inline(always)]
+unsafe fn is_tool_fence(name: *const c_char) -> bool {
+    if name.is_null() {
+        return false;
+    }
+    // Byte by byte, so no byte past a shorter name's NUL is read (the NUL is a
+    // mismatch); the program's own fence names fail within their first bytes.
+    TOOL_FENCE_PREFIX.iter().enumerate().all(|(i, &b)| {
+        // SAFETY: every byte up to the first mismatch (at the latest the NUL) is part
+        // of the string.
+        (unsafe { *name.add(i) }) as u8 == b
+    })
+}
+
+/// Kokkos fence begin. The fences Kokkos runs for a tool are folded into the kernel
+/// or region they time: not recorded (their time stays in the enclosing instance).
+///
+/// # Safety
+/// `name` NULL or NUL-terminated; `handle` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kokkosp_begin_fence(name: *const c_char, dev_id: u32, handle: *mut u64) {
+    guard((), || {
+        let fwd = next().and_then(|n| n.begin_fence);
+        // SAFETY: name is NULL or NUL-terminated (Kokkos' contract).
+        if !unsafe { is_tool_fence(name) } {
+            // SAFETY: forwarded from Kokkos.
+            return unsafe { begin_kernel(Kind::Fence, name, dev_id, handle, fwd) };
+        }
+        if !handle.is_null() {
+            // SAFETY: Kokkos passes a pointer to its handle storage.
+            unsafe { *handle = FOLDED_FENCE };
+        }
+        if let Some(f) = fwd {
+            let mut theirs = 0u64;
+            // SAFETY: forwarding to the next tool with our own handle storage.
+            unsafe { f(name, dev_id, &mut theirs) };
+            chain::push_kernel_id(FOLDED_FENCE, theirs);
+        }
+    })
+}
+
+/// Kokkos fence end.
+#[no_mangle]
+pub extern "C" fn kokkosp_end_fence(handle: u64) {
+    guard((), || {
+        let fwd = next().and_then(|n| n.end_fence);
+        if handle != FOLDED_FENCE {
+            return end_kernel(Kind::Fence, handle, fwd);
+        }
+        if let Some(f) = fwd {
+            // SAFETY: forwarding the next tool's own handle.
+            unsafe { f(chain::pop_kernel_id(handle)) };
+        }
+    })
 }
 
 /// `Kokkos::Profiling::pushRegion`.
