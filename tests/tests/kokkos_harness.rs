@@ -23,6 +23,8 @@ struct Built {
     host: PathBuf,
     host_annotate: PathBuf,
     second_tool: PathBuf,
+    /// The second tool without the tuning callbacks.
+    second_tool_no_tuning: PathBuf,
 }
 
 fn built() -> &'static Built {
@@ -35,10 +37,16 @@ fn built() -> &'static Built {
             &dir.join("libsecond_tool.so"),
             &["-shared", "-fPIC"],
         );
+        let second_tool_no_tuning = compile(
+            &[&test_file("harness/second_tool.c")],
+            &dir.join("libsecond_tool_no_tuning.so"),
+            &["-shared", "-fPIC", "-DSECOND_TOOL_NO_TUNING"],
+        );
         Built {
             host,
             host_annotate,
             second_tool,
+            second_tool_no_tuning,
         }
     })
 }
@@ -856,6 +864,84 @@ fn chained_tool_sees_every_callback() {
     for (k, v) in expected {
         assert_eq!(c.get(k), Some(&v), "second tool's {k}; all: {c:?}");
     }
+}
+
+/// A Kokkos built with tuning, kprof alone or chained before a tool without tuning
+/// callbacks: Kokkos finds no tuning symbol in kprof (have_tuning_tool() stays
+/// false, so its own tuners keep its defaults) and the value stays as given.
+#[test]
+fn tuning_symbols_are_absent_without_a_tuning_tool() {
+    let b = built();
+    for (name, chained) in [
+        ("kokkos_tuning_alone", None),
+        ("kokkos_tuning_no_tuner", Some(&b.second_tool_no_tuning)),
+    ] {
+        let dir = scratch(name);
+        let counts_file = dir.join("second.txt");
+        let mut cmd = host_cmd(&b.host, &dir, &["4", "tuning"]);
+        if let Some(tool) = chained {
+            cmd.env(
+                "KOKKOS_TOOLS_LIBS",
+                format!("{};{}", kprof_lib(), tool.display()),
+            )
+            .env("SECOND_TOOL_OUT", &counts_file);
+        }
+        let out = run_ok(&mut cmd);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "have_tuning_tool=0\ntuned=128\n",
+            "{name}; stderr:\n{}",
+            stderr(&out)
+        );
+        let p = read_profile(&dir.join("out"));
+        assert_kernel(&nodes(&p), &["axpy"], "parallel_for", 1, "OpenMP", 1);
+        if chained.is_some() {
+            let c = read_counts(&counts_file);
+            assert_eq!(c.get("init"), Some(&1), "{c:?}");
+            assert_eq!(c.get("begin_parallel_for"), Some(&1), "{c:?}");
+            assert_eq!(c.get("request_values"), Some(&0), "{c:?}");
+        }
+    }
+}
+
+/// A tuning tool chained after kprof gets every tuning call, with Kokkos' arguments,
+/// and its answer reaches Kokkos.
+#[test]
+fn tuning_is_forwarded_to_the_chained_tool() {
+    let b = built();
+    let dir = scratch("kokkos_tuning_chain");
+    let counts_file = dir.join("second.txt");
+    let mut cmd = host_cmd(&b.host, &dir, &["4", "tuning"]);
+    cmd.env(
+        "KOKKOS_TOOLS_LIBS",
+        format!("{};{}", kprof_lib(), b.second_tool.display()),
+    )
+    .env("SECOND_TOOL_OUT", &counts_file);
+    let out = run_ok(&mut cmd);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "have_tuning_tool=1\ntuned=64\n",
+        "stderr:\n{}",
+        stderr(&out)
+    );
+    let c = read_counts(&counts_file);
+    for (k, v) in [
+        ("init", 1),
+        ("init_load_seq", 1),
+        ("declare_output_type", 1),
+        ("declare_input_type", 1),
+        ("begin_context", 1),
+        ("declare_optimization_goal", 1),
+        ("request_values", 1),
+        ("end_context", 1),
+        ("tuning_mismatches", 0),
+        ("begin_parallel_for", 1),
+        ("finalize", 1),
+    ] {
+        assert_eq!(c.get(k), Some(&v), "second tool's {k}; all: {c:?}");
+    }
+    let p = read_profile(&dir.join("out"));
+    assert_kernel(&nodes(&p), &["axpy"], "parallel_for", 1, "OpenMP", 1);
 }
 
 #[test]

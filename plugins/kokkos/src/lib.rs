@@ -10,6 +10,11 @@ pub mod args;
 pub mod bridge;
 pub mod chain;
 pub mod device;
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub mod tuning;
 pub mod types;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -35,7 +40,7 @@ fn warn(msg: &str) {
 }
 
 /// Address of a function of this library, to find the library's own file.
-fn anchor() -> usize {
+pub(crate) fn anchor() -> usize {
     kokkosp_init_library as *const () as usize
 }
 
