@@ -118,6 +118,13 @@
  *   { parallel_reduce "r" x2 } } kprof_region_end("app phase"); finalize.
  *   Tree: "app phase" user_region x1 / "inner" x5, "kregion" x1 / "r" x2.
  *
+ * teams: Kokkos 4.x's OpenMP back end (2 threads) growing its team scratch: per
+ *   thread, deallocate Host "[unlabeled]" (a block allocated before the tool was
+ *   loaded) then allocate Host "Kokkos::OpenMP::scratch_mem" 4096 (never freed while
+ *   the tool runs); parallel_for "team_kernel" x1; allocate + deallocate Host "user"
+ *   256; deallocate Host "[unlabeled]" 0x2000 and Host "ghost" 0x1000 (never
+ *   allocated). Host: allocations 3, deallocations 1, no leaks, unknown_frees 2.
+ *
  * tuning: as a Kokkos 4.x built with Kokkos_ENABLE_TUNING: the loader also looks up
  *   the 6 tuning symbols (kokkosp_declare_output_type, _declare_input_type,
  *   _request_values, _begin_context, _end_context, _declare_optimization_goal). Then:
@@ -472,6 +479,25 @@ static void scenario_basic(int n) {
   k_pop();
 }
 
+/* Kokkos 4.x's OpenMP back end (2 threads) growing its team scratch for a team
+ * kernel: per thread, the buffer allocated at start-up (before the tool was loaded)
+ * is freed as "[unlabeled]" and a bigger one allocated as
+ * "Kokkos::OpenMP::scratch_mem"; Kokkos frees those only after finalizing the tool. */
+static void scenario_teams(void) {
+  static char old_pool[2][64], new_pool[2][4096], user[256];
+  for (int t = 0; t < 2; t++) {
+    k_dealloc("Host", "[unlabeled]", old_pool[t], 64);
+    k_alloc("Host", "Kokkos::OpenMP::scratch_mem", new_pool[t], 4096);
+  }
+  k_kernel(FOR, "team_kernel", DEV_OPENMP);
+  k_alloc("Host", "user", user, 256);
+  k_dealloc("Host", "user", user, 256);
+  /* two frees of blocks never allocated: an unlabeled one nothing replaces, and a
+   * labelled one */
+  k_dealloc("Host", "[unlabeled]", (const void *)(uintptr_t)0x2000, 32);
+  k_dealloc("Host", "ghost", (const void *)(uintptr_t)0x1000, 64);
+}
+
 /* Kokkos' tuning interface (Kokkos::Tools::Experimental, Kokkos 4.x built with
  * Kokkos_ENABLE_TUNING) as an application's tuner drives it; each call reaches the
  * tool only when it exports the callback. */
@@ -798,6 +824,8 @@ int main(int argc, char **argv) {
     scenario_settings();
   else if (strcmp(scenario, "tuning") == 0)
     scenario_tuning();
+  else if (strcmp(scenario, "teams") == 0)
+    scenario_teams();
   else if (strcmp(scenario, "bad") == 0)
     scenario_bad();
   else if (strcmp(scenario, "threads") == 0)

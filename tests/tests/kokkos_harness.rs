@@ -866,6 +866,30 @@ fn chained_tool_sees_every_callback() {
     }
 }
 
+/// Kokkos 4.x's own scratch buffers (freed as "[unlabeled]", reallocated as
+/// "Kokkos::OpenMP::scratch_mem", never freed while the tool runs) are neither leaks
+/// nor unknown frees; frees of blocks nothing allocated still are.
+#[test]
+fn runtime_scratch_is_not_a_leak() {
+    let b = built();
+    let dir = scratch("kokkos_teams");
+    let out = run_ok(&mut host_cmd(&b.host, &dir, &["4", "teams"]));
+    assert!(!stderr(&out).contains("never freed"), "{}", stderr(&out));
+    let p = read_profile(&dir.join("out"));
+    let host = memory(&p, "Host");
+    assert_eq!(
+        (u(&host["allocations"]), u(&host["deallocations"])),
+        (3, 1),
+        "{host}"
+    );
+    assert_eq!(host["leaks"], serde_json::json!([]), "{host}");
+    assert_eq!(u(&host["current_bytes"]), 2 * 4096, "{host}");
+    for (k, v) in p["anomalies"].as_object().expect("anomalies") {
+        let want = if k == "unknown_frees" { 2 } else { 0 };
+        assert_eq!(u(v), want, "anomaly {k}: {}", p["anomalies"]);
+    }
+}
+
 /// A Kokkos built with tuning, kprof alone or chained before a tool without tuning
 /// callbacks: Kokkos finds no tuning symbol in kprof (have_tuning_tool() stays
 /// false, so its own tuners keep its defaults) and the value stays as given.
