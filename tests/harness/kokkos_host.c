@@ -17,8 +17,8 @@
  *
  * Loader (both versions): dlopen(path, RTLD_NOW | RTLD_GLOBAL), never closed; one
  * dlsym per callback name, a missing symbol is never called. Kokkos 3.4.01 and 4.x
- * look up the same 28 non-tuning symbols (tuning symbols only with
- * Kokkos_ENABLE_TUNING, off here):
+ * look up the same 28 non-tuning symbols (the 6 tuning symbols only with
+ * Kokkos_ENABLE_TUNING, which the `tuning` scenario emulates):
  *   kokkosp_init_library kokkosp_finalize_library kokkosp_parse_args kokkosp_print_help
  *   kokkosp_request_tool_settings kokkosp_provide_tool_programming_interface
  *   kokkosp_begin/end_parallel_for  kokkosp_begin/end_parallel_reduce
