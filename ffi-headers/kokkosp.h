@@ -290,6 +290,19 @@ void kokkosp_begin_deep_copy(Kokkos_Profiling_SpaceHandle dst_handle, const char
 void kokkosp_end_deep_copy(void);
 void kokkosp_dual_view_sync(const char *label, const void *ptr, bool to_device);
 void kokkosp_dual_view_modify(const char *label, const void *ptr, bool on_device);
+/* tuning (looked up only when Kokkos_ENABLE_TUNING=ON) */
+void kokkosp_declare_output_type(const char *name, const size_t id,
+                                 Kokkos_Tools_VariableInfo *info);
+void kokkosp_declare_input_type(const char *name, const size_t id,
+                                Kokkos_Tools_VariableInfo *info);
+void kokkosp_request_values(const size_t contextId, const size_t numContextVariables,
+                            const Kokkos_Tools_VariableValue *contextValues,
+                            const size_t numTuningVariables,
+                            Kokkos_Tools_VariableValue *tuningValues);
+void kokkosp_begin_context(const size_t contextId);
+void kokkosp_end_context(const size_t contextId, Kokkos_Tools_VariableValue value);
+void kokkosp_declare_optimization_goal(const size_t contextId,
+                                       const Kokkos_Tools_OptimizationGoal goal);
 #endif /* KOKKOSP_NO_PROTOTYPES */
 
 #ifdef __cplusplus

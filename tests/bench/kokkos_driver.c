@@ -14,8 +14,11 @@
  *   kokkosp_parse_args(1, {exe, NULL})                   (when exported)
  * The tool's answer is honoured: when it keeps requires_global_fencing, a cheap
  * stand-in fence (a non-inlined function with a full memory barrier; NOT the cost of a
- * real Kokkos global fence, which also reports itself through begin/end_fence) runs
- * before every begin and every end, and the output says so.
+ * real Kokkos global fence's synchronisation) runs before every begin and every end,
+ * and the output says so. Like Kokkos 4.x's global fence with two host back ends
+ * (Serial and OpenMP), it reports itself to the tool as one begin_fence/end_fence pair
+ * per back end (devIDs 0x00000000, 0x01000000), named "Kokkos::Tools::
+ * invoke_kokkosp_callback: Kokkos Profile Tool Fence": 4 fence pairs per kernel.
  *
  * Hot path, per pair, as Kokkos::Tools::beginParallelFor / endParallelFor do it:
  *   if (begin_cb) { fence?; begin_cb("bench_kernel", 0x01000001, &kid); }
@@ -83,7 +86,13 @@ typedef void (*end_fn)(uint64_t);
 /* Callback table, like Kokkos' Experimental::current_callbacks. */
 static begin_fn begin_parallel_for_cb;
 static end_fn end_parallel_for_cb;
+static begin_fn begin_fence_cb;
+static end_fn end_fence_cb;
 static bool global_fencing;
+
+/* Kokkos::fence(name) reports itself once per enabled back end (global instance 0). */
+#define TOOL_FENCE_NAME "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence"
+static const uint32_t fence_devices[2] = {0x00000000u /* Serial */, 0x01000000u /* OpenMP */};
 
 static unsigned long pairs_per_rep;
 static int reps;
@@ -96,10 +105,20 @@ static struct {
     char pad[56];
 } fence_count[64];
 
-/* Stand-in for Kokkos' global fence: a call and a full barrier. */
+/* Stand-in for Kokkos' global fence: a call and a full barrier per back end, each
+ * reported to the tool as a fence begin/end pair. */
 __attribute__((noinline)) static void stand_in_fence(int thread)
 {
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (int b = 0; b < 2; b++) {
+        uint64_t handle = 0;
+        begin_fn bf = begin_fence_cb;
+        if (bf)
+            bf(TOOL_FENCE_NAME, fence_devices[b], &handle);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        end_fn ef = end_fence_cb;
+        if (ef)
+            ef(handle);
+    }
     fence_count[thread].n++;
 }
 
@@ -223,6 +242,8 @@ int main(int argc, char **argv)
         finalize = (finalize_fn)dlsym(h, "kokkosp_finalize_library");
         begin_fn b = (begin_fn)dlsym(h, "kokkosp_begin_parallel_for");
         end_fn e = (end_fn)dlsym(h, "kokkosp_end_parallel_for");
+        begin_fence_cb = (begin_fn)dlsym(h, "kokkosp_begin_fence");
+        end_fence_cb = (end_fn)dlsym(h, "kokkosp_end_fence");
 
         if (init)
             init(0, 20240906u, 0, NULL);
@@ -278,8 +299,9 @@ int main(int argc, char **argv)
         unsigned long long fences = 0;
         for (int i = 0; i < 64; i++)
             fences += fence_count[i].n;
-        printf("note=tool requires global fencing: a stand-in fence (call + mfence, "
-               "not a real Kokkos fence) ran before every begin and end (%llu fences)\n",
+        printf("note=tool requires global fencing: a stand-in fence (call + mfence per "
+               "back end, each reported through begin/end_fence; not a real Kokkos fence's "
+               "synchronisation) ran before every begin and end (%llu fences)\n",
                fences);
     }
     printf("threads=%d\npairs_per_rep=%lu\nreps=%d\npause_ms=%lu\n", threads, pairs_per_rep,

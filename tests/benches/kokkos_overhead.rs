@@ -1,6 +1,10 @@
 //! Overhead of the Kokkos plugin on the hot path, against a no-tool run, an empty
 //! tool (the loader's and indirect calls' cost) and a floor tool (two TSC reads and
-//! one 16-byte store per kernel: the least a tracing tool can do).
+//! one 16-byte store per kernel: the least a tracing tool can do). Two more rows keep
+//! Kokkos' fences around every kernel callback, as the kokkos-tools tools (kernel-timer
+//! among them) do: the floor tool with `FLOOR_TOOL_FENCES=1` (it leaves the fences
+//! Kokkos runs for it out by name, as they do) against kprof with
+//! `KPROF_KOKKOS_FENCES=1` (which folds them into the kernel they time).
 //!
 //! A benchmark, not a test: every number it prints is measured in the same run, on
 //! the same machine, and the verdict is a ratio (kprof / floor), never an absolute
@@ -128,15 +132,19 @@ enum Variant {
     Floor,
     Kprof,
     KprofTrace,
+    FloorFences,
+    KprofFences,
 }
 
 impl Variant {
-    const ALL: [Variant; 5] = [
+    const ALL: [Variant; 7] = [
         Variant::NoTool,
         Variant::Empty,
         Variant::Floor,
         Variant::Kprof,
         Variant::KprofTrace,
+        Variant::FloorFences,
+        Variant::KprofFences,
     ];
 
     fn label(self) -> &'static str {
@@ -146,6 +154,8 @@ impl Variant {
             Variant::Floor => "floor tool",
             Variant::Kprof => "kprof profile-only",
             Variant::KprofTrace => "kprof + trace (KPROF_TRACE=perfetto)",
+            Variant::FloorFences => "floor tool + Kokkos' fences",
+            Variant::KprofFences => "kprof + fences (KPROF_KOKKOS_FENCES=1)",
         }
     }
 
@@ -156,11 +166,16 @@ impl Variant {
             Variant::Floor => "floor",
             Variant::Kprof => "kprof",
             Variant::KprofTrace => "kprof-trace",
+            Variant::FloorFences => "floor-fences",
+            Variant::KprofFences => "kprof-fences",
         }
     }
 
     fn is_kprof(self) -> bool {
-        matches!(self, Variant::Kprof | Variant::KprofTrace)
+        matches!(
+            self,
+            Variant::Kprof | Variant::KprofTrace | Variant::KprofFences
+        )
     }
 }
 
@@ -172,6 +187,7 @@ struct ProfileInfo {
     dropped_records: Option<u64>,
     kernel_count: u64,
     kernel_nodes: usize,
+    fence_nodes: usize,
     thread_records: Option<u64>,
     clock_source: String,
     anomalies: Vec<String>,
@@ -259,8 +275,8 @@ fn main() {
         let tool: Option<&Path> = match variant {
             Variant::NoTool => None,
             Variant::Empty => Some(&empty),
-            Variant::Floor => Some(&floor),
-            Variant::Kprof | Variant::KprofTrace => match &kprof {
+            Variant::Floor | Variant::FloorFences => Some(&floor),
+            Variant::Kprof | Variant::KprofTrace | Variant::KprofFences => match &kprof {
                 Some(p) => Some(p),
                 None => continue,
             },
@@ -419,6 +435,42 @@ fn main() {
         );
         println!();
 
+        // With Kokkos' fences kept, as kokkos-tools' tools (kernel-timer) keep them.
+        println!(
+            "with Kokkos' fences (4 reported fence pairs per kernel; the floor tool leaves them \
+             out by name as kokkos-tools' tools do, kprof folds them into the kernel):"
+        );
+        println!(
+            "{:<7} {:>19} {:>19} {:>21} {:>19}",
+            "threads",
+            "floor+fences-none",
+            "kprof+fences-none",
+            "kprof+f/floor+f ns",
+            "kprof+f-floor+f ns"
+        );
+        for threads in [1u32, 2] {
+            let get = |v: Variant| results.get(&(regime, threads, v)).map(|ms| ns_of(ms));
+            let none = get(Variant::NoTool);
+            let (ff, kf) = (get(Variant::FloorFences), get(Variant::KprofFences));
+            let fmt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+            let sub = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a - b);
+            println!(
+                "{:<7} {:>19} {:>19} {:>21} {:>19}",
+                threads,
+                fmt(sub(ff, none)),
+                fmt(sub(kf, none)),
+                kf.zip(ff)
+                    .filter(|&(_, f)| f > 0.0)
+                    .map_or("-".into(), |(k, f)| format!("{:.2}x", k / f)),
+                fmt(sub(kf, ff)),
+            );
+        }
+        println!(
+            "  (the stand-in fence is a call + mfence per back end, not a real Kokkos fence's \
+             synchronisation: a real fence adds the same to every row)"
+        );
+        println!();
+
         // What kprof wrote: did the writer keep up?
         if kprof.is_some() {
             println!("kprof output (profile.json), {} regime:", regime.name());
@@ -443,10 +495,11 @@ fn main() {
                         };
                         println!(
                             "  {:<38} threads={threads} round={round}: dropped_records={dropped}, {KERNEL} count={} of {expected} \
-                             ({} node(s)), thread records={records}, clock={}: {kept}",
+                             ({} node(s)), fence nodes={}, thread records={records}, clock={}: {kept}",
                             variant.label(),
                             p.kernel_count,
                             p.kernel_nodes,
+                            p.fence_nodes,
                             p.clock_source
                         );
                         if !p.anomalies.is_empty() {
@@ -506,7 +559,10 @@ fn run_variant(driver: &Path, run: &Run, out: &Path) -> Result<Measured, String>
     // Nothing from the caller's environment may change what a run measures.
     for (key, _) in std::env::vars_os() {
         let k = key.to_string_lossy();
-        if (k.starts_with("KPROF_") && k != "KPROF_CORE_LIB") || k.starts_with("KOKKOS_") {
+        if (k.starts_with("KPROF_") && k != "KPROF_CORE_LIB")
+            || k.starts_with("KOKKOS_")
+            || k == "FLOOR_TOOL_FENCES"
+        {
             cmd.env_remove(&key);
         }
     }
@@ -523,6 +579,12 @@ fn run_variant(driver: &Path, run: &Run, out: &Path) -> Result<Measured, String>
         if variant == Variant::KprofTrace {
             cmd.env("KPROF_TRACE", "perfetto");
         }
+        if variant == Variant::KprofFences {
+            cmd.env("KPROF_KOKKOS_FENCES", "1");
+        }
+    }
+    if variant == Variant::FloorFences {
+        cmd.env("FLOOR_TOOL_FENCES", "1");
     }
     let start = Instant::now();
     let output = cmd
@@ -591,6 +653,7 @@ fn profile_info(dir: &Path) -> Result<ProfileInfo, String> {
         dropped_records: profile["dropped_records"].as_u64(),
         kernel_count: kernels.iter().filter_map(|n| n["count"].as_u64()).sum(),
         kernel_nodes: kernels.len(),
+        fence_nodes: all.iter().filter(|(_, n)| n["kind"] == "fence").count(),
         thread_records,
         clock_source: profile["clock"]["source"]
             .as_str()

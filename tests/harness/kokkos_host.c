@@ -17,8 +17,8 @@
  *
  * Loader (both versions): dlopen(path, RTLD_NOW | RTLD_GLOBAL), never closed; one
  * dlsym per callback name, a missing symbol is never called. Kokkos 3.4.01 and 4.x
- * look up the same 28 non-tuning symbols (tuning symbols only with
- * Kokkos_ENABLE_TUNING, off here):
+ * look up the same 28 non-tuning symbols (the 6 tuning symbols only with
+ * Kokkos_ENABLE_TUNING, which the `tuning` scenario emulates):
  *   kokkosp_init_library kokkosp_finalize_library kokkosp_parse_args kokkosp_print_help
  *   kokkosp_request_tool_settings kokkosp_provide_tool_programming_interface
  *   kokkosp_begin/end_parallel_for  kokkosp_begin/end_parallel_reduce
@@ -41,7 +41,8 @@
  * "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence" on devID
  * 0x01000000 (OpenMP, instance 0: the emulated Kokkos has a single back end, OpenMP).
  * tpi.fence(devID) counts its calls and runs the same kind of global fence named
- * "Kokkos::Tools::Impl::tool_invoked_fence: Tool Requested Fence".
+ * "Kokkos::Tools::Experimental::Impl::tool_invoked_fence: Tool Requested Fence" (the
+ * names of Kokkos 4.x).
  *
  * Device ids: OpenMP kernels 0x01000001 (device "OpenMP", index 0, instance 1),
  * Serial kernels (threads scenario) 0x00000001, global fences 0x01000000.
@@ -75,8 +76,8 @@
  *   dual_view_sync 2, dual_view_modify 3, declare_metadata 19, finalize 1.
  *
  * settings: prints "fencing=<0|1>" (what the tool answered) on stdout, then runs
- *   parallel_for "k" x2 at top level. With fencing=1 the tree also has the tool fence
- *   x2 at top level (before each begin) and x2 under "k" (before each end).
+ *   parallel_for "k" x2 at top level. With fencing=1 Kokkos also runs the tool fence
+ *   before each begin (outside "k") and each end (inside "k"): 4 fence pairs.
  *
  * bad (anomalies, each marked [+counter]):
  *   parallel_for NULL [null_names]; parallel_for ""; parallel_reduce with a 1 MiB
@@ -117,7 +118,24 @@
  *   { parallel_reduce "r" x2 } } kprof_region_end("app phase"); finalize.
  *   Tree: "app phase" user_region x1 / "inner" x5, "kregion" x1 / "r" x2.
  *
- * Nothing is printed on stdout except by the `settings` scenario.
+ * teams: Kokkos 4.x's OpenMP back end (2 threads) growing its team scratch: per
+ *   thread, deallocate Host "[unlabeled]" (a block allocated before the tool was
+ *   loaded) then allocate Host "Kokkos::OpenMP::scratch_mem" 4096 (never freed while
+ *   the tool runs); parallel_for "team_kernel" x1; allocate + deallocate Host "user"
+ *   256; deallocate Host "[unlabeled]" 0x2000 and Host "ghost" 0x1000 (never
+ *   allocated). Host: allocations 3, deallocations 1, no leaks, unknown_frees 2.
+ *
+ * tuning: as a Kokkos 4.x built with Kokkos_ENABLE_TUNING: the loader also looks up
+ *   the 6 tuning symbols (kokkosp_declare_output_type, _declare_input_type,
+ *   _request_values, _begin_context, _end_context, _declare_optimization_goal). Then:
+ *   declare_output_type("team_size", 1, int64 ordinal set {32, 64, 128});
+ *   declare_input_type("kernel_name", 2, string categorical unbounded);
+ *   begin_context(1); declare_optimization_goal(1, {3, minimize});
+ *   request_values(1, 1 input {2, "axpy"}, 1 output {1, 128 = the default});
+ *   prints "have_tuning_tool=<0|1>" (request_values was found) and "tuned=<output>"
+ *   on stdout; parallel_for "axpy" x1; end_context(1, {3, 1.5}).
+ *
+ * Nothing is printed on stdout except by the `settings` and `tuning` scenarios.
  */
 #define _GNU_SOURCE
 #define KOKKOSP_NO_PROTOTYPES
@@ -140,7 +158,8 @@
 #define DEV_SERIAL 0x00000001u
 #define DEV_OPENMP_GLOBAL 0x01000000u
 #define TOOL_FENCE_NAME "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence"
-#define TOOL_REQUESTED_FENCE_NAME "Kokkos::Tools::Impl::tool_invoked_fence: Tool Requested Fence"
+#define TOOL_REQUESTED_FENCE_NAME \
+  "Kokkos::Tools::Experimental::Impl::tool_invoked_fence: Tool Requested Fence"
 
 static struct {
   Kokkos_Profiling_initFunction init;
@@ -167,9 +186,17 @@ static struct {
   Kokkos_Profiling_endDeepCopyFunction end_deep_copy;
   Kokkos_Profiling_dualViewSyncFunction dual_view_sync;
   Kokkos_Profiling_dualViewModifyFunction dual_view_modify;
+  /* tuning, looked up only as by a Kokkos built with Kokkos_ENABLE_TUNING */
+  Kokkos_Tools_outputTypeDeclarationFunction declare_output_type;
+  Kokkos_Tools_inputTypeDeclarationFunction declare_input_type;
+  Kokkos_Tools_requestValueFunction request_values;
+  Kokkos_Tools_contextBeginFunction begin_context;
+  Kokkos_Tools_contextEndFunction end_context;
+  Kokkos_Tools_optimizationGoalDeclarationFunction declare_optimization_goal;
 } cb;
 
 static int is_v4;           /* 1: Kokkos 4.x, 0: Kokkos 3.4 */
+static int with_tuning;     /* emulate a Kokkos built with Kokkos_ENABLE_TUNING */
 static int global_fencing;  /* the tool's answer to request_tool_settings */
 static int finalized;
 static volatile int tool_fence_calls;
@@ -220,6 +247,14 @@ static void load_tool(const char *path) {
   LOOKUP(h, parse_args, "kokkosp_parse_args");
   LOOKUP(h, provide_tpi, "kokkosp_provide_tool_programming_interface");
   LOOKUP(h, request_tool_settings, "kokkosp_request_tool_settings");
+  if (with_tuning) {
+    LOOKUP(h, declare_output_type, "kokkosp_declare_output_type");
+    LOOKUP(h, declare_input_type, "kokkosp_declare_input_type");
+    LOOKUP(h, request_values, "kokkosp_request_values");
+    LOOKUP(h, end_context, "kokkosp_end_context");
+    LOOKUP(h, begin_context, "kokkosp_begin_context");
+    LOOKUP(h, declare_optimization_goal, "kokkosp_declare_optimization_goal");
+  }
 }
 
 /* ------------------------------------------------------ Kokkos-side wrappers */
@@ -444,6 +479,70 @@ static void scenario_basic(int n) {
   k_pop();
 }
 
+/* Kokkos 4.x's OpenMP back end (2 threads) growing its team scratch for a team
+ * kernel: per thread, the buffer allocated at start-up (before the tool was loaded)
+ * is freed as "[unlabeled]" and a bigger one allocated as
+ * "Kokkos::OpenMP::scratch_mem"; Kokkos frees those only after finalizing the tool. */
+static void scenario_teams(void) {
+  static char old_pool[2][64], new_pool[2][4096], user[256];
+  for (int t = 0; t < 2; t++) {
+    k_dealloc("Host", "[unlabeled]", old_pool[t], 64);
+    k_alloc("Host", "Kokkos::OpenMP::scratch_mem", new_pool[t], 4096);
+  }
+  k_kernel(FOR, "team_kernel", DEV_OPENMP);
+  k_alloc("Host", "user", user, 256);
+  k_dealloc("Host", "user", user, 256);
+  /* two frees of blocks never allocated: an unlabeled one nothing replaces, and a
+   * labelled one */
+  k_dealloc("Host", "[unlabeled]", (const void *)(uintptr_t)0x2000, 32);
+  k_dealloc("Host", "ghost", (const void *)(uintptr_t)0x1000, 64);
+}
+
+/* Kokkos' tuning interface (Kokkos::Tools::Experimental, Kokkos 4.x built with
+ * Kokkos_ENABLE_TUNING) as an application's tuner drives it; each call reaches the
+ * tool only when it exports the callback. */
+static void scenario_tuning(void) {
+  static int64_t team_sizes[3] = {32, 64, 128};
+  Kokkos_Tools_VariableInfo out_info, in_info;
+  memset(&out_info, 0, sizeof out_info);
+  memset(&in_info, 0, sizeof in_info);
+  out_info.type = kokkos_value_int64;
+  out_info.category = kokkos_value_ordinal;
+  out_info.valueQuantity = kokkos_value_set;
+  out_info.candidates.set.size = 3;
+  out_info.candidates.set.values.int_value = team_sizes;
+  in_info.type = kokkos_value_string;
+  in_info.category = kokkos_value_categorical;
+  in_info.valueQuantity = kokkos_value_unbounded;
+  const size_t out_id = 1, in_id = 2, goal_id = 3, ctx = 1;
+  if (cb.declare_output_type) cb.declare_output_type("team_size", out_id, &out_info);
+  if (cb.declare_input_type) cb.declare_input_type("kernel_name", in_id, &in_info);
+
+  if (cb.begin_context) cb.begin_context(ctx);
+  Kokkos_Tools_OptimizationGoal goal = {goal_id, Kokkos_Tools_Minimize};
+  if (cb.declare_optimization_goal) cb.declare_optimization_goal(ctx, goal);
+  Kokkos_Tools_VariableValue in, out;
+  memset(&in, 0, sizeof in);
+  memset(&out, 0, sizeof out);
+  in.type_id = in_id;
+  strcpy(in.value.string_value, "axpy");
+  in.metadata = &in_info;
+  out.type_id = out_id;
+  out.value.int_value = 128; /* the application's default */
+  out.metadata = &out_info;
+  /* Kokkos calls the tool only when it has request_values (have_tuning_tool()). */
+  if (cb.request_values) cb.request_values(ctx, 1, &in, 1, &out);
+  printf("have_tuning_tool=%d\ntuned=%lld\n", cb.request_values ? 1 : 0,
+         (long long)out.value.int_value);
+  fflush(stdout);
+  k_kernel(FOR, "axpy", DEV_OPENMP);
+  Kokkos_Tools_VariableValue result;
+  memset(&result, 0, sizeof result);
+  result.type_id = goal_id;
+  result.value.double_value = 1.5;
+  if (cb.end_context) cb.end_context(ctx, result);
+}
+
 static void scenario_settings(void) {
   printf("fencing=%d\n", global_fencing ? 1 : 0);
   fflush(stdout);
@@ -649,6 +748,7 @@ int main(int argc, char **argv) {
   const char *scenario = pos[1];
   long n = pos[2] ? strtol(pos[2], NULL, 10) : -1;
   if (strcmp(scenario, "help") == 0) help = 1;
+  if (strcmp(scenario, "tuning") == 0) with_tuning = 1;
 
   /* ---- which tool ---- */
   const char *lib_spec = NULL;
@@ -722,6 +822,10 @@ int main(int argc, char **argv) {
     scenario_basic(n > 0 ? (int)n : 10);
   else if (strcmp(scenario, "settings") == 0)
     scenario_settings();
+  else if (strcmp(scenario, "tuning") == 0)
+    scenario_tuning();
+  else if (strcmp(scenario, "teams") == 0)
+    scenario_teams();
   else if (strcmp(scenario, "bad") == 0)
     scenario_bad();
   else if (strcmp(scenario, "threads") == 0)

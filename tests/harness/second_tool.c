@@ -15,6 +15,14 @@
  *   watched      begin_parallel_* calls whose name equals $SECOND_TOOL_WATCH
  *   foreign_ids  end_* / section calls with an id this tool never handed out (a
  *                forwarder must give each tool back its own kID / handle / secID)
+ *   declare_output_type, declare_input_type, request_values, begin_context,
+ *   end_context, declare_optimization_goal   (the tuning callbacks; not exported
+ *                when built with -DSECOND_TOOL_NO_TUNING)
+ *   tuning_mismatches  tuning calls whose arguments differ from what kokkos_host's
+ *                `tuning` scenario passes (see there)
+ *
+ * As a tuning tool it answers kokkosp_request_values by setting the single output
+ * value to 64 (one of the scenario's candidates 32, 64, 128).
  *
  * It answers requires_global_fencing = false in kokkosp_request_tool_settings.
  *
@@ -32,6 +40,7 @@ enum {
   C_BEGIN_FENCE, C_END_FENCE, C_PUSH, C_POP, C_CREATE_SECTION, C_START_SECTION,
   C_STOP_SECTION, C_DESTROY_SECTION, C_EVENT, C_METADATA, C_ALLOC, C_DEALLOC,
   C_BEGIN_DEEP_COPY, C_END_DEEP_COPY, C_DV_SYNC, C_DV_MODIFY, C_WATCHED, C_FOREIGN,
+  C_DECL_OUT, C_DECL_IN, C_REQUEST, C_BEGIN_CTX, C_END_CTX, C_GOAL, C_TUNING_BAD,
   C_COUNT
 };
 
@@ -43,7 +52,8 @@ static const char *const names[C_COUNT] = {
     "create_section", "start_section", "stop_section", "destroy_section",
     "profile_event", "declare_metadata", "allocate_data", "deallocate_data",
     "begin_deep_copy", "end_deep_copy", "dual_view_sync", "dual_view_modify", "watched",
-    "foreign_ids"};
+    "foreign_ids", "declare_output_type", "declare_input_type", "request_values",
+    "begin_context", "end_context", "declare_optimization_goal", "tuning_mismatches"};
 
 static unsigned long counts[C_COUNT];
 static int load_seq = -1;
@@ -234,3 +244,54 @@ void kokkosp_dual_view_modify(const char *label, const void *ptr, bool on_device
   (void)on_device;
   bump(C_DV_MODIFY);
 }
+
+#ifndef SECOND_TOOL_NO_TUNING
+/* ---- tuning: what kokkos_host's `tuning` scenario passes ---- */
+
+static void expect(int ok) {
+  if (!ok) bump(C_TUNING_BAD);
+}
+
+void kokkosp_declare_output_type(const char *name, const size_t id,
+                                 Kokkos_Tools_VariableInfo *info) {
+  bump(C_DECL_OUT);
+  expect(name && strcmp(name, "team_size") == 0 && id == 1 && info &&
+         info->type == kokkos_value_int64 && info->valueQuantity == kokkos_value_set &&
+         info->candidates.set.size == 3 && info->candidates.set.values.int_value[2] == 128);
+}
+
+void kokkosp_declare_input_type(const char *name, const size_t id,
+                                Kokkos_Tools_VariableInfo *info) {
+  bump(C_DECL_IN);
+  expect(name && strcmp(name, "kernel_name") == 0 && id == 2 && info &&
+         info->type == kokkos_value_string);
+}
+
+void kokkosp_request_values(const size_t contextId, const size_t numContextVariables,
+                            const Kokkos_Tools_VariableValue *contextValues,
+                            const size_t numTuningVariables,
+                            Kokkos_Tools_VariableValue *tuningValues) {
+  bump(C_REQUEST);
+  expect(contextId == 1 && numContextVariables == 1 && contextValues[0].type_id == 2 &&
+         strcmp(contextValues[0].value.string_value, "axpy") == 0 &&
+         numTuningVariables == 1 && tuningValues[0].type_id == 1 &&
+         tuningValues[0].value.int_value == 128);
+  if (numTuningVariables >= 1) tuningValues[0].value.int_value = 64;
+}
+
+void kokkosp_begin_context(const size_t contextId) {
+  bump(C_BEGIN_CTX);
+  expect(contextId == 1);
+}
+
+void kokkosp_end_context(const size_t contextId, Kokkos_Tools_VariableValue value) {
+  bump(C_END_CTX);
+  expect(contextId == 1 && value.type_id == 3 && value.value.double_value == 1.5);
+}
+
+void kokkosp_declare_optimization_goal(const size_t contextId,
+                                       const Kokkos_Tools_OptimizationGoal goal) {
+  bump(C_GOAL);
+  expect(contextId == 1 && goal.type_id == 3 && goal.goal == Kokkos_Tools_Minimize);
+}
+#endif /* SECOND_TOOL_NO_TUNING */

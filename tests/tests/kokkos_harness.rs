@@ -23,6 +23,8 @@ struct Built {
     host: PathBuf,
     host_annotate: PathBuf,
     second_tool: PathBuf,
+    /// The second tool without the tuning callbacks.
+    second_tool_no_tuning: PathBuf,
 }
 
 fn built() -> &'static Built {
@@ -35,10 +37,16 @@ fn built() -> &'static Built {
             &dir.join("libsecond_tool.so"),
             &["-shared", "-fPIC"],
         );
+        let second_tool_no_tuning = compile(
+            &[&test_file("harness/second_tool.c")],
+            &dir.join("libsecond_tool_no_tuning.so"),
+            &["-shared", "-fPIC", "-DSECOND_TOOL_NO_TUNING"],
+        );
         Built {
             host,
             host_annotate,
             second_tool,
+            second_tool_no_tuning,
         }
     })
 }
@@ -663,10 +671,10 @@ fn kokkos_fences_on_request() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "fencing=1\n");
     let p = read_profile(&dir.join("out"));
     let all = nodes(&p);
+    // Kokkos fences before each begin (outside the kernel) and each end (inside):
+    // those fences are folded into the kernel, not recorded as fence instances.
+    assert_eq!(all.len(), 1, "only the kernel, no tool fences: {all:?}");
     assert_kernel(&all, &["k"], "parallel_for", 2, "OpenMP", 1);
-    // Kokkos fences before each begin (outside the kernel) and each end (inside).
-    assert_kernel(&all, &[TOOL_FENCE], "fence", 2, "OpenMP", 0);
-    assert_kernel(&all, &["k", TOOL_FENCE], "fence", 2, "OpenMP", 0);
     // KOKKOS_TOOLS_ARGS works too (it is in the environment before Kokkos asks for
     // the tool settings; --kokkos-tools-args only arrives later, with parse_args).
     let dir2 = scratch("kokkos_settings_fences_args");
@@ -674,6 +682,41 @@ fn kokkos_fences_on_request() {
     cmd.env("KOKKOS_TOOLS_ARGS", "--kokkos-fences=1");
     let out = run_ok(&mut cmd);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "fencing=1\n");
+}
+
+/// With Kokkos' fences on, the profile is exactly the one without them (the tool
+/// fences are folded into the kernels and regions they time, the program's own named
+/// fence "sync" stays), and a chained tool still sees every fence with its own
+/// handles.
+#[test]
+fn tool_fences_fold_into_their_kernels() {
+    let b = built();
+    let dir = scratch("kokkos_fences_folded");
+    let counts_file = dir.join("second.txt");
+    let mut cmd = host_cmd(&b.host, &dir, &["4", "chain"]);
+    cmd.env(
+        "KOKKOS_TOOLS_LIBS",
+        format!("{};{}", kprof_lib(), b.second_tool.display()),
+    )
+    .env("KPROF_KOKKOS_FENCES", "1")
+    .env("SECOND_TOOL_OUT", &counts_file);
+    let out = run_ok(&mut cmd);
+    let p = read_profile(&dir.join("out"));
+    check_basic(&p, "4.6.1");
+    assert!(!stderr(&out).contains(TOOL_FENCE), "{}", stderr(&out));
+    // Kokkos fenced before every kernel begin and end (3N + 10 kernels) and every
+    // push and pop (4 each), besides the program's fence "sync".
+    let n = BASIC_N as i64;
+    let fences = 2 * (3 * n + 10) + 8 + 1;
+    let c = read_counts(&counts_file);
+    for (k, v) in [
+        ("begin_fence", fences),
+        ("end_fence", fences),
+        ("foreign_ids", 0),
+        ("begin_parallel_for", 3 * n + 4),
+    ] {
+        assert_eq!(c.get(k), Some(&v), "second tool's {k}; all: {c:?}");
+    }
 }
 
 #[test]
@@ -729,13 +772,33 @@ fn help_lists_the_options() {
         assert!(err.contains(opt), "help lacks {opt}:\n{err}");
     }
     assert!(out.stdout.is_empty(), "help went to stdout");
-    // Kokkos' own flag does the same.
-    let out = run_ok(&mut host_cmd(
-        &b.host,
-        &dir,
-        &["4", "basic", "--kokkos-tools-help"],
-    ));
-    assert!(stderr(&out).contains("KPROF_OUTPUT_DIR"));
+    // Kokkos' own flag does the same, and nothing is measured or written: no output
+    // directory, no summary. A chained tool still gets its print_help.
+    let dir = scratch("kokkos_help_flag");
+    let counts_file = dir.join("second.txt");
+    let mut cmd = host_cmd(&b.host, &dir, &["4", "basic", "--kokkos-tools-help"]);
+    cmd.env(
+        "KOKKOS_TOOLS_LIBS",
+        format!("{};{}", kprof_lib(), b.second_tool.display()),
+    )
+    .env("SECOND_TOOL_OUT", &counts_file);
+    let out = run_ok(&mut cmd);
+    let err = stderr(&out);
+    assert!(err.contains("KPROF_OUTPUT_DIR"), "{err}");
+    assert!(!err.contains("kprof: files in"), "{err}");
+    assert!(
+        !dir.join("out").exists(),
+        "--kokkos-tools-help created the output directory"
+    );
+    let c = read_counts(&counts_file);
+    for (k, v) in [
+        ("init", 1),
+        ("print_help", 1),
+        ("finalize", 1),
+        ("parse_args", 0),
+    ] {
+        assert_eq!(c.get(k), Some(&v), "second tool's {k}; all: {c:?}");
+    }
 }
 
 fn read_counts(path: &Path) -> BTreeMap<String, i64> {
@@ -801,6 +864,108 @@ fn chained_tool_sees_every_callback() {
     for (k, v) in expected {
         assert_eq!(c.get(k), Some(&v), "second tool's {k}; all: {c:?}");
     }
+}
+
+/// Kokkos 4.x's own scratch buffers (freed as "[unlabeled]", reallocated as
+/// "Kokkos::OpenMP::scratch_mem", never freed while the tool runs) are neither leaks
+/// nor unknown frees; frees of blocks nothing allocated still are.
+#[test]
+fn runtime_scratch_is_not_a_leak() {
+    let b = built();
+    let dir = scratch("kokkos_teams");
+    let out = run_ok(&mut host_cmd(&b.host, &dir, &["4", "teams"]));
+    assert!(!stderr(&out).contains("never freed"), "{}", stderr(&out));
+    let p = read_profile(&dir.join("out"));
+    let host = memory(&p, "Host");
+    assert_eq!(
+        (u(&host["allocations"]), u(&host["deallocations"])),
+        (3, 1),
+        "{host}"
+    );
+    assert_eq!(host["leaks"], serde_json::json!([]), "{host}");
+    assert_eq!(u(&host["current_bytes"]), 2 * 4096, "{host}");
+    for (k, v) in p["anomalies"].as_object().expect("anomalies") {
+        let want = if k == "unknown_frees" { 2 } else { 0 };
+        assert_eq!(u(v), want, "anomaly {k}: {}", p["anomalies"]);
+    }
+}
+
+/// A Kokkos built with tuning, kprof alone or chained before a tool without tuning
+/// callbacks: Kokkos finds no tuning symbol in kprof (have_tuning_tool() stays
+/// false, so its own tuners keep its defaults) and the value stays as given.
+#[test]
+fn tuning_symbols_are_absent_without_a_tuning_tool() {
+    let b = built();
+    for (name, chained) in [
+        ("kokkos_tuning_alone", None),
+        ("kokkos_tuning_no_tuner", Some(&b.second_tool_no_tuning)),
+    ] {
+        let dir = scratch(name);
+        let counts_file = dir.join("second.txt");
+        let mut cmd = host_cmd(&b.host, &dir, &["4", "tuning"]);
+        if let Some(tool) = chained {
+            cmd.env(
+                "KOKKOS_TOOLS_LIBS",
+                format!("{};{}", kprof_lib(), tool.display()),
+            )
+            .env("SECOND_TOOL_OUT", &counts_file);
+        }
+        let out = run_ok(&mut cmd);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "have_tuning_tool=0\ntuned=128\n",
+            "{name}; stderr:\n{}",
+            stderr(&out)
+        );
+        let p = read_profile(&dir.join("out"));
+        assert_kernel(&nodes(&p), &["axpy"], "parallel_for", 1, "OpenMP", 1);
+        if chained.is_some() {
+            let c = read_counts(&counts_file);
+            assert_eq!(c.get("init"), Some(&1), "{c:?}");
+            assert_eq!(c.get("begin_parallel_for"), Some(&1), "{c:?}");
+            assert_eq!(c.get("request_values"), Some(&0), "{c:?}");
+        }
+    }
+}
+
+/// A tuning tool chained after kprof gets every tuning call, with Kokkos' arguments,
+/// and its answer reaches Kokkos.
+#[test]
+fn tuning_is_forwarded_to_the_chained_tool() {
+    let b = built();
+    let dir = scratch("kokkos_tuning_chain");
+    let counts_file = dir.join("second.txt");
+    let mut cmd = host_cmd(&b.host, &dir, &["4", "tuning"]);
+    cmd.env(
+        "KOKKOS_TOOLS_LIBS",
+        format!("{};{}", kprof_lib(), b.second_tool.display()),
+    )
+    .env("SECOND_TOOL_OUT", &counts_file);
+    let out = run_ok(&mut cmd);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "have_tuning_tool=1\ntuned=64\n",
+        "stderr:\n{}",
+        stderr(&out)
+    );
+    let c = read_counts(&counts_file);
+    for (k, v) in [
+        ("init", 1),
+        ("init_load_seq", 1),
+        ("declare_output_type", 1),
+        ("declare_input_type", 1),
+        ("begin_context", 1),
+        ("declare_optimization_goal", 1),
+        ("request_values", 1),
+        ("end_context", 1),
+        ("tuning_mismatches", 0),
+        ("begin_parallel_for", 1),
+        ("finalize", 1),
+    ] {
+        assert_eq!(c.get(k), Some(&v), "second tool's {k}; all: {c:?}");
+    }
+    let p = read_profile(&dir.join("out"));
+    assert_kernel(&nodes(&p), &["axpy"], "parallel_for", 1, "OpenMP", 1);
 }
 
 #[test]

@@ -65,8 +65,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use kprof_tests::{
-    assert_ok, clean_cmd, lib, node, nodes, read_profile, scratch, shape, skip_unless, u,
-    workspace_root, Shape,
+    assert_ok, clean_cmd, compile, lib, node, nodes, read_profile, scratch, shape, skip_unless,
+    test_file, u, workspace_root, Shape,
 };
 use serde_json::{json, Value};
 
@@ -98,13 +98,17 @@ const VIEW_BYTES: u64 = 800_000;
 const OFFSETS_BYTES: u64 = 800_008;
 const LEAK_BYTES: u64 = 4096;
 
-/// The example binary built by tests/scripts/build-kokkos.sh, if it is there.
-fn example_binary() -> Option<PathBuf> {
-    let deps = match std::env::var_os("KPROF_DEPS_DIR") {
+/// `$KPROF_DEPS_DIR` (default `target/deps`, relative to the workspace root).
+fn deps_dir() -> PathBuf {
+    match std::env::var_os("KPROF_DEPS_DIR") {
         Some(d) if !d.is_empty() => workspace_root().join(d),
         _ => workspace_root().join("target").join("deps"),
-    };
-    let exe = deps.join("kokkos-example").join("kokkos_example");
+    }
+}
+
+/// The example binary built by tests/scripts/build-kokkos.sh, if it is there.
+fn example_binary() -> Option<PathBuf> {
+    let exe = deps_dir().join("kokkos-example").join("kokkos_example");
     exe.is_file().then_some(exe)
 }
 
@@ -686,4 +690,157 @@ fn output_dir_from_kokkos_tools_args() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(entries, BTreeSet::from(["from-args".to_string()]));
+}
+
+/// `tests/kokkos/runtime_memory.cpp` compiled against the Kokkos 3.4.01 install of
+/// tests/scripts/build-kokkos.sh (Serial + OpenMP, static, C++14) into `dir`.
+fn runtime_memory_program(dir: &Path) -> Option<PathBuf> {
+    let install = deps_dir().join("kokkos-3.4.01").join("install");
+    let (core, containers) = (
+        install.join("lib").join("libkokkoscore.a"),
+        install.join("lib").join("libkokkoscontainers.a"),
+    );
+    if skip_unless(
+        core.is_file(),
+        "real Kokkos (run tests/scripts/build-kokkos.sh)",
+    ) {
+        return None;
+    }
+    let include = install.join("include");
+    let args = [
+        "-std=c++14",
+        "-fopenmp",
+        "-isystem",
+        include.to_str().expect("UTF-8 path"),
+        containers.to_str().expect("UTF-8 path"),
+        core.to_str().expect("UTF-8 path"),
+        "-ldl",
+    ];
+    Some(compile(
+        &[&test_file("kokkos/runtime_memory.cpp")],
+        &dir.join("runtime_memory"),
+        &args,
+    ))
+}
+
+/// The Kokkos-3.4 facts behind `runtime_memory.cpp`'s expected profile, recorded with
+/// a probe tool (OMP_NUM_THREADS=2): OpenMP's two per-thread team buffers are
+/// allocated before the tool is loaded; the OpenMP team kernel's 32 KiB of scratch
+/// makes Kokkos free them and allocate bigger ones, all four `[unlabeled]`, on the
+/// worker threads; the first Serial team kernel allocates
+/// "Kokkos::Serial::scratch_mem", the second (64 KiB) frees it and allocates a bigger
+/// one; none of the runtime's buffers is freed before `kokkosp_finalize_library`.
+/// Host: 5 allocations (team_out, 2 OpenMP buffers, 2 Serial buffers), 2
+/// deallocations (the first Serial buffer, team_out), one free of an unknown
+/// pointer (the program's "ghost").
+#[test]
+fn runtime_scratch_memory_is_not_the_programs() {
+    let dir = scratch("kokkos_real_runtime_memory");
+    let Some(exe) = runtime_memory_program(&dir) else {
+        return;
+    };
+    let (_, plain) = run_pid(&mut example_cmd(&exe, &dir));
+    let out_dir = dir.join("out");
+    let mut cmd = example_cmd(&exe, &dir);
+    with_kprof(&mut cmd).env("KPROF_OUTPUT_DIR", &out_dir);
+    let (_, out) = run_pid(&mut cmd);
+    assert_eq!(stdout(&out), stdout(&plain), "stderr:\n{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains("never freed"), "stderr:\n{err}");
+
+    let p = read_profile(&out_dir);
+    let mem = p["memory"].as_array().expect("memory");
+    assert_eq!(mem.len(), 1, "memory {}", p["memory"]);
+    let host = &mem[0];
+    assert_eq!(host["space"], "Host");
+    assert_eq!(
+        (u(&host["allocations"]), u(&host["deallocations"])),
+        (5, 2),
+        "{host}"
+    );
+    assert_eq!(host["leaks"], json!([]), "{host}");
+    // The runtime's buffers are still memory the process holds.
+    let largest: Vec<&str> = host["largest"]
+        .as_array()
+        .expect("largest")
+        .iter()
+        .map(|a| a["label"].as_str().expect("label"))
+        .collect();
+    assert_eq!(
+        largest.iter().filter(|&&l| l == "[unlabeled]").count(),
+        2,
+        "largest {largest:?}"
+    );
+    assert_eq!(
+        largest
+            .iter()
+            .filter(|&&l| l == "Kokkos::Serial::scratch_mem")
+            .count(),
+        2,
+        "largest {largest:?}"
+    );
+    assert!(u(&host["current_bytes"]) > 2 * 32 * 1024, "{host}");
+
+    // Exactly the program's own unknown free is counted.
+    for (k, v) in p["anomalies"].as_object().expect("anomalies") {
+        let want = u64::from(k == "unknown_frees");
+        assert_eq!(u(v), want, "anomaly {k}: {}", p["anomalies"]);
+    }
+}
+
+/// A section created, started, stopped and destroyed in every iteration of a loop is
+/// one section (count = start/stop pairs, times summed), as a region would be.
+#[test]
+fn sections_created_in_a_loop_are_one_row() {
+    let dir = scratch("kokkos_real_loop_sections");
+    let Some(exe) = runtime_memory_program(&dir) else {
+        return;
+    };
+    let out_dir = dir.join("out");
+    let mut cmd = example_cmd(&exe, &dir);
+    with_kprof(&mut cmd).env("KPROF_OUTPUT_DIR", &out_dir);
+    run_pid(&mut cmd);
+    let p = read_profile(&out_dir);
+    let sections = p["sections"].as_array().expect("sections");
+    assert_eq!(sections.len(), 1, "sections {}", p["sections"]);
+    let s = &sections[0];
+    assert_eq!(s["name"], "loop_section");
+    assert_eq!(u(&s["count"]), 3, "{s}");
+    let (total, min, max) = (u(&s["total_ns"]), u(&s["min_ns"]), u(&s["max_ns"]));
+    assert!(
+        0 < min && min <= max && 3 * min <= total && total <= 3 * max,
+        "{s}"
+    );
+    // Each pair encloses one "in_section" kernel.
+    let all = nodes(&p);
+    let kernel = node(&all, &["in_section"]);
+    assert_eq!(u(&kernel["count"]), 3);
+    assert!(u(&kernel["total_ns"]) <= total, "{kernel} vs section {s}");
+}
+
+/// `--kokkos-tools-help`: Kokkos 3.4 loads the tool, calls its print_help, finalizes
+/// it and exits 0. kprof prints its help on stderr and writes nothing: no output
+/// directory (the default one would be kprof-kokkos_example-<pid> in the working
+/// directory), no summary.
+#[test]
+fn kokkos_tools_help_writes_nothing() {
+    let Some(exe) = find_example() else { return };
+    let dir = scratch("kokkos_real_help");
+    let mut cmd = example_cmd(&exe, &dir);
+    with_kprof(&mut cmd).arg("--kokkos-tools-help");
+    let (_, out) = run_pid(&mut cmd);
+    let err = stderr(&out);
+    assert!(err.contains("KPROF_OUTPUT_DIR"), "no help:\n{err}");
+    assert!(!err.contains("kprof: files in"), "a summary:\n{err}");
+    assert!(!err.contains("===="), "a summary:\n{err}");
+    assert_eq!(stdout(&out), "", "help mode ran the program");
+    let entries: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        entries.is_empty(),
+        "help left {entries:?} in {}",
+        dir.display()
+    );
 }

@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 use crate::report::{self, Report, TreeNode};
 use crate::resolve::{Consumer, Event, Global};
 use crate::runtime::Runtime;
-use memory::Space;
+use memory::{Freed, Label, Space};
 use stats::Stats;
 use task_graph::TaskGraph;
 use tree::{Tree, ROOT};
@@ -73,6 +73,8 @@ pub struct Profile {
     markers: FxHashMap<u32, u64>,
     dual_views: FxHashMap<u32, [u64; 4]>,
     spaces: FxHashMap<u32, Space>,
+    /// What each allocation label id says about its owner (program or runtime).
+    label_kinds: FxHashMap<u32, Label>,
     sections: FxHashMap<u32, SectionStats>,
     task_graph: TaskGraph,
     /// User counters: name id -> (count, min, max, sum, last).
@@ -92,10 +94,20 @@ impl Profile {
             markers: FxHashMap::default(),
             dual_views: FxHashMap::default(),
             spaces: FxHashMap::default(),
+            label_kinds: FxHashMap::default(),
             sections: FxHashMap::default(),
             task_graph: TaskGraph::default(),
             counters: FxHashMap::default(),
         }
+    }
+
+    /// What allocation label `label` says about its owner (looked up once per label).
+    fn label_kind(&mut self, label: u32) -> Label {
+        let rt = self.rt;
+        *self
+            .label_kinds
+            .entry(label)
+            .or_insert_with(|| Label::of(&rt.names.text(label)))
     }
 
     /// The name id of a copy's node, `"<dst_label> <- <src_label>"`.
@@ -249,13 +261,24 @@ impl Consumer for Profile {
                 label,
                 ptr,
                 bytes,
-            } => self
-                .spaces
-                .entry(space)
-                .or_default()
-                .alloc(ts, label, ptr, bytes),
-            Global::Free { space, ptr, .. } => {
-                if !self.spaces.entry(space).or_default().free(ptr) {
+            } => {
+                let kind = self.label_kind(label);
+                self.spaces
+                    .entry(space)
+                    .or_default()
+                    .alloc_labelled(ts, label, kind, ptr, bytes)
+            }
+            Global::Free {
+                space, label, ptr, ..
+            } => {
+                let kind = self.label_kind(label);
+                if self
+                    .spaces
+                    .entry(space)
+                    .or_default()
+                    .free_labelled(ptr, kind)
+                    == Freed::Unknown
+                {
                     anomalies.count(Anomaly::UnknownFree);
                 }
             }
@@ -338,19 +361,27 @@ impl Profile {
             .map(|&c| self.tree_node(c, &text, &devices))
             .collect();
 
+        // One row per section name, as regions are: a section created again and
+        // again (inside a loop) is one section; its row keeps the first id.
         let mut sections: Vec<report::Section> = {
             let names = rt.sections.lock().map(|s| s.clone()).unwrap_or_default();
-            self.sections
-                .iter()
-                .map(|(&id, s)| report::Section {
+            let mut ids: Vec<u32> = self.sections.keys().copied().collect();
+            ids.sort_unstable();
+            let mut by_name: FxHashMap<Option<u32>, (u32, Stats)> = FxHashMap::default();
+            for id in ids {
+                let name = names.get(id as usize - 1).copied();
+                let row = by_name.entry(name).or_insert((id, Stats::default()));
+                row.1.merge(&self.sections[&id].stats);
+            }
+            by_name
+                .into_iter()
+                .map(|(name, (id, s))| report::Section {
                     id,
-                    name: names
-                        .get(id as usize - 1)
-                        .map_or_else(|| "<unknown>".into(), |&n| text(n)),
-                    count: s.stats.count,
-                    total_ns: s.stats.total_ns,
-                    min_ns: s.stats.min(),
-                    max_ns: s.stats.max_ns,
+                    name: name.map_or_else(|| "<unknown>".into(), text),
+                    count: s.count,
+                    total_ns: s.total_ns,
+                    min_ns: s.min(),
+                    max_ns: s.max_ns,
                 })
                 .collect()
         };
@@ -390,7 +421,7 @@ impl Profile {
             .iter()
             .map(|(&space, s)| {
                 let mut leaks: Vec<(u64, u32, u64)> =
-                    s.live.iter().map(|(&p, &(l, b))| (b, l, p)).collect();
+                    s.leaks().map(|(p, l)| (l.bytes, l.label, p)).collect();
                 leaks.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
                 report::MemorySpace {
                     space: text(space),
@@ -458,11 +489,21 @@ impl Profile {
         if caught > 0 {
             rt.anomalies.add(Anomaly::InternalError, caught);
         }
+        // Frees of unknown `[unlabeled]` blocks that no runtime allocation replaced
+        // are unknown frees after all (see memory.rs).
+        let unmatched: u64 = self.spaces.values().map(Space::unmatched_frees).sum();
         let anomalies = rt
             .anomalies
             .snapshot()
             .into_iter()
-            .map(|(a, n)| (a.key().to_string(), n))
+            .map(|(a, n)| {
+                let n = if a == Anomaly::UnknownFree {
+                    n + unmatched
+                } else {
+                    n
+                };
+                (a.key().to_string(), n)
+            })
             .collect();
 
         let mut edges: Vec<report::TaskEdge> = self

@@ -52,6 +52,17 @@ pub fn command_line_value(prefix: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Whether Kokkos was asked for the tool's help (`--kokkos-tools-help` on the
+/// process's command line): Kokkos then initializes the tool, calls its
+/// `kokkosp_print_help`, finalizes it and exits, running nothing of the program.
+pub fn help_requested() -> bool {
+    std::fs::read("/proc/self/cmdline").is_ok_and(|raw| {
+        raw.split(|&b| b == 0)
+            .skip(1)
+            .any(|a| a == b"--kokkos-tools-help")
+    })
+}
+
 /// The words of `KOKKOS_TOOLS_ARGS`.
 pub fn from_environment() -> Vec<String> {
     std::env::var("KOKKOS_TOOLS_ARGS")

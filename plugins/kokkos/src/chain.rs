@@ -6,7 +6,7 @@
 //! mapped from ours here. This costs a lock per forwarded call, paid only when a
 //! chain is configured.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
@@ -14,7 +14,10 @@ use std::sync::{Mutex, OnceLock};
 
 use libloading::os::unix::Library;
 
-use crate::types::{DeviceInfo, SpaceHandle, ToolProgrammingInterface, ToolSettings};
+use crate::types::{
+    DeviceInfo, OptimizationGoal, SpaceHandle, ToolProgrammingInterface, ToolSettings,
+    VariableInfo, VariableValue,
+};
 
 macro_rules! next_tool {
     ($($field:ident: $sym:literal => fn($($arg:ty),*);)*) => {
@@ -74,36 +77,73 @@ next_tool! {
     end_deep_copy: "kokkosp_end_deep_copy" => fn();
     dual_view_sync: "kokkosp_dual_view_sync" => fn(*const c_char, *const c_void, bool);
     dual_view_modify: "kokkosp_dual_view_modify" => fn(*const c_char, *const c_void, bool);
+    declare_output_type: "kokkosp_declare_output_type" => fn(*const c_char, usize, *mut VariableInfo);
+    declare_input_type: "kokkosp_declare_input_type" => fn(*const c_char, usize, *mut VariableInfo);
+    request_values: "kokkosp_request_values" => fn(usize, usize, *const VariableValue, usize, *mut VariableValue);
+    begin_context: "kokkosp_begin_context" => fn(usize);
+    end_context: "kokkosp_end_context" => fn(usize, VariableValue);
+    declare_optimization_goal: "kokkosp_declare_optimization_goal" => fn(usize, OptimizationGoal);
 }
 
-static NEXT: OnceLock<Option<Next>> = OnceLock::new();
+/// The next tool (None when there is none or it failed to load), and the error that
+/// kept it from loading.
+static NEXT: OnceLock<(Option<Next>, Option<String>)> = OnceLock::new();
 static IDS: Mutex<Option<HashMap<u64, u64>>> = Mutex::new(None);
+
+thread_local! {
+    /// This thread is loading the next tool (whose relocations may ask for one of
+    /// this library's tuning symbols: see `tuning.rs`).
+    static LOADING: Cell<bool> = const { Cell::new(false) };
+}
 
 /// The next tool, once [`load`] found one.
 #[inline]
 pub fn next() -> Option<&'static Next> {
-    NEXT.get().and_then(Option::as_ref)
+    NEXT.get().and_then(|(n, _)| n.as_ref())
 }
 
-/// Loads the tool after position `load_seq` of the tool list, if there is one.
-/// `own` is this plugin's file, never loaded twice.
+/// Whether the calling thread is inside [`load`].
+pub fn loading() -> bool {
+    LOADING.with(Cell::get)
+}
+
+/// Loads the next tool of the tool list once (later calls return the first result):
+/// the entry after this library's own (`own`, never loaded twice), or entry
+/// `load_seq + 1` when this library is not in the list by its path. Kokkos asks for
+/// the tuning symbols before it initializes the tool, so this may run before
+/// `kokkosp_init_library` (see `tuning.rs`).
 pub fn load(load_seq: c_int, own: Option<&Path>) -> Result<Option<&'static Next>, String> {
+    let (next, err) = NEXT.get_or_init(|| {
+        LOADING.with(|l| l.set(true));
+        let loaded = open_next(load_seq, own);
+        LOADING.with(|l| l.set(false));
+        match loaded {
+            Ok(n) => (n, None),
+            Err(e) => (None, Some(e)),
+        }
+    });
+    match err {
+        Some(e) => Err(e.clone()),
+        None => Ok(next.as_ref()),
+    }
+}
+
+fn open_next(load_seq: c_int, own: Option<&Path>) -> Result<Option<Next>, String> {
     let list = crate::args::command_line_value("--kokkos-tools-libs=")
         .or_else(|| std::env::var("KOKKOS_TOOLS_LIBS").ok())
         .or_else(|| std::env::var("KOKKOS_PROFILE_LIBRARY").ok())
         .unwrap_or_default();
-    let entry = list
-        .split(';')
-        .nth(usize::try_from(load_seq).unwrap_or(0) + 1)
-        .map(str::trim)
-        .filter(|e| !e.is_empty());
-    let Some(path) = entry else {
-        let _ = NEXT.set(None);
+    let entries: Vec<&str> = list.split(';').map(str::trim).collect();
+    let same = |p: &Path| std::fs::canonicalize(p).ok();
+    let own_canon = own.and_then(same);
+    let ours = entries
+        .iter()
+        .position(|e| !e.is_empty() && own_canon.is_some() && same(Path::new(e)) == own_canon);
+    let at = ours.unwrap_or(usize::try_from(load_seq).unwrap_or(0)) + 1;
+    let Some(path) = entries.get(at).copied().filter(|e| !e.is_empty()) else {
         return Ok(None);
     };
-    let same = |p: &Path| std::fs::canonicalize(p).ok();
-    if own.is_some_and(|o| same(o).is_some() && same(o) == same(Path::new(path))) {
-        let _ = NEXT.set(None);
+    if own_canon.is_some() && same(Path::new(path)) == own_canon {
         return Err(format!("{path} is kprof itself; not chaining it twice"));
     }
     // SAFETY: loading a Kokkos tool exactly as Kokkos does (RTLD_NOW | RTLD_GLOBAL);
@@ -112,8 +152,7 @@ pub fn load(load_seq: c_int, own: Option<&Path>) -> Result<Option<&'static Next>
         .map_err(|e| format!("cannot load the next tool {path}: {e}"))?;
     let next = Next::from_library(&lib);
     std::mem::forget(lib);
-    let _ = NEXT.set(Some(next));
-    Ok(self::next())
+    Ok(Some(next))
 }
 
 thread_local! {

@@ -10,6 +10,11 @@ pub mod args;
 pub mod bridge;
 pub mod chain;
 pub mod device;
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub mod tuning;
 pub mod types;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -22,7 +27,10 @@ use kprof_abi::{CopyEnd, CoreApi, Kind, SpaceName};
 use chain::next;
 use types::{DeviceInfo, SpaceHandle, ToolProgrammingInterface, ToolSettings};
 
+/// The core's table once attached (measuring).
 static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
+/// The core's table once loaded, attached or not (its help text and options).
+static TABLE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 static LOAD: Once = Once::new();
 pub use bridge::RAJA_BRIDGE_VERSION;
 
@@ -32,26 +40,39 @@ fn warn(msg: &str) {
 }
 
 /// Address of a function of this library, to find the library's own file.
-fn anchor() -> usize {
+pub(crate) fn anchor() -> usize {
     kokkosp_init_library as *const () as usize
 }
 
-/// Loads the core runtime once and attaches to it.
+/// Loads the core runtime once and attaches to it, unless Kokkos only asks for the
+/// tool's help (`--kokkos-tools-help`): then nothing is measured or written.
 fn connect() -> Option<&'static CoreApi> {
     LOAD.call_once(|| match kprof_abi::loader::load_core(anchor()) {
         Ok(api) => {
+            let table = api as *const CoreApi as *mut CoreApi;
+            TABLE.store(table, Ordering::Release);
+            if args::help_requested() {
+                return;
+            }
             // Options in KOKKOS_TOOLS_ARGS / --kokkos-tools-args must be known before
             // the runtime starts (buffer size) and before Kokkos asks for settings.
             args::apply(api, args::from_environment().iter().map(String::as_str));
             args::apply(api, args::from_command_line().iter().map(String::as_str));
             // SAFETY: a NUL-terminated literal.
             if unsafe { (api.attach)(c"kokkos".as_ptr()) } {
-                CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
+                CORE.store(table, Ordering::Release);
             }
         }
         Err(e) => warn(&format!("{e}; Kokkos runs without kprof")),
     });
     api()
+}
+
+/// The core's table once loaded, even when not attached (help mode).
+fn table() -> Option<&'static CoreApi> {
+    connect();
+    // SAFETY: TABLE holds null or a pointer to the core's static table.
+    unsafe { TABLE.load(Ordering::Acquire).as_ref() }
 }
 
 /// The core table, once attached.
@@ -82,15 +103,19 @@ pub unsafe extern "C" fn kokkosp_init_library(
 ) {
     guard((), || {
         bridge::init(interface_ver);
-        let Some(api) = connect() else { return };
-        let version = format!("{interface_ver}\0");
-        // SAFETY: NUL-terminated strings living across the call.
-        unsafe {
-            (api.metadata)(
-                c"Kokkos Tools interface version".as_ptr(),
-                version.as_ptr().cast(),
-            )
-        };
+        if table().is_none() {
+            return;
+        }
+        if let Some(api) = api() {
+            let version = format!("{interface_ver}\0");
+            // SAFETY: NUL-terminated strings living across the call.
+            unsafe {
+                (api.metadata)(
+                    c"Kokkos Tools interface version".as_ptr(),
+                    version.as_ptr().cast(),
+                )
+            };
+        }
         let own = kprof_abi::loader::library_path(anchor());
         match chain::load(load_seq, own.as_deref()) {
             Ok(Some(n)) => {
@@ -146,7 +171,7 @@ pub unsafe extern "C" fn kokkosp_parse_args(argc: c_int, argv: *mut *mut c_char)
 #[no_mangle]
 pub unsafe extern "C" fn kokkosp_print_help(exe: *mut c_char) {
     guard((), || {
-        let help = connect().map(|api| {
+        let help = table().map(|api| {
             // SAFETY: the core returns a static NUL-terminated string.
             unsafe { CStr::from_ptr((api.help)()) }
                 .to_string_lossy()
@@ -176,7 +201,7 @@ pub unsafe extern "C" fn kokkosp_request_tool_settings(
         if settings.is_null() || num_actions == 0 {
             return;
         }
-        let ours = connect()
+        let ours = table()
             // SAFETY: a NUL-terminated literal.
             .map(|api| unsafe { (api.option_flag)(c"kokkos-fences".as_ptr()) } == 1)
             .unwrap_or(false);
@@ -285,7 +310,78 @@ kernel_callbacks! {
     kokkosp_begin_parallel_for, kokkosp_end_parallel_for, Kind::ParallelFor, begin_for, end_for;
     kokkosp_begin_parallel_reduce, kokkosp_end_parallel_reduce, Kind::ParallelReduce, begin_reduce, end_reduce;
     kokkosp_begin_parallel_scan, kokkosp_end_parallel_scan, Kind::ParallelScan, begin_scan, end_scan;
-    kokkosp_begin_fence, kokkosp_end_fence, Kind::Fence, begin_fence, end_fence;
+}
+
+/// The handle of a fence folded into the kernel or region it times (never a GUID
+/// of the core's: a GUID's top bits are a thread index, far below 2^64 - 1).
+const FOLDED_FENCE: u64 = u64::MAX;
+
+/// What Kokkos names the fences it runs for a tool, and only those: the ones around
+/// every kernel and region callback while the tool keeps `requires_global_fencing`
+/// ("Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence"), and those a
+/// tool asks for through `tpi.fence` ("Kokkos::Tools::Experimental::Impl::
+/// tool_invoked_fence: Tool Requested Fence"). The prefix alone tells them apart from
+/// the program's fences, so the check costs a few byte compares on the hot path.
+const TOOL_FENCE_PREFIX: &[u8] = b"Kokkos::Tools::";
+
+/// Whether `name` is a fence Kokkos runs because a tool asked for it.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+#[inline(always)]
+unsafe fn is_tool_fence(name: *const c_char) -> bool {
+    if name.is_null() {
+        return false;
+    }
+    // Byte by byte, so no byte past a shorter name's NUL is read (the NUL is a
+    // mismatch); the program's own fence names fail within their first bytes.
+    TOOL_FENCE_PREFIX.iter().enumerate().all(|(i, &b)| {
+        // SAFETY: every byte up to the first mismatch (at the latest the NUL) is part
+        // of the string.
+        (unsafe { *name.add(i) }) as u8 == b
+    })
+}
+
+/// Kokkos fence begin. The fences Kokkos runs for a tool are folded into the kernel
+/// or region they time: not recorded (their time stays in the enclosing instance).
+///
+/// # Safety
+/// `name` NULL or NUL-terminated; `handle` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kokkosp_begin_fence(name: *const c_char, dev_id: u32, handle: *mut u64) {
+    guard((), || {
+        let fwd = next().and_then(|n| n.begin_fence);
+        // SAFETY: name is NULL or NUL-terminated (Kokkos' contract).
+        if !unsafe { is_tool_fence(name) } {
+            // SAFETY: forwarded from Kokkos.
+            return unsafe { begin_kernel(Kind::Fence, name, dev_id, handle, fwd) };
+        }
+        if !handle.is_null() {
+            // SAFETY: Kokkos passes a pointer to its handle storage.
+            unsafe { *handle = FOLDED_FENCE };
+        }
+        if let Some(f) = fwd {
+            let mut theirs = 0u64;
+            // SAFETY: forwarding to the next tool with our own handle storage.
+            unsafe { f(name, dev_id, &mut theirs) };
+            chain::push_kernel_id(FOLDED_FENCE, theirs);
+        }
+    })
+}
+
+/// Kokkos fence end.
+#[no_mangle]
+pub extern "C" fn kokkosp_end_fence(handle: u64) {
+    guard((), || {
+        let fwd = next().and_then(|n| n.end_fence);
+        if handle != FOLDED_FENCE {
+            return end_kernel(Kind::Fence, handle, fwd);
+        }
+        if let Some(f) = fwd {
+            // SAFETY: forwarding the next tool's own handle.
+            unsafe { f(chain::pop_kernel_id(handle)) };
+        }
+    })
 }
 
 /// `Kokkos::Profiling::pushRegion`.

@@ -41,6 +41,59 @@ pub struct ToolProgrammingInterface {
     pub padding: [*const c_void; 31],
 }
 
+/// `Kokkos_Tools_VariableInfo`: how a tuning variable is typed and what values it
+/// may take. kprof only passes it on; the candidates (a set or a range) are kept as
+/// opaque words.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct VariableInfo {
+    /// `Kokkos_Tools_VariableInfo_ValueType` (double 0, int64 1, string 2).
+    pub value_type: u32,
+    /// `Kokkos_Tools_VariableInfo_StatisticalCategory`.
+    pub category: u32,
+    /// `Kokkos_Tools_VariableInfo_CandidateValueType` (set 0, range 1, unbounded 2).
+    pub value_quantity: u32,
+    /// `Kokkos_Tools_VariableInfo_SetOrRange` (200 bytes).
+    pub candidates: [u64; 25],
+    /// For the tool that declared it.
+    pub tool_provided_info: *mut c_void,
+}
+
+/// `Kokkos_Tools_VariableValue`: one tuning variable's value, passed by value to
+/// `kokkosp_end_context`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct VariableValue {
+    /// The variable's id (from its declaration).
+    pub type_id: usize,
+    /// `Kokkos_Tools_VariableInfo_ValueUnion`: int64, double or 64 chars.
+    pub value: [u64; 8],
+    /// The variable's declaration.
+    pub metadata: *mut VariableInfo,
+}
+
+/// `Kokkos_Tools_OptimizationGoal`, passed by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct OptimizationGoal {
+    /// The variable to optimize.
+    pub type_id: usize,
+    /// `Kokkos_Tools_OptimizationType` (minimize 0, maximize 1).
+    pub goal: u32,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<VariableInfo>() == 224);
+    assert!(std::mem::align_of::<VariableInfo>() == 8);
+    assert!(std::mem::offset_of!(VariableInfo, candidates) == 16);
+    assert!(std::mem::offset_of!(VariableInfo, tool_provided_info) == 216);
+    assert!(std::mem::size_of::<VariableValue>() == 80);
+    assert!(std::mem::offset_of!(VariableValue, value) == 8);
+    assert!(std::mem::offset_of!(VariableValue, metadata) == 72);
+    assert!(std::mem::size_of::<OptimizationGoal>() == 16);
+    assert!(std::mem::offset_of!(OptimizationGoal, goal) == 8);
+};
+
 const _: () = {
     assert!(std::mem::size_of::<DeviceInfo>() == 8);
     assert!(std::mem::size_of::<SpaceHandle>() == 64);
