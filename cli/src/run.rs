@@ -315,6 +315,12 @@ pub fn main(args: RunArgs) -> Outcome {
             eprintln!("kprof: {k}={v}");
         }
     }
+    if models.raja_without_loader && !models.raja {
+        say(&format!(
+            "{program} holds RAJA built without runtime plugins: rebuild RAJA with \
+             -DRAJA_ENABLE_RUNTIME_PLUGINS=ON to measure its kernels"
+        ));
+    }
     if loaded.is_empty() && !models.annotations {
         say(&format!(
             "no Kokkos, OpenMP or OpenACC runtime found in {program}: nothing will be measured \

@@ -480,3 +480,54 @@ fn capture_time_is_an_argument_of_the_launch() {
         );
     }
 }
+
+/// `kprof run` on a program with RAJA built in (static RAJA: its plugin loader's
+/// symbols, or in a stripped program the string RAJA_PLUGINS) loads the RAJA plugin
+/// without `--raja`.
+#[test]
+fn kprof_run_detects_a_static_raja() {
+    let host = &built().host;
+    let dir = scratch("raja-detect");
+    let stripped = dir.join("raja_host_stripped");
+    let st = Command::new("strip")
+        .arg("--strip-all")
+        .arg(host)
+        .arg("-o")
+        .arg(&stripped)
+        .status()
+        .expect("strip");
+    assert!(st.success());
+    for (label, exe, why) in [
+        ("symbols", host.as_path(), "RAJA's runtime plugin loader"),
+        ("stripped", stripped.as_path(), "RAJA_PLUGINS"),
+    ] {
+        let mut cmd = clean_cmd(&lib("kprof"));
+        cmd.current_dir(&dir)
+            .args(["run", "-v", "--summary", "0", "--output", label, "--"])
+            .arg(exe)
+            .arg("basic");
+        let out = run_ok(&mut cmd);
+        let err = stderr(&out);
+        assert!(err.contains("kprof: detected raja: "), "{label}: {err}");
+        assert!(err.contains(why), "{label}: {err}");
+        assert!(
+            err.contains(&format!("kprof: RAJA_PLUGINS={}\n", raja_lib())),
+            "{label}: {err}"
+        );
+        assert!(
+            err.contains("kprof: measuring raja (detected)"),
+            "{label}: {err}"
+        );
+        let p = read_profile(&dir.join(label));
+        assert_eq!(plugins(&p), ["raja"], "{label}");
+        check_anomalies(&p, &[]);
+        let all = kprof_tests::nodes(&p);
+        assert_eq!(
+            kprof_tests::u(&kprof_tests::node(&all, &["axpy"])["count"]),
+            3
+        );
+        if label == "symbols" {
+            assert_eq!(shape(&p), basic_expected());
+        }
+    }
+}
