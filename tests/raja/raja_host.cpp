@@ -227,7 +227,7 @@ private:
 };
 
 /* RAJA's PluginRegistry: the statically registered loaders, in order. */
-__attribute__((noinline)) std::vector<std::unique_ptr<PluginStrategy>> &registry() {
+static std::vector<std::unique_ptr<PluginStrategy>> &registry() {
   static std::vector<std::unique_ptr<PluginStrategy>> r;
   return r;
 }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 /// Slots in the table (a power of two).
 const SLOTS: usize = 1024;
 /// Slots tried from a name's home slot.
-const PROBES: usize = 4;
+const PROBES: usize = 8;
 /// The longest name cached (longer ones take the core's checked path).
 pub const MAX_CACHED: usize = 1024;
 /// Names up to this length are identified by their length and key words alone.
@@ -54,29 +54,33 @@ impl Slot {
 
 static TABLE: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
 
-/// The two key words of a name: its first and last 8 bytes including the NUL
-/// (overlapping for short names), or its bytes packed into one word when it is
-/// shorter than 7.
+/// The two key words of a name: its first and last 8 bytes including the NUL,
+/// overlapping for short names (with the length, they determine a name of up to
+/// [`EXACT`] bytes); for a name shorter than 7 bytes, its first and last 4 (or 2)
+/// bytes including the NUL in one word.
 ///
 /// # Safety
 /// `ptr[0..=len]` must be readable.
 #[inline(always)]
 unsafe fn key(ptr: *const c_char, len: usize) -> (u64, u64) {
-    if len >= 7 {
-        // SAFETY: bytes 0..8 and len-7..=len are within 0..=len (len >= 7).
-        unsafe {
+    let n = len + 1;
+    let p = ptr.cast::<u8>();
+    // SAFETY (all reads): each lies within 0..n, given the size checked before it.
+    unsafe {
+        if n >= 8 {
             (
-                std::ptr::read_unaligned(ptr.cast::<u64>()),
-                std::ptr::read_unaligned(ptr.add(len + 1 - 8).cast::<u64>()),
+                std::ptr::read_unaligned(p.cast::<u64>()),
+                std::ptr::read_unaligned(p.add(n - 8).cast::<u64>()),
             )
+        } else if n >= 4 {
+            let lo = std::ptr::read_unaligned(p.cast::<u32>());
+            let hi = std::ptr::read_unaligned(p.add(n - 4).cast::<u32>());
+            (u64::from(lo) | u64::from(hi) << 32, 0)
+        } else {
+            let lo = std::ptr::read_unaligned(p.cast::<u16>());
+            let hi = std::ptr::read_unaligned(p.add(n - 2).cast::<u16>());
+            (u64::from(lo) | u64::from(hi) << 16, 0)
         }
-    } else {
-        let mut w = 0u64;
-        for i in 0..len {
-            // SAFETY: i < len.
-            w |= u64::from(unsafe { *ptr.add(i) } as u8) << (8 * i);
-        }
-        (w, 0)
     }
 }
 
@@ -94,7 +98,7 @@ fn home(len: usize, w0: u64, w1: u64) -> usize {
 /// `ptr[0..len]` is the name and `ptr[len]` a readable NUL (see `check_name`).
 #[inline(always)]
 pub unsafe fn unchanging(ptr: *const c_char, len: usize) -> Option<*const c_char> {
-    if len > MAX_CACHED {
+    if len == 0 || len > MAX_CACHED {
         return None;
     }
     // SAFETY: the caller's contract.
@@ -184,8 +188,7 @@ mod tests {
 
     #[test]
     fn same_text_same_copy_any_length() {
-        let lens = [1, 2, 6, 7, 8, 9, 14, 15, 16, 17, 31, 100, MAX_CACHED];
-        for len in lens {
+        for len in (1..=40).chain([100, MAX_CACHED]) {
             let name: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
             let a = get(&name).expect("cached");
             assert_eq!(get(&name), Some(a), "len {len}");
@@ -205,6 +208,7 @@ mod tests {
         assert_ne!(long, prefix);
         assert_eq!(text(prefix), "kernel_long_name_number_on");
         assert_eq!(get(&vec![b'x'; MAX_CACHED + 1]), None);
+        assert_eq!(get(b""), None);
     }
 
     #[test]
