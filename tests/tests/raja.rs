@@ -531,3 +531,36 @@ fn kprof_run_detects_a_static_raja() {
         }
     }
 }
+
+/// A program holding RAJA code but not RAJA's runtime plugin loader (RAJA built
+/// without runtime plugins): `kprof run` says RAJA must be rebuilt, and does not
+/// hand RAJA a plugin it would ignore.
+#[test]
+fn kprof_run_says_when_raja_lacks_runtime_plugins() {
+    let dir = scratch("raja-no-loader");
+    let src = dir.join("no_loader.cpp");
+    std::fs::write(
+        &src,
+        "#include <cstdio>\n\
+         namespace RAJA { namespace util {\n\
+         __attribute__((noinline)) int callPlugins(int x) { return x + 1; }\n\
+         } }\n\
+         int main(int argc, char **) { std::printf(\"%d\\n\", RAJA::util::callPlugins(argc)); }\n",
+    )
+    .expect("write");
+    let exe = compile(&[&src], &dir.join("no_loader"), &[]);
+    let mut cmd = clean_cmd(&lib("kprof"));
+    cmd.current_dir(&dir)
+        .args(["run", "-v", "--summary", "0", "--output", "k", "--"])
+        .arg(&exe);
+    let out = run_ok(&mut cmd);
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("holds RAJA built without runtime plugins: rebuild RAJA with -DRAJA_ENABLE_RUNTIME_PLUGINS=ON")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("RAJA_PLUGINS="), "{err}");
+    assert!(!err.contains("detected raja"), "{err}");
+}
