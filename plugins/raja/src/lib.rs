@@ -29,8 +29,7 @@ pub mod platform;
 use std::cell::Cell;
 use std::ffi::{c_char, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::Once;
-use std::time::Instant;
+use std::sync::{Once, OnceLock};
 
 use kprof_abi::guard::guard;
 use kprof_abi::{Anomaly, CoreApi, Kind};
@@ -79,6 +78,9 @@ static FINALIZED: AtomicBool = AtomicBool::new(false);
 static WARNED_LAYOUT: AtomicBool = AtomicBool::new(false);
 static DUPLICATE: AtomicBool = AtomicBool::new(false);
 static CAPTURE: AtomicBool = AtomicBool::new(false);
+/// The clock captures are timed with (the TSC where invariant), calibrated when
+/// captures are timed.
+static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
 
 /// The longest kernel name taken as plausible (a longer `size()` means the
 /// `std::string` was not read with the layout RAJA wrote it in).
@@ -105,6 +107,9 @@ fn connect() -> Option<&'static CoreApi> {
                 if unsafe { (api.attach)(c"raja".as_ptr()) } {
                     CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
                     let on = std::env::var("KPROF_RAJA_CAPTURE").is_ok_and(|v| capture_enabled(&v));
+                    if on {
+                        CLOCK.get_or_init(quanta::Clock::new);
+                    }
                     CAPTURE.store(on, Ordering::Relaxed);
                 }
             }
@@ -194,7 +199,7 @@ thread_local! {
 #[derive(Clone, Copy)]
 enum Captured {
     None,
-    Since(Instant),
+    Since(u64),
     Took(u64),
 }
 
@@ -204,13 +209,12 @@ unsafe extern "C" fn hook_capture(phase: c_uint) {
         if api_or_connect().is_none() || !CAPTURE.load(Ordering::Relaxed) {
             return;
         }
-        let now = Instant::now();
+        let Some(clock) = CLOCK.get() else { return };
+        let now = clock.raw();
         CAPTURED.with(|c| {
             c.set(match (phase, c.get()) {
                 (0, _) => Captured::Since(now),
-                (_, Captured::Since(t)) => Captured::Took(
-                    u64::try_from(now.duration_since(t).as_nanos()).unwrap_or(u64::MAX),
-                ),
+                (_, Captured::Since(t)) => Captured::Took(clock.delta_as_nanos(t, now)),
                 _ => Captured::None,
             })
         });
