@@ -54,6 +54,9 @@
  *   sites    1000 x (assemble(), relax()): 2000 unnamed host kernels in assemble(),
  *            1000 host and 1000 cuda in relax(), interleaved (an unnamed
  *            kernel's launch site found again and again, from two functions).
+ *   sites_threads  4 threads x 250 x (assemble(), relax()), started together:
+ *            1000 unnamed host kernels in assemble() x 2, 1000 host and 1000
+ *            cuda in relax() (the launch-site shortcut learnt concurrently).
  *   capture  "slowcopy" host x2, whose body holds an object taking 2 ms to copy
  *            (RAJA copies the body between preCapture and postCapture), then
  *            "cheap" host x1.
@@ -428,6 +431,17 @@ int main(int argc, char **argv) {
       assemble();
       relax();
     }
+  } else if (scenario == "sites_threads") {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++) {
+      ts.emplace_back([] {
+        for (int k = 0; k < 250; k++) {
+          assemble();
+          relax();
+        }
+      });
+    }
+    for (auto &t : ts) t.join();
   } else if (scenario == "capture") {
     SlowCopy slow;
     for (int k = 0; k < 2; k++)

@@ -366,18 +366,24 @@ fn disabled_records_nothing() {
 /// Unnamed kernels launched again and again from two functions, interleaved: each
 /// is named after its own launch site every time (the plugin reads the site at a
 /// learnt distance up the stack after confirming it once by unwinding).
+/// The same from 4 threads at once (the shortcut learnt concurrently), merged
+/// across threads.
 #[test]
 fn unnamed_kernels_keep_their_launch_sites() {
-    let dir = scratch("raja-sites");
-    let out = run_ok(host_cmd(&built().host, &dir, &["sites"]).env("RAJA_PLUGINS", raja_lib()));
-    let p = read_profile(&dir.join("out"));
-    let line = call_site_line();
-    let assemble = format!("assemble (raja_host.cpp:{line})");
-    let relax = format!("relax (raja_host.cpp:{line})");
-    let mut want = expect_kernels(&[(&assemble, 2000, "host"), (&relax, 1000, "host")], &[]);
-    want.extend(expect_kernels(&[(&relax, 1000, "cuda")], &[]));
-    assert_eq!(shape(&p), want, "stderr\n{}", stderr(&out));
-    check_anomalies(&p, &[]);
+    for (scenario, threads) in [("sites", 1), ("sites_threads", 4)] {
+        let dir = scratch(&format!("raja-{scenario}"));
+        let out =
+            run_ok(host_cmd(&built().host, &dir, &[scenario]).env("RAJA_PLUGINS", raja_lib()));
+        let p = read_profile(&dir.join("out"));
+        let line = call_site_line();
+        let assemble = format!("assemble (raja_host.cpp:{line})");
+        let relax = format!("relax (raja_host.cpp:{line})");
+        let mut want = expect_kernels(&[(&assemble, 2000, "host"), (&relax, 1000, "host")], &[]);
+        want.extend(expect_kernels(&[(&relax, 1000, "cuda")], &[]));
+        assert_eq!(shape(&p), want, "{scenario}: stderr\n{}", stderr(&out));
+        check_anomalies(&p, &[]);
+        assert_eq!(p["threads"].as_array().expect("threads").len(), threads);
+    }
 }
 
 /// RAJA_PLUGINS and `RAJA::util::init_plugins(path)` naming the same library: RAJA
