@@ -193,7 +193,7 @@ launch_site(std::uintptr_t ra, std::uintptr_t cfa) {
       // of this thread, always readable.
       std::uintptr_t site =
           *reinterpret_cast<const std::uintptr_t *>(cfa + delta - 8);
-      if (site_known(site)) return site;
+      if (site != 0 && site_known(site)) return site;
       return unwind_site(ra, cfa, hop, site);
     }
     if (delta == 0) return unwind_site(ra, cfa, hop, 0);
