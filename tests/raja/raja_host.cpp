@@ -57,6 +57,10 @@
  *   sites_threads  4 threads x 250 x (assemble(), relax()), started together:
  *            1000 unnamed host kernels in assemble() x 2, 1000 host and 1000
  *            cuda in relax() (the launch-site shortcut learnt concurrently).
+ *   dynamic_loader  100 x (dyn_a(), dyn_b(), "named"), each one host kernel
+ *            whose preLaunch goes through a loader frame of changing size
+ *            (alloca): unnamed ones are named after dyn_a/dyn_b at the line
+ *            marked DYNAMIC SITE LINE.
  *   capture  "slowcopy" host x2, whose body holds an object taking 2 ms to copy
  *            (RAJA copies the body between preCapture and postCapture), then
  *            "cheap" host x1.
@@ -66,6 +70,7 @@
  *            repetitions; prints "ns_per_kernel <median>" (wall) and
  *            "cpu_ns_per_kernel <median>" (the thread's CPU time).
  */
+#include <alloca.h>
 #include <dirent.h>
 #include <dlfcn.h>
 
@@ -140,6 +145,15 @@ public:
   }
   __attribute__((noinline)) void preLaunch(const PluginContext &c) override {
     for (auto &p : plugins) p->preLaunch(c);
+  }
+  /* Not RAJA's: preLaunch through a frame whose size changes with `words` (a
+   * loader with a variable-length array), for the dynamic_loader scenario. */
+  __attribute__((noinline)) void preLaunchDynamic(const PluginContext &c, int words) {
+    volatile std::uint64_t *pad =
+        static_cast<volatile std::uint64_t *>(alloca(sizeof(std::uint64_t) * (2 + 2 * words)));
+    pad[0] = 0;
+    for (auto &p : plugins) p->preLaunch(c);
+    pad[1] = pad[0];
   }
   __attribute__((noinline)) void postLaunch(const PluginContext &c) override {
     for (auto &p : plugins) p->postLaunch(c);
@@ -280,6 +294,16 @@ RAJA_INLINE void forall(Platform plat, const char *name, int n,
   call_post_launch(ctx);
 }
 
+/* A forall whose preLaunch goes through RuntimePluginLoader::preLaunchDynamic
+ * with a frame of `words`-dependent size (Kokkos loader and others skipped). */
+static RAJA_INLINE void forall_dynamic(const char *name, int words) {
+  PluginContext ctx(Platform::host, name != nullptr ? std::string(name) : std::string());
+  call_pre_capture(ctx);
+  call_post_capture(ctx);
+  static_cast<RAJA::util::RuntimePluginLoader *>(registry()[0].get())->preLaunchDynamic(ctx, words); /* DYNAMIC SITE LINE */
+  call_post_launch(ctx);
+}
+
 /* A context whose kernel_name is not what libstdc++ would have written. */
 static void launch_raw(int platform, const char *data, uint64_t size) {
   alignas(PluginContext) unsigned char raw[sizeof(PluginContext)];
@@ -305,6 +329,11 @@ __attribute__((noinline)) static void relax() {
   forall(Platform::host, nullptr, 100, [](int i) { work(i + 1); });
   forall(Platform::cuda, nullptr, 100, [](int i) { work(i + 2); });
 }
+
+/* Unnamed kernels through a loader frame of changing size, from two functions
+ * (with different bodies, or the compiler folds them into one). */
+__attribute__((noinline)) static void dyn_a(int words) { forall_dynamic(nullptr, words); }
+__attribute__((noinline)) static void dyn_b(int words) { forall_dynamic(nullptr, 3 - words); }
 
 static double now_ns() {
   timespec t;
@@ -442,6 +471,12 @@ int main(int argc, char **argv) {
       });
     }
     for (auto &t : ts) t.join();
+  } else if (scenario == "dynamic_loader") {
+    for (int k = 0; k < 100; k++) {
+      dyn_a(k % 4);
+      dyn_b(k % 4);
+      forall_dynamic("named", k % 4);
+    }
   } else if (scenario == "capture") {
     SlowCopy slow;
     for (int k = 0; k < 2; k++)

@@ -570,3 +570,30 @@ fn kprof_run_says_when_raja_lacks_runtime_plugins() {
     assert!(!err.contains("RAJA_PLUGINS="), "{err}");
     assert!(!err.contains("detected raja"), "{err}");
 }
+
+/// A loader frame whose size changes from kernel to kernel (a variable-length
+/// array): the learnt offset no longer finds the launch site, which the plugin
+/// notices; every unnamed kernel keeps its own launch site's name.
+#[test]
+fn unnamed_kernels_through_a_loader_frame_of_changing_size() {
+    let dir = scratch("raja-dynamic-loader");
+    let out =
+        run_ok(host_cmd(&built().host, &dir, &["dynamic_loader"]).env("RAJA_PLUGINS", raja_lib()));
+    let p = read_profile(&dir.join("out"));
+    let text = std::fs::read_to_string(test_file("raja/raja_host.cpp")).expect("source");
+    let line = text
+        .lines()
+        .position(|l| l.contains("/* DYNAMIC SITE LINE */") && l.contains("preLaunchDynamic"))
+        .expect("marker")
+        + 1;
+    let want = expect_kernels(
+        &[
+            (&format!("dyn_a (raja_host.cpp:{line})"), 100, "host"),
+            (&format!("dyn_b (raja_host.cpp:{line})"), 100, "host"),
+            ("named", 100, "host"),
+        ],
+        &[],
+    );
+    assert_eq!(shape(&p), want, "stderr\n{}", stderr(&out));
+    check_anomalies(&p, &[]);
+}
