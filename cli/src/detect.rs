@@ -1,6 +1,6 @@
 //! Which programming models a program uses, from its ELF file: the libraries it
 //! needs (DT_NEEDED, followed through the libraries it finds, a few levels deep),
-//! and Kokkos built statically into it.
+//! and Kokkos or RAJA built statically into it.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -26,8 +26,12 @@ pub struct Models {
     pub kokkos_tools_libs: bool,
     /// An OpenACC runtime.
     pub openacc: bool,
-    /// RAJA (shared libRAJA; a static RAJA is not detected: give --raja).
+    /// RAJA with its runtime plugin loader (shared libRAJA, or built in: the
+    /// loader's symbols or, stripped, the string `RAJA_PLUGINS`).
     pub raja: bool,
+    /// RAJA built in without its runtime plugin loader (RAJA_PLUGINS would be
+    /// ignored): only a hint is given.
+    pub raja_without_loader: bool,
     /// libkprof_core.so is linked (annotation API).
     pub annotations: bool,
     /// Why, one entry per finding.
@@ -43,8 +47,15 @@ struct ElfInfo {
     static_kokkos: bool,
     /// The string `KOKKOS_TOOLS_LIBS` is in its data (Kokkos >= 3.5).
     tools_libs: bool,
+    /// How RAJA's runtime plugin loader was found in this file, if it was.
+    static_raja: Option<&'static str>,
+    /// RAJA symbols are defined in this file.
+    raja_symbols: bool,
     goacc: bool,
 }
+
+/// RAJA's runtime plugin loader (`RAJA::util::RuntimePluginLoader`), mangled.
+const RAJA_LOADER: &[u8] = b"_ZN4RAJA4util19RuntimePluginLoader";
 
 fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Result<ElfInfo> {
     let header = H::parse(data)?;
@@ -84,23 +95,31 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
             if name.starts_with(b"GOACC_") {
                 info.goacc = true;
             }
+            if defined && name.starts_with(b"_ZN4RAJA") {
+                info.raja_symbols = true;
+                if name.starts_with(RAJA_LOADER) {
+                    info.static_raja = Some("RAJA's runtime plugin loader symbols");
+                }
+            }
         }
     }
     // The variables Kokkos reads to load its tools: in a stripped program the sign
-    // of a static Kokkos, and `KOKKOS_TOOLS_LIBS` tells a Kokkos >= 3.5. Scanned only
-    // where Kokkos may be (the cost is a pass over the file's data).
-    let scan = info.static_kokkos || !info.needed.iter().any(|n| n.starts_with("libkokkoscore."));
-    if scan {
+    // of a static Kokkos, and `KOKKOS_TOOLS_LIBS` tells a Kokkos >= 3.5; RAJA's
+    // runtime plugin loader reads `RAJA_PLUGINS`.
+    {
         for section in sections.iter() {
             if section.sh_type(endian) != elf::SHT_PROGBITS {
                 continue;
             }
             if let Ok(bytes) = section.data(endian, data) {
-                if contains(bytes, b"KOKKOS_PROFILE_LIBRARY") {
+                if !info.static_kokkos && contains(bytes, b"KOKKOS_PROFILE_LIBRARY") {
                     info.static_kokkos = true;
                 }
-                if contains(bytes, b"KOKKOS_TOOLS_LIBS") {
+                if !info.tools_libs && contains(bytes, b"KOKKOS_TOOLS_LIBS") {
                     info.tools_libs = true;
+                }
+                if info.static_raja.is_none() && contains(bytes, b"RAJA_PLUGINS") {
+                    info.static_raja = Some("the string RAJA_PLUGINS");
                 }
             }
         }
@@ -237,6 +256,13 @@ fn classify(name: &str, resolved: Option<&Path>, models: &mut Models, via: &str,
 pub fn detect(program: &Path) -> Result<Models, String> {
     let top = read_elf(program)?;
     let mut models = Models::default();
+    if let Some(how) = top.static_raja {
+        models.raja = true;
+        models
+            .reasons
+            .push(format!("raja: built into the program ({how})"));
+    }
+    models.raja_without_loader = top.raja_symbols && top.static_raja.is_none();
     let system = system_dirs();
     let mut seen = BTreeSet::new();
     // (name, needed by, its ELF info's search paths, origin)
@@ -274,6 +300,16 @@ pub fn detect(program: &Path) -> Result<Models, String> {
             models
                 .reasons
                 .push(format!("kokkos: built into {name}{via}"));
+        }
+        if let Some(how) = info.static_raja {
+            if !models.raja && !name.starts_with("libkprof") {
+                models.raja = true;
+                models
+                    .reasons
+                    .push(format!("raja: built into {name}{via} ({how})"));
+            }
+        } else if info.raja_symbols && !name.starts_with("libRAJA.") {
+            models.raja_without_loader = true;
         }
         let lib_origin = path
             .parent()

@@ -379,6 +379,12 @@ pub fn main(args: RunArgs) -> Outcome {
             eprintln!("kprof: {k}={v}");
         }
     }
+    if models.raja_without_loader && !models.raja {
+        say(&format!(
+            "{program} holds RAJA built without runtime plugins: rebuild RAJA with \
+             -DRAJA_ENABLE_RUNTIME_PLUGINS=ON to measure its kernels"
+        ));
+    }
     if models.gomp_only && !models.openmp {
         say(&format!(
             "{exe_name} runs on GCC's libgomp, which has no OpenMP tool interface: OpenMP \

@@ -4,9 +4,10 @@
  * like libkprof_raja.so and loaded by raja_host.cpp the way RAJA loads plugins.
  *
  * Default: an empty PluginStrategy -- the cost of RAJA's virtual dispatch alone.
- * -DFLOOR: the physical floor of a tracing plugin: each of the four callbacks
- * reads the TSC and stores one 16-byte record (timestamp, platform) into a
- * reused thread-local ring (64 KiB, stays in cache). No names, no writer:
+ * -DFLOOR: the physical floor of a tracing plugin that records one slice per
+ * kernel, as kprof does: preLaunch and postLaunch each read the TSC and store one
+ * 16-byte record (timestamp, platform) into a reused thread-local ring (64 KiB,
+ * stays in cache); the capture callbacks are empty. No names, no writer:
  * whatever kprof adds on top is its own cost.
  */
 #include <cstdint>
@@ -38,8 +39,6 @@ inline void record(const PluginContext &ctx) {
 
 class BenchPlugin : public PluginStrategy {
 public:
-  void preCapture(const PluginContext &c) override { record(c); }
-  void postCapture(const PluginContext &c) override { record(c); }
   void preLaunch(const PluginContext &c) override { record(c); }
   void postLaunch(const PluginContext &c) override { record(c); }
 };

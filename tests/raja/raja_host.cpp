@@ -4,7 +4,7 @@
  * with exactly known counts. Compiled against ffi-headers/kprof_raja_plugin.hpp, the
  * same layout the plugin is built against. Used by tests/tests/raja.rs.
  *
- * Usage: raja_host <scenario> [--init] [--finalize] [--symbol=getPlugin]
+ * Usage: raja_host <scenario> [--init | --init=PATH] [--finalize] [--symbol=getPlugin]
  *                  [--kernels=N] [--reps=R] [--unnamed]   (bench only)
  *
  * Loading (as RAJA's statically registered loaders do, before main):
@@ -19,12 +19,19 @@
  *   Registry order: the runtime loader first, then the Kokkos loader; every
  *   callback visits them in that order (post callbacks too, not reversed).
  *
+ * The loaders are in namespace RAJA::util, as RAJA's, so the program holds RAJA's
+ * plugin-loader symbols (and the string RAJA_PLUGINS) like a program linked with a
+ * static RAJA.
+ *
  * A kernel (forall): PluginContext{platform, RAJA::Name or ""}; preCapture,
  * postCapture (RAJA captures the body between them), preLaunch, body, postLaunch.
  * The Kokkos loader's preLaunch calls begin_parallel_for("", 0, &ctx.kID), its
  * postLaunch end_parallel_for(ctx.kID).
- * --init: init_plugins() first (the runtime loader loads from PluginOptions("")
- *   -- no path, nothing more -- then calls every plugin's init).
+ * --init: RAJA::util::init_plugins() first (the runtime loader loads from
+ *   PluginOptions("") -- no path, nothing more -- then calls every plugin's init).
+ * --init=PATH: RAJA::util::init_plugins(PATH): the runtime loader also loads the
+ *   plugin(s) at PATH (a file or directory, as RAJA_PLUGINS), then calls every
+ *   plugin's init.
  * --finalize: finalize_plugins() at the end (plugins' finalize, then deleted).
  *
  * Scenarios (capture and launch counts are equal):
@@ -33,7 +40,8 @@
  *            assemble() host x2, in relax() host x1 and cuda x1. Everything from
  *            forall down to the registry loop is always_inline as in RAJA, so an
  *            unnamed kernel's launch site is in assemble()/relax(), at the line
- *            marked CALL SITE LINE (the innermost inlined frame).
+ *            marked LAUNCH SITE LINE (the innermost inlined frame of the call
+ *            into the plugins' preLaunch).
  *   annotate (built with -DKPROF_ANNOTATE, linked with -lkprof_core):
  *            kprof_region_begin("solve"); "inner" host x2; assemble() (2 unnamed);
  *            kprof_region_end("solve"); then "outer" host x1.
@@ -43,11 +51,26 @@
  *            an empty name; then "after" host x1.
  *   bridge   "axpy" host x3 (only the Kokkos loader sees them, with empty names).
  *   both     "axpy" host x2 with both loaders.
+ *   sites    1000 x (assemble(), relax()): 2000 unnamed host kernels in assemble(),
+ *            1000 host and 1000 cuda in relax(), interleaved (an unnamed
+ *            kernel's launch site found again and again, from two functions).
+ *   sites_threads  4 threads x 250 x (assemble(), relax()), started together:
+ *            1000 unnamed host kernels in assemble() x 2, 1000 host and 1000
+ *            cuda in relax() (the launch-site shortcut learnt concurrently).
+ *   dynamic_loader  100 x (dyn_a(), dyn_b(), "named"), each one host kernel
+ *            whose preLaunch goes through a loader frame of changing size
+ *            (alloca): unnamed ones are named after dyn_a/dyn_b at the line
+ *            marked DYNAMIC SITE LINE.
+ *   capture  "slowcopy" host x2, whose body holds an object taking 2 ms to copy
+ *            (RAJA copies the body between preCapture and postCapture), then
+ *            "cheap" host x1.
  *   bench    for tests/benches/raja_overhead.rs: --kernels=N (default 100000)
  *            host kernels with an empty body, named "bench" (or unnamed with
  *            --unnamed), one untimed warm-up and --reps=R (default 7) timed
- *            repetitions; prints "ns_per_kernel <median>".
+ *            repetitions; prints "ns_per_kernel <median>" (wall) and
+ *            "cpu_ns_per_kernel <median>" (the thread's CPU time).
  */
+#include <alloca.h>
 #include <dirent.h>
 #include <dlfcn.h>
 
@@ -98,6 +121,9 @@ template <typename F> static void load_path(const std::string &path, F one) {
   closedir(dir);
 }
 
+namespace RAJA {
+namespace util {
+
 /* RAJA::util::RuntimePluginLoader (compiled in RAJA's library: not inlined). */
 class RuntimePluginLoader final : public PluginStrategy {
 public:
@@ -119,6 +145,15 @@ public:
   }
   __attribute__((noinline)) void preLaunch(const PluginContext &c) override {
     for (auto &p : plugins) p->preLaunch(c);
+  }
+  /* Not RAJA's: preLaunch through a frame whose size changes with `words` (a
+   * loader with a variable-length array), for the dynamic_loader scenario. */
+  __attribute__((noinline)) void preLaunchDynamic(const PluginContext &c, int words) {
+    volatile std::uint64_t *pad =
+        static_cast<volatile std::uint64_t *>(alloca(sizeof(std::uint64_t) * (2 + 2 * words)));
+    pad[0] = 0;
+    for (auto &p : plugins) p->preLaunch(c);
+    pad[1] = pad[0];
   }
   __attribute__((noinline)) void postLaunch(const PluginContext &c) override {
     for (auto &p : plugins) p->postLaunch(c);
@@ -214,16 +249,31 @@ static std::vector<std::unique_ptr<PluginStrategy>> &registry() {
   return r;
 }
 
+/* RAJA::util::init_plugins(path) (RAJA's library). */
+__attribute__((noinline)) void init_plugins(const std::string &path) {
+  for (auto &p : registry()) p->init(PluginOptions(path));
+}
+
+/* RAJA::util::finalize_plugins() (RAJA's library). */
+__attribute__((noinline)) void finalize_plugins() {
+  for (auto &p : registry()) p->finalize();
+}
+
+} /* namespace util */
+} /* namespace RAJA */
+
+using RAJA::util::registry;
+
 /* RAJA's header-inlined plugin calls (RAJA_INLINE: always_inline). */
 #define RAJA_INLINE inline __attribute__((always_inline))
 static RAJA_INLINE void call_pre_capture(const PluginContext &c) {
-  for (auto &p : registry()) p->preCapture(c); /* CALL SITE LINE */
+  for (auto &p : registry()) p->preCapture(c);
 }
 static RAJA_INLINE void call_post_capture(const PluginContext &c) {
   for (auto &p : registry()) p->postCapture(c);
 }
 static RAJA_INLINE void call_pre_launch(const PluginContext &c) {
-  for (auto &p : registry()) p->preLaunch(c);
+  for (auto &p : registry()) p->preLaunch(c); /* LAUNCH SITE LINE */
 }
 static RAJA_INLINE void call_post_launch(const PluginContext &c) {
   for (auto &p : registry()) p->postLaunch(c);
@@ -241,6 +291,16 @@ RAJA_INLINE void forall(Platform plat, const char *name, int n,
   call_post_capture(ctx);
   call_pre_launch(ctx);
   for (int i = 0; i < n; i++) captured(i);
+  call_post_launch(ctx);
+}
+
+/* A forall whose preLaunch goes through RuntimePluginLoader::preLaunchDynamic
+ * with a frame of `words`-dependent size (Kokkos loader and others skipped). */
+static RAJA_INLINE void forall_dynamic(const char *name, int words) {
+  PluginContext ctx(Platform::host, name != nullptr ? std::string(name) : std::string());
+  call_pre_capture(ctx);
+  call_post_capture(ctx);
+  static_cast<RAJA::util::RuntimePluginLoader *>(registry()[0].get())->preLaunchDynamic(ctx, words); /* DYNAMIC SITE LINE */
   call_post_launch(ctx);
 }
 
@@ -270,24 +330,55 @@ __attribute__((noinline)) static void relax() {
   forall(Platform::cuda, nullptr, 100, [](int i) { work(i + 2); });
 }
 
+/* Unnamed kernels through a loader frame of changing size, from two functions
+ * (with different bodies, or the compiler folds them into one). */
+__attribute__((noinline)) static void dyn_a(int words) { forall_dynamic(nullptr, words); }
+__attribute__((noinline)) static void dyn_b(int words) { forall_dynamic(nullptr, 3 - words); }
+
 static double now_ns() {
   timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
-/* Back-to-back empty kernels: what the plugins cost per kernel, nothing else. */
+/* An object whose copy takes 2 ms: a loop body holding it is slow to capture. */
+struct SlowCopy {
+  SlowCopy() {}
+  SlowCopy(const SlowCopy &) {
+    double until = now_ns() + 2e6;
+    while (now_ns() < until) {
+    }
+  }
+};
+
+static double thread_cpu_ns() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+/* Back-to-back empty kernels: what the plugins cost per kernel, nothing else.
+ * Prints the median over repetitions of the wall time per kernel and of this
+ * thread's CPU time per kernel (which leaves out time other processes took the
+ * CPU: steadier on a loaded machine). */
 static void bench(long kernels, int reps, bool unnamed) {
   const char *name = unnamed ? nullptr : "bench";
-  std::vector<double> per_kernel;
+  std::vector<double> per_kernel, cpu_per_kernel;
   for (int r = 0; r <= reps; r++) {
+    double c0 = thread_cpu_ns();
     double t0 = now_ns();
     for (long k = 0; k < kernels; k++) forall(Platform::host, name, 0, [](int i) { work(i); });
     double t1 = now_ns();
-    if (r > 0) per_kernel.push_back((t1 - t0) / kernels);
+    double c1 = thread_cpu_ns();
+    if (r > 0) {
+      per_kernel.push_back((t1 - t0) / kernels);
+      cpu_per_kernel.push_back((c1 - c0) / kernels);
+    }
   }
   std::sort(per_kernel.begin(), per_kernel.end());
+  std::sort(cpu_per_kernel.begin(), cpu_per_kernel.end());
   printf("ns_per_kernel %.2f\n", per_kernel[per_kernel.size() / 2]);
+  printf("cpu_ns_per_kernel %.2f\n", cpu_per_kernel[cpu_per_kernel.size() / 2]);
 }
 
 static void basic() {
@@ -308,11 +399,16 @@ int main(int argc, char **argv) {
   }
   std::string scenario = argv[1];
   bool init = false, fin = false, unnamed = false;
+  std::string init_path;
   long kernels = 100000;
   int reps = 7;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--init") init = true;
+    else if (a.rfind("--init=", 0) == 0) {
+      init = true;
+      init_path = a.substr(7);
+    }
     else if (a == "--unnamed") unnamed = true;
     else if (a.rfind("--kernels=", 0) == 0) kernels = std::max(1L, atol(a.c_str() + 10));
     else if (a.rfind("--reps=", 0) == 0) reps = std::max(1, atoi(a.c_str() + 7));
@@ -324,10 +420,10 @@ int main(int argc, char **argv) {
     }
   }
   /* RAJA registers (constructs) its loaders during static initialisation. */
-  registry().emplace_back(new RuntimePluginLoader());
-  registry().emplace_back(new KokkosPluginLoader());
+  registry().emplace_back(new RAJA::util::RuntimePluginLoader());
+  registry().emplace_back(new RAJA::util::KokkosPluginLoader());
   if (init) {
-    for (auto &p : registry()) p->init(PluginOptions(""));
+    RAJA::util::init_plugins(init_path);
   }
 
   if (scenario == "basic") {
@@ -359,6 +455,33 @@ int main(int argc, char **argv) {
     forall(Platform::host, "after", 100, [](int i) { work(i); });
   } else if (scenario == "bridge") {
     for (int k = 0; k < 3; k++) forall(Platform::host, "axpy", 100, [](int i) { work(i); });
+  } else if (scenario == "sites") {
+    for (int k = 0; k < 1000; k++) {
+      assemble();
+      relax();
+    }
+  } else if (scenario == "sites_threads") {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++) {
+      ts.emplace_back([] {
+        for (int k = 0; k < 250; k++) {
+          assemble();
+          relax();
+        }
+      });
+    }
+    for (auto &t : ts) t.join();
+  } else if (scenario == "dynamic_loader") {
+    for (int k = 0; k < 100; k++) {
+      dyn_a(k % 4);
+      dyn_b(k % 4);
+      forall_dynamic("named", k % 4);
+    }
+  } else if (scenario == "capture") {
+    SlowCopy slow;
+    for (int k = 0; k < 2; k++)
+      forall(Platform::host, "slowcopy", 100, [slow](int i) { work(i); });
+    forall(Platform::host, "cheap", 100, [](int i) { work(i); });
   } else if (scenario == "bench") {
     bench(kernels, reps, unnamed);
   } else if (scenario == "both") {
@@ -369,7 +492,7 @@ int main(int argc, char **argv) {
   }
 
   if (fin) {
-    for (auto &p : registry()) p->finalize();
+    RAJA::util::finalize_plugins();
   }
   printf("raja_host: %s done\n", scenario.c_str());
   return 0;

@@ -3,9 +3,14 @@
 //
 // Compiled with _GLIBCXX_USE_CXX11_ABI=1 against ffi-headers/kprof_raja_plugin.hpp
 // (the layout of RAJA's PluginStrategy / PluginContext / PluginOptions). Nothing here
-// throws, allocates on the hot path or takes a lock; the only non-trivial work is
-// finding an unnamed kernel's call site (see call_site).
+// throws, allocates or takes a lock; the only non-trivial work is finding an
+// unnamed kernel's launch site (see launch_site).
+//
+// A kernel is one instance, from preLaunch to postLaunch. preCapture/postCapture
+// only matter when the Rust half asks for capture times (KPROF_RAJA_CAPTURE=1):
+// otherwise they return at once.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -15,102 +20,244 @@
 
 extern "C" {
 
-// What the Rust half provides (src/lib.rs, `Hooks`). `kind`: 0 capture, 1 launch.
-// `platform` is the raw value of the context's Platform. `name`/`len` are the
-// kernel_name's data() and size() as read through libstdc++'s layout, unchecked:
-// the Rust side decides whether they are plausible.
+// What the Rust half provides (src/lib.rs, `Hooks`). `platform` is the raw value
+// of the context's Platform. `name`/`len` are the kernel_name's data() and size()
+// as read through libstdc++'s layout, unchecked: the Rust side decides whether
+// they are plausible. `site` is an unnamed kernel's launch site (0: none found).
 struct KprofRajaHooks {
   void (*init)(const char *opts, std::size_t len);
-  void (*begin)(std::uint8_t kind, std::int32_t platform, const char *name,
-                std::size_t len, std::uintptr_t site);
-  void (*end)(std::uint8_t kind);
+  void (*launch)(std::int32_t platform, const char *name, std::size_t len,
+                 std::uintptr_t site);
+  void (*launch_end)();
+  void (*capture)(unsigned phase);
   void (*finalize)();
+  void (*duplicate)();
 };
 
 } // extern "C"
 
 namespace {
 
-const unsigned kCapture = 0;
-const unsigned kLaunch = 1;
+// Whether preCapture/postCapture call the Rust half: until it connected (-1) they
+// do, so that the first capture connects it and is measured; then 0 or 1.
+std::atomic<int> capture_on{-1};
 
+// ---------------------------------------------------------------------------
+// One recording object per process.
+//
+// RAJA makes one plugin object per library it loads: from RAJA_PLUGINS at start,
+// and again from the path an application passes to RAJA::util::init_plugins(path).
+// When both name this library, dlopen returns the same library but RAJA holds two
+// objects and calls both for every kernel. The first object that gets a callback
+// records; any other stays inert (and the Rust half reports it once). When the
+// recording object is deleted (finalize_plugins), the next one to be called
+// takes over.
+std::atomic<const void *> recorder{nullptr};
+
+// ---------------------------------------------------------------------------
+// Launch sites of unnamed kernels.
+//
+// RAJA calls runtime plugins from RuntimePluginLoader::preLaunch (compiled in
+// RAJA's library: one return address for every kernel), which is called from the
+// header-inlined callPreLaunchPlugins inside the application's forall/launch
+// instantiation: the kernel's launch site is the return address of the loader's
+// frame, two frames up. The unwinder (.eh_frame) finds it safely in code built
+// without frame pointers, but costs hundreds of nanoseconds per kernel. So the
+// first unwind from a given loader call (one return address into the loader, `ra`)
+// learns how far above this plugin's frame the loader's frame ends (`delta`,
+// between the two frames' canonical frame addresses: the loader's frame has a
+// fixed size); later kernels read the launch site at that distance, one load.
+// Each distinct launch site read that way is confirmed once by a full unwind
+// before it is trusted (`sites`); a disagreement turns the shortcut off for that
+// loader call. x86-64 only (where a return address sits just below the CFA).
+
+struct Hop {
+  std::atomic<std::uintptr_t> ra{0};
+  std::atomic<std::intptr_t> delta{0}; // 0: not learnt; -1: never use
+};
+const unsigned kHops = 4;
+Hop hops[kHops];
+
+const unsigned kSites = 4096; // power of two
+std::atomic<std::uintptr_t> sites[kSites];
+
+bool site_known(std::uintptr_t s) {
+  unsigned i = static_cast<unsigned>((s >> 4) ^ (s >> 17)) & (kSites - 1);
+  for (unsigned k = 0; k < 8; k++, i = (i + 1) & (kSites - 1)) {
+    std::uintptr_t v = sites[i].load(std::memory_order_relaxed);
+    if (v == s) return true;
+    if (v == 0) return false;
+  }
+  return false;
+}
+
+void site_add(std::uintptr_t s) {
+  unsigned i = static_cast<unsigned>((s >> 4) ^ (s >> 17)) & (kSites - 1);
+  for (unsigned k = 0; k < 8; k++, i = (i + 1) & (kSites - 1)) {
+    std::uintptr_t v = 0;
+    if (sites[i].compare_exchange_strong(v, s, std::memory_order_relaxed) ||
+        v == s)
+      return;
+  }
+  // Full around this slot: the site is unwound every time (still correct).
+}
+
+// Five frames: the four named in unwind_site, and the one above, whose CFA
+// libgcc reports with the launch site's frame.
 struct Walk {
-  std::uintptr_t ips[4];
+  std::uintptr_t ips[5];
+  std::uintptr_t cfas[5];
   int n;
 };
 
 _Unwind_Reason_Code collect(struct _Unwind_Context *ctx, void *arg) {
   Walk *w = static_cast<Walk *>(arg);
-  w->ips[w->n++] = static_cast<std::uintptr_t>(_Unwind_GetIP(ctx));
-  return w->n < 4 ? _URC_NO_REASON : _URC_END_OF_STACK;
+  w->ips[w->n] = static_cast<std::uintptr_t>(_Unwind_GetIP(ctx));
+  w->cfas[w->n] = static_cast<std::uintptr_t>(_Unwind_GetCFA(ctx));
+  w->n++;
+  return w->n < 5 ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
-// The return address into the code that launched the kernel. RAJA calls runtime
-// plugins from RuntimePluginLoader::preLaunch/preCapture (compiled in RAJA's
-// library, the same address for every kernel), which is called from the
-// header-inlined callPreLaunchPlugins / callPreCapturePlugins inside the
-// application's forall/launch instantiation. Frames: [0] this function, [1] this
-// plugin's pre-callback, [2] RAJA's loader, [3] the kernel's launch site. Found with the
-// unwinder (.eh_frame), never by following frame pointers, so it is safe in code
-// built without them. 0 when the stack is shallower.
-__attribute__((noinline)) std::uintptr_t call_site() {
-  Walk w = {{0, 0, 0, 0}, 0};
+// The full unwind. Frames: [0] this function, [1] the plugin's preLaunch (whose
+// CFA is `cfa`), [2] RAJA's loader (return address `ra`), [3] the launch site.
+// Learns or checks the loader's frame size on the way. 0 when the stack is
+// shallower or not as expected.
+//
+// libgcc's _Unwind_GetCFA, called back for frame i, answers the CFA of frame i-1
+// (the stack pointer of frame i); the frame whose CFA is `cfa` is looked for
+// rather than assumed, and the loader's CFA is the next one.
+__attribute__((noinline, cold)) std::uintptr_t
+unwind_site(std::uintptr_t ra, std::uintptr_t cfa, Hop *hop,
+            std::uintptr_t predicted) {
+  Walk w = {{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, 0};
   _Unwind_Backtrace(collect, &w);
-  return w.n == 4 ? w.ips[3] : 0;
+  if (w.n < 4) return 0;
+  std::uintptr_t site = w.ips[3];
+#if defined(__x86_64__)
+  if (hop != nullptr) {
+    std::uintptr_t loader_cfa = 0;
+    for (int j = 1; j + 1 < w.n; j++) {
+      if (w.cfas[j] == cfa) {
+        loader_cfa = w.cfas[j + 1];
+        break;
+      }
+    }
+    std::intptr_t delta = static_cast<std::intptr_t>(loader_cfa - cfa);
+    bool sane = w.ips[2] == ra && loader_cfa != 0 && delta >= 16 &&
+                delta <= 4096 && delta % 8 == 0 &&
+                *reinterpret_cast<const std::uintptr_t *>(loader_cfa - 8) == site;
+    std::intptr_t learnt = hop->delta.load(std::memory_order_relaxed);
+    if (!sane || (learnt > 0 && learnt != delta) ||
+        (predicted != 0 && predicted != site)) {
+      hop->delta.store(-1, std::memory_order_relaxed);
+    } else {
+      if (learnt == 0) hop->delta.store(delta, std::memory_order_relaxed);
+      site_add(site);
+    }
+  }
+#else
+  (void)ra;
+  (void)cfa;
+  (void)hop;
+  (void)predicted;
+#endif
+  return site;
 }
 
-// The call site found in preCapture, reused by the preLaunch of the same context
-// (RAJA passes the same PluginContext object to both), so an unnamed kernel is
-// unwound once, not twice.
-thread_local const void *stashed_ctx = nullptr;
-thread_local std::uintptr_t stashed_site = 0;
+// The launch site of the kernel whose preLaunch is the caller (always inlined
+// into it, so that `cfa` is preLaunch's frame).
+__attribute__((always_inline)) inline std::uintptr_t
+launch_site(std::uintptr_t ra, std::uintptr_t cfa) {
+#if defined(__x86_64__)
+  Hop *hop = nullptr;
+  for (unsigned i = 0; i < kHops; i++) {
+    std::uintptr_t r = hops[i].ra.load(std::memory_order_relaxed);
+    if (r == ra) {
+      hop = &hops[i];
+      break;
+    }
+    if (r == 0) {
+      // First sight of this loader call: claim a slot for it.
+      if (hops[i].ra.compare_exchange_strong(r, ra, std::memory_order_relaxed) ||
+          r == ra) {
+        hop = &hops[i];
+        break;
+      }
+    }
+  }
+  if (hop != nullptr) {
+    std::intptr_t delta = hop->delta.load(std::memory_order_relaxed);
+    if (delta > 0) {
+      // The loader's frame is `delta` bytes above preLaunch's and holds the
+      // return address into the launch site in its last word: live stack memory
+      // of this thread, always readable.
+      std::uintptr_t site =
+          *reinterpret_cast<const std::uintptr_t *>(cfa + delta - 8);
+      if (site != 0 && site_known(site)) return site;
+      return unwind_site(ra, cfa, hop, site);
+    }
+    if (delta == 0) return unwind_site(ra, cfa, hop, 0);
+  }
+#endif
+  return unwind_site(ra, cfa, nullptr, 0);
+}
 
 class KprofRajaPlugin final : public kprof_raja::PluginStrategy {
 public:
   explicit KprofRajaPlugin(const KprofRajaHooks *h) : hooks(h) {}
-  ~KprofRajaPlugin() override {}
+  ~KprofRajaPlugin() override {
+    const void *self = this;
+    recorder.compare_exchange_strong(self, nullptr);
+  }
 
   void init(const kprof_raja::PluginOptions &o) override {
-    hooks->init(o.str.data(), o.str.size());
+    if (records()) hooks->init(o.str.data(), o.str.size());
   }
-  void preCapture(const kprof_raja::PluginContext &p) override {
-    std::uintptr_t site = 0;
-    if (p.kernel_name.size() == 0) {
-      site = call_site();
-      stashed_ctx = &p;
-      stashed_site = site;
-    }
-    begin(kCapture, p, site);
+  void preCapture(const kprof_raja::PluginContext &) override {
+    if (capture_on.load(std::memory_order_relaxed) != 0 && records())
+      hooks->capture(0);
   }
   void postCapture(const kprof_raja::PluginContext &) override {
-    hooks->end(kCapture);
+    if (capture_on.load(std::memory_order_relaxed) != 0 && records())
+      hooks->capture(1);
   }
-  void preLaunch(const kprof_raja::PluginContext &p) override {
+  __attribute__((noinline)) void
+  preLaunch(const kprof_raja::PluginContext &p) override {
+    if (!records()) return;
     std::uintptr_t site = 0;
     if (p.kernel_name.size() == 0) {
-      if (stashed_ctx == &p) {
-        site = stashed_site;
-      } else {
-        site = call_site();
-      }
-      stashed_ctx = nullptr;
+      site = launch_site(
+          reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)),
+          reinterpret_cast<std::uintptr_t>(__builtin_dwarf_cfa()));
     }
-    begin(kLaunch, p, site);
+    hooks->launch(static_cast<std::int32_t>(p.platform), p.kernel_name.data(),
+                  p.kernel_name.size(), site);
   }
   void postLaunch(const kprof_raja::PluginContext &) override {
-    hooks->end(kLaunch);
+    if (records()) hooks->launch_end();
   }
-  void finalize() override { hooks->finalize(); }
+  void finalize() override {
+    if (records()) hooks->finalize();
+  }
 
 private:
-  void begin(unsigned kind, const kprof_raja::PluginContext &p,
-             std::uintptr_t site) {
-    hooks->begin(static_cast<std::uint8_t>(kind),
-                 static_cast<std::int32_t>(p.platform), p.kernel_name.data(),
-                 p.kernel_name.size(), site);
+  // Whether this object is the process's recording one (claiming the role when
+  // nobody holds it).
+  bool records() {
+    const void *r = recorder.load(std::memory_order_relaxed);
+    if (__builtin_expect(r == this, 1)) return true;
+    return claim(r);
+  }
+  __attribute__((noinline, cold)) bool claim(const void *r) {
+    if (r == nullptr &&
+        (recorder.compare_exchange_strong(r, this) || r == this))
+      return true;
+    if (!warned.exchange(true, std::memory_order_relaxed)) hooks->duplicate();
+    return false;
   }
 
   const KprofRajaHooks *hooks;
+  std::atomic<bool> warned{false};
 };
 
 } // namespace
@@ -120,4 +267,9 @@ private:
 extern "C" kprof_raja::PluginStrategy *
 kprof_raja_shim_new(const KprofRajaHooks *hooks) {
   return new (std::nothrow) KprofRajaPlugin(hooks);
+}
+
+// Called by the Rust half once it is connected: whether to report captures.
+extern "C" void kprof_raja_shim_capture(bool on) {
+  capture_on.store(on ? 1 : 0, std::memory_order_relaxed);
 }

@@ -6,22 +6,30 @@
 //! (`shim/kprof_raja_shim.cpp`, laid out as RAJA's `PluginStrategy`, see
 //! `ffi-headers/kprof_raja_plugin.hpp`); its virtual functions forward here through
 //! a table of C function pointers ([`Hooks`]), and this side translates them into
-//! the core runtime's C table: `preCapture`/`postCapture` and
-//! `preLaunch`/`postLaunch` become nested [`Kind::RajaCapture`] and
-//! [`Kind::RajaLaunch`] instances on a device named after the kernel's platform.
+//! the core runtime's C table: `preLaunch`/`postLaunch` become one
+//! [`Kind::RajaLaunch`] instance per kernel on a device named after the kernel's
+//! platform. RAJA's capture (`preCapture`/`postCapture`, the copy of the loop body)
+//! is not an instance of its own: with `KPROF_RAJA_CAPTURE=1` its duration becomes
+//! the `capture_ns` argument of the kernel's launch.
 //!
-//! Kernels are named by `RAJA::Name`; an unnamed kernel is named after its launch
-//! site (a return address the core's writer symbolizes), or
-//! `RAJA kernel (<platform>)` when none can be found. The runtime starts on the
-//! first callback when the application never calls `RAJA::util::init_plugins()`,
-//! and the core's exit handler writes everything when it never calls
-//! `finalize_plugins()`. No callback allocates, locks or lets a panic reach RAJA.
+//! Kernels are named by `RAJA::Name` (passed to the core as an unchanging copy, see
+//! [`names`]); an unnamed kernel is named after its launch site (a return address
+//! the core's writer symbolizes), or `RAJA kernel (<platform>)` when none can be
+//! found. The runtime starts on the first callback when the application never calls
+//! `RAJA::util::init_plugins()`, and the core's exit handler writes everything when
+//! it never calls `finalize_plugins()`. One plugin object per process records: when
+//! RAJA holds several (the library named both by `RAJA_PLUGINS` and by
+//! `init_plugins(path)`), the others stay inert and that is reported once. No
+//! callback allocates (but on a name's first launch), locks or lets a panic reach
+//! RAJA.
 
+pub mod names;
 pub mod platform;
 
-use std::ffi::{c_char, c_void, CStr};
+use std::cell::Cell;
+use std::ffi::{c_char, c_uint, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 use kprof_abi::guard::guard;
 use kprof_abi::{Anomaly, CoreApi, Kind};
@@ -33,33 +41,46 @@ use platform::Platform;
 pub struct Hooks {
     /// `init(PluginOptions)`: the options string's data and size.
     pub init: unsafe extern "C" fn(opts: *const c_char, len: usize),
-    /// `preCapture` (kind 0) / `preLaunch` (kind 1): the context's raw platform,
-    /// its kernel name's data and size (unchecked), and the launch site (0: none).
-    pub begin:
-        unsafe extern "C" fn(kind: u8, platform: i32, name: *const c_char, len: usize, site: usize),
-    /// `postCapture` (kind 0) / `postLaunch` (kind 1).
-    pub end: unsafe extern "C" fn(kind: u8),
+    /// `preLaunch`: the context's raw platform, its kernel name's data and size
+    /// (unchecked), and the launch site of an unnamed kernel (0: none).
+    pub launch: unsafe extern "C" fn(platform: i32, name: *const c_char, len: usize, site: usize),
+    /// `postLaunch`.
+    pub launch_end: unsafe extern "C" fn(),
+    /// `preCapture` (phase 0) / `postCapture` (phase 1): until connected, and
+    /// then only when [`capture_enabled`].
+    pub capture: unsafe extern "C" fn(phase: c_uint),
     /// `finalize()`.
     pub finalize: unsafe extern "C" fn(),
+    /// A second plugin object of this library was called (it stays inert).
+    pub duplicate: unsafe extern "C" fn(),
 }
 
 static HOOKS: Hooks = Hooks {
     init: hook_init,
-    begin: hook_begin,
-    end: hook_end,
+    launch: hook_launch,
+    launch_end: hook_launch_end,
+    capture: hook_capture,
     finalize: hook_finalize,
+    duplicate: hook_duplicate,
 };
 
 extern "C" {
     /// Makes a plugin object forwarding to `hooks` (operator new; NULL when out of
     /// memory).
     fn kprof_raja_shim_new(hooks: *const Hooks) -> *mut c_void;
+    /// Tells the shim whether to forward captures.
+    fn kprof_raja_shim_capture(on: bool);
 }
 
 static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 static LOAD: Once = Once::new();
 static FINALIZED: AtomicBool = AtomicBool::new(false);
 static WARNED_LAYOUT: AtomicBool = AtomicBool::new(false);
+static DUPLICATE: AtomicBool = AtomicBool::new(false);
+static CAPTURE: AtomicBool = AtomicBool::new(false);
+/// The clock captures are timed with (the TSC where invariant), calibrated when
+/// captures are timed.
+static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
 
 /// The longest kernel name taken as plausible (a longer `size()` means the
 /// `std::string` was not read with the layout RAJA wrote it in).
@@ -79,14 +100,24 @@ fn anchor() -> usize {
 /// Loads the core runtime once and attaches to it (lazily, on the first callback
 /// when RAJA never calls `init`).
 fn connect() -> Option<&'static CoreApi> {
-    LOAD.call_once(|| match kprof_abi::loader::load_core(anchor()) {
-        Ok(api) => {
-            // SAFETY: a NUL-terminated literal.
-            if unsafe { (api.attach)(c"raja".as_ptr()) } {
-                CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
+    LOAD.call_once(|| {
+        match kprof_abi::loader::load_core(anchor()) {
+            Ok(api) => {
+                // SAFETY: a NUL-terminated literal.
+                if unsafe { (api.attach)(c"raja".as_ptr()) } {
+                    CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
+                    let on = std::env::var("KPROF_RAJA_CAPTURE").is_ok_and(|v| capture_enabled(&v));
+                    if on {
+                        CLOCK.get_or_init(quanta::Clock::new);
+                    }
+                    CAPTURE.store(on, Ordering::Relaxed);
+                }
             }
+            Err(e) => warn(&format!("{e}; RAJA runs without kprof")),
         }
-        Err(e) => warn(&format!("{e}; RAJA runs without kprof")),
+        // SAFETY: sets an atomic flag (off too when kprof is disabled or absent,
+        // so that captures stop calling here).
+        unsafe { kprof_raja_shim_capture(CAPTURE.load(Ordering::Relaxed)) };
     });
     api()
 }
@@ -151,20 +182,49 @@ fn layout_mismatch(api: &CoreApi) {
     }
 }
 
-unsafe extern "C" fn hook_begin(
-    kind: u8,
-    platform: i32,
-    name: *const c_char,
-    len: usize,
-    site: usize,
-) {
+/// Whether a `KPROF_RAJA_CAPTURE` value turns capture times on.
+pub fn capture_enabled(v: &str) -> bool {
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
+}
+
+thread_local! {
+    /// The start of this thread's current capture, then (after postCapture) its
+    /// duration, waiting for the launch (only with KPROF_RAJA_CAPTURE=1).
+    static CAPTURED: Cell<Captured> = const { Cell::new(Captured::None) };
+}
+
+#[derive(Clone, Copy)]
+enum Captured {
+    None,
+    Since(u64),
+    Took(u64),
+}
+
+unsafe extern "C" fn hook_capture(phase: c_uint) {
+    guard((), || {
+        // The first capture connects (and learns whether captures are timed).
+        if api_or_connect().is_none() || !CAPTURE.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(clock) = CLOCK.get() else { return };
+        let now = clock.raw();
+        CAPTURED.with(|c| {
+            c.set(match (phase, c.get()) {
+                (0, _) => Captured::Since(now),
+                (_, Captured::Since(t)) => Captured::Took(clock.delta_as_nanos(t, now)),
+                _ => Captured::None,
+            })
+        });
+    })
+}
+
+unsafe extern "C" fn hook_launch(platform: i32, name: *const c_char, len: usize, site: usize) {
     guard((), || {
         let Some(api) = api_or_connect() else { return };
-        let kind = if kind == 0 {
-            Kind::RajaCapture
-        } else {
-            Kind::RajaLaunch
-        };
+        let kind = Kind::RajaLaunch as u8;
         let plat = Platform::from_raw(platform);
         let dev = platform::device(api, plat);
         // SAFETY: name/len come from a std::string (or garbage, which check_name
@@ -174,32 +234,61 @@ unsafe extern "C" fn hook_begin(
         } else {
             unsafe { check_name(name, len) }
         };
-        // SAFETY: names are NUL-terminated (checked, or static); the rest integers.
+        // SAFETY: names are NUL-terminated (checked, or static, or unchanging
+        // copies); the rest integers.
         unsafe {
             match checked {
-                Name::Given => (api.begin)(kind as u8, name, dev, 0),
-                Name::Empty if site != 0 => (api.begin_at)(kind as u8, site as u64, dev, 0),
-                Name::Empty => (api.begin)(kind as u8, plat.fallback_name().as_ptr(), dev, 0),
+                // SAFETY (unchanging): check_name found the NUL at name[len].
+                Name::Given => match names::unchanging(name, len) {
+                    Some(copy) => (api.begin_static)(kind, copy, dev, 0),
+                    None => (api.begin)(kind, name, dev, 0),
+                },
+                Name::Empty if site != 0 => (api.begin_at)(kind, site as u64, dev, 0),
+                Name::Empty => (api.begin_static)(kind, plat.fallback_name().as_ptr(), dev, 0),
                 Name::Implausible => {
                     layout_mismatch(api);
-                    (api.begin)(kind as u8, plat.fallback_name().as_ptr(), dev, 0)
+                    (api.begin_static)(kind, plat.fallback_name().as_ptr(), dev, 0)
                 }
             }
         };
+        if CAPTURE.load(Ordering::Relaxed) {
+            if let Captured::Took(ns) = CAPTURED.with(|c| c.replace(Captured::None)) {
+                // SAFETY: a static key; attaches to the launch just opened.
+                unsafe { (api.arg)(c"capture_ns".as_ptr(), ns) };
+            }
+        }
     })
 }
 
-unsafe extern "C" fn hook_end(kind: u8) {
+unsafe extern "C" fn hook_launch_end() {
     guard((), || {
         if let Some(api) = api() {
-            let kind = if kind == 0 {
-                Kind::RajaCapture
-            } else {
-                Kind::RajaLaunch
-            };
             // SAFETY: plain integers; 0 closes this thread's innermost open
-            // instance of the kind (RAJA's pre/post calls nest per thread).
-            unsafe { (api.end)(kind as u8, 0) };
+            // launch (RAJA's pre/post calls nest per thread).
+            unsafe { (api.end)(Kind::RajaLaunch as u8, 0) };
+        }
+    })
+}
+
+unsafe extern "C" fn hook_duplicate() {
+    guard((), || {
+        if DUPLICATE.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        warn(
+            "RAJA loaded the RAJA plugin more than once (RAJA_PLUGINS and \
+             RAJA::util::init_plugins(path) name the same library?); one plugin object \
+             records every kernel once, the others are ignored",
+        );
+        if let Some(api) = api_or_connect() {
+            // SAFETY: NUL-terminated literals.
+            unsafe {
+                (api.metadata)(
+                    c"RAJA duplicate plugin objects".as_ptr(),
+                    c"ignored (RAJA loaded libkprof_raja.so more than once; one object records)"
+                        .as_ptr(),
+                )
+            };
         }
     })
 }
@@ -273,5 +362,11 @@ mod tests {
         }
         assert_eq!(fallback_name(1), c"RAJA kernel (host)");
         assert_eq!(fallback_name(3), c"RAJA kernel (unknown platform)");
+        for on in ["1", "true", "YES", " on "] {
+            assert!(capture_enabled(on), "{on}");
+        }
+        for off in ["0", "", "no", "2"] {
+            assert!(!capture_enabled(off), "{off}");
+        }
     }
 }
