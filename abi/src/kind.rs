@@ -322,11 +322,14 @@ pub enum Anomaly {
     InternalError = 8,
     /// An event type a runtime reported that this plugin does not know (ignored).
     UnknownEvent = 9,
+    /// An instance nested deeper than the profile's depth cap (`KPROF_MAX_DEPTH`):
+    /// its time is inside the node at the cap and not counted again.
+    BeyondMaxDepth = 10,
 }
 
 impl Anomaly {
     /// Every anomaly, in discriminant order.
-    pub const ALL: [Anomaly; 10] = [
+    pub const ALL: [Anomaly; 11] = [
         Anomaly::NullName,
         Anomaly::InvalidUtf8Name,
         Anomaly::UnmatchedEnd,
@@ -337,6 +340,7 @@ impl Anomaly {
         Anomaly::CallAfterFinalize,
         Anomaly::InternalError,
         Anomaly::UnknownEvent,
+        Anomaly::BeyondMaxDepth,
     ];
 
     /// The anomaly with discriminant `v`, if any.
@@ -357,6 +361,7 @@ impl Anomaly {
             Anomaly::CallAfterFinalize => "calls_after_finalize",
             Anomaly::InternalError => "internal_errors",
             Anomaly::UnknownEvent => "unknown_events",
+            Anomaly::BeyondMaxDepth => "beyond_max_depth",
         }
     }
 }

@@ -32,20 +32,84 @@ pub fn profile_path(arg: &Path) -> Result<PathBuf, Failure> {
     }
 }
 
-/// Reads `path` as JSON and checks its schema is one of `accepted`.
-fn read_value(path: &Path, accepted: &[&str]) -> Result<Value, Failure> {
+/// The deepest nesting of JSON containers that kprof reads: far beyond any depth cap
+/// of the runtime's trees, and within the stack `kprof` runs its commands on.
+pub const MAX_JSON_DEPTH: usize = 100_000;
+
+/// The deepest nesting of `[`/`{` in `text` (strings skipped).
+fn json_depth(text: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Parses `text` as a `T`, however deeply it nests (up to [`MAX_JSON_DEPTH`]).
+fn parse<'de, T: serde::Deserialize<'de>>(text: &'de [u8]) -> serde_json::Result<T> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    de.disable_recursion_limit();
+    let v = T::deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+/// Only the schema of a profile, the rest skipped without being kept.
+#[derive(serde::Deserialize)]
+struct SchemaOnly {
+    schema: Option<Value>,
+}
+
+/// Reads `path`, checks it is JSON of one of the `accepted` schemas, and returns the
+/// text and its schema.
+fn read_checked(path: &Path, accepted: &[&str]) -> Result<(Vec<u8>, String), Failure> {
     let text = std::fs::read(path).map_err(|e| Failure(format!("{}: {e}", show(path))))?;
-    let value: Value = serde_json::from_slice(&text).map_err(|e| {
+    let invalid = |e: serde_json::Error| {
         let what = if e.is_eof() {
             "is truncated"
         } else {
             "is not valid JSON"
         };
         Failure(format!("{} {what} ({e})", show(path)))
-    })?;
-    let schema = value.get("schema").and_then(Value::as_str);
-    match schema {
-        Some(s) if accepted.contains(&s) => Ok(value),
+    };
+    let depth = json_depth(&text);
+    if depth > MAX_JSON_DEPTH {
+        return Err(Failure(format!(
+            "{}: nested {depth} deep, more than the {MAX_JSON_DEPTH} kprof reads",
+            show(path)
+        )));
+    }
+    // One pass that keeps nothing but the schema: valid JSON, and which schema. A
+    // profile is an object (serde would read a struct from an array too).
+    let object = text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    let probe = match parse::<SchemaOnly>(&text) {
+        _ if !object => match parse::<serde::de::IgnoredAny>(&text) {
+            Ok(_) => Value::Null,
+            Err(e) => return Err(invalid(e)),
+        },
+        Ok(p) => p.schema.unwrap_or(Value::Null),
+        Err(e) if e.is_data() => Value::Null,
+        Err(e) => return Err(invalid(e)),
+    };
+    match probe.as_str() {
+        Some(s) if accepted.contains(&s) => Ok((text, s.to_string())),
         Some(s) => Err(Failure(format!(
             "{}: schema \"{s}\" is not supported (this kprof {} reads {})",
             show(path),
@@ -81,11 +145,18 @@ pub fn load_report(arg: &Path) -> Result<(PathBuf, Report), Failure> {
 /// Loads a profile of either schema.
 pub fn load_any(arg: &Path) -> Result<(PathBuf, Loaded), Failure> {
     let path = profile_path(arg)?;
-    let value = read_value(&path, &[SCHEMA, MERGED_SCHEMA])?;
-    if value["schema"] == MERGED_SCHEMA {
+    let (text, schema) = read_checked(&path, &[SCHEMA, MERGED_SCHEMA])?;
+    if schema == MERGED_SCHEMA {
+        let value: Value = parse(&text).map_err(|e| {
+            Failure(format!(
+                "{}: does not match schema {schema}: {e}",
+                show(&path)
+            ))
+        })?;
         return Ok((path, Loaded::Merged(value)));
     }
-    let report: Report = serde_json::from_value(value).map_err(|e| {
+    // Straight into the report's types: no JSON tree in between.
+    let report: Report = parse(&text).map_err(|e| {
         Failure(format!(
             "{}: does not match schema {SCHEMA}: {e}",
             show(&path)

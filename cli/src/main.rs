@@ -71,10 +71,11 @@ pub type Outcome = Result<u8, Failure>;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        // On the main thread: signals are forwarded from there.
         Command::Run(a) => run::main(a),
-        Command::Report(a) => report::main(a),
-        Command::Diff(a) => diff::main(a),
-        Command::Merge(a) => merge::main(a),
+        Command::Report(a) => on_reader_stack(move || report::main(a)),
+        Command::Diff(a) => on_reader_stack(move || diff::main(a)),
+        Command::Merge(a) => on_reader_stack(move || merge::main(a)),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -83,6 +84,26 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Stack of the commands that read profiles: they walk trees recursively, and a
+/// profile may nest up to `load::MAX_JSON_DEPTH` deep. Reserved, not committed:
+/// only what a deep tree uses is ever touched.
+const READER_STACK: usize = 1 << 30;
+
+/// Runs `f` on a thread with [`READER_STACK`] of stack.
+fn on_reader_stack(f: impl FnOnce() -> Outcome + Send + 'static) -> Outcome {
+    std::thread::Builder::new()
+        .name("kprof".into())
+        .stack_size(READER_STACK)
+        .spawn(f)
+        .map_err(|e| Failure(format!("cannot start: {e}")))?
+        .join()
+        .unwrap_or_else(|_| {
+            Err(Failure(
+                "internal error (a bug in kprof; please report it)".into(),
+            ))
+        })
 }
 
 /// Display form of a path for messages.

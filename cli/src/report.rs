@@ -165,14 +165,19 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
     if let Some(re) = filter {
         flat.retain(|f| re.is_match(&f.name));
     }
-    flat.sort_by(|a, b| {
+    let order = |a: &FlatRow, b: &FlatRow| {
         sort_value(sort_of(args), b.total_ns, b.self_ns, b.count)
             .cmp(&sort_value(sort_of(args), a.total_ns, a.self_ns, a.count))
-            .then_with(|| a.name.cmp(&b.name))
-    });
+            .then_with(|| (a.name, a.kind, &a.device).cmp(&(b.name, b.kind, &b.device)))
+    };
     let all = flat.len();
     let top = args.top.unwrap_or(20);
-    flat.truncate(top);
+    // Only the top rows are shown: select them before sorting (a million names).
+    if flat.len() > top {
+        flat.select_nth_unstable_by(top, order);
+        flat.truncate(top);
+    }
+    flat.sort_by(order);
     if args.csv || args.json {
         return flat_machine(&flat, run, args.csv);
     }
@@ -207,9 +212,9 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
             crate::fmt::duration(f.mean_ns()),
             dur(f.min_ns),
             dur(f.max_ns),
-            f.kind.clone(),
-            f.device.clone(),
-            f.name.clone(),
+            f.kind.to_string(),
+            f.device.to_string(),
+            f.name.to_string(),
         ]);
     }
     if t.len() == 0 {

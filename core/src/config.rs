@@ -52,6 +52,8 @@ pub struct Config {
     pub flush_ms: u64,
     /// Trace formats to write (none: no trace).
     pub trace: Vec<TraceFormat>,
+    /// Deepest call path the profile keeps.
+    pub max_depth: u64,
 }
 
 impl Default for Config {
@@ -67,6 +69,7 @@ impl Default for Config {
             kokkos_fences: false,
             flush_ms: 1000,
             trace: Vec::new(),
+            max_depth: 256,
         }
     }
 }
@@ -121,6 +124,12 @@ const SPECS: &[Spec] = &[
             max: 3_600_000,
         },
         help: "ms between trace flushes (the writer's processing rounds); without a trace, records wait until half the buffer budget holds them, or exit (default 1000)",
+    },
+    Spec {
+        arg: "max-depth",
+        env: "KPROF_MAX_DEPTH",
+        value: Value::Count { min: 1, max: 100_000 },
+        help: "deepest call path the profile keeps; deeper instances are counted (anomaly beyond_max_depth) and their time stays in the node at this depth (default 256)",
     },
     Spec {
         arg: "summary",
@@ -254,6 +263,7 @@ impl Config {
                     "buffer-mb" => (defaults.buffer_mb, "a whole number of MiB, 1 to 65536"),
                     "prefault-mb" => (defaults.prefault_mb, "a whole number of MiB, 0 to 65536"),
                     "flush-ms" => (defaults.flush_ms, "milliseconds, 10 to 3600000"),
+                    "max-depth" => (defaults.max_depth, "a whole number, 1 to 100000"),
                     _ => (defaults.summary_top as u64, "a whole number, 1 to 100000"),
                 };
                 let v = value
@@ -266,6 +276,7 @@ impl Config {
                     "buffer-mb" => self.buffer_mb = v,
                     "prefault-mb" => self.prefault_mb = v,
                     "flush-ms" => self.flush_ms = v,
+                    "max-depth" => self.max_depth = v,
                     _ => self.summary_top = v as usize,
                 }
             }
@@ -308,6 +319,8 @@ mod tests {
         c.apply_arg("summary-top=3").unwrap();
         c.apply_arg("--kokkos-fences=yes").unwrap();
         c.apply_arg("KPROF_PREFAULT_MB=24").unwrap();
+        c.apply_arg("--max-depth=1000").unwrap();
+        assert_eq!(c.max_depth, 1000);
         assert_eq!(c.output_dir, "out/%p");
         assert_eq!(c.buffer_mb, 8);
         assert_eq!(c.prefault_mb, 24);

@@ -1,19 +1,22 @@
 //! The flat profile: the call-path tree aggregated by (name, kind, device), the view
 //! that the summary and `kprof report` both show, so that they cannot disagree.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap;
 
 use crate::report::{Report, TreeNode};
 
-/// One row: every tree node with the same name, kind and device label.
+/// One row: every tree node with the same name, kind and device label. Borrows its
+/// text from the tree (a profile can have a million distinct names).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct FlatRow {
+pub struct FlatRow<'a> {
     /// Name.
-    pub name: String,
+    pub name: &'a str,
     /// Kind (`parallel_for`, `region`, ...).
-    pub kind: String,
+    pub kind: &'a str,
     /// Device label (`TreeNode::device_label`), empty for none.
-    pub device: String,
+    pub device: Cow<'a, str>,
     /// Instances, nested ones included.
     pub count: u64,
     /// Inclusive time inside this name: a recursive instance (nested in one of the
@@ -31,7 +34,7 @@ pub struct FlatRow {
     pub max_ns: u64,
 }
 
-impl FlatRow {
+impl FlatRow<'_> {
     /// Mean duration of one instance.
     pub fn mean_ns(&self) -> f64 {
         if self.count == 0 {
@@ -46,10 +49,17 @@ impl TreeNode {
     /// The device as shown in tables: the back end, with `[device:instance]` when
     /// either is not the default.
     pub fn device_label(&self) -> String {
+        self.device_text().into_owned()
+    }
+
+    /// [`TreeNode::device_label`], borrowed when it is the back end alone.
+    fn device_text(&self) -> Cow<'_, str> {
         match (&self.device, self.device_index, self.instance) {
-            (Some(d), Some(i), Some(inst)) if i != 0 || inst > 1 => format!("{d}[{i}:{inst}]"),
-            (Some(d), _, _) => d.clone(),
-            _ => String::new(),
+            (Some(d), Some(i), Some(inst)) if i != 0 || inst > 1 => {
+                Cow::Owned(format!("{d}[{i}:{inst}]"))
+            }
+            (Some(d), _, _) => Cow::Borrowed(d),
+            _ => Cow::Borrowed(""),
         }
     }
 }
@@ -66,20 +76,33 @@ impl Report {
     }
 }
 
-/// Aggregates `tree` by (name, kind, device label), rows in key order.
-pub fn flatten(tree: &[TreeNode]) -> Vec<FlatRow> {
-    type Key = (String, String, String);
-    fn walk(nodes: &[TreeNode], open: &mut Vec<Key>, out: &mut BTreeMap<Key, FlatRow>) {
+/// Aggregates `tree` by (name, kind, device label), rows in the order first met.
+pub fn flatten(tree: &[TreeNode]) -> Vec<FlatRow<'_>> {
+    type Key<'a> = (&'a str, &'a str, Cow<'a, str>);
+    fn walk<'a>(
+        nodes: &'a [TreeNode],
+        open: &mut Vec<usize>,
+        rows: &mut Vec<FlatRow<'a>>,
+        index: &mut FxHashMap<Key<'a>, usize>,
+    ) {
         for n in nodes {
-            let key = (n.name.clone(), n.kind.clone(), n.device_label());
-            let recursive = open.contains(&key);
-            let f = out.entry(key.clone()).or_insert_with(|| FlatRow {
-                name: key.0.clone(),
-                kind: key.1.clone(),
-                device: key.2.clone(),
-                min_ns: u64::MAX,
-                ..Default::default()
-            });
+            let key = (n.name.as_str(), n.kind.as_str(), n.device_text());
+            let at = match index.get(&key) {
+                Some(&at) => at,
+                None => {
+                    rows.push(FlatRow {
+                        name: key.0,
+                        kind: key.1,
+                        device: key.2.clone(),
+                        min_ns: u64::MAX,
+                        ..Default::default()
+                    });
+                    index.insert(key, rows.len() - 1);
+                    rows.len() - 1
+                }
+            };
+            let recursive = open.contains(&at);
+            let f = &mut rows[at];
             f.count += n.count;
             if !recursive {
                 f.total_ns += n.total_ns;
@@ -88,19 +111,26 @@ pub fn flatten(tree: &[TreeNode]) -> Vec<FlatRow> {
             f.self_ns += n.self_ns;
             f.min_ns = f.min_ns.min(n.min_ns);
             f.max_ns = f.max_ns.max(n.max_ns);
-            open.push(key);
-            walk(&n.children, open, out);
+            open.push(at);
+            walk(&n.children, open, rows, index);
             open.pop();
         }
     }
-    let mut out = BTreeMap::new();
-    walk(tree, &mut Vec::new(), &mut out);
-    out.into_values().collect()
+    fn count(nodes: &[TreeNode]) -> usize {
+        nodes.iter().map(|n| 1 + count(&n.children)).sum()
+    }
+    // Sized once: growing a table of a million keys rehashes them all, repeatedly.
+    let nodes = count(tree);
+    let mut rows = Vec::with_capacity(nodes);
+    let mut index = FxHashMap::with_capacity_and_hasher(nodes, Default::default());
+    walk(tree, &mut Vec::new(), &mut rows, &mut index);
+    rows
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn node(name: &str, total: u64, self_ns: u64, count: u64, children: Vec<TreeNode>) -> TreeNode {
         TreeNode {

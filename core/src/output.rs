@@ -126,7 +126,7 @@ fn write_json(dir: &Path, report: &Report) -> Result<PathBuf, OutputError> {
         source,
     };
     let mut f = create_file(&path)?;
-    serde_json::to_writer_pretty(&mut f, report).map_err(|source| OutputError::Encode {
+    serde_json::to_writer(&mut f, report).map_err(|source| OutputError::Encode {
         path: path.display().to_string(),
         source,
     })?;

@@ -79,19 +79,26 @@ pub fn render(
     let (fences, mut work): (Vec<_>, Vec<_>) = flatten(&r.tree)
         .into_iter()
         .partition(|f| f.kind == "fence");
-    work.sort_by(|a, b| {
+    let order = |a: &crate::flat::FlatRow, b: &crate::flat::FlatRow| {
         b.self_ns
             .cmp(&a.self_ns)
-            .then_with(|| (&a.name, &a.kind, &a.device).cmp(&(&b.name, &b.kind, &b.device)))
-    });
-    if work.is_empty() {
+            .then_with(|| (a.name, a.kind, &a.device).cmp(&(b.name, b.kind, &b.device)))
+    };
+    // Only the top rows are shown: select them before sorting (a million names).
+    let rows = work.len();
+    if work.len() > top {
+        work.select_nth_unstable_by(top, order);
+        work.truncate(top);
+    }
+    work.sort_by(order);
+    if rows == 0 {
         let _ = writeln!(s, "No kernels or regions were recorded.");
     } else {
         let _ = writeln!(
             s,
             "\nTop {} of {} kernels/regions by exclusive time (%thr: share of {} thread{} x {}):",
-            top.min(work.len()),
-            work.len(),
+            top.min(rows),
+            rows,
             r.threads.len().max(1),
             if r.threads.len() > 1 { "s" } else { "" },
             duration(run)

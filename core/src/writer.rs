@@ -399,6 +399,9 @@ impl Writer {
             })
             .collect();
         let mut report = profile.report(&records);
+        // The report holds all the profile says: free the tree before writing (a
+        // million call paths are hundreds of MiB).
+        drop(profile);
         report.kprof = self_cost(rt, records.values().sum(), words);
         let cfg = runtime::config().clone();
         let dir = self.dir.or_else(|| output::prepare_dir(rt, &cfg));

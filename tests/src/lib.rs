@@ -188,7 +188,12 @@ pub fn read_profile(dir: &Path) -> Value {
     let path = dir.join("profile.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+    // Profiles nest as deep as the program's call paths (up to KPROF_MAX_DEPTH).
+    let mut de = serde_json::Deserializer::from_str(&text);
+    de.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
 /// Every node of the profile's call-path tree, depth first, with its path of

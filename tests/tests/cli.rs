@@ -620,6 +620,61 @@ fn summary_and_report_agree_on_recursive_regions() {
 }
 
 #[test]
+fn deep_profiles_are_read_and_the_depth_cap_is_counted() {
+    let dir = scratch("cli_deep");
+    let bin = compile_with_core(&[&test_file("cli/deep.c")], &dir.join("deep"), &[]);
+    // 250 deep (under the default cap of 256): every command reads it.
+    let o = run(
+        kprof_cmd(&dir, &["run", "-q", "--summary", "0", "-o", "d", "--"])
+            .arg(&bin)
+            .args(["250", "3"]),
+    );
+    assert_ok(&o);
+    let p = read_profile(&dir.join("d"));
+    let all = nodes(&p);
+    assert_eq!(all.iter().map(|(path, _)| path.len()).max(), Some(250));
+    let o = run(&mut kprof_cmd(&dir, &["report", "d", "--tree"]));
+    assert_ok(&o);
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!("{}d249\n", "  ".repeat(249))),
+        "{text}"
+    );
+    let o = run(&mut kprof_cmd(&dir, &["diff", "d", "d"]));
+    assert_ok(&o);
+    let o = run(&mut kprof_cmd(&dir, &["merge", "d", "d", "-o", "m"]));
+    assert_ok(&o);
+    let o = run(&mut kprof_cmd(&dir, &["report", "m", "--tree"]));
+    assert_ok(&o);
+    assert!(stdout(&o).contains("d249"), "{}", stdout(&o));
+
+    // 300 deep with a cap of 100: 200 instances per repetition are beyond it,
+    // counted; the node at the cap holds one instance per repetition and no more
+    // time than the run.
+    let o = run(
+        kprof_cmd(&dir, &["run", "-q", "--summary", "0", "-o", "c", "--"])
+            .arg(&bin)
+            .args(["300", "5"])
+            .env("KPROF_MAX_DEPTH", "100"),
+    );
+    assert_ok(&o);
+    let p = read_profile(&dir.join("c"));
+    assert_eq!(
+        u(&p["anomalies"]["beyond_max_depth"]),
+        1000,
+        "{}",
+        p["anomalies"]
+    );
+    let all = nodes(&p);
+    assert_eq!(all.iter().map(|(path, _)| path.len()).max(), Some(100));
+    let (_, capped) = all.iter().find(|(path, _)| path.len() == 100).unwrap();
+    assert_eq!(capped["name"], "d99");
+    assert_eq!(u(&capped["count"]), 5);
+    assert!(u(&capped["total_ns"]) <= u(&p["clock"]["duration_ns"]));
+    assert_eq!(u(&capped["self_ns"]), u(&capped["total_ns"]));
+}
+
+#[test]
 fn bad_inputs_are_one_line_and_exit_2() {
     let dir = scratch("cli_bad_inputs");
     let o = run(&mut kprof_cmd(&dir, &["report", "missing"]));

@@ -30,6 +30,9 @@ struct Frame {
     /// The last child looked up under this frame: runtimes launch the same kernel
     /// in the same place again and again, so this saves most tree lookups.
     last_child: ChildCache,
+    /// Deeper than the depth cap: its time is inside the frame at the cap and is
+    /// counted there only.
+    capped: bool,
 }
 
 /// (packed key, node) of the last child looked up; key 0 is empty.
@@ -38,11 +41,6 @@ type ChildCache = (u64, u32);
 fn child_key(name: u32, kind: Kind, dev: u16) -> u64 {
     1 << 63 | u64::from(dev) << 40 | (kind as u64) << 32 | u64::from(name)
 }
-
-/// Deepest call path kept: deeper instances (runaway recursion of regions, or
-/// a runtime that never ends what it begins) are merged into the node at this depth,
-/// so the tree and the files written from it stay bounded.
-const MAX_DEPTH: usize = 256;
 
 /// (dst space, dst label, src space, src label) name ids.
 type CopyKey = (u32, u32, u32, u32);
@@ -63,6 +61,8 @@ struct SectionStats {
 /// The profile under construction.
 pub struct Profile {
     rt: &'static Runtime,
+    /// Deepest call path kept (`KPROF_MAX_DEPTH`).
+    max_depth: usize,
     tree: Tree,
     /// Open frames per thread index.
     stacks: Vec<Vec<Frame>>,
@@ -86,6 +86,7 @@ impl Profile {
     pub fn new(rt: &'static Runtime) -> Profile {
         Profile {
             rt,
+            max_depth: crate::runtime::config().max_depth as usize,
             tree: Tree::default(),
             stacks: Vec::new(),
             roots: Vec::new(),
@@ -156,8 +157,14 @@ impl Consumer for Profile {
                 } else {
                     None
                 };
-                let node = if remote.is_none() && self.stacks[t].len() >= MAX_DEPTH {
-                    self.stacks[t][MAX_DEPTH - 1].node
+                // Deepest call path kept (runaway recursion, or a runtime that never
+                // ends what it begins): deeper instances are counted, and their time
+                // stays in the node at the cap, so the tree stays bounded and no
+                // total exceeds the time spent.
+                let capped = remote.is_none() && self.stacks[t].len() >= self.max_depth;
+                let node = if capped {
+                    self.rt.anomalies.count(Anomaly::BeyondMaxDepth);
+                    self.stacks[t][self.max_depth - 1].node
                 } else {
                     // The parent's cache of its last child: a remote parent's too (the
                     // implicit tasks of one region share their node).
@@ -179,6 +186,7 @@ impl Consumer for Profile {
                         n
                     }
                 };
+                let copy = copy.filter(|_| !capped);
                 if let Some(key) = copy {
                     let c = self.copies.entry(key).or_default();
                     c.count += 1;
@@ -195,6 +203,7 @@ impl Consumer for Profile {
                     child_ns: 0,
                     copy,
                     last_child: (0, 0),
+                    capped,
                 });
             }
             Event::End(s, end) => {
@@ -204,6 +213,9 @@ impl Consumer for Profile {
                 let Some(f) = stack.pop() else {
                     return;
                 };
+                if f.capped {
+                    return;
+                }
                 let dur = self.rt.clock.delta_ns(f.begin, end);
                 let node = &mut self.tree.nodes[f.node as usize];
                 node.stats.add(dur, dur.saturating_sub(f.child_ns));
