@@ -35,6 +35,10 @@ pub struct ReportArgs {
     /// Machine-readable rows as JSON on stdout (times in ns).
     #[arg(long)]
     pub json: bool,
+    /// Show names whole (by default a name is cut at 60 characters, as in the
+    /// summary; control characters are always shown escaped).
+    #[arg(long)]
+    pub wide: bool,
     /// Show the threads and how each team's work spread over its threads
     /// (min/mean/max per thread, imbalance = max/mean).
     #[arg(long, conflicts_with_all = ["tree", "csv", "json"])]
@@ -96,7 +100,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
     let run = r.thread_time_ns() as f64;
     if args.threads {
         let mut s = header(r, path);
-        threads(&mut s, r, args.top.unwrap_or(20));
+        threads(&mut s, r, args);
         return s;
     }
     if args.tree {
@@ -150,7 +154,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
                 crate::fmt::duration(n.mean_ns),
                 n.kind.clone(),
                 n.device_label(),
-                format!("{}{}", "  ".repeat(depth), n.name),
+                format!("{}{}", "  ".repeat(depth), cell(&n.name, args)),
             ]);
         }
         if t.len() == 0 {
@@ -214,7 +218,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
             dur(f.max_ns),
             f.kind.to_string(),
             f.device.to_string(),
-            f.name.to_string(),
+            cell(f.name, args),
         ]);
     }
     if t.len() == 0 {
@@ -222,9 +226,17 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
     } else {
         s.push_str(&t.render());
     }
-    sections(&mut s, r, top);
+    sections(&mut s, r, top, args);
     s
 }
+
+/// A name as a table cell: escaped, and cut unless `--wide`.
+fn cell(name: &str, args: &ReportArgs) -> String {
+    kprof_core::summary::table_name(name, (!args.wide).then_some(NAME_WIDTH))
+}
+
+/// Longest name in a table without `--wide`, as in the exit summary.
+const NAME_WIDTH: usize = 60;
 
 /// The base of every share: `2 threads x 1.20 s`.
 fn thread_time(r: &Report) -> String {
@@ -237,7 +249,8 @@ fn thread_time(r: &Report) -> String {
 }
 
 /// The threads, and per team construct how its time spread over the threads.
-fn threads(s: &mut String, r: &Report, top: usize) {
+fn threads(s: &mut String, r: &Report, args: &ReportArgs) {
+    let top = args.top.unwrap_or(20);
     let _ = writeln!(s, "\nThreads");
     let mut t = Table::new(&[
         ("index", Align::Right),
@@ -250,7 +263,7 @@ fn threads(s: &mut String, r: &Report, top: usize) {
             th.index.to_string(),
             th.tid.to_string(),
             th.records.to_string(),
-            th.name.clone(),
+            cell(&th.name, args),
         ]);
     }
     s.push_str(&t.render());
@@ -309,7 +322,7 @@ fn threads(s: &mut String, r: &Report, top: usize) {
             crate::fmt::duration(th.mean_ns),
             dur(th.max_ns),
             n.kind.clone(),
-            path.clone(),
+            cell(path, args),
         ]);
     }
     s.push_str(&t.render());
@@ -342,7 +355,7 @@ fn header(r: &Report, path: &std::path::Path) -> String {
 }
 
 /// Deep copies, memory, sections, events, counters, anomalies.
-fn sections(s: &mut String, r: &Report, top: usize) {
+fn sections(s: &mut String, r: &Report, top: usize, args: &ReportArgs) {
     if !r.deep_copies.is_empty() {
         let mut copies: Vec<_> = r.deep_copies.iter().collect();
         copies.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(b.bytes.cmp(&a.bytes)));
@@ -375,7 +388,10 @@ fn sections(s: &mut String, r: &Report, top: usize) {
                 rate,
                 format!(
                     "{}:{} <- {}:{}",
-                    c.dst_space, c.dst_label, c.src_space, c.src_label
+                    c.dst_space,
+                    cell(&c.dst_label, args),
+                    c.src_space,
+                    cell(&c.src_label, args)
                 ),
             ]);
         }
@@ -417,7 +433,7 @@ fn sections(s: &mut String, r: &Report, top: usize) {
                 .largest
                 .iter()
                 .take(5)
-                .map(|a| format!("{} {}", a.label, bytes(a.bytes)))
+                .map(|a| format!("{} {}", cell(&a.label, args), bytes(a.bytes)))
                 .collect();
             let _ = writeln!(s, "  largest in {}: {}", m.space, list.join(", "));
         }
@@ -437,7 +453,7 @@ fn sections(s: &mut String, r: &Report, top: usize) {
                 x.count.to_string(),
                 dur(x.min_ns),
                 dur(x.max_ns),
-                x.name.clone(),
+                cell(&x.name, args),
             ]);
         }
         s.push_str(&t.render());
@@ -446,7 +462,7 @@ fn sections(s: &mut String, r: &Report, top: usize) {
         let _ = writeln!(s, "\nEvents");
         let mut t = Table::new(&[("count", Align::Right), ("name", Align::Left)]);
         for e in r.events.iter().take(top) {
-            t.row(vec![e.count.to_string(), e.name.clone()]);
+            t.row(vec![e.count.to_string(), cell(&e.name, args)]);
         }
         s.push_str(&t.render());
     }
@@ -467,7 +483,7 @@ fn sections(s: &mut String, r: &Report, top: usize) {
                 num(c.mean),
                 num(c.max),
                 num(c.last),
-                c.name.clone(),
+                cell(&c.name, args),
             ]);
         }
         s.push_str(&t.render());
@@ -797,10 +813,10 @@ fn render_merged(
                 format!(
                     "{}{}",
                     "  ".repeat(r.depth),
-                    n["name"].as_str().unwrap_or_default()
+                    cell(n["name"].as_str().unwrap_or_default(), args)
                 )
             } else {
-                r.path.clone()
+                cell(&r.path, args)
             },
         ]);
     }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::output::{create_file, OutputError};
+use crate::output::{write_whole, OutputError};
 use crate::report::{Report, TreeNode};
 
 /// Column names, in order.
@@ -22,22 +22,25 @@ pub const HEADER: [&str; 13] = [
     "stddev_ns",
 ];
 
-/// Writes the tree of `report` to `path`.
+/// Writes the tree of `report` to `path` (completely or not at all).
 pub fn write(path: &Path, report: &Report) -> Result<(), OutputError> {
     let err = |e: csv::Error| OutputError::File {
         path: path.display().to_string(),
         source: e.into(),
     };
-    let mut w = csv::Writer::from_writer(create_file(path)?);
-    w.write_record(HEADER).map_err(err)?;
-    let mut row = Row::default();
-    for n in &report.tree {
-        row.write(&mut w, n, 0).map_err(err)?;
-    }
-    w.flush().map_err(|source| OutputError::File {
-        path: path.display().to_string(),
-        source,
+    write_whole(path, |f| {
+        let mut w = csv::Writer::from_writer(f);
+        w.write_record(HEADER).map_err(err)?;
+        let mut row = Row::default();
+        for n in &report.tree {
+            row.write(&mut w, n, 0).map_err(err)?;
+        }
+        w.flush().map_err(|source| OutputError::File {
+            path: path.display().to_string(),
+            source,
+        })
     })
+    .map(drop)
 }
 
 /// What rows share while the tree is walked: the path so far and a number buffer,

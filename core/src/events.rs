@@ -387,16 +387,30 @@ pub fn section_destroy(id: u32) {
     }
 }
 
-/// Records a metadata pair.
-pub fn metadata(key: String, value: String) {
+/// Records a metadata pair; a NULL key or value is `<null>` and counted as a null
+/// name, invalid UTF-8 is shown with U+FFFD and counted, as for every other name.
+pub fn metadata(key: Option<&std::ffi::CStr>, value: Option<&std::ffi::CStr>) {
     let Some(rt) = active() else {
         inactive_call();
         return;
     };
+    let text = |s: Option<&std::ffi::CStr>| match s {
+        None => {
+            rt.anomalies.count(Anomaly::NullName);
+            "<null>".to_string()
+        }
+        Some(s) => {
+            if s.to_str().is_err() {
+                rt.anomalies.count(Anomaly::InvalidUtf8Name);
+            }
+            s.to_string_lossy().into_owned()
+        }
+    };
+    let pair = (text(key), text(value));
     rt.metadata
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .push((key, value));
+        .push(pair);
 }
 
 /// Index of a device.

@@ -153,11 +153,13 @@ unsafe extern "C" fn section_destroy(id: u32) {
 unsafe extern "C" fn metadata(key: *const c_char, value: *const c_char) {
     guard((), || {
         // SAFETY: the ABI requires NULL or NUL-terminated strings.
-        let (k, v) = unsafe { (text(key), text(value)) };
-        events::metadata(
-            k.unwrap_or_else(|| "<null>".into()),
-            v.unwrap_or_else(|| "<null>".into()),
-        )
+        let (k, v) = unsafe {
+            (
+                (!key.is_null()).then(|| CStr::from_ptr(key)),
+                (!value.is_null()).then(|| CStr::from_ptr(value)),
+            )
+        };
+        events::metadata(k, v)
     })
 }
 

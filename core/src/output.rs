@@ -41,6 +41,14 @@ pub enum OutputError {
         /// The encoder's reason.
         source: serde_json::Error,
     },
+    /// A file could not be completed; nothing of it was left behind.
+    #[error("{path} was not written ({reason}); no partial file was left")]
+    NotWritten {
+        /// The file.
+        path: String,
+        /// Why, from the error that stopped it.
+        reason: String,
+    },
 }
 
 /// Expands `%p`, `%h`, `%e`, `%r` and `%%` in an output directory pattern.
@@ -119,23 +127,62 @@ pub fn create_file(path: &Path) -> Result<BufWriter<File>, OutputError> {
         })
 }
 
+/// Writes `path` completely or not at all: `fill` writes into a hidden file beside
+/// it, which is renamed to `path` once written and synced, and removed on any error
+/// (a full disk must not leave a truncated profile that looks like a result).
+pub fn write_whole(
+    path: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), OutputError>,
+) -> Result<PathBuf, OutputError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let partial = path.with_file_name(format!(".{name}.partial"));
+    let result = (|| {
+        let mut f = create_file(&partial)?;
+        fill(&mut f)?;
+        let file_err = |source| OutputError::File {
+            path: path.display().to_string(),
+            source,
+        };
+        f.into_inner()
+            .map_err(|e| file_err(e.into_error()))?
+            .sync_all()
+            .map_err(file_err)?;
+        std::fs::rename(&partial, path).map_err(file_err)
+    })();
+    match result {
+        Ok(()) => Ok(path.to_path_buf()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            let reason = match &e {
+                OutputError::File { source, .. } | OutputError::Dir { source, .. } => {
+                    source.to_string()
+                }
+                OutputError::Encode { source, .. } => source.to_string(),
+                OutputError::NotWritten { reason, .. } => reason.clone(),
+            };
+            Err(OutputError::NotWritten {
+                path: path.display().to_string(),
+                reason,
+            })
+        }
+    }
+}
+
 fn write_json(dir: &Path, report: &Report) -> Result<PathBuf, OutputError> {
     let path = dir.join("profile.json");
-    let file_err = |source| OutputError::File {
-        path: path.display().to_string(),
-        source,
-    };
-    let mut f = create_file(&path)?;
-    serde_json::to_writer(&mut f, report).map_err(|source| OutputError::Encode {
-        path: path.display().to_string(),
-        source,
-    })?;
-    f.write_all(b"\n").map_err(file_err)?;
-    f.into_inner()
-        .map_err(|e| file_err(e.into_error()))?
-        .sync_all()
-        .map_err(file_err)?;
-    Ok(path)
+    write_whole(&path, |f| {
+        serde_json::to_writer(&mut *f, report).map_err(|source| OutputError::Encode {
+            path: path.display().to_string(),
+            source,
+        })?;
+        f.write_all(b"\n").map_err(|source| OutputError::File {
+            path: path.display().to_string(),
+            source,
+        })
+    })
 }
 
 /// Creates this process's output directory from the configured pattern; on failure
@@ -151,14 +198,27 @@ pub fn prepare_dir(rt: &Runtime, cfg: &Config) -> Option<PathBuf> {
     }
 }
 
+/// What of the output could be written, for the summary's last line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// The directory could not be made.
+    Nothing,
+    /// `profile.json` could not be written (said above).
+    NoProfile,
+    /// The profile files.
+    All,
+}
+
 /// Set by `kprof run` to `kprof run` in the program's environment.
 pub const LAUNCHER_VAR: &str = "KPROF_LAUNCHER";
 
 /// Writes the profile files into `dir` and prints the summary, listing `traces`.
 pub fn write_all(report: &Report, cfg: &Config, dir: Option<&Path>, traces: &[PathBuf]) {
+    let mut profile_written = false;
     if let Some(dir) = dir {
-        if let Err(e) = write_json(dir, report) {
-            warn(&e.to_string());
+        match write_json(dir, report) {
+            Ok(_) => profile_written = true,
+            Err(e) => warn(&e.to_string()),
         }
         if let Err(e) = csv_out::write(&dir.join("profile.csv"), report) {
             warn(&e.to_string());
@@ -172,7 +232,12 @@ pub fn write_all(report: &Report, cfg: &Config, dir: Option<&Path>, traces: &[Pa
         } else {
             dir
         };
-        let text = summary::render(report, cfg.summary_top, dir_line, dir.is_some(), traces);
+        let written = match dir {
+            None => Written::Nothing,
+            Some(_) if profile_written => Written::All,
+            Some(_) => Written::NoProfile,
+        };
+        let text = summary::render(report, cfg.summary_top, dir_line, written, traces);
         let _ = std::io::stderr().write_all(text.as_bytes());
     }
 }

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::flat::flatten;
+use crate::output::Written;
 use crate::report::{Report, SelfCost, TreeNode};
 
 /// Longest name shown in a table (full names are in the files).
@@ -40,21 +41,48 @@ pub fn bytes(b: u64) -> String {
 }
 
 fn short(name: &str) -> String {
-    if name.chars().count() <= NAME_WIDTH {
-        name.to_string()
-    } else {
-        let head: String = name.chars().take(NAME_WIDTH - 3).collect();
-        format!("{head}...")
+    table_name(name, Some(NAME_WIDTH))
+}
+
+/// `name` as one cell of a table row: control characters (a newline would break the
+/// row) escaped as `\n`, `\t`, `\u{1b}`, ..., and at most `width` characters, the
+/// cut marked with `...`.
+pub fn table_name(name: &str, width: Option<usize>) -> String {
+    let mut out = String::new();
+    let mut chars = 0;
+    let limit = width.unwrap_or(usize::MAX);
+    for c in name.chars() {
+        let piece: std::borrow::Cow<str> = if c.is_control() {
+            c.escape_default().to_string().into()
+        } else {
+            let mut b = [0; 4];
+            c.encode_utf8(&mut b).to_string().into()
+        };
+        let n = piece.chars().count();
+        if chars + n > limit {
+            // Make room for the marker.
+            while chars + 3 > limit {
+                match out.pop() {
+                    Some(_) => chars -= 1,
+                    None => break,
+                }
+            }
+            out.push_str("...");
+            return out;
+        }
+        out.push_str(&piece);
+        chars += n;
     }
+    out
 }
 
 /// Renders the summary. `dir` is where the files went, when the summary says so;
-/// `written` whether they could be written; `traces` are the trace files written.
+/// `written` what could be written; `traces` are the trace files written.
 pub fn render(
     r: &Report,
     top: usize,
     dir: Option<&Path>,
-    written: bool,
+    written: Written,
     traces: &[PathBuf],
 ) -> String {
     let mut s = String::new();
@@ -230,13 +258,20 @@ pub fn render(
         let _ = writeln!(s, "kprof: trace {}", t.display());
     }
     match (dir, written) {
-        (Some(d), _) => {
-            let _ = writeln!(s, "kprof: files in {}", d.display());
-        }
-        (None, false) => {
+        (_, Written::Nothing) => {
             let _ = writeln!(s, "kprof: no files were written (see above)");
         }
-        (None, true) => {}
+        (Some(d), Written::NoProfile) => {
+            let _ = writeln!(
+                s,
+                "kprof: files in {}, without profile.json (see above)",
+                d.display()
+            );
+        }
+        (Some(d), Written::All) => {
+            let _ = writeln!(s, "kprof: files in {}", d.display());
+        }
+        (None, _) => {}
     }
     s
 }
@@ -351,6 +386,10 @@ mod tests {
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(3 << 20), "3.00 MiB");
         assert_eq!(short(&"x".repeat(100)).len(), NAME_WIDTH);
+        assert_eq!(short(&"x".repeat(NAME_WIDTH)).len(), NAME_WIDTH);
+        assert_eq!(table_name("a\nb\tc", None), "a\\nb\\tc");
+        assert_eq!(table_name("abcdef", Some(5)), "ab...");
+        assert_eq!(table_name("ab\ncdef", Some(5)), "ab...");
     }
 
     #[test]

@@ -675,6 +675,81 @@ fn deep_profiles_are_read_and_the_depth_cap_is_counted() {
 }
 
 #[test]
+fn a_file_that_cannot_be_completed_is_not_left_behind() {
+    let dir = scratch("cli_full_disk");
+    let bin = compile_with_core(&[&test_file("cli/deep.c")], &dir.join("deep"), &[]);
+    // A file size limit stands for a full disk: writes fail with EFBIG (SIGXFSZ
+    // ignored), after the first few KiB of a 250-deep profile.
+    let o = run(Command::new("sh")
+        .current_dir(&dir)
+        .env("KPROF_OUTPUT_DIR", "out")
+        .args(["-c", "ulimit -f 20; trap '' XFSZ; exec \"$0\" 250 1"])
+        .arg(&bin));
+    assert_ok(&o);
+    let err = stderr(&o);
+    for file in ["profile.json", "profile.csv"] {
+        assert!(
+            err.contains(&format!(
+                "kprof: out/{file} was not written (File too large (os error 27)); no partial \
+                 file was left\n"
+            )),
+            "{err}"
+        );
+    }
+    assert!(
+        err.ends_with("kprof: files in out, without profile.json (see above)\n"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn odd_names_keep_tables_readable_and_are_counted() {
+    let dir = scratch("cli_odd_names");
+    let bin = compile_with_core(&[&test_file("cli/odd_names.c")], &dir.join("odd"), &[]);
+    let o = run(kprof_cmd(&dir, &["run", "-q", "-o", "r", "--"]).arg(&bin));
+    assert_ok(&o);
+    let summary = stderr(&o);
+    // The newline is shown escaped, in its row; the long name cut at 60.
+    assert!(
+        summary
+            .lines()
+            .any(|l| l.ends_with(" two\\nlines\\tand a tab")),
+        "{summary}"
+    );
+    let long_row = format!(" {}...", "x".repeat(57));
+    assert!(summary.lines().any(|l| l.ends_with(&long_row)), "{summary}");
+    let p = read_profile(&dir.join("r"));
+    // NULL key and NULL value: two null names; one invalid UTF-8 key.
+    assert_eq!(u(&p["anomalies"]["null_names"]), 2, "{}", p["anomalies"]);
+    assert_eq!(
+        u(&p["anomalies"]["invalid_utf8_names"]),
+        1,
+        "{}",
+        p["anomalies"]
+    );
+    assert_eq!(p["metadata"]["<null>"], "value of a NULL key");
+    assert_eq!(p["metadata"]["key of a NULL value"], "<null>");
+    // kprof report: the same cell rules, whole names with --wide.
+    let o = run(&mut kprof_cmd(&dir, &["report", "r"]));
+    assert_ok(&o);
+    let text = stdout(&o);
+    assert!(
+        text.lines().all(|l| l.len() < 400),
+        "a raw long name:\n{text}"
+    );
+    assert!(text.contains("two\\nlines\\tand a tab\n"), "{text}");
+    assert!(text.contains(&long_row), "{text}");
+    let o = run(&mut kprof_cmd(&dir, &["report", "r", "--wide"]));
+    assert_ok(&o);
+    assert!(stdout(&o).contains(&"x".repeat(100_000)));
+}
+
+#[test]
 fn bad_inputs_are_one_line_and_exit_2() {
     let dir = scratch("cli_bad_inputs");
     let o = run(&mut kprof_cmd(&dir, &["report", "missing"]));
