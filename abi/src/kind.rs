@@ -325,11 +325,14 @@ pub enum Anomaly {
     /// An instance nested deeper than the profile's depth cap (`KPROF_MAX_DEPTH`):
     /// its time is inside the node at the cap and not counted again.
     BeyondMaxDepth = 10,
+    /// An instance whose end was among dropped records (full buffers): its
+    /// duration is unknown and kept out of the statistics.
+    EndLost = 11,
 }
 
 impl Anomaly {
     /// Every anomaly, in discriminant order.
-    pub const ALL: [Anomaly; 11] = [
+    pub const ALL: [Anomaly; 12] = [
         Anomaly::NullName,
         Anomaly::InvalidUtf8Name,
         Anomaly::UnmatchedEnd,
@@ -341,6 +344,7 @@ impl Anomaly {
         Anomaly::InternalError,
         Anomaly::UnknownEvent,
         Anomaly::BeyondMaxDepth,
+        Anomaly::EndLost,
     ];
 
     /// The anomaly with discriminant `v`, if any.
@@ -362,6 +366,7 @@ impl Anomaly {
             Anomaly::InternalError => "internal_errors",
             Anomaly::UnknownEvent => "unknown_events",
             Anomaly::BeyondMaxDepth => "beyond_max_depth",
+            Anomaly::EndLost => "ends_lost_to_drops",
         }
     }
 }

@@ -54,6 +54,8 @@ pub struct Config {
     pub trace: Vec<TraceFormat>,
     /// Deepest call path the profile keeps.
     pub max_depth: u64,
+    /// MiB after which a trace file stops (0: no limit).
+    pub trace_max_mb: u64,
 }
 
 impl Default for Config {
@@ -70,6 +72,7 @@ impl Default for Config {
             flush_ms: 1000,
             trace: Vec::new(),
             max_depth: 256,
+            trace_max_mb: 2048,
         }
     }
 }
@@ -115,6 +118,12 @@ const SPECS: &[Spec] = &[
         env: "KPROF_TRACE",
         value: Value::Formats,
         help: "comma list of trace formats: perfetto (trace.pftrace), json (trace.json), otf2 (otf2/traces.otf2, needs the OTF2 library); empty: none (default)",
+    },
+    Spec {
+        arg: "trace-max-mb",
+        env: "KPROF_TRACE_MAX_MB",
+        value: Value::Count { min: 0, max: 1 << 30 },
+        help: "MiB after which a trace file (or OTF2 archive) stops growing: it is completed there, with one line saying so; checked at each flush; 0: no limit (default 2048)",
     },
     Spec {
         arg: "flush-ms",
@@ -264,6 +273,10 @@ impl Config {
                     "prefault-mb" => (defaults.prefault_mb, "a whole number of MiB, 0 to 65536"),
                     "flush-ms" => (defaults.flush_ms, "milliseconds, 10 to 3600000"),
                     "max-depth" => (defaults.max_depth, "a whole number, 1 to 100000"),
+                    "trace-max-mb" => (
+                        defaults.trace_max_mb,
+                        "a whole number of MiB, 0 (no limit) to 1073741824",
+                    ),
                     _ => (defaults.summary_top as u64, "a whole number, 1 to 100000"),
                 };
                 let v = value
@@ -277,6 +290,7 @@ impl Config {
                     "prefault-mb" => self.prefault_mb = v,
                     "flush-ms" => self.flush_ms = v,
                     "max-depth" => self.max_depth = v,
+                    "trace-max-mb" => self.trace_max_mb = v,
                     _ => self.summary_top = v as usize,
                 }
             }

@@ -69,6 +69,9 @@ pub struct Slice {
     pub args: [(u32, u64); MAX_ARGS],
     /// Arguments in `args`.
     pub nargs: u8,
+    /// Its end was among records dropped (the buffers were full): it is closed
+    /// where recording resumed, so its duration is not known and must not count.
+    pub end_lost: bool,
 }
 
 /// Arguments kept per slice.
@@ -451,7 +454,8 @@ impl ThreadStream {
                     // still open; the ones above ended (or began) unseen.
                     let keep = h.low() as usize;
                     while self.stack.len() > keep {
-                        if let Some(s) = self.stack.pop() {
+                        if let Some(mut s) = self.stack.pop() {
+                            s.end_lost = true;
                             out.event(&Event::End(&s, ts.max(s.begin)));
                         }
                     }
@@ -512,6 +516,7 @@ impl ThreadStream {
             transfer: x.transfer,
             args: [x.arg.unwrap_or((0, 0)), (0, 0), (0, 0), (0, 0)],
             nargs: u8::from(x.arg.is_some()),
+            end_lost: false,
         });
         if let Some(top) = self.stack.last() {
             out.event(&Event::Begin(top));
@@ -581,7 +586,8 @@ mod tests {
         fn event(&mut self, ev: &Event<'_>) {
             self.0.push(match ev {
                 Event::Begin(s) => format!("B{}", s.name),
-                Event::End(s, t) => format!("E{}@{t}", s.name),
+                // `!`: closed at a gap, its real end lost.
+                Event::End(s, t) => format!("E{}@{t}{}", s.name, if s.end_lost { "!" } else { "" }),
                 Event::Instant { name, .. } => format!("I{name}"),
                 Event::Edge { from, to, .. } => format!("D{from}>{to}"),
             });
@@ -645,7 +651,7 @@ mod tests {
         .concat();
         s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
         assert_eq!(an.get(Anomaly::UnmatchedEnd), 0);
-        assert_eq!(log.0, ["B1", "B2", "E2@9", "B6", "E6@12", "E1@13"]);
+        assert_eq!(log.0, ["B1", "B2", "E2@9!", "B6", "E6@12", "E1@13"]);
     }
 
     /// Symbols that remember every address asked for, named by their order.

@@ -113,6 +113,12 @@ struct Stream {
 struct Sinks {
     profile: Profile,
     traces: Vec<Box<dyn TraceWriter>>,
+    /// Traces completed early, at their size limit.
+    stopped: Vec<std::path::PathBuf>,
+    /// Bytes after which a trace stops (0: none).
+    trace_max: u64,
+    /// Events consumed, to look at the traces' sizes now and then.
+    events: u64,
 }
 
 impl Consumer for Sinks {
@@ -121,6 +127,12 @@ impl Consumer for Sinks {
         self.profile.event(ev);
         for t in &mut self.traces {
             t.event(ev);
+        }
+        // A round can hold millions of events: the size limit is also looked at
+        // within it (a file's size, once per 64Ki events).
+        self.events = self.events.wrapping_add(1);
+        if self.events % (1 << 16) == 0 && !self.traces.is_empty() {
+            self.stop_full_traces();
         }
     }
 
@@ -143,6 +155,35 @@ impl Sinks {
                 false
             }
         });
+        self.stop_full_traces();
+    }
+
+    /// Completes and stops every trace that passed the size limit: its file is
+    /// valid up to there, and the profile goes on.
+    fn stop_full_traces(&mut self) {
+        if self.trace_max == 0 {
+            return;
+        }
+        let mut i = 0;
+        while i < self.traces.len() {
+            if trace::bytes_on_disk(self.traces[i].path()) < self.trace_max {
+                i += 1;
+                continue;
+            }
+            let t = self.traces.remove(i);
+            let path = t.path().display().to_string();
+            match t.finish() {
+                Ok(p) => {
+                    warn(&format!(
+                        "{path} reached KPROF_TRACE_MAX_MB ({} MiB): the trace is complete up \
+                         to here and stops (the profile covers the whole run)",
+                        self.trace_max >> 20
+                    ));
+                    self.stopped.push(p);
+                }
+                Err(e) => warn(&format!("{e}; that trace stops here")),
+            }
+        }
     }
 }
 
@@ -221,6 +262,9 @@ impl Writer {
             sinks: Sinks {
                 profile: Profile::new(rt),
                 traces,
+                stopped: Vec::new(),
+                trace_max: cfg.trace_max_mb.saturating_mul(1 << 20),
+                events: 0,
             },
             symbols: Symbolizer::new(&rt.names, &rt.anomalies),
             dir,
@@ -387,10 +431,17 @@ impl Writer {
             records.insert(index, s.resolver.records);
             words += s.resolver.words;
         }
-        let Sinks { profile, traces } = self.sinks;
-        let traces: Vec<_> = traces
+        let Sinks {
+            profile,
+            traces,
+            stopped,
+            ..
+        } = self.sinks;
+        let traces: Vec<_> = stopped
             .into_iter()
-            .filter_map(|t| match t.finish() {
+            .map(Ok)
+            .chain(traces.into_iter().map(|t| t.finish()))
+            .filter_map(|t| match t {
                 Ok(path) => Some(path),
                 Err(e) => {
                     warn(&e.to_string());

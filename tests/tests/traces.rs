@@ -603,6 +603,95 @@ fn sixteen_threads_lose_nothing_in_the_traces() {
     check_both(&dir, &out, |m| check_threads(m, M));
 }
 
+#[test]
+fn a_flood_that_drops_records_keeps_durations_true() {
+    // 1M back-to-back kernels into 1 MiB of buffers with a trace: most records are
+    // dropped (counted). An instance whose end was dropped is closed where recording
+    // resumed: counted as ends_lost_to_drops and kept out of the statistics (before,
+    // it took the whole gap as its duration), and marked in the trace.
+    const N: u64 = 1_000_000;
+    let b = built();
+    let dir = scratch("traces_flood");
+    let mut cmd = cmd_in(&b.driver, &dir, &["bench", &N.to_string()]);
+    cmd.env("KPROF_BUFFER_MB", "1").env("KPROF_TRACE", "json");
+    run_ok(&mut cmd);
+    let p = read_profile(&dir.join("out"));
+    let dropped = u(&p["dropped_records"]);
+    assert!(dropped > 0, "the flood must overflow 1 MiB");
+    // Whether a gap starts between a begin and its end is up to timing: the exact
+    // case is the resolver's unit test; here every one counted is marked.
+    let lost = u(&p["anomalies"]["ends_lost_to_drops"]);
+    // Every event is either processed or counted as dropped (2 per kernel; the rest
+    // are the gap markers, one per resumption).
+    let processed: u64 = p["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| u(&t["records"]))
+        .sum();
+    assert!(processed + dropped >= 2 * N, "{processed} + {dropped}");
+    let all = kprof_tests::nodes(&p);
+    let k = &all
+        .iter()
+        .find(|(path, _)| path == &["bench_kernel"])
+        .unwrap()
+        .1;
+    // Kept instances are those whose begin and end were both seen.
+    assert!(u(&k["count"]) + lost <= N);
+    assert!(u(&k["total_ns"]) <= u(&p["clock"]["duration_ns"]));
+    // The trace marks the lost ends.
+    let trace = std::fs::read_to_string(dir.join("out/trace.json")).unwrap();
+    assert_eq!(
+        trace.matches("\"end_lost\":").count() as u64,
+        lost,
+        "one mark per lost end"
+    );
+}
+
+#[test]
+fn a_trace_stops_cleanly_at_its_size_limit() {
+    // 1M kernels would write ~170 MB of JSON; with a 1 MiB limit checked every
+    // 10 ms the trace is completed early, stays valid, and says so; the profile
+    // still has every kernel.
+    const N: u64 = 1_000_000;
+    let b = built();
+    let dir = scratch("traces_cap");
+    let mut cmd = cmd_in(&b.driver, &dir, &["bench", &N.to_string()]);
+    cmd.env("KPROF_TRACE", "json")
+        .env("KPROF_TRACE_MAX_MB", "1")
+        .env("KPROF_FLUSH_MS", "10")
+        .env("KPROF_BUFFER_MB", "512");
+    let out = run_ok(&mut cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("trace.json reached KPROF_TRACE_MAX_MB (1 MiB): the trace is complete up to here and stops"),
+        "{err}"
+    );
+    let size = std::fs::metadata(dir.join("out/trace.json")).unwrap().len();
+    assert!(size >= 1 << 20 && size < 64 << 20, "{size} bytes");
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/trace.json")).unwrap())
+            .expect("a stopped trace is complete JSON");
+    let slices = trace
+        .as_array()
+        .expect("a JSON array of events")
+        .iter()
+        .filter(|e| e["name"] == "bench_kernel")
+        .count() as u64;
+    assert!(slices > 0 && slices < N, "{slices}");
+    let p = read_profile(&dir.join("out"));
+    assert_eq!(u(&p["dropped_records"]), 0);
+    let all = kprof_tests::nodes(&p);
+    let k = &all
+        .iter()
+        .find(|(path, _)| path == &["bench_kernel"])
+        .unwrap()
+        .1;
+    assert_eq!(u(&k["count"]), N);
+    assert!(err.contains("kprof: trace "), "{err}");
+    assert!(err.contains("JSON is the slow, large format"), "{err}");
+}
+
 // ----------------------------------------------------------------- signals
 
 fn check_signal(m: &Model) {

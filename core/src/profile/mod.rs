@@ -216,6 +216,12 @@ impl Consumer for Profile {
                 if f.capped {
                     return;
                 }
+                if s.end_lost {
+                    // Closed where recording resumed, not where it ended: a duration
+                    // that would be wrong by up to the whole gap. Counted, not timed.
+                    self.rt.anomalies.count(Anomaly::EndLost);
+                    return;
+                }
                 let dur = self.rt.clock.delta_ns(f.begin, end);
                 let node = &mut self.tree.nodes[f.node as usize];
                 node.stats.add(dur, dur.saturating_sub(f.child_ns));

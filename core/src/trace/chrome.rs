@@ -196,6 +196,13 @@ impl ChromeWriter {
             };
             let _ = write!(a, r#""bytes":{},"direction":"{direction}""#, t.bytes);
         }
+        if s.end_lost {
+            // Drawn up to where recording resumed: the real end is unknown.
+            if !a.is_empty() {
+                a.push(',');
+            }
+            a.push_str(r#""end_lost":"records dropped: ends where recording resumed""#);
+        }
         if let Some(c) = s.copy {
             if !a.is_empty() {
                 a.push(',');
@@ -366,6 +373,10 @@ impl Consumer for ChromeWriter {
 }
 
 impl TraceWriter for ChromeWriter {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
     fn flush(&mut self) -> Result<(), OutputError> {
         let ended = std::mem::take(&mut self.ended);
         for p in &ended {

@@ -77,6 +77,19 @@ pub trait TraceWriter: Consumer + Send {
     fn flush(&mut self) -> Result<(), OutputError>;
     /// Completes the file at shutdown (closes open structures, final flush).
     fn finish(self: Box<Self>) -> Result<PathBuf, OutputError>;
+    /// The file (or, for OTF2, the directory) it writes.
+    fn path(&self) -> &Path;
+}
+
+/// Bytes on disk under `path`: a file's size, or a directory's files summed.
+pub fn bytes_on_disk(path: &Path) -> u64 {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::read_dir(path)
+            .map(|rd| rd.flatten().map(|e| bytes_on_disk(&e.path())).sum())
+            .unwrap_or(0),
+        Ok(m) => m.len(),
+        Err(_) => 0,
+    }
 }
 
 /// Opens the writer of `format` in `dir`.

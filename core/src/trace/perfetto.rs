@@ -918,6 +918,10 @@ impl<S: Source> PerfettoWriter<S> {
         for &(key, value) in s.args() {
             put_uint_annotation(&mut enc.scratch, &self.src.name(key), value);
         }
+        if s.end_lost {
+            // Drawn up to where recording resumed: the real end is unknown.
+            put_uint_annotation(&mut enc.scratch, "end_lost", 1);
+        }
         let delta = t.seq.advance(ns);
         raw_event(&mut enc.buf, t.seq.id, delta, &enc.scratch);
     }
@@ -1177,6 +1181,10 @@ impl<S: Source> Consumer for PerfettoWriter<S> {
 }
 
 impl<S: Source> TraceWriter for PerfettoWriter<S> {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
     fn flush(&mut self) -> Result<(), OutputError> {
         self.seal();
         let err = |source| OutputError::File {
@@ -1317,6 +1325,7 @@ mod tests {
             transfer: None,
             args: [(0, 0); crate::resolve::MAX_ARGS],
             nargs: 0,
+            end_lost: false,
         }
     }
 

@@ -1025,6 +1025,11 @@ impl Consumer for Otf2Writer {
 }
 
 impl TraceWriter for Otf2Writer {
+    fn path(&self) -> &Path {
+        // The archive is the directory around the anchor file.
+        self.anchor.parent().unwrap_or(&self.anchor)
+    }
+
     fn flush(&mut self) -> Result<(), OutputError> {
         // OTF2 has no per-writer flush call: event buffers go to their files when
         // their chunk budget is used (see pool_allocate). A round only reports errors.
