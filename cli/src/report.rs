@@ -167,7 +167,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
 
     let mut flat = flatten(&r.tree);
     if let Some(re) = filter {
-        flat.retain(|f| re.is_match(&f.name));
+        flat.retain(|f| re.is_match(f.name));
     }
     let order = |a: &FlatRow, b: &FlatRow| {
         sort_value(sort_of(args), b.total_ns, b.self_ns, b.count)
@@ -597,7 +597,7 @@ fn flat_machine(flat: &[FlatRow], run: f64, csv: bool) -> String {
             let _ = writeln!(
                 s,
                 "{},{},{},{},{},{},{:.1},{},{},{:.2}",
-                csv_field(&f.name),
+                csv_field(f.name),
                 f.kind,
                 csv_field(&f.device),
                 f.count,
@@ -766,7 +766,7 @@ fn render_merged(
         s,
         "kprof report: {} (merged, {})",
         show(path),
-        crate::merge::ranks_text(ranks as usize)
+        crate::merge::ranks_text(ranks)
     );
     let d = &v["duration_ns"];
     let _ = writeln!(

@@ -149,7 +149,7 @@ pub fn render(
                 duration(f.max_ns as f64),
                 f.kind,
                 f.device,
-                short(&f.name)
+                short(f.name)
             );
         }
     }
@@ -172,7 +172,7 @@ pub fn render(
                 duration(f.total_ns as f64),
                 f.count,
                 f.device,
-                short(&f.name)
+                short(f.name)
             );
         }
     }

@@ -131,7 +131,7 @@ impl Consumer for Sinks {
         // A round can hold millions of events: the size limit is also looked at
         // within it (a file's size, once per 64Ki events).
         self.events = self.events.wrapping_add(1);
-        if self.events % (1 << 16) == 0 && !self.traces.is_empty() {
+        if self.events & 0xffff == 0 && !self.traces.is_empty() {
             self.stop_full_traces();
         }
     }

@@ -668,7 +668,7 @@ fn a_trace_stops_cleanly_at_its_size_limit() {
         "{err}"
     );
     let size = std::fs::metadata(dir.join("out/trace.json")).unwrap().len();
-    assert!(size >= 1 << 20 && size < 64 << 20, "{size} bytes");
+    assert!((1 << 20..64 << 20).contains(&size), "{size} bytes");
     let trace: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("out/trace.json")).unwrap())
             .expect("a stopped trace is complete JSON");
