@@ -116,25 +116,14 @@ impl Row {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn node(name: &str, children: Vec<TreeNode>) -> TreeNode {
         TreeNode {
-            name: name.into(),
-            kind: "user_region".into(),
-            device: None,
-            device_index: None,
-            instance: None,
-            count: 3,
-            total_ns: 1000,
-            self_ns: 400,
             min_ns: 100,
             max_ns: 600,
             mean_ns: 333.333,
             stddev_ns: 0.04,
-            threads: None,
-            args: BTreeMap::new(),
-            children,
+            ..TreeNode::user_region(name, 1000, 400, 3, children)
         }
     }
 

@@ -130,26 +130,9 @@ pub fn flatten(tree: &[TreeNode]) -> Vec<FlatRow<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn node(name: &str, total: u64, self_ns: u64, count: u64, children: Vec<TreeNode>) -> TreeNode {
-        TreeNode {
-            name: name.into(),
-            kind: "user_region".into(),
-            device: None,
-            device_index: None,
-            instance: None,
-            count,
-            total_ns: total,
-            self_ns,
-            min_ns: total / count,
-            max_ns: total / count,
-            mean_ns: total as f64 / count as f64,
-            stddev_ns: 0.0,
-            threads: None,
-            args: BTreeMap::new(),
-            children,
-        }
+        TreeNode::user_region(name, total, self_ns, count, children)
     }
 
     #[test]

@@ -326,3 +326,34 @@ pub struct DualView {
     /// Modifications marked on the host.
     pub modify_on_host: u64,
 }
+
+#[cfg(test)]
+impl TreeNode {
+    /// A user region of `count` equal instances lasting `total_ns` together, for
+    /// unit tests.
+    pub(crate) fn user_region(
+        name: &str,
+        total_ns: u64,
+        self_ns: u64,
+        count: u64,
+        children: Vec<TreeNode>,
+    ) -> TreeNode {
+        TreeNode {
+            name: name.into(),
+            kind: "user_region".into(),
+            device: None,
+            device_index: None,
+            instance: None,
+            count,
+            total_ns,
+            self_ns,
+            min_ns: total_ns / count,
+            max_ns: total_ns / count,
+            mean_ns: total_ns as f64 / count as f64,
+            stddev_ns: 0.0,
+            threads: None,
+            args: BTreeMap::new(),
+            children,
+        }
+    }
+}
