@@ -48,6 +48,8 @@ pub struct Config {
     pub enable: bool,
     /// Keep Kokkos' global fences around kernels and regions.
     pub kokkos_fences: bool,
+    /// A forked child measures itself (from the fork on) into its own directory.
+    pub fork: bool,
     /// Milliseconds between the writer's processing rounds when a trace streams.
     pub flush_ms: u64,
     /// Trace formats to write (none: no trace).
@@ -65,6 +67,7 @@ impl Default for Config {
             signals: true,
             enable: true,
             kokkos_fences: false,
+            fork: true,
             flush_ms: 1000,
             trace: Vec::new(),
         }
@@ -152,6 +155,12 @@ const SPECS: &[Spec] = &[
         value: Value::Flag,
         help: "1 keeps Kokkos' global fences around kernels and regions (default 0)",
     },
+    Spec {
+        arg: "fork",
+        env: "KPROF_FORK",
+        value: Value::Flag,
+        help: "a forked child measures itself from the fork on, into its own directory (%p is its pid); 0: it records nothing and says so once (default 1)",
+    },
 ];
 
 impl Config {
@@ -189,6 +198,7 @@ impl Config {
             "signals" => self.signals,
             "enable" => self.enable,
             "kokkos-fences" => self.kokkos_fences,
+            "fork" => self.fork,
             _ => return None,
         })
     }
@@ -246,6 +256,7 @@ impl Config {
                     "summary" => self.summary = v,
                     "signals" => self.signals = v,
                     "enable" => self.enable = v,
+                    "fork" => self.fork = v,
                     _ => self.kokkos_fences = v,
                 }
             }
@@ -308,6 +319,8 @@ mod tests {
         c.apply_arg("summary-top=3").unwrap();
         c.apply_arg("--kokkos-fences=yes").unwrap();
         c.apply_arg("KPROF_PREFAULT_MB=24").unwrap();
+        c.apply_arg("KPROF_FORK=off").unwrap();
+        assert!(!c.fork);
         assert_eq!(c.output_dir, "out/%p");
         assert_eq!(c.buffer_mb, 8);
         assert_eq!(c.prefault_mb, 24);

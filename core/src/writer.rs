@@ -10,7 +10,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use kprof_abi::guard::guard;
@@ -34,6 +34,17 @@ const WRITER_STACK: usize = 64 << 20;
 /// Longest sleep between checks of the pool and the shutdown flag.
 const NAP: Duration = Duration::from_millis(16);
 
+/// OS thread id of the writer thread (0 before it runs).
+static WRITER_TID: AtomicI32 = AtomicI32::new(0);
+
+/// Whether the calling thread is the writer (async-signal-safe: a crash handler
+/// asks, and must not wait for itself).
+pub fn is_writer_thread() -> bool {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    WRITER_TID.load(Ordering::Acquire) == tid
+}
+
 /// Starts the writer thread.
 pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
     let handle = std::thread::Builder::new()
@@ -41,6 +52,9 @@ pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
         // Reports walk the call-path tree recursively; address space is cheap.
         .stack_size(WRITER_STACK)
         .spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+            WRITER_TID.store(tid, Ordering::Release);
             block_all_signals();
             guard((), || run(rt));
             rt.mark_done();
