@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 use crate::buffer::{self, Chunk};
 use crate::clock;
 use crate::config::Config;
-use crate::lifecycle::block_all_signals;
+use crate::lifecycle::{block_all_signals, restore_signals};
 use crate::output;
 use crate::profile::Profile;
 use crate::report::SelfCost;
@@ -45,9 +45,12 @@ pub fn is_writer_thread() -> bool {
     WRITER_TID.load(Ordering::Acquire) == tid
 }
 
-/// Starts the writer thread.
+/// Starts the writer thread, with every signal blocked from its first instruction:
+/// a signal that arrived before it blocked them itself would run a handler that
+/// waits for the writer on the writer.
 pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
-    let handle = std::thread::Builder::new()
+    let previous = block_all_signals();
+    let spawned = std::thread::Builder::new()
         .name("kprof-writer".into())
         // Reports walk the call-path tree recursively; address space is cheap.
         .stack_size(WRITER_STACK)
@@ -55,11 +58,11 @@ pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
             // SAFETY: gettid has no preconditions.
             let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
             WRITER_TID.store(tid, Ordering::Release);
-            block_all_signals();
             guard((), || run(rt));
             rt.mark_done();
-        })?;
-    Ok(handle.thread().clone())
+        });
+    restore_signals(&previous);
+    Ok(spawned?.thread().clone())
 }
 
 /// The writer works in rounds, each processing everything recorded so far. With a

@@ -158,7 +158,7 @@ int main(int argc, char **argv) {
         record("r", a);
         if (!strcmp(argv[3], "segv"))
         {
-            int *volatile p = NULL;
+            volatile int *volatile p = NULL;
             *p = 1;
         }
         else if (!strcmp(argv[3], "bus"))
