@@ -285,10 +285,12 @@ fn start() {
     let clock = Clock::new();
     let start_raw = clock.now();
     let inherited = INHERITED_PLUGINS.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    // SAFETY: a box leaked by the fork handler, taken exactly once (swapped out).
-    let plugins = (!inherited.is_null())
-        .then(|| *unsafe { Box::from_raw(inherited) })
-        .unwrap_or_default();
+    let plugins = if inherited.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: a box leaked by the fork handler, taken exactly once (swapped out).
+        *unsafe { Box::from_raw(inherited) }
+    };
     let rt: &'static Runtime = Box::leak(Box::new(Runtime {
         clock,
         pool: Pool::new(cfg.buffer_mb, INITIAL_CHUNKS),

@@ -242,7 +242,7 @@ fn run_sets_the_variable_the_programs_kokkos_reads_and_keeps_the_users_tool() {
     );
     // The default directory carries the program's pid, as its summary does, and the
     // location is said once, by kprof run, at the end.
-    let o = run(&mut kprof_cmd(&dir, &["run", "--"]).arg(kernels_bin()).arg("1"));
+    let o = run(kprof_cmd(&dir, &["run", "--"]).arg(kernels_bin()).arg("1"));
     assert_ok(&o);
     let err = stderr(&o);
     let pid = err
