@@ -392,3 +392,53 @@ fn end_message_names_the_real_cause() {
         stderr(&o)
     );
 }
+
+/// An OpenMP program under OMPT (clang, libomp) that forks: the child returns
+/// from main at once (before: 2 x 30 s) and has its own profile of its 7
+/// parallel regions; the parent's holds its 10.
+#[test]
+fn forked_openmp_child_exits_at_once_with_its_own_profile() {
+    use kprof_tests::openmp::{bare_cmd, ompt_lib, Runtime};
+    if kprof_tests::skip_unless(kprof_tests::openmp::have("clang"), "clang") {
+        return;
+    }
+    let dir = scratch("robust_omp_fork");
+    let exe = kprof_tests::compile_with(
+        "clang",
+        &[&test_file("harness/omp_fork.c")],
+        &dir.join("omp_fork"),
+        &["-fopenmp"],
+    );
+    let t = Instant::now();
+    let o = run(bare_cmd(&exe, &dir, Runtime::Llvm14, false)
+        .args(["5", "7"])
+        .env("OMP_TOOL_LIBRARIES", ompt_lib())
+        .env("KPROF_OUTPUT_DIR", dir.join("out-%p"))
+        .env("KPROF_SUMMARY", "0"));
+    assert!(t.elapsed() < Duration::from_secs(10), "{}", stderr(&o));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    let child = child_pid(&o);
+    let parent = read_profile(&dir.join(format!("out-{}", o_pid(&dir, child))));
+    let kid = read_profile(&dir.join(format!("out-{child}")));
+    let parallel = |p: &Value| -> u64 {
+        nodes(p)
+            .iter()
+            .filter(|(_, n)| n["kind"] == "omp_parallel")
+            .map(|(_, n)| u(&n["count"]))
+            .sum()
+    };
+    let tasks = |p: &Value| -> u64 {
+        nodes(p)
+            .iter()
+            .filter(|(_, n)| n["kind"] == "omp_implicit_task")
+            .map(|(_, n)| u(&n["count"]))
+            .sum()
+    };
+    assert_eq!(parallel(&parent), 10);
+    assert_eq!(tasks(&parent), 20);
+    assert_eq!(parallel(&kid), 7);
+    assert_eq!(tasks(&kid), 14);
+    assert_eq!(kid["plugins"], serde_json::json!(["openmp"]));
+    assert_eq!(u(&kid["dropped_records"]), 0);
+}
