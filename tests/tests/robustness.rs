@@ -372,6 +372,18 @@ fn end_message_names_the_real_cause() {
         "{}",
         stderr(&o)
     );
+    // A kprof whose plugins are not next to it: the plugin, not "no runtime".
+    std::fs::create_dir_all(dir.join("lone")).unwrap();
+    std::fs::copy(lib("kprof"), dir.join("lone/kprof")).unwrap();
+    let o = run(clean_cmd(&dir.join("lone/kprof"))
+        .current_dir(&dir)
+        .args(["run", "--openmp", "-o", "q", "--", "true"]));
+    assert!(o.status.success());
+    assert_eq!(
+        stderr(&o),
+        "kprof: libkprof_ompt.so not found next to kprof or in ../lib: openmp is not measured\n\
+         kprof: no output was written to q: the openmp plugin was not found next to kprof (see above)\n"
+    );
     // A GCC OpenMP program (libgomp, no tool interface).
     let src = dir.join("gomp.c");
     std::fs::write(
