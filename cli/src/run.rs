@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use kprof_core::config::Config;
 
@@ -147,6 +148,9 @@ fn already_pending(pid: i32, sig: libc::c_int) -> bool {
             .is_ok_and(|d| d.flatten().any(|t| has(t.path().join("status"))))
 }
 
+/// The program's pid while it runs (not yet reaped), 0 after.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
 /// Takes the forwarded signals (blocked in every kprof thread) and sends each to
 /// the program, unless it has it already: from the terminal (the foreground group,
 /// `SI_KERNEL`), or from a `kill` of the whole process group (still pending in the
@@ -163,6 +167,10 @@ fn forward_signals(child: i32) {
         // SAFETY: sigwaitinfo returned a signal, so `info` is filled.
         let code = unsafe { info.assume_init() }.si_code;
         if code == libc::SI_KERNEL || already_pending(child, sig) {
+            continue;
+        }
+        // Not once the program has ended: its pid may be reused.
+        if CHILD.load(Ordering::SeqCst) != child {
             continue;
         }
         // SAFETY: kill has no memory preconditions.
@@ -540,6 +548,7 @@ pub fn main(args: RunArgs) -> Outcome {
     let spawned = cmd.spawn();
     if let Ok(child) = &spawned {
         let pid = child.id() as i32;
+        CHILD.store(pid, Ordering::SeqCst);
         let _ = std::thread::Builder::new()
             .name("forward".into())
             .spawn(move || forward_signals(pid));
@@ -555,6 +564,25 @@ pub fn main(args: RunArgs) -> Outcome {
         }
         OutDir::Pattern(_) => None,
     };
+    // Wait for the end without reaping, so the forwarding thread stops sending
+    // before the pid can be reused.
+    loop {
+        // SAFETY: a zeroed siginfo_t for the kernel to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waiting on our own child with a valid siginfo_t.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    CHILD.store(0, Ordering::SeqCst);
     let status = child
         .wait()
         .map_err(|e| Failure(format!("waiting for {program}: {e}")))?;
