@@ -261,10 +261,10 @@ fn group_signal_to_kprof_run_leaves_complete_output() {
     }
 }
 
-/// Two SIGTERMs sent to the program back to back (a group signal and its copy
-/// from a launcher): the second, taken by another thread while the first one's
-/// handler writes, waits for the same output instead of ending the process
-/// (before: 4 of 10 runs lost the profile). 10 runs, 8 threads x 100000 regions.
+/// Two SIGTERMs sent to the program 5 ms apart (a group signal and its copy from
+/// a launcher): the second, taken by another thread while the first one's handler
+/// writes, waits for the same output instead of ending the process. 10 runs, 8
+/// threads x 100000 regions.
 #[test]
 fn second_signal_during_the_flush_waits_for_the_output() {
     let dir = scratch("robust_signal_twice");
@@ -272,7 +272,12 @@ fn second_signal_during_the_flush_waits_for_the_output() {
         let _ = std::fs::remove_dir_all(dir.join("out"));
         let child =
             start_ready(robust_cmd(&dir, &["hold", "8", "100000"]).env("KPROF_BUFFER_MB", "512"));
-        for _ in 0..2 {
+        for i in 0..2 {
+            if i == 1 {
+                // Not so close that the two merge into one pending signal: the
+                // second comes while the first one's handler writes.
+                std::thread::sleep(Duration::from_millis(5));
+            }
             // SAFETY: signalling our own child.
             assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
         }
