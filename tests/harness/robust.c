@@ -13,6 +13,9 @@
  *   handler T R   as hold, with its own SIGTERM handler installed after kprof's
  *                 start: on SIGTERM it records R more regions "late" per thread and
  *                 returns from main.
+ *   busy T        its own SIGTERM handler, then T threads whose first kprof calls
+ *                 race record regions "r" until SIGTERM; main joins them, prints
+ *                 "calls <n>" (regions recorded) and returns from main.
  *   crash R SIG   R regions "r", then the signal: segv (a NULL store), bus, abort.
  */
 #include <kprof.h>
@@ -108,6 +111,42 @@ static void hold(int threads, int own_handler) {
     free(t);
 }
 
+static long busy_counts[256];
+
+static void *busy_worker(void *arg) {
+    long id = (long)arg;
+    pthread_barrier_wait(&start_line);
+    while (!got_term) {
+        kprof_region_begin("r");
+        kprof_region_end("r");
+        busy_counts[id]++;
+    }
+    return NULL;
+}
+
+static void busy(int threads) {
+    pthread_t t[256];
+    if (threads > 256)
+        threads = 256;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    pthread_barrier_init(&start_line, NULL, (unsigned)threads + 1);
+    for (long i = 0; i < threads; i++)
+        pthread_create(&t[i], NULL, busy_worker, (void *)i);
+    pthread_barrier_wait(&start_line);
+    printf("ready\n");
+    fflush(stdout);
+    long total = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(t[i], NULL);
+        total += busy_counts[i];
+    }
+    printf("calls %ld\n", total);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: robust MODE ARGS\n");
@@ -152,6 +191,10 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "hold") || !strcmp(mode, "handler")) {
         regions = b;
         hold(a, !strcmp(mode, "handler"));
+        return 0;
+    }
+    if (!strcmp(mode, "busy")) {
+        busy(a);
         return 0;
     }
     if (!strcmp(mode, "crash") && argc > 3) {

@@ -289,6 +289,38 @@ fn second_signal_during_the_flush_waits_for_the_output() {
     }
 }
 
+/// A program with its own SIGTERM handler that keeps running: its threads (whose
+/// first calls race) record until SIGTERM to the process group of `kprof run`,
+/// then it returns from main. Every region it made is in the profile (it prints
+/// how many), 4 times.
+#[test]
+fn program_with_its_own_sigterm_handler_keeps_every_event() {
+    let dir = scratch("robust_own_handler");
+    for rep in 0..4 {
+        let _ = std::fs::remove_dir_all(dir.join("out"));
+        let mut child = start_ready(&mut kprof_run(&dir, &["busy", "4"]));
+        std::thread::sleep(Duration::from_millis(50));
+        // SAFETY: signalling the process group we created.
+        assert_eq!(
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) },
+            0
+        );
+        let mut rest = String::new();
+        std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut rest).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "rep {rep}: {}", stderr(&o));
+        let calls: u64 = rest
+            .trim()
+            .strip_prefix("calls ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("rep {rep}: {rest}"));
+        let p = read_profile(&dir.join("out"));
+        assert_eq!(count(&p, "r"), calls, "rep {rep}");
+        assert_eq!(u(&p["dropped_records"]), 0, "rep {rep}");
+        assert_eq!(anomaly(&p, "calls_after_finalize"), 0, "rep {rep}");
+    }
+}
+
 /// SIGKILL of `kprof run`: the program does not run on as an orphan; it gets
 /// SIGTERM, writes its output and ends.
 #[test]
