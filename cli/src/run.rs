@@ -50,7 +50,8 @@ pub struct RunArgs {
     /// Rows per summary table (KPROF_SUMMARY_TOP, default 20).
     #[arg(long, value_name = "N")]
     pub summary_top: Option<String>,
-    /// 0: no complete output on SIGINT/SIGTERM (KPROF_SIGNALS, default 1).
+    /// 0: no complete output on SIGINT/SIGTERM/SIGHUP or a crash (KPROF_SIGNALS,
+    /// default 1).
     #[arg(long, value_name = "0|1")]
     pub signals: Option<String>,
     /// 0: load the plugins but record nothing (KPROF_ENABLE, default 1).
@@ -59,6 +60,10 @@ pub struct RunArgs {
     /// 1: keep Kokkos' global fences (KPROF_KOKKOS_FENCES, default 0).
     #[arg(long, value_name = "0|1")]
     pub kokkos_fences: Option<String>,
+    /// 0: a forked child of the program records nothing; 1: it writes its own
+    /// profile, from the fork on, into its own directory (KPROF_FORK, default 1).
+    #[arg(long, value_name = "0|1")]
+    pub fork: Option<String>,
     /// Print what is set and why, then run.
     #[arg(short, long)]
     pub verbose: bool,
@@ -350,6 +355,7 @@ pub fn main(args: RunArgs) -> Outcome {
         ("signals", "KPROF_SIGNALS", &args.signals),
         ("enable", "KPROF_ENABLE", &args.enable),
         ("kokkos-fences", "KPROF_KOKKOS_FENCES", &args.kokkos_fences),
+        ("fork", "KPROF_FORK", &args.fork),
     ] {
         if let Some(v) = value {
             cfg.apply_arg(&format!("--{name}={v}")).map_err(|e| {

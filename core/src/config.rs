@@ -42,7 +42,7 @@ pub struct Config {
     pub summary: bool,
     /// Rows per summary table.
     pub summary_top: usize,
-    /// Flush on SIGINT/SIGTERM.
+    /// Flush on SIGINT/SIGTERM/SIGHUP and crash signals.
     pub signals: bool,
     /// Record anything at all.
     pub enable: bool,
@@ -141,7 +141,7 @@ const SPECS: &[Spec] = &[
         arg: "signals",
         env: "KPROF_SIGNALS",
         value: Value::Flag,
-        help: "write complete output on SIGINT/SIGTERM, then let the signal act (default 1)",
+        help: "write complete output on SIGINT/SIGTERM/SIGHUP and on a crash (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL), say which signal, then let the signal act; only where the program left the default disposition (default 1)",
     },
     Spec {
         arg: "enable",
