@@ -11,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use kprof_tests::trace_check::read_json;
 use kprof_tests::{
     clean_cmd, compile, compile_with_core, lib, nodes, read_profile, run, scratch, test_file, u,
 };
@@ -152,8 +153,9 @@ fn child_pid(o: &Output) -> u32 {
 fn forked_child_exits_at_once_with_its_own_profile() {
     let dir = scratch("robust_fork");
     let t = Instant::now();
-    let o =
-        run(robust_cmd(&dir, &["fork", "10", "20"]).env("KPROF_OUTPUT_DIR", dir.join("out-%p")));
+    let o = run(robust_cmd(&dir, &["fork", "10", "20"])
+        .env("KPROF_OUTPUT_DIR", dir.join("out-%p"))
+        .env("KPROF_TRACE", "json"));
     let took = t.elapsed();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
@@ -173,6 +175,16 @@ fn forked_child_exits_at_once_with_its_own_profile() {
     assert_eq!(anomaly(&kid, "unmatched_ends"), 0);
     assert_eq!(u(&kid["dropped_records"]), 0);
     assert!(!stderr(&o).contains("did not finish"), "{}", stderr(&o));
+    // Each has its own trace, streamed by its own writer.
+    let kid_trace = read_json(&dir.join(format!("out-{child}")));
+    kid_trace.assert_valid();
+    assert_eq!(kid_trace.named("child").len(), 20);
+    assert_eq!(kid_trace.named("parent").len(), 0);
+    let parent_trace = read_json(&dir.join(format!("out-{}", o_pid(&dir, child))));
+    parent_trace.assert_valid();
+    assert_eq!(parent_trace.named("parent").len(), 10);
+    assert_eq!(parent_trace.named("after").len(), 10);
+    assert_eq!(parent_trace.named("child").len(), 0);
 }
 
 /// The parent's directory: the one `out-<pid>` that is not the child's.
