@@ -50,7 +50,8 @@ pub struct RunArgs {
     /// Rows per summary table (KPROF_SUMMARY_TOP, default 20).
     #[arg(long, value_name = "N")]
     pub summary_top: Option<String>,
-    /// 0: no complete output on SIGINT/SIGTERM (KPROF_SIGNALS, default 1).
+    /// 0: no complete output on SIGINT/SIGTERM/SIGHUP or a crash (KPROF_SIGNALS,
+    /// default 1).
     #[arg(long, value_name = "0|1")]
     pub signals: Option<String>,
     /// 0: load the plugins but record nothing (KPROF_ENABLE, default 1).
@@ -59,6 +60,10 @@ pub struct RunArgs {
     /// 1: keep Kokkos' global fences (KPROF_KOKKOS_FENCES, default 0).
     #[arg(long, value_name = "0|1")]
     pub kokkos_fences: Option<String>,
+    /// 0: a forked child of the program records nothing; 1: it writes its own
+    /// profile, from the fork on, into its own directory (KPROF_FORK, default 1).
+    #[arg(long, value_name = "0|1")]
+    pub fork: Option<String>,
     /// Print what is set and why, then run.
     #[arg(short, long)]
     pub verbose: bool,
@@ -87,30 +92,6 @@ pub fn plugin_dir() -> Option<PathBuf> {
         .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
 }
 
-static CHILD: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    let pid = CHILD.load(Ordering::SeqCst);
-    if pid <= 0 {
-        return;
-    }
-    // A signal from the terminal (SI_KERNEL) already reached the child, which is in
-    // the same foreground process group; only signals sent to kprof are forwarded.
-    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
-    let code = if info.is_null() {
-        0
-    } else {
-        unsafe { (*info).si_code }
-    };
-    if code == libc::SI_KERNEL {
-        return;
-    }
-    // SAFETY: kill is async-signal-safe.
-    unsafe {
-        libc::kill(pid, sig);
-    }
-}
-
 const FORWARDED: [libc::c_int; 6] = [
     libc::SIGINT,
     libc::SIGTERM,
@@ -120,38 +101,130 @@ const FORWARDED: [libc::c_int; 6] = [
     libc::SIGUSR2,
 ];
 
-/// Blocks (`true`) or unblocks the forwarded signals in kprof. They are blocked
-/// from before the program starts until its pid is known, so that none is lost in
-/// between; the program unblocks them before it starts (`pre_exec`).
-fn block_forwarded(block: bool) {
-    // SAFETY: signal-mask manipulation of this thread with a valid set.
+/// The forwarded signals as a set.
+fn forwarded_set() -> libc::sigset_t {
+    // SAFETY: initialising a signal set we own.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         for sig in FORWARDED {
             libc::sigaddset(&mut set, sig);
         }
-        let how = if block {
-            libc::SIG_BLOCK
-        } else {
-            libc::SIG_UNBLOCK
-        };
+        set
+    }
+}
+
+/// Blocks (`true`) or unblocks the forwarded signals in the calling thread. kprof
+/// keeps them blocked from before the program starts to the end, and takes them
+/// with `sigwaitinfo` on its forwarding thread; the program unblocks them before
+/// it starts (`pre_exec`).
+fn block_forwarded(block: bool) {
+    let set = forwarded_set();
+    let how = if block {
+        libc::SIG_BLOCK
+    } else {
+        libc::SIG_UNBLOCK
+    };
+    // SAFETY: signal-mask manipulation of this thread with a valid set.
+    unsafe {
         libc::pthread_sigmask(how, &set, std::ptr::null_mut());
     }
 }
 
-fn install_forwarding() {
-    for sig in FORWARDED {
-        // SAFETY: a zeroed sigaction with a valid handler and flags; the handler only
-        // reads an atomic and calls kill.
+/// Whether `sig` is pending in any thread of process `pid`, or for the whole
+/// process: it received the signal already (sent to the process group, which
+/// kprof and the program share), and must not get it a second time.
+fn already_pending(pid: i32, sig: libc::c_int) -> bool {
+    let bit = 1u64 << (sig - 1);
+    let has = |path: PathBuf| {
+        std::fs::read_to_string(path).is_ok_and(|text| {
+            text.lines().any(|l| {
+                let Some((key, hex)) = l.split_once(':') else {
+                    return false;
+                };
+                matches!(key, "SigPnd" | "ShdPnd")
+                    && u64::from_str_radix(hex.trim(), 16).is_ok_and(|v| v & bit != 0)
+            })
+        })
+    };
+    let task_dir = PathBuf::from(format!("/proc/{pid}/task"));
+    has(PathBuf::from(format!("/proc/{pid}/status")))
+        || std::fs::read_dir(task_dir)
+            .is_ok_and(|d| d.flatten().any(|t| has(t.path().join("status"))))
+}
+
+/// The program's pid while it runs (not yet reaped), 0 after.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+/// Takes the forwarded signals (blocked in every kprof thread) and sends each to
+/// the program, unless it has it already: from the terminal (the foreground group,
+/// `SI_KERNEL`), or from a `kill` of the whole process group (still pending in the
+/// program when kprof looks).
+fn forward_signals(child: i32) {
+    let set = forwarded_set();
+    loop {
+        let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: waiting on a valid set; the kernel fills `info`.
+        let sig = unsafe { libc::sigwaitinfo(&set, info.as_mut_ptr()) };
+        if sig <= 0 {
+            continue;
+        }
+        // SAFETY: sigwaitinfo returned a signal, so `info` is filled.
+        let code = unsafe { info.assume_init() }.si_code;
+        if code == libc::SI_KERNEL || already_pending(child, sig) {
+            continue;
+        }
+        // Not once the program has ended: its pid may be reused.
+        if CHILD.load(Ordering::SeqCst) != child {
+            continue;
+        }
+        // SAFETY: kill has no memory preconditions.
         unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = forward as *const () as usize;
-            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
+            libc::kill(child, sig);
         }
     }
+}
+
+/// Name of a signal for the end-of-run lines.
+fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGXCPU => "SIGXCPU",
+        _ => return format!("signal {sig}"),
+    };
+    format!("signal {sig} ({name})")
+}
+
+/// Why `dir` could not be made: the first missing or unwritable directory on its
+/// way, as the system says it; `None` when it could be.
+fn unwritable(dir: &Path) -> Option<String> {
+    let mut at = dir.parent()?;
+    // The nearest directory that exists is where creating failed.
+    while std::fs::symlink_metadata(at).is_err() {
+        at = at.parent()?;
+    }
+    if !at.is_dir() {
+        return Some(format!("{} is not a directory", show(at)));
+    }
+    let c = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0 {
+        return None;
+    }
+    Some(format!("{}: {}", show(at), std::io::Error::last_os_error()))
 }
 
 /// Where the program's files go.
@@ -214,6 +287,48 @@ fn chain_list(ours: &str, theirs: Option<&str>, sep: char) -> String {
     list.join(&sep.to_string())
 }
 
+/// The real reason no output directory appeared, for the end-of-run line.
+fn nothing_written(
+    dir: &Path,
+    killed: Option<i32>,
+    loaded: &[&str],
+    missing: &[&str],
+    models: &Models,
+    exe_name: &str,
+) -> String {
+    if let Some(why) = unwritable(dir) {
+        return format!("the output directory cannot be created ({why})");
+    }
+    let active = !loaded.is_empty() || models.annotations;
+    if let (Some(sig), true) = (killed, active) {
+        return format!(
+            "the program was killed by {} before kprof wrote anything",
+            signal_name(sig)
+        );
+    }
+    if active {
+        return "nothing was recorded, or the program ended without running its exit \
+                handlers (_exit, exec)"
+            .into();
+    }
+    if !missing.is_empty() {
+        return format!(
+            "the {} plugin was not found next to kprof (see above)",
+            missing.join(", ")
+        );
+    }
+    if models.gomp_only {
+        return format!(
+            "{exe_name} runs on GCC's libgomp, which has no OpenMP tool interface (see above)"
+        );
+    }
+    let mut line = "no kprof plugin or annotation was active".to_string();
+    if let Some(sig) = killed {
+        line.push_str(&format!("; the program was killed by {}", signal_name(sig)));
+    }
+    line
+}
+
 /// Entry point.
 pub fn main(args: RunArgs) -> Outcome {
     let say = |msg: &str| {
@@ -240,6 +355,7 @@ pub fn main(args: RunArgs) -> Outcome {
         ("signals", "KPROF_SIGNALS", &args.signals),
         ("enable", "KPROF_ENABLE", &args.enable),
         ("kokkos-fences", "KPROF_KOKKOS_FENCES", &args.kokkos_fences),
+        ("fork", "KPROF_FORK", &args.fork),
     ] {
         if let Some(v) = value {
             cfg.apply_arg(&format!("--{name}={v}")).map_err(|e| {
@@ -417,21 +533,32 @@ pub fn main(args: RunArgs) -> Outcome {
     for (k, v) in &env {
         cmd.env(k, v);
     }
-    install_forwarding();
-    // SAFETY: the closure only calls pthread_sigmask, async-signal-safe, between
-    // fork and exec: the program starts with the forwarded signals unblocked.
+    // SAFETY: getpid has no preconditions.
+    let kprof_pid = unsafe { libc::getpid() };
+    // SAFETY: the closure only calls pthread_sigmask, prctl, getppid and raise, all
+    // async-signal-safe, between fork and exec: the program starts with the
+    // forwarded signals unblocked, and gets SIGTERM (it writes its output and
+    // ends) if kprof dies, even by SIGKILL, instead of running on as an orphan.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             block_forwarded(false);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            // kprof died before the death signal was armed.
+            if libc::getppid() != kprof_pid {
+                libc::raise(libc::SIGTERM);
+            }
             Ok(())
         });
     }
     block_forwarded(true);
     let spawned = cmd.spawn();
     if let Ok(child) = &spawned {
-        CHILD.store(child.id() as i32, Ordering::SeqCst);
+        let pid = child.id() as i32;
+        CHILD.store(pid, Ordering::SeqCst);
+        let _ = std::thread::Builder::new()
+            .name("forward".into())
+            .spawn(move || forward_signals(pid));
     }
-    block_forwarded(false);
     let mut child = spawned.map_err(|e| Failure(format!("cannot run {program}: {e}")))?;
     let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
     let out_dir = match &out {
@@ -443,14 +570,33 @@ pub fn main(args: RunArgs) -> Outcome {
         }
         OutDir::Pattern(_) => None,
     };
+    // Wait for the end without reaping, so the forwarding thread stops sending
+    // before the pid can be reused.
+    loop {
+        // SAFETY: a zeroed siginfo_t for the kernel to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waiting on our own child with a valid siginfo_t.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    CHILD.store(0, Ordering::SeqCst);
     let status = child
         .wait()
         .map_err(|e| Failure(format!("waiting for {program}: {e}")))?;
-    CHILD.store(0, Ordering::SeqCst);
-    let code = match (status.code(), status.signal()) {
+    let killed = status.signal();
+    let code = match (status.code(), killed) {
         (Some(c), _) => c as u8,
         (None, Some(sig)) => {
-            say(&format!("{program} was killed by signal {sig}"));
+            say(&format!("{program} was killed by {}", signal_name(sig)));
             (128 + sig) as u8
         }
         _ => 1,
@@ -469,15 +615,19 @@ pub fn main(args: RunArgs) -> Outcome {
                     show(&dir)
                 ));
             } else if dir.is_dir() {
+                let why = match killed {
+                    Some(sig) => format!("the program was killed by {} before kprof could write it", signal_name(sig)),
+                    None => "the program ended without running its exit handlers (_exit, exec or a crash) before kprof could write it".into(),
+                };
                 say(&format!(
-                    "{} holds no profile.json (the program was killed before kprof could write \
-                     it; traces are complete up to their last round)",
+                    "{} holds no profile.json ({why}; traces are complete up to their last round)",
                     show(&dir)
                 ));
             } else {
                 say(&format!(
-                    "no output was written to {} (no kprof plugin or annotation was active)",
-                    show(&dir)
+                    "no output was written to {}: {}",
+                    show(&dir),
+                    nothing_written(&dir, killed, &loaded, &missing, &models, &exe_name)
                 ));
             }
         }

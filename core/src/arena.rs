@@ -30,6 +30,9 @@ pub struct Arena {
     state: Mutex<State>,
 }
 
+/// The arena's lock, held (see [`Arena::hold`]).
+pub struct ArenaHold<'a>(#[allow(dead_code)] std::sync::MutexGuard<'a, State>);
+
 /// The unused rest of the current block, and what blocks have cost.
 struct State {
     /// Start of the rest (an address).
@@ -126,6 +129,13 @@ impl Arena {
                 },
             }),
         }
+    }
+
+    /// Holds the arena's lock across a `fork`, so the child never inherits it
+    /// locked by a thread that does not exist there (dropping the guard unlocks it,
+    /// in the parent and in the child).
+    pub fn hold(&self) -> ArenaHold<'_> {
+        ArenaHold(self.state.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// What the arena has mapped so far.

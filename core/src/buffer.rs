@@ -29,6 +29,11 @@ pub const BLOCK_CHUNKS: usize = crate::arena::BLOCK_BYTES / CHUNK_BYTES;
 /// page-faults on its records).
 static ARENA: Arena = Arena::new();
 
+/// Holds the buffer memory's lock across a `fork` (see [`Arena::hold`]).
+pub fn hold_for_fork() -> crate::arena::ArenaHold<'static> {
+    ARENA.hold()
+}
+
 /// What the process's buffer memory has cost so far.
 pub fn memory_stats() -> ArenaStats {
     ARENA.stats()

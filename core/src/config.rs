@@ -42,12 +42,14 @@ pub struct Config {
     pub summary: bool,
     /// Rows per summary table.
     pub summary_top: usize,
-    /// Flush on SIGINT/SIGTERM.
+    /// Flush on SIGINT/SIGTERM/SIGHUP and crash signals.
     pub signals: bool,
     /// Record anything at all.
     pub enable: bool,
     /// Keep Kokkos' global fences around kernels and regions.
     pub kokkos_fences: bool,
+    /// A forked child measures itself (from the fork on) into its own directory.
+    pub fork: bool,
     /// Milliseconds between the writer's processing rounds when a trace streams.
     pub flush_ms: u64,
     /// Trace formats to write (none: no trace).
@@ -69,6 +71,7 @@ impl Default for Config {
             signals: true,
             enable: true,
             kokkos_fences: false,
+            fork: true,
             flush_ms: 1000,
             trace: Vec::new(),
             max_depth: 256,
@@ -156,7 +159,7 @@ const SPECS: &[Spec] = &[
         arg: "signals",
         env: "KPROF_SIGNALS",
         value: Value::Flag,
-        help: "write complete output on SIGINT/SIGTERM, then let the signal act (default 1)",
+        help: "write complete output on SIGINT/SIGTERM/SIGHUP and on a crash (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL), say which signal, then let the signal act; only where the program left the default disposition (default 1)",
     },
     Spec {
         arg: "enable",
@@ -169,6 +172,12 @@ const SPECS: &[Spec] = &[
         env: "KPROF_KOKKOS_FENCES",
         value: Value::Flag,
         help: "1 keeps Kokkos' global fences around kernels and regions (default 0)",
+    },
+    Spec {
+        arg: "fork",
+        env: "KPROF_FORK",
+        value: Value::Flag,
+        help: "a forked child measures itself from the fork on, into its own directory (%p is its pid); 0: it records nothing and says so once (default 1)",
     },
 ];
 
@@ -207,6 +216,7 @@ impl Config {
             "signals" => self.signals,
             "enable" => self.enable,
             "kokkos-fences" => self.kokkos_fences,
+            "fork" => self.fork,
             _ => return None,
         })
     }
@@ -264,6 +274,7 @@ impl Config {
                     "summary" => self.summary = v,
                     "signals" => self.signals = v,
                     "enable" => self.enable = v,
+                    "fork" => self.fork = v,
                     _ => self.kokkos_fences = v,
                 }
             }
@@ -335,6 +346,8 @@ mod tests {
         c.apply_arg("KPROF_PREFAULT_MB=24").unwrap();
         c.apply_arg("--max-depth=1000").unwrap();
         assert_eq!(c.max_depth, 1000);
+        c.apply_arg("KPROF_FORK=off").unwrap();
+        assert!(!c.fork);
         assert_eq!(c.output_dir, "out/%p");
         assert_eq!(c.buffer_mb, 8);
         assert_eq!(c.prefault_mb, 24);

@@ -44,8 +44,7 @@ fn begin_named(
     parent: u64,
     name_id: impl FnOnce(&mut ThreadState, &Runtime) -> u32,
 ) -> u64 {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return 0;
     };
     let t = thread::current(rt);
@@ -105,8 +104,7 @@ pub enum AtExtra {
 /// An [`AtExtra::Arg`] key is NULL or NUL-terminated, never freed nor changed.
 #[inline]
 pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtExtra) -> u64 {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return 0;
     };
     let t = thread::current(rt);
@@ -189,8 +187,7 @@ pub unsafe fn begin_transfer_named(
     bytes: u64,
     direction: u32,
 ) -> u64 {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return 0;
     };
     with_thread(rt, |t| {
@@ -207,8 +204,7 @@ pub unsafe fn begin_transfer_named(
 
 /// Records a dependence edge between two instances.
 pub fn edge(kind: u8, from: u64, to: u64) {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return;
     };
     let ts = rt.clock.now();
@@ -225,8 +221,7 @@ pub fn edge(kind: u8, from: u64, to: u64) {
 /// `key` is NULL or NUL-terminated.
 #[inline]
 pub unsafe fn arg(key: *const c_char, value: u64) {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return;
     };
     with_thread(rt, |t| {
@@ -239,8 +234,7 @@ pub unsafe fn arg(key: *const c_char, value: u64) {
 
 /// Names the calling thread.
 pub fn thread_name(name: String) {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return;
     };
     with_thread(rt, |t| t.slot().set_name(name));
@@ -249,8 +243,7 @@ pub fn thread_name(name: String) {
 /// Closes instance `guid` of `kind` (0: the innermost open one of that kind).
 #[inline(always)]
 pub fn end(kind: u8, guid: u64) {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return;
     };
     // Timestamp first, so recording is not counted in the instance's time.
@@ -275,8 +268,7 @@ pub fn end(kind: u8, guid: u64) {
 /// # Safety
 /// `name` is NULL or NUL-terminated.
 pub unsafe fn instant(kind: u8, name: *const c_char, a: u64, b: u64) {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return;
     };
     let ts = rt.clock.now();
@@ -294,8 +286,7 @@ pub unsafe fn instant(kind: u8, name: *const c_char, a: u64, b: u64) {
 /// `space.ptr` is NULL or readable for `space.max_len` bytes or to a NUL; `label` is
 /// NULL or NUL-terminated.
 pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, bytes: u64) {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return;
     };
     let ts = rt.clock.now();
@@ -318,8 +309,7 @@ pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, b
 /// # Safety
 /// As [`memory`], for both ends.
 pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return 0;
     };
     let n = &rt.names;
@@ -349,8 +339,7 @@ pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
 /// # Safety
 /// `name` is NULL or NUL-terminated.
 pub unsafe fn section_create(name: *const c_char) -> u32 {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return 0;
     };
     // SAFETY: forwarded from the caller.
@@ -364,8 +353,7 @@ pub unsafe fn section_create(name: *const c_char) -> u32 {
 
 /// Starts (`op` SectionStart) or stops (`op` SectionStop) section `id`.
 pub fn section(op: Op, id: u32) {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return;
     };
     let ts = rt.clock.now();
@@ -374,8 +362,7 @@ pub fn section(op: Op, id: u32) {
 
 /// Validates a section id on destroy (the totals stay in the profile).
 pub fn section_destroy(id: u32) {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return;
     };
     let known = rt
@@ -390,8 +377,7 @@ pub fn section_destroy(id: u32) {
 /// Records a metadata pair; a NULL key or value is `<null>` and counted as a null
 /// name, invalid UTF-8 is shown with U+FFFD and counted, as for every other name.
 pub fn metadata(key: Option<&std::ffi::CStr>, value: Option<&std::ffi::CStr>) {
-    let Some(rt) = active() else {
-        inactive_call();
+    let Some(rt) = active().or_else(inactive_call) else {
         return;
     };
     let text = |s: Option<&std::ffi::CStr>| match s {

@@ -289,14 +289,11 @@ pub extern "C" fn kprof_core_api(version: u32) -> *const CoreApi {
 // ---- The public annotation API (ffi-headers/kprof.h) ----
 
 /// Attaches the annotation API to the runtime (starting it) on its first call, so
-/// annotations work with or without a plugin and are listed under "plugins".
+/// annotations work with or without a plugin and are listed under "plugins". Every
+/// thread's first call waits for the one start to complete (see
+/// [`runtime::attach_annotations`]).
 fn attach_annotations() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static ATTACHED: AtomicBool = AtomicBool::new(false);
-    if !ATTACHED.load(Ordering::Relaxed) {
-        ATTACHED.store(true, Ordering::Relaxed);
-        runtime::attach(runtime::ANNOTATION);
-    }
+    runtime::attach_annotations();
 }
 
 /// Opens an annotation region on the calling thread.

@@ -1,27 +1,63 @@
-//! Ending a run however the process ends: exit hooks, SIGINT/SIGTERM and fork.
+//! Ending a run however the process ends: exit hooks, signals and fork.
+//!
+//! Signals: SIGINT, SIGTERM and SIGHUP (asynchronous) and SIGSEGV, SIGBUS, SIGABRT,
+//! SIGFPE and SIGILL (a crash) get a handler where their disposition is still the
+//! default (a program's own handler is left alone). The handler has the writer
+//! thread write every output, says which signal ended the run, restores the
+//! default disposition and re-raises, so the process ends as it would have. A
+//! second signal arriving while the output is written (a group signal and its
+//! copy forwarded by a launcher, on another thread) waits for the same output
+//! instead of cutting it off.
+//!
+//! Fork: the writer thread does not survive a fork. The child handler leaves the
+//! parent's runtime behind; the child starts one of its own at its first event
+//! (`KPROF_FORK=1`) or records nothing (`KPROF_FORK=0`). Locks the child's new
+//! runtime needs (the settings, the buffer memory) are held across the fork, so
+//! the child never inherits them locked by a thread it does not have.
 
+use std::cell::RefCell;
 use std::ffi::c_int;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{MutexGuard, OnceLock};
 
 use kprof_abi::Anomaly;
 
+use crate::arena::ArenaHold;
+use crate::config::Config;
 use crate::runtime;
 
-const SIGNALS: [c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+/// Signals handled, with their names for the line that says which one ended the run.
+const SIGNALS: [(c_int, &str); 8] = [
+    (libc::SIGINT, "SIGINT"),
+    (libc::SIGTERM, "SIGTERM"),
+    (libc::SIGHUP, "SIGHUP"),
+    (libc::SIGSEGV, "SIGSEGV"),
+    (libc::SIGBUS, "SIGBUS"),
+    (libc::SIGABRT, "SIGABRT"),
+    (libc::SIGFPE, "SIGFPE"),
+    (libc::SIGILL, "SIGILL"),
+];
 
-/// The dispositions we replaced, to restore before re-raising.
-static PREVIOUS: OnceLock<[Option<libc::sigaction>; 2]> = OnceLock::new();
-static IN_HANDLER: AtomicBool = AtomicBool::new(false);
+/// The dispositions we replace (the defaults), to restore before re-raising; set
+/// before any of our handlers is installed.
+static PREVIOUS: OnceLock<[Option<libc::sigaction>; SIGNALS.len()]> = OnceLock::new();
+/// Whether the exit and fork handlers are registered (once per process image: a
+/// forked child inherits them).
+static HOOKED: AtomicBool = AtomicBool::new(false);
+/// Handlers running now; the first one says which signal ended the run.
+static HANDLING: AtomicUsize = AtomicUsize::new(0);
 
-/// Registers the exit handler, the fork handler and (if `signals`) the signal
-/// handlers. Called once, when the runtime starts.
+/// Registers the exit handler, the fork handlers and (if `signals`) the signal
+/// handlers. Called when the runtime starts; effective once per process.
 pub fn install_exit_hooks(signals: bool) {
+    if HOOKED.swap(true, Ordering::AcqRel) {
+        return;
+    }
     // SAFETY: registering plain extern "C" functions with libc; they never unwind.
     unsafe {
         libc::atexit(at_exit);
-        libc::pthread_atfork(None, None, Some(in_child));
+        libc::pthread_atfork(Some(before_fork), Some(after_fork_parent), Some(in_child));
     }
     if signals {
         install_signal_handlers();
@@ -42,13 +78,58 @@ extern "C" fn at_exit() {
     });
 }
 
+/// What the forking thread holds from `before_fork` until the fork returned.
+struct ForkHold {
+    config: MutexGuard<'static, Config>,
+    _arena: ArenaHold<'static>,
+    plugins: Option<Vec<String>>,
+}
+
+thread_local! {
+    static FORK_HOLD: RefCell<Option<ForkHold>> = const { RefCell::new(None) };
+}
+
+extern "C" fn before_fork() {
+    kprof_abi::guard::guard((), || {
+        let plugins =
+            runtime::get().map(|rt| rt.plugins.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        // The settings first, then the buffer memory: the order every other taker
+        // of both follows (start reads the settings, then allocates).
+        let config = runtime::config();
+        let arena = crate::buffer::hold_for_fork();
+        let hold = ForkHold {
+            config,
+            _arena: arena,
+            plugins,
+        };
+        FORK_HOLD.with(|h| *h.borrow_mut() = Some(hold));
+    });
+}
+
+extern "C" fn after_fork_parent() {
+    kprof_abi::guard::guard((), || {
+        FORK_HOLD.with(|h| h.borrow_mut().take());
+    });
+}
+
 extern "C" fn in_child() {
-    runtime::disable_in_child();
+    kprof_abi::guard::guard((), || {
+        let hold = FORK_HOLD.with(|h| h.borrow_mut().take());
+        let (fork, plugins) = match &hold {
+            Some(h) => (h.config.fork, h.plugins.clone()),
+            None => (true, None),
+        };
+        // Unlocks the settings and the buffer memory: this thread locked them
+        // before the fork, and is the child's only thread.
+        drop(hold);
+        runtime::reset_in_child(fork, plugins);
+    });
 }
 
 fn install_signal_handlers() {
-    let mut previous = [None, None];
-    for (i, &sig) in SIGNALS.iter().enumerate() {
+    let mut previous = [None; SIGNALS.len()];
+    let mut ours = [false; SIGNALS.len()];
+    for (i, &(sig, _)) in SIGNALS.iter().enumerate() {
         let mut old = MaybeUninit::<libc::sigaction>::zeroed();
         // SAFETY: querying the current disposition into our own storage.
         if unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) } != 0 {
@@ -58,53 +139,100 @@ fn install_signal_handlers() {
         let old = unsafe { old.assume_init() };
         // Only where the signal would kill the process: a program that ignores or
         // handles it itself may go on running, and must keep measuring.
-        if old.sa_sigaction != libc::SIG_DFL {
+        if old.sa_sigaction == libc::SIG_DFL {
+            previous[i] = Some(old);
+            ours[i] = true;
+        }
+    }
+    if PREVIOUS.set(previous).is_err() {
+        return;
+    }
+    for (i, &(sig, _)) in SIGNALS.iter().enumerate() {
+        if !ours[i] {
             continue;
         }
         // SAFETY: a zeroed sigaction is a valid starting point; we fill handler,
-        // flags and an empty mask.
-        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-        act.sa_sigaction = on_signal as extern "C" fn(c_int) as usize;
-        act.sa_flags = libc::SA_RESTART;
-        // SAFETY: initialising the mask we own, then installing the handler.
+        // flags and an empty mask, then install it.
         unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = on_signal as extern "C" fn(c_int) as usize;
+            act.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut act.sa_mask);
-            if libc::sigaction(sig, &act, std::ptr::null_mut()) == 0 {
-                previous[i] = Some(old);
+            // While one handler writes, the other asynchronous signals wait on
+            // this thread (a crash signal cannot wait: it is the thread's own).
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::sigaddset(&mut act.sa_mask, s);
             }
+            libc::sigaction(sig, &act, std::ptr::null_mut());
         }
     }
-    let _ = PREVIOUS.set(previous);
+}
+
+/// Writes `parts` to stderr in one `write` (async-signal-safe: no allocation).
+fn say_raw(parts: &[&[u8]]) {
+    let mut buf = [0u8; 256];
+    let mut n = 0;
+    for p in parts {
+        let take = p.len().min(buf.len() - n);
+        buf[n..n + take].copy_from_slice(&p[..take]);
+        n += take;
+    }
+    // SAFETY: writing our own stack buffer to fd 2.
+    unsafe { libc::write(2, buf.as_ptr().cast(), n) };
 }
 
 /// Flushes everything, restores the previous (default) disposition and re-raises,
 /// so the process ends exactly as it would have without kprof.
 extern "C" fn on_signal(sig: c_int) {
-    if !IN_HANDLER.swap(true, Ordering::AcqRel) {
+    let Some(i) = SIGNALS.iter().position(|&(s, _)| s == sig) else {
+        return;
+    };
+    let first = HANDLING.fetch_add(1, Ordering::AcqRel) == 0;
+    let recording = matches!(
+        runtime::phase(),
+        runtime::Phase::Running | runtime::Phase::Starting | runtime::Phase::Finalizing
+    );
+    // The writer itself crashing: nobody is left to write; end at once.
+    if !crate::writer::is_writer_thread() && recording {
+        if first {
+            say_raw(&[
+                b"kprof: ",
+                SIGNALS[i].1.as_bytes(),
+                b" ends the program; writing what was recorded up to it\n",
+            ]);
+        }
         // Only atomics, sleeps and the writer thread's work happen here: the writer
-        // blocks these signals and does the allocating and the file I/O.
+        // blocks every signal and does the allocating and the file I/O. A second
+        // signal (on another thread) waits here for the same output.
         runtime::shutdown();
     }
-    if let Some(prev) = PREVIOUS.get() {
-        if let Some(i) = SIGNALS.iter().position(|&s| s == sig) {
-            if let Some(old) = prev[i] {
-                // SAFETY: restoring a disposition the kernel gave us.
-                unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
-            }
-        }
+    if let Some(old) = PREVIOUS.get().and_then(|p| p[i]) {
+        // SAFETY: restoring a disposition the kernel gave us.
+        unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
     }
     // SAFETY: raise is async-signal-safe. The signal is blocked until this handler
     // returns, then delivered with the restored disposition.
     unsafe { libc::raise(sig) };
 }
 
-/// Blocks every signal in the calling thread (the writer), so asynchronous signals
+/// Blocks every signal in the calling thread; returns the mask it had. A thread
+/// created meanwhile (the writer) inherits the full mask, so asynchronous signals
 /// are always delivered to application threads.
-pub fn block_all_signals() {
-    // SAFETY: operating on a signal set we own.
+pub fn block_all_signals() -> libc::sigset_t {
+    // SAFETY: operating on signal sets we own.
     unsafe {
         let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
+        let mut old = MaybeUninit::<libc::sigset_t>::zeroed();
         libc::sigfillset(set.as_mut_ptr());
-        libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), std::ptr::null_mut());
+        libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), old.as_mut_ptr());
+        old.assume_init()
+    }
+}
+
+/// Restores a mask [`block_all_signals`] returned.
+pub fn restore_signals(mask: &libc::sigset_t) {
+    // SAFETY: a mask the kernel gave us.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, mask, std::ptr::null_mut());
     }
 }

@@ -10,7 +10,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use kprof_abi::guard::guard;
@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 use crate::buffer::{self, Chunk};
 use crate::clock;
 use crate::config::Config;
-use crate::lifecycle::block_all_signals;
+use crate::lifecycle::{block_all_signals, restore_signals};
 use crate::output;
 use crate::profile::Profile;
 use crate::report::SelfCost;
@@ -34,18 +34,35 @@ const WRITER_STACK: usize = 64 << 20;
 /// Longest sleep between checks of the pool and the shutdown flag.
 const NAP: Duration = Duration::from_millis(16);
 
-/// Starts the writer thread.
+/// OS thread id of the writer thread (0 before it runs).
+static WRITER_TID: AtomicI32 = AtomicI32::new(0);
+
+/// Whether the calling thread is the writer (async-signal-safe: a crash handler
+/// asks, and must not wait for itself).
+pub fn is_writer_thread() -> bool {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    WRITER_TID.load(Ordering::Acquire) == tid
+}
+
+/// Starts the writer thread, with every signal blocked from its first instruction:
+/// a signal that arrived before it blocked them itself would run a handler that
+/// waits for the writer on the writer.
 pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
-    let handle = std::thread::Builder::new()
+    let previous = block_all_signals();
+    let spawned = std::thread::Builder::new()
         .name("kprof-writer".into())
         // Reports walk the call-path tree recursively; address space is cheap.
         .stack_size(WRITER_STACK)
         .spawn(move || {
-            block_all_signals();
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+            WRITER_TID.store(tid, Ordering::Release);
             guard((), || run(rt));
             rt.mark_done();
-        })?;
-    Ok(handle.thread().clone())
+        });
+    restore_signals(&previous);
+    Ok(spawned?.thread().clone())
 }
 
 /// The writer works in rounds, each processing everything recorded so far. With a
