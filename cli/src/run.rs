@@ -64,6 +64,13 @@ pub struct RunArgs {
     /// profile, from the fork on, into its own directory (KPROF_FORK, default 1).
     #[arg(long, value_name = "0|1")]
     pub fork: Option<String>,
+    /// Deepest call path the profile keeps (KPROF_MAX_DEPTH, default 256).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<String>,
+    /// MiB after which a trace stops growing; 0: no limit (KPROF_TRACE_MAX_MB,
+    /// default 2048).
+    #[arg(long, value_name = "MIB")]
+    pub trace_max_mb: Option<String>,
     /// Print what is set and why, then run.
     #[arg(short, long)]
     pub verbose: bool,
@@ -356,6 +363,8 @@ pub fn main(args: RunArgs) -> Outcome {
         ("enable", "KPROF_ENABLE", &args.enable),
         ("kokkos-fences", "KPROF_KOKKOS_FENCES", &args.kokkos_fences),
         ("fork", "KPROF_FORK", &args.fork),
+        ("max-depth", "KPROF_MAX_DEPTH", &args.max_depth),
+        ("trace-max-mb", "KPROF_TRACE_MAX_MB", &args.trace_max_mb),
     ] {
         if let Some(v) = value {
             cfg.apply_arg(&format!("--{name}={v}")).map_err(|e| {
