@@ -8,6 +8,9 @@ use crate::flat::flatten;
 use crate::output::Written;
 use crate::report::{Report, SelfCost, TreeNode};
 
+/// A JSON trace from this size on is said to be the slow format.
+const LARGE_JSON: u64 = 64 << 20;
+
 /// Longest name shown in a table (full names are in the files).
 const NAME_WIDTH: usize = 60;
 
@@ -255,19 +258,20 @@ pub fn render(
     }
     let _ = writeln!(s, "\n{}", self_cost_line(&r.kprof));
     for t in traces {
-        // JSON is the slow and large format (measured by the trace_size bench):
-        // said where it is used, so that a long run picks another.
-        let json = t.extension().is_some_and(|e| e == "json");
         // An OTF2 archive is the directory around its anchor file.
         let on_disk = match t.extension().is_some_and(|e| e == "otf2") {
             true => t.parent().unwrap_or(t),
             false => t.as_path(),
         };
+        let size = crate::trace::bytes_on_disk(on_disk);
+        // JSON is the slow and large format (the trace_size bench): said where it
+        // grew large, so that a long run picks another.
+        let json = t.extension().is_some_and(|e| e == "json") && size >= LARGE_JSON;
         let _ = writeln!(
             s,
             "kprof: trace {} ({}{})",
             t.display(),
-            bytes(crate::trace::bytes_on_disk(on_disk)),
+            bytes(size),
             if json {
                 "; JSON is the slow, large format: perfetto writes ~5x faster and far smaller"
             } else {
