@@ -99,14 +99,15 @@ fn read_checked(path: &Path, accepted: &[&str]) -> Result<(Vec<u8>, String), Fai
     // One pass that keeps nothing but the schema: valid JSON, and which schema. A
     // profile is an object (serde would read a struct from an array too).
     let object = text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    let probe = match parse::<SchemaOnly>(&text) {
-        _ if !object => match parse::<serde::de::IgnoredAny>(&text) {
-            Ok(_) => Value::Null,
+    let probe = if object {
+        match parse::<SchemaOnly>(&text) {
+            Ok(p) => p.schema.unwrap_or(Value::Null),
+            Err(e) if e.is_data() => Value::Null,
             Err(e) => return Err(invalid(e)),
-        },
-        Ok(p) => p.schema.unwrap_or(Value::Null),
-        Err(e) if e.is_data() => Value::Null,
-        Err(e) => return Err(invalid(e)),
+        }
+    } else {
+        parse::<serde::de::IgnoredAny>(&text).map_err(invalid)?;
+        Value::Null
     };
     match probe.as_str() {
         Some(s) if accepted.contains(&s) => Ok((text, s.to_string())),

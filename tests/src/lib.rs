@@ -183,6 +183,24 @@ pub fn assert_ok(out: &Output) {
     );
 }
 
+/// Starts `cmd` with its stdout and stderr piped and waits for its first line on
+/// stdout, which must be `first` (a program saying it is running, or ready for a
+/// signal). Its stdout stays readable after that line.
+pub fn spawn_until(cmd: &mut Command, first: &str) -> std::process::Child {
+    use std::io::{BufRead, BufReader};
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("the first line");
+    assert_eq!(line, first, "first line of {cmd:?}");
+    child
+}
+
 /// Reads and parses `<dir>/profile.json`.
 pub fn read_profile(dir: &Path) -> Value {
     let path = dir.join("profile.json");

@@ -4,7 +4,6 @@
 //! end when there is no output. The program is `tests/harness/robust.c` (annotation
 //! API); every test reads `profile.json` back and checks exact counts.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -13,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use kprof_tests::trace_check::read_json;
 use kprof_tests::{
-    clean_cmd, compile, compile_with_core, lib, nodes, read_profile, run, scratch, test_file, u,
+    clean_cmd, compile, compile_with_core, lib, nodes, read_profile, run, scratch, spawn_until,
+    test_file, u,
 };
 use serde_json::Value;
 
@@ -244,17 +244,7 @@ fn fork_exec_stays_instant() {
 /// Starts `cmd` (whose program prints "ready" once its regions are recorded) and
 /// waits for that line.
 fn start_ready(cmd: &mut Command) -> std::process::Child {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "ready\n");
-    child
+    spawn_until(cmd, "ready\n")
 }
 
 /// SIGTERM, SIGINT and SIGHUP to the whole process group of `kprof run` (kprof

@@ -6,17 +6,16 @@
 //! show the same slices, instants, counters and flows.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model, TrackKind};
 use kprof_tests::{
     assert_ok, build_kokkos_hosts, clean_cmd, compile_with_core, lib, read_profile, run, scratch,
-    skip_unless, test_file, u,
+    skip_unless, spawn_until, test_file, u,
 };
 use serde_json::{json, Value};
 
@@ -776,14 +775,7 @@ fn check_killed(m: &Model) {
 
 /// Starts `trace_driver loop` and waits until it runs (its first line).
 fn start_loop(cmd: &mut Command) -> Child {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("start trace_driver loop");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "running\n");
-    child
+    spawn_until(cmd, "running\n")
 }
 
 /// The writer faults in the start reserve (`KPROF_PREFAULT_MB`) while the program
