@@ -58,6 +58,9 @@ pub struct Config {
     pub max_depth: u64,
     /// MiB after which a trace file stops (0: no limit).
     pub trace_max_mb: u64,
+    /// Without a trace, each thread aggregates its own events where they happen
+    /// (0: through records and the writer, as with a trace).
+    pub in_place: bool,
 }
 
 impl Default for Config {
@@ -76,6 +79,7 @@ impl Default for Config {
             trace: Vec::new(),
             max_depth: 256,
             trace_max_mb: 2048,
+            in_place: true,
         }
     }
 }
@@ -174,6 +178,12 @@ const SPECS: &[Spec] = &[
         help: "1 keeps Kokkos' global fences around kernels and regions (default 0)",
     },
     Spec {
+        arg: "in-place",
+        env: "KPROF_IN_PLACE",
+        value: Value::Flag,
+        help: "without a trace, each thread adds its events to its own profile as they happen: no records, no background work; 0: records processed by the writer thread, as with a trace (default 1)",
+    },
+    Spec {
         arg: "fork",
         env: "KPROF_FORK",
         value: Value::Flag,
@@ -217,6 +227,7 @@ impl Config {
             "enable" => self.enable,
             "kokkos-fences" => self.kokkos_fences,
             "fork" => self.fork,
+            "in-place" => self.in_place,
             _ => return None,
         })
     }
@@ -275,6 +286,7 @@ impl Config {
                     "signals" => self.signals = v,
                     "enable" => self.enable = v,
                     "fork" => self.fork = v,
+                    "in-place" => self.in_place = v,
                     _ => self.kokkos_fences = v,
                 }
             }

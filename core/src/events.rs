@@ -1,6 +1,9 @@
 //! Recording events: the functions behind the C table. Each takes a timestamp and
-//! appends records to the calling thread's buffer — no lock, no allocation, no system
-//! call, except on first sight of a thread, a name pointer or a device.
+//! either adds the event to the calling thread's in-place profile (no trace, see
+//! [`crate::in_place`]) or appends records to the thread's buffer — no lock, no
+//! allocation, no system call, except on first sight of a thread, a name pointer,
+//! a call path or a device. Memory and section events, whose meaning depends on
+//! the order across threads, are always records.
 
 use std::ffi::c_char;
 
@@ -8,8 +11,9 @@ use kprof_abi::{Anomaly, CopyEnd, Kind, SpaceName};
 
 use crate::devices::Device;
 use crate::record::{head, long, Op};
-use crate::runtime::{self, active, inactive_call, Runtime};
-use crate::thread::{self, with_thread, ThreadState, GUID_SEQ_BITS, GUID_SEQ_MASK};
+use crate::resolve::{CopyInfo, Event, Extras, Opening, Transfer};
+use crate::runtime::{self, Runtime};
+use crate::thread::{self, ThreadState, GUID_SEQ_BITS, GUID_SEQ_MASK};
 
 /// Opens an instance; returns its GUID (0 when not recording).
 ///
@@ -44,14 +48,27 @@ fn begin_named(
     parent: u64,
     name_id: impl FnOnce(&mut ThreadState, &Runtime) -> u32,
 ) -> u64 {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return 0;
     };
-    let t = thread::current(rt);
+    let rt = e.rt;
+    let t = e.t();
     let name = name_id(t, rt);
     let guid = t.open();
     // Timestamp last, so the lookup is not counted in the instance's time.
     let ts = rt.clock.now();
+    if let Some(ip) = t.in_place() {
+        ip.begin(Opening {
+            guid,
+            parent,
+            kind,
+            name,
+            dev,
+            begin: ts,
+            extras: Extras::NONE,
+        });
+        return guid;
+    }
     // Host instances of the first 2^16 names, close in time to the thread's last
     // event (nearly all): one word, or two with a parent.
     let short = match (t.delta(ts), u16::try_from(name)) {
@@ -104,16 +121,42 @@ pub enum AtExtra {
 /// An [`AtExtra::Arg`] key is NULL or NUL-terminated, never freed nor changed.
 #[inline]
 pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtExtra) -> u64 {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return 0;
     };
-    let t = thread::current(rt);
+    let rt = e.rt;
+    let t = e.t();
     let key = match extra {
         // SAFETY: the caller's contract.
         AtExtra::Arg { key, .. } => unsafe { t.names.lookup_static(key, &rt.names, &rt.anomalies) },
         _ => 0,
     };
     let guid = t.open();
+    if let Some(ip) = t.in_place() {
+        let name = ip.profile.code_name(codeptr);
+        let extras = match extra {
+            AtExtra::None => Extras::NONE,
+            AtExtra::Transfer { bytes, direction } => Extras {
+                transfer: Some(Transfer { bytes, direction }),
+                ..Extras::NONE
+            },
+            AtExtra::Arg { value, .. } => Extras {
+                arg: Some((key, value)),
+                ..Extras::NONE
+            },
+        };
+        let ts = rt.clock.now();
+        ip.begin(Opening {
+            guid,
+            parent,
+            kind,
+            name,
+            dev,
+            begin: ts,
+            extras,
+        });
+        return guid;
+    }
     let ts = rt.clock.now();
     // The common case of host constructs nested where they run, close in time to
     // the thread's last event: the address by its code slot, one word (two with a
@@ -187,31 +230,59 @@ pub unsafe fn begin_transfer_named(
     bytes: u64,
     direction: u32,
 ) -> u64 {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return 0;
     };
-    with_thread(rt, |t| {
-        // SAFETY: forwarded from the caller.
-        let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
-        let guid = t.open();
-        let ts = rt.clock.now();
-        let [h, time] = long(ts, Op::BeginTransferNamed, kind, name, dev);
-        let direction = u64::from(direction);
-        t.push(rt, [h, time, parent, 0, bytes, direction], ts);
-        guid
-    })
+    let rt = e.rt;
+    let t = e.t();
+    // SAFETY: forwarded from the caller.
+    let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
+    let guid = t.open();
+    let ts = rt.clock.now();
+    if let Some(ip) = t.in_place() {
+        ip.begin(Opening {
+            guid,
+            parent,
+            kind,
+            name,
+            dev,
+            begin: ts,
+            extras: Extras {
+                transfer: Some(Transfer { bytes, direction }),
+                ..Extras::NONE
+            },
+        });
+        return guid;
+    }
+    let [h, time] = long(ts, Op::BeginTransferNamed, kind, name, dev);
+    let direction = u64::from(direction);
+    t.push(rt, [h, time, parent, 0, bytes, direction], ts);
+    guid
 }
 
 /// Records a dependence edge between two instances.
 pub fn edge(kind: u8, from: u64, to: u64) {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return;
     };
+    let rt = e.rt;
     let ts = rt.clock.now();
-    with_thread(rt, |t| {
-        let [h, time] = long(ts, Op::Edge, kind, 0, 0);
-        t.push(rt, [h, time, from, to], ts);
-    });
+    let t = e.t();
+    let thread = t.index();
+    if let Some(ip) = t.in_place() {
+        if let Some(kind) = Kind::from_u8(kind) {
+            ip.point(&Event::Edge {
+                thread,
+                kind,
+                from,
+                to,
+                ts,
+            });
+        }
+        return;
+    }
+    let [h, time] = long(ts, Op::Edge, kind, 0, 0);
+    t.push(rt, [h, time, from, to], ts);
 }
 
 /// Attaches a numeric argument to the calling thread's innermost open instance.
@@ -221,35 +292,43 @@ pub fn edge(kind: u8, from: u64, to: u64) {
 /// `key` is NULL or NUL-terminated.
 #[inline]
 pub unsafe fn arg(key: *const c_char, value: u64) {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return;
     };
-    with_thread(rt, |t| {
-        // SAFETY: forwarded from the caller.
-        let key = unsafe { t.names.lookup(key, &rt.names, &rt.anomalies) };
-        let [h, no_time] = long(0, Op::Arg, 0, key, 0);
-        t.push_untimed(rt, [h, no_time, value, 0]);
-    });
+    let rt = e.rt;
+    let t = e.t();
+    // SAFETY: forwarded from the caller.
+    let key = unsafe { t.names.lookup(key, &rt.names, &rt.anomalies) };
+    if let Some(ip) = t.in_place() {
+        ip.arg(key, value);
+        return;
+    }
+    let [h, no_time] = long(0, Op::Arg, 0, key, 0);
+    t.push_untimed(rt, [h, no_time, value, 0]);
 }
 
 /// Names the calling thread.
 pub fn thread_name(name: String) {
-    let Some(rt) = active().or_else(inactive_call) else {
-        return;
-    };
-    with_thread(rt, |t| t.slot().set_name(name));
+    if let Some(mut e) = thread::enter() {
+        e.t().slot().set_name(name);
+    }
 }
 
 /// Closes instance `guid` of `kind` (0: the innermost open one of that kind).
 #[inline(always)]
 pub fn end(kind: u8, guid: u64) {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return;
     };
+    let rt = e.rt;
     // Timestamp first, so recording is not counted in the instance's time.
     let ts = rt.clock.now();
-    let t = thread::current(rt);
+    let t = e.t();
     t.close();
+    if let Some(ip) = t.in_place() {
+        ip.end(rt, ts, kind, guid);
+        return;
+    }
     let back = if guid == 0 { Some(0) } else { t.back_ref(guid) };
     if let (Some(delta), Some(back)) = (t.delta(ts), back) {
         t.push(rt, [head(Op::EndShort, kind, delta, back)], ts);
@@ -268,16 +347,30 @@ pub fn end(kind: u8, guid: u64) {
 /// # Safety
 /// `name` is NULL or NUL-terminated.
 pub unsafe fn instant(kind: u8, name: *const c_char, a: u64, b: u64) {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return;
     };
+    let rt = e.rt;
     let ts = rt.clock.now();
-    with_thread(rt, |t| {
-        // SAFETY: forwarded from the caller.
-        let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
-        let [h, time] = long(ts, Op::Instant, kind, name, 0);
-        t.push(rt, [h, time, a, b], ts);
-    });
+    let t = e.t();
+    // SAFETY: forwarded from the caller.
+    let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
+    let thread = t.index();
+    if let Some(ip) = t.in_place() {
+        if let Some(kind) = Kind::from_u8(kind) {
+            ip.point(&Event::Instant {
+                thread,
+                kind,
+                name,
+                a,
+                b,
+                ts,
+            });
+        }
+        return;
+    }
+    let [h, time] = long(ts, Op::Instant, kind, name, 0);
+    t.push(rt, [h, time, a, b], ts);
 }
 
 /// Records an allocation (`op` Alloc) or deallocation (`op` Free).
@@ -286,22 +379,22 @@ pub unsafe fn instant(kind: u8, name: *const c_char, a: u64, b: u64) {
 /// `space.ptr` is NULL or readable for `space.max_len` bytes or to a NUL; `label` is
 /// NULL or NUL-terminated.
 pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, bytes: u64) {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return;
     };
+    let rt = e.rt;
     let ts = rt.clock.now();
-    with_thread(rt, |t| {
-        // SAFETY: forwarded from the caller.
-        let (space, label) = unsafe {
-            (
-                t.names
-                    .lookup_bounded(space.ptr, space.max_len, &rt.names, &rt.anomalies),
-                t.names.lookup(label, &rt.names, &rt.anomalies),
-            )
-        };
-        let [h, time] = long(ts, op, 0, label, 0);
-        t.push(rt, [h, time, ptr, bytes, u64::from(space), 0], ts);
-    });
+    let t = e.t();
+    // SAFETY: forwarded from the caller.
+    let (space, label) = unsafe {
+        (
+            t.names
+                .lookup_bounded(space.ptr, space.max_len, &rt.names, &rt.anomalies),
+            t.names.lookup(label, &rt.names, &rt.anomalies),
+        )
+    };
+    let [h, time] = long(ts, op, 0, label, 0);
+    t.push(rt, [h, time, ptr, bytes, u64::from(space), 0], ts);
 }
 
 /// Opens a memory copy; returns its GUID.
@@ -309,29 +402,50 @@ pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, b
 /// # Safety
 /// As [`memory`], for both ends.
 pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return 0;
     };
+    let rt = e.rt;
     let n = &rt.names;
-    with_thread(rt, |t| {
-        let names = &mut t.names;
-        // SAFETY: forwarded from the caller.
-        let (dst_space, src_space, dst_label, src_label) = unsafe {
-            (
-                names.lookup_bounded(dst.space.ptr, dst.space.max_len, n, &rt.anomalies),
-                names.lookup_bounded(src.space.ptr, src.space.max_len, n, &rt.anomalies),
-                names.lookup(dst.label, n, &rt.anomalies),
-                names.lookup(src.label, n, &rt.anomalies),
-            )
+    let t = e.t();
+    let names = &mut t.names;
+    // SAFETY: forwarded from the caller.
+    let (dst_space, src_space, dst_label, src_label) = unsafe {
+        (
+            names.lookup_bounded(dst.space.ptr, dst.space.max_len, n, &rt.anomalies),
+            names.lookup_bounded(src.space.ptr, src.space.max_len, n, &rt.anomalies),
+            names.lookup(dst.label, n, &rt.anomalies),
+            names.lookup(src.label, n, &rt.anomalies),
+        )
+    };
+    let guid = t.open();
+    let ts = rt.clock.now();
+    if let Some(ip) = t.in_place() {
+        let copy = CopyInfo {
+            bytes,
+            src_label,
+            dst_space,
+            src_space,
         };
-        let guid = t.open();
-        let ts = rt.clock.now();
-        let [h, time] = long(ts, Op::CopyBegin, Kind::DeepCopy as u8, dst_label, 0);
-        let (dst_space, src_space) = (u64::from(dst_space), u64::from(src_space));
-        let words = [h, time, bytes, u64::from(src_label), dst_space, src_space];
-        t.push(rt, words, ts);
-        guid
-    })
+        ip.begin(Opening {
+            guid,
+            parent: 0,
+            kind: Kind::DeepCopy as u8,
+            name: dst_label,
+            dev: 0,
+            begin: ts,
+            extras: Extras {
+                copy: Some(copy),
+                ..Extras::NONE
+            },
+        });
+        return guid;
+    }
+    let [h, time] = long(ts, Op::CopyBegin, Kind::DeepCopy as u8, dst_label, 0);
+    let (dst_space, src_space) = (u64::from(dst_space), u64::from(src_space));
+    let words = [h, time, bytes, u64::from(src_label), dst_space, src_space];
+    t.push(rt, words, ts);
+    guid
 }
 
 /// Creates a section; returns its id (0 when not recording).
@@ -339,13 +453,12 @@ pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
 /// # Safety
 /// `name` is NULL or NUL-terminated.
 pub unsafe fn section_create(name: *const c_char) -> u32 {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return 0;
     };
+    let rt = e.rt;
     // SAFETY: forwarded from the caller.
-    let name = with_thread(rt, |t| unsafe {
-        t.names.lookup(name, &rt.names, &rt.anomalies)
-    });
+    let name = unsafe { e.t().names.lookup(name, &rt.names, &rt.anomalies) };
     let mut s = rt.sections.lock().unwrap_or_else(|p| p.into_inner());
     s.push(name);
     s.len() as u32
@@ -353,18 +466,20 @@ pub unsafe fn section_create(name: *const c_char) -> u32 {
 
 /// Starts (`op` SectionStart) or stops (`op` SectionStop) section `id`.
 pub fn section(op: Op, id: u32) {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(mut e) = thread::enter() else {
         return;
     };
+    let rt = e.rt;
     let ts = rt.clock.now();
-    with_thread(rt, |t| t.push(rt, long(ts, op, 0, id, 0), ts));
+    e.t().push(rt, long(ts, op, 0, id, 0), ts);
 }
 
 /// Validates a section id on destroy (the totals stay in the profile).
 pub fn section_destroy(id: u32) {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(e) = thread::enter() else {
         return;
     };
+    let rt = e.rt;
     let known = rt
         .sections
         .lock()
@@ -377,9 +492,10 @@ pub fn section_destroy(id: u32) {
 /// Records a metadata pair; a NULL key or value is `<null>` and counted as a null
 /// name, invalid UTF-8 is shown with U+FFFD and counted, as for every other name.
 pub fn metadata(key: Option<&std::ffi::CStr>, value: Option<&std::ffi::CStr>) {
-    let Some(rt) = active().or_else(inactive_call) else {
+    let Some(e) = thread::enter() else {
         return;
     };
+    let rt = e.rt;
     let text = |s: Option<&std::ffi::CStr>| match s {
         None => {
             rt.anomalies.count(Anomaly::NullName);

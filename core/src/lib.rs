@@ -18,6 +18,7 @@ pub mod devices;
 pub mod events;
 pub mod ffi;
 pub mod flat;
+pub mod in_place;
 pub mod intern;
 pub mod lifecycle;
 pub mod output;

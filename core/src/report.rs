@@ -75,8 +75,19 @@ pub struct SelfCost {
     /// writer thread, ahead of need).
     pub buffer_fault_ns: u64,
     /// CPU time of the writer thread until the report, in ns (faulting buffer
-    /// memory, processing records, writing traces).
+    /// memory, processing records, writing traces, merging the threads' profiles).
     pub writer_cpu_ns: u64,
+    /// Events the threads aggregated in place (no records: no trace).
+    #[serde(default)]
+    pub events_in_place: u64,
+    /// Call paths over all threads' profiles while the program ran (each thread
+    /// keeps its own tree).
+    #[serde(default)]
+    pub call_paths: u64,
+    /// Memory of those per-thread profiles, in bytes: bounded by the call paths,
+    /// not by the number of events.
+    #[serde(default)]
+    pub profile_bytes: u64,
 }
 
 impl SelfCost {
@@ -84,6 +95,9 @@ impl SelfCost {
     pub fn add(&mut self, o: &SelfCost) {
         self.records += o.records;
         self.record_bytes += o.record_bytes;
+        self.events_in_place += o.events_in_place;
+        self.call_paths += o.call_paths;
+        self.profile_bytes += o.profile_bytes;
         self.buffer_bytes += o.buffer_bytes;
         self.buffer_budget_bytes += o.buffer_budget_bytes;
         self.huge_page_blocks += o.huge_page_blocks;

@@ -77,17 +77,20 @@ pub struct Slice {
 /// Arguments kept per slice.
 pub const MAX_ARGS: usize = 4;
 
-/// What a begin record carries besides name and parent.
-#[derive(Clone, Copy)]
-struct Extras {
-    copy: Option<CopyInfo>,
-    transfer: Option<Transfer>,
+/// What a begin carries besides name and parent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extras {
+    /// Copy details, for [`Kind::DeepCopy`].
+    pub copy: Option<CopyInfo>,
+    /// Transfer details.
+    pub transfer: Option<Transfer>,
     /// A first argument recorded with the begin.
-    arg: Option<(u32, u64)>,
+    pub arg: Option<(u32, u64)>,
 }
 
 impl Extras {
-    const NONE: Extras = Extras {
+    /// Nothing besides name and parent.
+    pub const NONE: Extras = Extras {
         copy: None,
         transfer: None,
         arg: None,
@@ -198,14 +201,163 @@ pub trait Consumer {
     fn global(&mut self, ts: u64, ev: &Global);
 }
 
-/// The resolver state of one thread.
-pub struct ThreadStream {
+/// What opens an instance, as a [`Nesting`] takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Opening {
+    /// The instance's GUID.
+    pub guid: u64,
+    /// Explicit parent GUID (0: the enclosing instance).
+    pub parent: u64,
+    /// Kind discriminant (an unknown one opens nothing).
+    pub kind: u8,
+    /// Name id.
+    pub name: u32,
+    /// Device index.
+    pub dev: u16,
+    /// Raw begin time.
+    pub begin: u64,
+    /// Copy, transfer or first argument.
+    pub extras: Extras,
+}
+
+/// The open instances of one thread, and the rules that keep what they emit
+/// nested whatever order the runtime ends them in: shared by the writer's record
+/// decoding and by the in-place profile of an application thread.
+pub struct Nesting {
     thread: u32,
     stack: Vec<Slice>,
-    /// The thread's GUID counter, recounted from its begins.
-    next_guid: u64,
     /// Records were lost: unmatched ends may be the ends of lost begins.
     lost: bool,
+}
+
+impl Nesting {
+    /// The open instances of thread `thread` (none yet).
+    pub fn new(thread: u32) -> Nesting {
+        Nesting {
+            thread,
+            stack: Vec::new(),
+            lost: false,
+        }
+    }
+
+    /// Opens an instance nested in the innermost open one, and emits its begin.
+    #[inline(always)]
+    pub fn begin(&mut self, o: Opening, emit: &mut impl FnMut(&Event<'_>)) {
+        let Some(kind) = Kind::from_u8(o.kind) else {
+            return;
+        };
+        let enclosing = self.stack.last().map(|s| (s.guid, s.kind));
+        let x = o.extras;
+        self.stack.push(Slice {
+            thread: self.thread,
+            guid: o.guid,
+            parent: o.parent,
+            enclosing,
+            kind,
+            name: o.name,
+            dev: o.dev,
+            begin: o.begin,
+            copy: x.copy,
+            transfer: x.transfer,
+            args: [x.arg.unwrap_or((0, 0)), (0, 0), (0, 0), (0, 0)],
+            nargs: u8::from(x.arg.is_some()),
+            end_lost: false,
+        });
+        if let Some(top) = self.stack.last() {
+            emit(&Event::Begin(top));
+        }
+    }
+
+    /// Attaches an argument to the innermost open instance (the first
+    /// [`MAX_ARGS`] are kept).
+    #[inline]
+    pub fn arg(&mut self, key: u32, value: u64) {
+        if let Some(top) = self.stack.last_mut() {
+            let n = usize::from(top.nargs);
+            if n < MAX_ARGS {
+                top.args[n] = (key, value);
+                top.nargs += 1;
+            }
+        }
+    }
+
+    /// Closes instance `guid` (0: the innermost of `kind`) at raw time `ts`, and
+    /// every instance opened inside it that is still open (counted as an
+    /// out-of-order end); an end of nothing open is counted as unmatched.
+    #[inline(always)]
+    pub fn end(
+        &mut self,
+        ts: u64,
+        kind: u8,
+        guid: u64,
+        emit: &mut impl FnMut(&Event<'_>),
+        anomalies: &Anomalies,
+    ) {
+        let pos = if guid != 0 {
+            self.stack.iter().rposition(|s| s.guid == guid)
+        } else {
+            self.stack.iter().rposition(|s| s.kind as u8 == kind)
+        };
+        let Some(pos) = pos else {
+            // After lost records, an unknown end is most likely a lost begin's end.
+            if !self.lost {
+                anomalies.count(Anomaly::UnmatchedEnd);
+            }
+            return;
+        };
+        if pos + 1 < self.stack.len() {
+            anomalies.count(Anomaly::OutOfOrderEnd);
+        }
+        // Ended in place, then dropped: a slice is large, and moving it out of
+        // the stack first was a sixth of the writer's CPU (a memmove per end).
+        for s in self.stack[pos..].iter().rev() {
+            emit(&Event::End(s, ts.max(s.begin)));
+        }
+        self.stack.truncate(pos);
+    }
+
+    /// Records were lost at raw time `ts`: the instances above depth `keep` (the
+    /// lowest depth reached while dropping) ended unseen, and close here with
+    /// their end marked lost.
+    pub fn gap(&mut self, keep: usize, ts: u64, emit: &mut impl FnMut(&Event<'_>)) {
+        while self.stack.len() > keep {
+            if let Some(mut s) = self.stack.pop() {
+                s.end_lost = true;
+                emit(&Event::End(&s, ts.max(s.begin)));
+            }
+        }
+        self.lost = true;
+    }
+
+    /// Closes every instance still open at raw time `end`, counting each (except
+    /// kinds runtimes normally leave open, see [`Kind::may_end_late`]).
+    pub fn close_all(
+        &mut self,
+        end: u64,
+        emit: &mut impl FnMut(&Event<'_>),
+        anomalies: &Anomalies,
+    ) {
+        while let Some(s) = self.stack.pop() {
+            if !s.kind.may_end_late() {
+                anomalies.count(Anomaly::UnclosedAtExit);
+            }
+            emit(&Event::End(&s, end.max(s.begin)));
+        }
+    }
+
+    /// Instances open now.
+    pub fn depth(&self) -> usize {
+        self.stack.len()
+    }
+}
+
+/// The resolver state of one thread: decodes its records and feeds them to its
+/// [`Nesting`].
+pub struct ThreadStream {
+    thread: u32,
+    nesting: Nesting,
+    /// The thread's GUID counter, recounted from its begins.
+    next_guid: u64,
     /// Records processed (events and code-slot definitions).
     pub records: u64,
     /// Words processed.
@@ -223,9 +375,8 @@ impl ThreadStream {
     pub fn new(thread: u32) -> ThreadStream {
         ThreadStream {
             thread,
-            stack: Vec::new(),
+            nesting: Nesting::new(thread),
             next_guid: u64::from(thread) << GUID_SEQ_BITS,
-            lost: false,
             records: 0,
             words: 0,
             last_ts: 0,
@@ -292,15 +443,7 @@ impl ThreadStream {
             }
             self.last_ts = self.last_ts.max(ts);
             match op {
-                Op::Arg => {
-                    if let Some(top) = self.stack.last_mut() {
-                        let n = usize::from(top.nargs);
-                        if n < MAX_ARGS {
-                            top.args[n] = (h.low(), a(0));
-                            top.nargs += 1;
-                        }
-                    }
-                }
+                Op::Arg => self.nesting.arg(h.low(), a(0)),
                 Op::Begin => self.begin(ts, h, h.aux(), h.low(), 0, Extras::NONE, out),
                 Op::BeginParent => self.begin(ts, h, h.aux(), h.low(), a(0), Extras::NONE, out),
                 Op::BeginShort => {
@@ -452,15 +595,9 @@ impl ThreadStream {
                 Op::Gap => {
                     // Instances below the lowest depth reached while dropping are
                     // still open; the ones above ended (or began) unseen.
-                    let keep = h.low() as usize;
-                    while self.stack.len() > keep {
-                        if let Some(mut s) = self.stack.pop() {
-                            s.end_lost = true;
-                            out.event(&Event::End(&s, ts.max(s.begin)));
-                        }
-                    }
+                    self.nesting
+                        .gap(h.low() as usize, ts, &mut |ev| out.event(ev));
                     self.next_guid = b(0);
-                    self.lost = true;
                     // The thread redefines its code slots after a gap.
                     *self.codes = [(0, None); CODE_SLOTS];
                 }
@@ -495,32 +632,20 @@ impl ThreadStream {
         dev: u16,
         name: u32,
         parent: u64,
-        x: Extras,
+        extras: Extras,
         out: &mut C,
     ) {
         self.next_guid += 1;
-        let Some(kind) = Kind::from_u8(h.kind()) else {
-            return;
-        };
-        let enclosing = self.stack.last().map(|s| (s.guid, s.kind));
-        self.stack.push(Slice {
-            thread: self.thread,
+        let o = Opening {
             guid: self.next_guid,
             parent,
-            enclosing,
-            kind,
+            kind: h.kind(),
             name,
             dev,
             begin: ts,
-            copy: x.copy,
-            transfer: x.transfer,
-            args: [x.arg.unwrap_or((0, 0)), (0, 0), (0, 0), (0, 0)],
-            nargs: u8::from(x.arg.is_some()),
-            end_lost: false,
-        });
-        if let Some(top) = self.stack.last() {
-            out.event(&Event::Begin(top));
-        }
+            extras,
+        };
+        self.nesting.begin(o, &mut |ev| out.event(ev));
     }
 
     #[inline(always)]
@@ -532,38 +657,14 @@ impl ThreadStream {
         out: &mut C,
         anomalies: &Anomalies,
     ) {
-        let pos = if guid != 0 {
-            self.stack.iter().rposition(|s| s.guid == guid)
-        } else {
-            self.stack.iter().rposition(|s| s.kind as u8 == kind)
-        };
-        let Some(pos) = pos else {
-            // After lost records, an unknown end is most likely a lost begin's end.
-            if !self.lost {
-                anomalies.count(Anomaly::UnmatchedEnd);
-            }
-            return;
-        };
-        if pos + 1 < self.stack.len() {
-            anomalies.count(Anomaly::OutOfOrderEnd);
-        }
-        // Ended in place, then dropped: a slice is large, and moving it out of
-        // the stack first was a sixth of the writer's CPU (a memmove per end).
-        for s in self.stack[pos..].iter().rev() {
-            out.event(&Event::End(s, ts.max(s.begin)));
-        }
-        self.stack.truncate(pos);
+        self.nesting
+            .end(ts, kind, guid, &mut |ev| out.event(ev), anomalies);
     }
 
-    /// Closes every slice still open at raw time `end`, counting each (except
-    /// kinds runtimes normally leave open, see [`Kind::may_end_late`]).
+    /// Closes every slice still open at raw time `end` (see [`Nesting::close_all`]).
     pub fn close_all<C: Consumer>(&mut self, end: u64, out: &mut C, anomalies: &Anomalies) {
-        while let Some(s) = self.stack.pop() {
-            if !s.kind.may_end_late() {
-                anomalies.count(Anomaly::UnclosedAtExit);
-            }
-            out.event(&Event::End(&s, end.max(s.begin)));
-        }
+        self.nesting
+            .close_all(end, &mut |ev| out.event(ev), anomalies);
     }
 }
 

@@ -54,6 +54,9 @@ pub struct Runtime {
     pub names: Interner,
     /// Threads that recorded.
     pub threads: Registry,
+    /// Threads aggregate their nested events in place (no trace, see
+    /// [`crate::in_place`]); otherwise every event is a record.
+    pub in_place: bool,
     /// Anomaly counters.
     pub anomalies: Anomalies,
     /// Devices seen.
@@ -295,7 +298,8 @@ fn start() {
         clock,
         pool: Pool::new(cfg.buffer_mb, INITIAL_CHUNKS),
         names: Interner::new(),
-        threads: Registry::default(),
+        threads: Registry::new(cfg.max_depth as usize),
+        in_place: cfg.in_place && cfg.trace.is_empty(),
         anomalies: Anomalies::default(),
         devices: Devices::default(),
         sections: Mutex::new(Vec::new()),
@@ -309,6 +313,7 @@ fn start() {
         writer: OnceLock::new(),
     }));
     RUNTIME.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+    crate::thread::prepare_barrier();
     match crate::writer::spawn(rt) {
         Ok(handle) => {
             let _ = rt.writer.set(handle);

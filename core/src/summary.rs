@@ -301,8 +301,18 @@ pub fn render(
 /// One line of what kprof cost: its records, buffer memory (and the kernel's time
 /// to provide it) and its writer's CPU time.
 pub fn self_cost_line(c: &SelfCost) -> String {
+    let in_place = if c.events_in_place > 0 || c.call_paths > 0 {
+        format!(
+            "{} events aggregated in place into {} call paths ({} of profile); ",
+            c.events_in_place,
+            c.call_paths,
+            bytes(c.profile_bytes)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "kprof itself: {} records ({}) in {} of buffers ({} huge-page and {} \
+        "kprof itself: {in_place}{} records ({}) in {} of buffers ({} huge-page and {} \
          small-page blocks, {} to fault in), writer thread {} CPU",
         c.records,
         bytes(c.record_bytes),
@@ -425,11 +435,22 @@ mod tests {
             small_page_blocks: 2,
             buffer_fault_ns: 1_500_000,
             writer_cpu_ns: 2_500_000_000,
+            ..SelfCost::default()
         };
         assert_eq!(
             self_cost_line(&c),
             "kprof itself: 4800 records (46.88 KiB) in 6.00 MiB of buffers (1 huge-page \
              and 2 small-page blocks, 1.50 ms to fault in), writer thread 2.500 s CPU"
         );
+        let c = SelfCost {
+            events_in_place: 2_000_000,
+            call_paths: 12,
+            profile_bytes: 6 << 10,
+            ..c
+        };
+        assert!(self_cost_line(&c).starts_with(
+            "kprof itself: 2000000 events aggregated in place into 12 call paths (6.00 KiB of \
+             profile); 4800 records"
+        ));
     }
 }

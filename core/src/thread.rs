@@ -1,10 +1,11 @@
 //! Per-thread recording state: the chunk being filled, the GUID counter and the name
 //! cache. Reached through one thread-local pointer, so the hot path takes no lock.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::buffer::{Chunk, CHUNK_WORDS};
+use crate::in_place::InPlace;
 use crate::intern::NameCache;
 use crate::record::{self, Op, CODE_SLOTS};
 use crate::runtime::Runtime;
@@ -36,6 +37,76 @@ pub struct ThreadSlot {
     pub dropped: AtomicU64,
     /// The thread has exited (its last chunk was handed over).
     pub exited: AtomicBool,
+    /// The thread is inside an event: set before it looks whether the runtime
+    /// records, cleared when the event is complete. The shutdown waits for it to
+    /// clear (after a process-wide barrier) before it reads what the thread
+    /// recorded, so an event that passed the check is never cut in half.
+    pub busy: AtomicBool,
+    /// The thread's open instances as the profile placed them, for other threads'
+    /// instances whose explicit parent is one of them.
+    pub open: OpenFrames,
+    /// The thread's in-place profile (null when events go to records): written
+    /// by the thread, read by the writer only once the thread is not busy and the
+    /// runtime no longer records.
+    pub in_place: AtomicPtr<InPlace>,
+}
+
+/// Open instances published by depth: one word each, the GUID's counter bits
+/// above the profile node below, so a reader never sees half of an entry; 0
+/// above the innermost (each end clears its entry).
+pub struct OpenFrames {
+    words: Box<[AtomicU64]>,
+}
+
+/// Bits of a published entry below the GUID counter: the node.
+const OPEN_NODE_BITS: u32 = 64 - GUID_SEQ_BITS;
+/// Deepest instance published.
+const MAX_PUBLISHED: usize = 1024;
+
+impl OpenFrames {
+    fn new(depth: usize) -> OpenFrames {
+        OpenFrames {
+            words: (0..depth.min(MAX_PUBLISHED))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    /// Publishes the instance `guid` at `depth` (0-based), placed at `node`. Nodes
+    /// beyond what an entry holds are not published (their children then nest
+    /// where they run).
+    #[inline(always)]
+    pub fn publish(&self, depth: usize, guid: u64, node: u32) {
+        if let Some(w) = self.words.get(depth) {
+            if u64::from(node) >> OPEN_NODE_BITS == 0 {
+                let entry = (guid & GUID_SEQ_MASK) << OPEN_NODE_BITS | u64::from(node);
+                w.store(entry, Ordering::Release);
+            }
+        }
+    }
+
+    /// Clears the entry at `depth` (its instance ended).
+    #[inline(always)]
+    pub fn close(&self, depth: usize) {
+        if let Some(w) = self.words.get(depth) {
+            w.store(0, Ordering::Release);
+        }
+    }
+
+    /// The node of this thread's open instance `guid`, if it is published.
+    pub fn find(&self, guid: u64) -> Option<u32> {
+        let seq = guid & GUID_SEQ_MASK;
+        for w in self.words.iter() {
+            let e = w.load(Ordering::Acquire);
+            if e == 0 {
+                return None;
+            }
+            if e >> OPEN_NODE_BITS == seq {
+                return Some((e & ((1 << OPEN_NODE_BITS) - 1)) as u32);
+            }
+        }
+        None
+    }
 }
 
 impl ThreadSlot {
@@ -50,27 +121,98 @@ impl ThreadSlot {
     }
 }
 
+/// Threads found by index without a lock: pages of slots.
+const PAGE_SLOTS: usize = 1024;
+/// Pages of [`PAGE_SLOTS`]: a million threads (later ones are registered but not
+/// found by index: their instances are no explicit parents).
+const PAGES: usize = 1024;
+
 /// Every thread that ever recorded, in registration order.
-#[derive(Default)]
 pub struct Registry {
-    slots: Mutex<Vec<&'static ThreadSlot>>,
+    slots: Mutex<Sealable>,
     count: AtomicUsize,
+    by_index: Box<[AtomicPtr<[AtomicPtr<ThreadSlot>; PAGE_SLOTS]>]>,
+    /// Deepest instance each thread publishes (`KPROF_MAX_DEPTH`).
+    depth: usize,
+}
+
+/// The slots, and whether the shutdown closed the registry.
+#[derive(Default)]
+struct Sealable {
+    slots: Vec<&'static ThreadSlot>,
+    sealed: bool,
 }
 
 impl Registry {
-    fn add(&self, tid: i32, name: String) -> &'static ThreadSlot {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        let slot = Box::leak(Box::new(ThreadSlot {
-            index: slots.len() as u32 + 1,
+    /// An empty registry whose threads publish `depth` open instances.
+    pub fn new(depth: usize) -> Registry {
+        Registry {
+            slots: Mutex::default(),
+            count: AtomicUsize::new(0),
+            by_index: (0..PAGES)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            depth,
+        }
+    }
+
+    /// Registers a thread; `None` once the shutdown sealed the registry.
+    fn add(&self, tid: i32, name: String) -> Option<&'static ThreadSlot> {
+        let mut s = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if s.sealed {
+            return None;
+        }
+        let slot: &'static ThreadSlot = Box::leak(Box::new(ThreadSlot {
+            index: s.slots.len() as u32 + 1,
             tid,
             name: Mutex::new(name),
             current: AtomicPtr::new(std::ptr::null_mut()),
             dropped: AtomicU64::new(0),
             exited: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+            open: OpenFrames::new(self.depth),
+            in_place: AtomicPtr::new(std::ptr::null_mut()),
         }));
-        slots.push(slot);
-        self.count.store(slots.len(), Ordering::Relaxed);
-        slot
+        s.slots.push(slot);
+        self.count.store(s.slots.len(), Ordering::Relaxed);
+        let i = slot.index as usize;
+        if let Some(page) = self.by_index.get(i / PAGE_SLOTS) {
+            if page.load(Ordering::Acquire).is_null() {
+                let fresh: Box<[AtomicPtr<ThreadSlot>; PAGE_SLOTS]> = Box::new(
+                    std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+                );
+                // Only registrations (under the lock) set pages.
+                page.store(Box::into_raw(fresh), Ordering::Release);
+            }
+            // SAFETY: pages are leaked once set and never freed.
+            let p = unsafe { &*page.load(Ordering::Acquire) };
+            p[i % PAGE_SLOTS].store(
+                slot as *const ThreadSlot as *mut ThreadSlot,
+                Ordering::Release,
+            );
+        }
+        Some(slot)
+    }
+
+    /// The thread of index `index`, without a lock.
+    #[inline]
+    pub fn by_index(&self, index: u32) -> Option<&'static ThreadSlot> {
+        let i = index as usize;
+        let page = self.by_index.get(i / PAGE_SLOTS)?.load(Ordering::Acquire);
+        // SAFETY: pages and slots are leaked once published and never freed.
+        unsafe {
+            page.as_ref()?[i % PAGE_SLOTS]
+                .load(Ordering::Acquire)
+                .as_ref()
+        }
+    }
+
+    /// Closes the registry (shutdown): a thread's first event after this is not
+    /// recorded, and the threads returned are all there are.
+    pub fn seal(&self) -> Vec<&'static ThreadSlot> {
+        let mut s = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        s.sealed = true;
+        s.slots.clone()
     }
 
     /// Number of threads so far (lock-free).
@@ -83,9 +225,18 @@ impl Registry {
         self.len() == 0
     }
 
+    /// Deepest instance each thread publishes.
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
     /// All threads so far.
     pub fn snapshot(&self) -> Vec<&'static ThreadSlot> {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .slots
+            .clone()
     }
 }
 
@@ -110,9 +261,20 @@ pub struct ThreadState {
     codes: [u64; CODE_SLOTS],
     /// Pointer -> name id cache.
     pub names: NameCache,
+    /// The in-place profile (null when events go to records).
+    in_place: *mut InPlace,
 }
 
 impl ThreadState {
+    /// The thread's in-place profile, when events do not go to records.
+    #[inline(always)]
+    pub fn in_place(&mut self) -> Option<&mut InPlace> {
+        // SAFETY: the box is leaked at registration; the writer reads it only
+        // once this thread is not inside an event and the runtime stopped
+        // recording (see ThreadSlot::busy), so this is the only reference now.
+        unsafe { self.in_place.as_mut() }
+    }
+
     /// What the writer and reports know of this thread.
     pub fn slot(&self) -> &'static ThreadSlot {
         self.slot
@@ -305,35 +467,155 @@ impl Drop for ExitGuard {
     }
 }
 
-/// Runs `f` with the calling thread's state, registering the thread on first use.
-#[inline(always)]
-pub fn with_thread<R>(rt: &Runtime, f: impl FnOnce(&mut ThreadState) -> R) -> R {
-    f(current(rt))
+/// `membarrier` commands (linux/membarrier.h).
+const MEMBARRIER_CMD_GLOBAL: libc::c_long = 1;
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 8;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 16;
+
+/// Registers the process for the fast process-wide barrier [`quiesce`] uses
+/// (once, at start; harmless where the kernel lacks it).
+pub fn prepare_barrier() {
+    // SAFETY: membarrier takes two integers and touches no memory of ours.
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+            0,
+        )
+    };
 }
 
-/// The calling thread's state, registering the thread on first use: the form of
-/// [`with_thread`] for the hottest paths, where the compiler would not inline a
-/// closure called from several functions. The caller uses the reference for the
-/// event it records and drops it before returning.
+/// A full memory barrier on every thread of the process: after it, every store
+/// a thread made before its last load is visible here. This is the costly half of
+/// the busy flag's protocol, paid once at the end instead of per event.
+fn process_barrier() {
+    for cmd in [MEMBARRIER_CMD_PRIVATE_EXPEDITED, MEMBARRIER_CMD_GLOBAL] {
+        // SAFETY: as in prepare_barrier.
+        if unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0) } == 0 {
+            return;
+        }
+    }
+    // No membarrier (an old kernel, a seccomp filter): store buffers drain in
+    // well under a microsecond, so a millisecond's wait gives the same order in
+    // practice.
+    std::thread::sleep(std::time::Duration::from_millis(1));
+}
+
+/// After recording stopped: makes every thread's busy flag visible, then waits
+/// (up to `wait` in all) for the threads inside an event to leave it. Returns,
+/// per slot, whether that thread was still busy (it was stopped inside an event,
+/// by a signal that ends the run on it, or descheduled for longer than `wait`).
+pub fn quiesce(slots: &[&'static ThreadSlot], wait: std::time::Duration) -> Vec<bool> {
+    process_barrier();
+    let deadline = std::time::Instant::now() + wait;
+    slots
+        .iter()
+        .map(|s| {
+            while s.busy.load(Ordering::Acquire) {
+                if std::time::Instant::now() >= deadline {
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+            false
+        })
+        .collect()
+}
+
+/// An event in progress on the calling thread: the runtime and the thread's
+/// state. Dropping it marks the event complete (see [`ThreadSlot::busy`]).
+pub struct Entered {
+    /// The runtime that records the event.
+    pub rt: &'static Runtime,
+    state: *mut ThreadState,
+}
+
+impl Entered {
+    /// The calling thread's state.
+    #[inline(always)]
+    pub fn t(&mut self) -> &mut ThreadState {
+        // SAFETY: the pointer is this thread's own leaked state; the only
+        // reference to it is this one, borrowed from the guard of the event.
+        unsafe { &mut *self.state }
+    }
+}
+
+impl Drop for Entered {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: as in t(); the slot is leaked and never freed.
+        let slot = unsafe { (*self.state).slot };
+        slot.busy.store(false, Ordering::Release);
+    }
+}
+
+/// Starts an event on the calling thread (registering the thread on first use):
+/// `None` when the runtime does not record. Marks the thread busy before it looks
+/// whether the runtime records, so the shutdown, which stops recording first and
+/// then waits for busy threads, never reads a thread's data while an event that
+/// saw the runtime recording is still writing it. No locked instruction: the
+/// shutdown makes the order visible with a process-wide barrier.
 #[inline(always)]
-pub fn current(rt: &Runtime) -> &'static mut ThreadState {
+pub fn enter() -> Option<Entered> {
     let p = tls::get();
-    let p = if p.is_null() { register(rt) } else { p };
-    // SAFETY: the pointer is this thread's own leaked state; no other reference to
-    // it is live: each event takes one and drops it, and callbacks do not re-enter
-    // kprof on the same thread.
-    unsafe { &mut *p }
+    if p.is_null() {
+        return enter_slow();
+    }
+    // SAFETY: this thread's own leaked state.
+    let slot = unsafe { (*p).slot };
+    slot.busy.store(true, Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    match crate::runtime::active() {
+        Some(rt) => Some(Entered { rt, state: p }),
+        None => {
+            slot.busy.store(false, Ordering::Release);
+            enter_slow()
+        }
+    }
+}
+
+/// A thread's first event, or one that found the runtime not recording (after
+/// the end, which is counted, or a forked child's first event, which starts it).
+#[cold]
+#[inline(never)]
+fn enter_slow() -> Option<Entered> {
+    let rt = crate::runtime::active().or_else(crate::runtime::inactive_call)?;
+    let mut p = tls::get();
+    if p.is_null() {
+        p = register(rt)?;
+    }
+    // SAFETY: this thread's own leaked state.
+    let slot = unsafe { (*p).slot };
+    slot.busy.store(true, Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    if crate::runtime::active().is_none() {
+        slot.busy.store(false, Ordering::Release);
+        return None;
+    }
+    Some(Entered { rt, state: p })
 }
 
 #[cold]
 #[inline(never)]
-fn register(rt: &Runtime) -> *mut ThreadState {
+fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
     let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
         .map(|s| s.trim_end().to_string())
         .unwrap_or_default();
-    let slot = rt.threads.add(tid, name);
+    let Some(slot) = rt.threads.add(tid, name) else {
+        // The run is ending: this thread's first event comes too late.
+        rt.anomalies.count(kprof_abi::Anomaly::CallAfterFinalize);
+        return None;
+    };
+    let in_place = if rt.in_place {
+        let max_depth = rt.threads.depth();
+        let p = Box::into_raw(Box::new(InPlace::new(rt, slot, max_depth)));
+        slot.in_place.store(p, Ordering::Release);
+        p
+    } else {
+        std::ptr::null_mut()
+    };
     rt.pool.top_up(rt.pool.free_len() + CHUNKS_PER_NEW_THREAD);
     let state = Box::leak(Box::new(ThreadState {
         slot,
@@ -347,10 +629,11 @@ fn register(rt: &Runtime) -> *mut ThreadState {
         last_ts: 0,
         codes: [0; CODE_SLOTS],
         names: NameCache::new(),
+        in_place,
     }));
     tls::set(state);
     // Registers the exit destructor; fails harmlessly if the thread is already
     // tearing down its thread-locals.
     let _ = EXIT.try_with(|_| ());
-    state
+    Some(state)
 }

@@ -21,11 +21,13 @@ use crate::clock;
 use crate::config::Config;
 use crate::lifecycle::{block_all_signals, restore_signals};
 use crate::output;
-use crate::profile::Profile;
+use crate::profile::local::ThreadProfile;
+use crate::profile::{merge, Profile};
 use crate::report::SelfCost;
 use crate::resolve::{Consumer, Event, Global, ThreadStream};
 use crate::runtime::{self, warn, Runtime};
 use crate::symbolize::Symbolizer;
+use crate::thread::ThreadSlot;
 use crate::trace::{self, TraceWriter};
 
 /// Stack of the writer thread (virtual; pages are touched only if used).
@@ -33,6 +35,11 @@ const WRITER_STACK: usize = 64 << 20;
 
 /// Longest sleep between checks of the pool and the shutdown flag.
 const NAP: Duration = Duration::from_millis(16);
+/// The same when threads aggregate in place: nothing to do but wait.
+const IDLE_NAP: Duration = Duration::from_millis(500);
+/// How long the shutdown waits for threads still inside an event (descheduled
+/// in the middle of one) before it leaves them out.
+const QUIESCE_WAIT: Duration = Duration::from_millis(200);
 
 /// OS thread id of the writer thread (0 before it runs).
 static WRITER_TID: AtomicI32 = AtomicI32::new(0);
@@ -93,6 +100,10 @@ fn run(rt: &'static Runtime) {
         }
         let nap = if streaming {
             period.saturating_sub(last_round.elapsed()).min(NAP)
+        } else if rt.in_place {
+            // Only memory and section events are records: the threads wake the
+            // writer should their chunks run short, and so does the shutdown.
+            IDLE_NAP
         } else {
             NAP
         };
@@ -102,11 +113,12 @@ fn run(rt: &'static Runtime) {
             std::thread::park_timeout(nap);
         }
     }
-    // Threads that raced the shutdown flag may still publish; two rounds pick up
-    // everything published before the writer got here.
+    // Recording stopped; every event that saw it still recording completes
+    // before anything is read (see ThreadSlot::busy), and no thread joins now.
+    let slots = rt.threads.seal();
+    let busy = crate::thread::quiesce(&slots, QUIESCE_WAIT);
     w.round();
-    w.round();
-    w.finish();
+    w.finish(&slots, &busy);
 }
 
 /// Records of one thread waiting to be processed.
@@ -438,7 +450,9 @@ impl Writer {
         }
     }
 
-    fn finish(mut self) {
+    /// Writes every output. `slots` are all the threads; `busy[i]` says that
+    /// `slots[i]` was still inside an event, so its in-place profile cannot be read.
+    fn finish(mut self, slots: &[&'static ThreadSlot], busy: &[bool]) {
         let rt = self.rt;
         let end = rt.end();
         let mut records = FxHashMap::default();
@@ -447,6 +461,30 @@ impl Writer {
             s.resolver.close_all(end, &mut self.sinks, &rt.anomalies);
             records.insert(index, s.resolver.records);
             words += s.resolver.words;
+        }
+        let mut in_place: Vec<&ThreadProfile> = Vec::new();
+        let mut events_in_place = 0;
+        for (slot, &busy) in slots.iter().zip(busy) {
+            let p = slot.in_place.load(Ordering::Acquire);
+            // SAFETY: the box is leaked at registration; the thread is not inside
+            // an event and cannot start one (the runtime stopped recording), so
+            // the writer is the only one using it now.
+            let Some(ip) = (unsafe { p.as_mut() }) else {
+                continue;
+            };
+            if busy {
+                warn(&format!(
+                    "thread {} was still inside an event when the run ended: its {} events \
+                     are left out of the profile (counted as dropped)",
+                    slot.index, ip.profile.events
+                ));
+                slot.dropped.fetch_add(ip.profile.events, Ordering::Relaxed);
+                continue;
+            }
+            ip.close_all(rt, end);
+            *records.entry(slot.index).or_insert(0) += ip.profile.events;
+            events_in_place += ip.profile.events;
+            in_place.push(&ip.profile);
         }
         let Sinks {
             profile,
@@ -466,11 +504,23 @@ impl Writer {
                 }
             })
             .collect();
-        let mut report = profile.report(&records);
-        // The report holds all the profile says: free the tree before writing (a
+        let threads: Vec<&ThreadProfile> = profile.thread_profiles().chain(in_place).collect();
+        let merged = merge::merge(&threads, &mut self.symbols);
+        let profile_bytes = threads.iter().map(|t| t.bytes()).sum();
+        let call_paths = merged.thread_nodes;
+        drop(threads);
+        let mut report = profile.report(&merged, &records);
+        // The report holds all the profile says: free the trees before writing (a
         // million call paths are hundreds of MiB).
+        drop(merged);
         drop(profile);
-        report.kprof = self_cost(rt, records.values().sum(), words);
+        let record_count = records.values().sum::<u64>() - events_in_place;
+        report.kprof = SelfCost {
+            events_in_place,
+            call_paths,
+            profile_bytes,
+            ..self_cost(rt, record_count, words)
+        };
         let cfg = runtime::config().clone();
         let dir = self.dir.or_else(|| output::prepare_dir(rt, &cfg));
         output::write_all(&report, &cfg, dir.as_deref(), &traces);
@@ -489,5 +539,6 @@ fn self_cost(rt: &Runtime, records: u64, words: u64) -> SelfCost {
         small_page_blocks: mem.small_blocks,
         buffer_fault_ns: mem.fault_ns,
         writer_cpu_ns: clock::thread_cpu_ns(),
+        ..SelfCost::default()
     }
 }

@@ -17,6 +17,9 @@ pub struct TaskGraph {
     pub edges: FxHashMap<(u32, u32), u64>,
     /// Edges with an end whose task was never seen.
     pub unresolved: u64,
+    /// Edges whose ends were not known here (a task another thread created):
+    /// named when the threads' graphs are merged.
+    pending: Vec<(u64, u64)>,
 }
 
 impl TaskGraph {
@@ -32,7 +35,30 @@ impl TaskGraph {
     pub fn edge(&mut self, from: u64, to: u64) {
         match (self.names.get(&from), self.names.get(&to)) {
             (Some(&f), Some(&t)) => *self.edges.entry((f, t)).or_default() += 1,
+            _ if self.pending.len() < MAX_TASKS => self.pending.push((from, to)),
             _ => self.unresolved += 1,
+        }
+    }
+
+    /// Adds another thread's tasks and named edges (call for every thread, then
+    /// [`TaskGraph::resolve_pending`] with each thread's graph).
+    pub fn absorb(&mut self, o: &TaskGraph) {
+        for (&guid, &name) in &o.names {
+            self.task(guid, name);
+        }
+        for (&e, &n) in &o.edges {
+            *self.edges.entry(e).or_default() += n;
+        }
+        self.unresolved += o.unresolved;
+    }
+
+    /// Names the edges `o` could not, with every thread's tasks known here.
+    pub fn resolve_pending(&mut self, o: &TaskGraph) {
+        for &(from, to) in &o.pending {
+            match (self.names.get(&from), self.names.get(&to)) {
+                (Some(&f), Some(&t)) => *self.edges.entry((f, t)).or_default() += 1,
+                _ => self.unresolved += 1,
+            }
         }
     }
 
@@ -56,6 +82,17 @@ mod tests {
         g.edge(1, 3);
         g.edge(1, 99);
         assert_eq!(g.edges.get(&(10, 20)), Some(&2));
-        assert_eq!(g.unresolved, 1);
+        // Task 99 is another thread's: named once the graphs are merged.
+        let mut other = TaskGraph::default();
+        other.task(99, 30);
+        other.edge(99, 7);
+        let mut all = TaskGraph::default();
+        all.absorb(&g);
+        all.absorb(&other);
+        all.resolve_pending(&g);
+        all.resolve_pending(&other);
+        assert_eq!(all.edges.get(&(10, 30)), Some(&1));
+        assert_eq!(all.edges.get(&(10, 20)), Some(&2));
+        assert_eq!((all.unresolved, all.tasks()), (1, 4));
     }
 }

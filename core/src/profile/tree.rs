@@ -81,6 +81,39 @@ impl Default for Tree {
 }
 
 impl Tree {
+    /// A new node outside the root's children: a stand-in for another tree's
+    /// node, whose children a merge moves under the real one.
+    pub fn anchor(&mut self) -> u32 {
+        let n = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            parent: ROOT,
+            name: 0,
+            kind: Kind::Region,
+            dev: 0,
+            stats: Stats::default(),
+            per_thread: Vec::new(),
+            args: Vec::new(),
+            children: Vec::new(),
+        });
+        n
+    }
+
+    /// Memory the tree holds, in bytes (allocated capacity, approximately).
+    pub fn bytes(&self) -> u64 {
+        use std::mem::size_of;
+        let nodes: usize = self
+            .nodes
+            .iter()
+            .map(|n| {
+                n.children.capacity() * size_of::<u32>()
+                    + n.per_thread.capacity() * size_of::<(u32, u64)>()
+                    + n.args.capacity() * size_of::<(u32, u64, u64)>()
+            })
+            .sum();
+        let index = self.index.capacity() * (size_of::<((u32, u32, Kind, u16), u32)>() + 1);
+        (self.nodes.capacity() * size_of::<Node>() + nodes + index) as u64
+    }
+
     /// The child of `parent` with this key, created if new.
     pub fn child(&mut self, parent: u32, name: u32, kind: Kind, dev: u16) -> u32 {
         let kids = &self.nodes[parent as usize].children;
