@@ -263,6 +263,14 @@ impl Kind {
         }
     }
 
+    /// Whether OpenMP reports this kind ([`Kind::model`] "openmp", without the
+    /// string compare: the in-place profile asks on every end).
+    #[inline]
+    pub fn is_openmp(self) -> bool {
+        let k = self as u8;
+        k >= Kind::OmpParallel as u8 && k < Kind::AccCompute as u8
+    }
+
     /// The programming model (or API) that reports this kind: a nesting of two
     /// kinds of different models is an edge between plugins, drawn as a flow.
     pub fn model(self) -> &'static str {
@@ -379,6 +387,7 @@ mod tests {
     fn discriminants_round_trip() {
         for k in Kind::ALL {
             assert_eq!(Kind::from_u8(k as u8), Some(k));
+            assert_eq!(k.is_openmp(), k.model() == "openmp", "{k:?}");
         }
         assert_eq!(Kind::from_u8(0), None);
         assert_eq!(Kind::OmpDevice.model(), "openmp");

@@ -77,6 +77,11 @@ pub struct SelfCost {
     /// CPU time of the writer thread until the report, in ns (faulting buffer
     /// memory, processing records, writing traces, merging the threads' profiles).
     pub writer_cpu_ns: u64,
+    /// CPU time of the writer thread while the program ran (before the end), in
+    /// ns: with the profile aggregated in place, only stocking buffers for the
+    /// few records left (memory, sections).
+    #[serde(default)]
+    pub writer_run_cpu_ns: u64,
     /// Events the threads aggregated in place (no records: no trace).
     #[serde(default)]
     pub events_in_place: u64,
@@ -96,6 +101,7 @@ impl SelfCost {
         self.records += o.records;
         self.record_bytes += o.record_bytes;
         self.events_in_place += o.events_in_place;
+        self.writer_run_cpu_ns += o.writer_run_cpu_ns;
         self.call_paths += o.call_paths;
         self.profile_bytes += o.profile_bytes;
         self.buffer_bytes += o.buffer_bytes;

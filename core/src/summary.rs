@@ -313,14 +313,22 @@ pub fn self_cost_line(c: &SelfCost) -> String {
     };
     format!(
         "kprof itself: {in_place}{} records ({}) in {} of buffers ({} huge-page and {} \
-         small-page blocks, {} to fault in), writer thread {} CPU",
+         small-page blocks, {} to fault in), writer thread {} CPU{}",
         c.records,
         bytes(c.record_bytes),
         bytes(c.buffer_bytes),
         c.huge_page_blocks,
         c.small_page_blocks,
         duration(c.buffer_fault_ns as f64),
-        duration(c.writer_cpu_ns as f64)
+        duration(c.writer_cpu_ns as f64),
+        if in_place.is_empty() && c.writer_run_cpu_ns == 0 {
+            String::new()
+        } else {
+            format!(
+                " ({} while the program ran)",
+                duration(c.writer_run_cpu_ns as f64)
+            )
+        }
     )
 }
 

@@ -616,7 +616,9 @@ fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
     } else {
         std::ptr::null_mut()
     };
-    rt.pool.top_up(rt.pool.free_len() + CHUNKS_PER_NEW_THREAD);
+    if !rt.in_place {
+        rt.pool.top_up(rt.pool.free_len() + CHUNKS_PER_NEW_THREAD);
+    }
     let state = Box::leak(Box::new(ThreadState {
         slot,
         chunk: None,

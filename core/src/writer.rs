@@ -113,12 +113,13 @@ fn run(rt: &'static Runtime) {
             std::thread::park_timeout(nap);
         }
     }
+    let run_cpu = clock::thread_cpu_ns();
     // Recording stopped; every event that saw it still recording completes
     // before anything is read (see ThreadSlot::busy), and no thread joins now.
     let slots = rt.threads.seal();
     let busy = crate::thread::quiesce(&slots, QUIESCE_WAIT);
     w.round();
-    w.finish(&slots, &busy);
+    w.finish(&slots, &busy, run_cpu);
 }
 
 /// Records of one thread waiting to be processed.
@@ -330,7 +331,18 @@ impl Writer {
     fn pressure(&self) -> bool {
         let pool = &self.rt.pool;
         let room = pool.free_len() + (pool.max_chunks() - pool.allocated());
-        2 * pool.full_len() >= pool.max_chunks() || room < 4 + 2 * self.rt.threads.len()
+        2 * pool.full_len() >= pool.max_chunks() || room < 4 + self.chunks_per_thread(2)
+    }
+
+    /// `n` chunks per thread, when every event is a record; with the profile
+    /// aggregated in place, threads rarely take a chunk (memory and section
+    /// events only), and what they take shows in the measured demand.
+    fn chunks_per_thread(&self, n: usize) -> usize {
+        if self.rt.in_place {
+            0
+        } else {
+            n * self.rt.threads.len()
+        }
     }
 
     /// Keeps enough free chunks that threads do not run dry before the writer's
@@ -341,7 +353,7 @@ impl Writer {
     fn top_up(&mut self) -> bool {
         let pool = &self.rt.pool;
         let (demand, quiet) = self.demand.update(pool.taken());
-        let want = (8 + 4 * self.rt.threads.len()).max(2 * demand);
+        let want = (8 + self.chunks_per_thread(4)).max(2 * demand);
         pool.top_up(want);
         quiet
     }
@@ -452,7 +464,8 @@ impl Writer {
 
     /// Writes every output. `slots` are all the threads; `busy[i]` says that
     /// `slots[i]` was still inside an event, so its in-place profile cannot be read.
-    fn finish(mut self, slots: &[&'static ThreadSlot], busy: &[bool]) {
+    /// `run_cpu`: the writer's CPU time until the end.
+    fn finish(mut self, slots: &[&'static ThreadSlot], busy: &[bool], run_cpu: u64) {
         let rt = self.rt;
         let end = rt.end();
         let mut records = FxHashMap::default();
@@ -517,6 +530,7 @@ impl Writer {
         let record_count = records.values().sum::<u64>() - events_in_place;
         report.kprof = SelfCost {
             events_in_place,
+            writer_run_cpu_ns: run_cpu,
             call_paths,
             profile_bytes,
             ..self_cost(rt, record_count, words)

@@ -12,11 +12,14 @@
 //! the best round beside it (on a shared 2-core machine, another process's burst
 //! doubles a round's time; the best round shows the undisturbed cost).
 //!
-//! Variants: no tool; empty tool; rdtsc tool; kprof profile-only; kprof with
-//! `KPROF_TRACE=perfetto` — on libomp 14 and, when `tests/setup.sh` unpacked it, on
-//! libomp 19 (same binary, `LD_LIBRARY_PATH`). The verdict is kprof profile-only
-//! minus no tool within each round, the median over rounds: target <= +150 ns per
-//! region on libomp 14. `KPROF_BENCH_ENFORCE=1` makes a missed target exit 1.
+//! Variants: no tool; empty tool; rdtsc tool; kprof profile-only (aggregated in
+//! place by each thread, the default); kprof profile-only through records and the
+//! writer thread (`KPROF_IN_PLACE=0`: the cost of appending records instead);
+//! kprof with `KPROF_TRACE=perfetto` — on libomp 14 and, when `tests/setup.sh`
+//! unpacked it, on libomp 19 (same binary, `LD_LIBRARY_PATH`). The verdict is kprof
+//! profile-only minus no tool within each round, the median over rounds: target
+//! <= +120 ns per region on libomp 14. `KPROF_BENCH_ENFORCE=1` makes a missed
+//! target exit 1.
 //!
 //! ```text
 //! cargo bench -p kprof-tests --bench openmp_overhead
@@ -25,13 +28,14 @@
 use std::path::PathBuf;
 
 use kprof_tests::bench::{
-    buffer_cost, median, paired_delta, print_rounds, require_complete, run_for, Settings,
+    buffer_cost, median, paired_delta, print_rounds, require_complete, run_for, writer_run_cpu,
+    Settings,
 };
 use kprof_tests::openmp::{bare_cmd, libomp19, ompt_lib, Runtime};
 use kprof_tests::{compile_with, target_dir, test_file};
 
 /// kprof profile-only may add at most this many ns per region on libomp 14.
-const TARGET_NS: f64 = 150.0;
+const TARGET_NS: f64 = 120.0;
 /// Event buffers for kprof: enough that no record drops.
 const KPROF_BUFFER_MB: &str = "1024";
 
@@ -41,15 +45,17 @@ enum Variant {
     Empty,
     Rdtsc,
     Kprof,
+    KprofRecords,
     KprofPerfetto,
 }
 
 impl Variant {
-    const ALL: [Variant; 5] = [
+    const ALL: [Variant; 6] = [
         Variant::NoTool,
         Variant::Empty,
         Variant::Rdtsc,
         Variant::Kprof,
+        Variant::KprofRecords,
         Variant::KprofPerfetto,
     ];
 
@@ -58,7 +64,8 @@ impl Variant {
             Variant::NoTool => "no tool",
             Variant::Empty => "empty OMPT tool (16 callbacks)",
             Variant::Rdtsc => "rdtsc tool (TSC + 16 B per callback)",
-            Variant::Kprof => "kprof profile-only",
+            Variant::Kprof => "kprof profile-only (in place)",
+            Variant::KprofRecords => "kprof profile-only, KPROF_IN_PLACE=0",
             Variant::KprofPerfetto => "kprof + KPROF_TRACE=perfetto",
         }
     }
@@ -75,9 +82,14 @@ struct Setup {
 }
 
 /// One run: ns per region (median of the program's repetitions) and, for kprof, the
-/// ns per region its buffer memory took to fault in and its bytes of records per
-/// region.
-fn run_once(s: &Setup, runtime: Runtime, v: Variant, round: usize) -> (f64, Option<(f64, f64)>) {
+/// ns per region its buffer memory took to fault in, its bytes of records per
+/// region and its writer thread's CPU ns while the program ran.
+fn run_once(
+    s: &Setup,
+    runtime: Runtime,
+    v: Variant,
+    round: usize,
+) -> (f64, Option<(f64, f64, f64)>) {
     let dir = s.dir.join(format!("{}-{v:?}-{round}", runtime.name()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
@@ -94,7 +106,7 @@ fn run_once(s: &Setup, runtime: Runtime, v: Variant, round: usize) -> (f64, Opti
         Variant::Rdtsc => {
             cmd.env("OMP_TOOL_LIBRARIES", &s.rdtsc);
         }
-        Variant::Kprof | Variant::KprofPerfetto => {
+        Variant::Kprof | Variant::KprofRecords | Variant::KprofPerfetto => {
             cmd.env("OMP_TOOL_LIBRARIES", &s.kprof)
                 .env("KPROF_OUTPUT_DIR", &out_dir)
                 .env("KPROF_SUMMARY", "0")
@@ -102,17 +114,24 @@ fn run_once(s: &Setup, runtime: Runtime, v: Variant, round: usize) -> (f64, Opti
             if v == Variant::KprofPerfetto {
                 cmd.env("KPROF_TRACE", "perfetto");
             }
+            if v == Variant::KprofRecords {
+                cmd.env("KPROF_IN_PLACE", "0");
+            }
         }
     }
     let label = format!("{} {v:?}", runtime.name());
     let ns = run_for(&mut cmd, &label, "ns_per_region");
     let mut fault = None;
-    if matches!(v, Variant::Kprof | Variant::KprofPerfetto) {
+    if matches!(
+        v,
+        Variant::Kprof | Variant::KprofRecords | Variant::KprofPerfetto
+    ) {
         // kprof measured what ran: every region, none dropped.
         let regions = s.regions * (s.reps + 1);
         require_complete(&out_dir, &label, "omp_parallel", regions);
         let (fault_ns, bytes) = buffer_cost(&out_dir);
-        fault = Some((fault_ns / regions as f64, bytes / regions as f64));
+        let cpu = writer_run_cpu(&out_dir);
+        fault = Some((fault_ns / regions as f64, bytes / regions as f64, cpu));
     }
     let _ = std::fs::remove_dir_all(&dir);
     (ns, fault)
@@ -177,14 +196,16 @@ fn main() {
     // and its bytes of records per region.
     let mut faults: Vec<Vec<f64>> = runtimes.iter().map(|_| Vec::new()).collect();
     let mut bytes: Vec<f64> = runtimes.iter().map(|_| f64::NAN).collect();
+    let mut writer_cpu: Vec<Vec<f64>> = runtimes.iter().map(|_| Vec::new()).collect();
     for round in 0..rounds {
         for (r, &rt) in runtimes.iter().enumerate() {
             for (i, v) in Variant::ALL.into_iter().enumerate() {
                 let (ns, fault) = run_once(&s, rt, v, round);
                 results[r][i].1.push(ns);
-                if let (Variant::Kprof, Some((f, b))) = (v, fault) {
+                if let (Variant::Kprof, Some((f, b, cpu))) = (v, fault) {
                     faults[r].push(f);
                     bytes[r] = b;
+                    writer_cpu[r].push(cpu);
                 }
             }
         }
@@ -195,6 +216,10 @@ fn main() {
         println!("{}:", rt.name());
         let at = |v| Variant::ALL.iter().position(|&x| x == v).unwrap_or(0);
         let delta = paired_delta(&rows[at(Variant::Kprof)].1, &rows[at(Variant::NoTool)].1);
+        let records = paired_delta(
+            &rows[at(Variant::KprofRecords)].1,
+            &rows[at(Variant::Kprof)].1,
+        );
         print_rounds("region", "no tool", rows);
         // New buffer memory is zeroed by the kernel and, in a virtual machine, often
         // backed by the host only when first touched: part of kprof's cost that
@@ -204,6 +229,15 @@ fn main() {
              region (median; {:.0} B of records per region)",
             median(&mut faults[r]),
             bytes[r]
+        );
+        println!(
+            "  kprof profile-only writer thread CPU while the program ran: {:.2} ms per run \
+             (median)",
+            median(&mut writer_cpu[r]) / 1e6
+        );
+        println!(
+            "  records instead of in-place aggregation: {records:+.1} ns per region \
+             (KPROF_IN_PLACE=0 - in place, same round, median over rounds)"
         );
         if rt == Runtime::Llvm14 {
             let ok = delta <= TARGET_NS;

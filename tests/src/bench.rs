@@ -134,6 +134,14 @@ pub fn buffer_cost(out_dir: &Path) -> (f64, f64) {
     (num("buffer_fault_ns"), num("record_bytes"))
 }
 
+/// The CPU time kprof's writer thread took while the program ran (before the
+/// end), in ns, from `profile.json` in `out_dir`.
+pub fn writer_run_cpu(out_dir: &Path) -> f64 {
+    read_profile(out_dir)["kprof"]["writer_run_cpu_ns"]
+        .as_f64()
+        .unwrap_or(f64::NAN)
+}
+
 /// `tests/harness/trace_driver.c` linked against the core, built in the scratch
 /// directory `scratch_name`.
 pub fn trace_driver(scratch_name: &str) -> PathBuf {

@@ -179,8 +179,9 @@ impl ThreadProfile {
         id
     }
 
-    /// Takes one nested event of this thread.
-    #[inline]
+    /// Takes one nested event of this thread. Inlined into each caller, which
+    /// passes one kind of event: the match folds away on the hot path.
+    #[inline(always)]
     pub fn event(&mut self, ev: &Event<'_>) {
         self.events += 1;
         match *ev {
@@ -198,7 +199,7 @@ impl ThreadProfile {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn begin(&mut self, s: &Slice) {
         if s.kind == Kind::OmpTaskCreate {
             self.task_graph.task(s.guid, s.name);
@@ -308,7 +309,7 @@ impl ThreadProfile {
         Some(Parent::Anchor((thread, node)))
     }
 
-    #[inline]
+    #[inline(always)]
     fn end(&mut self, s: &Slice, end: u64) {
         let Some(f) = self.frames.pop() else {
             return;
@@ -326,7 +327,7 @@ impl ThreadProfile {
         let dur = self.rt.clock.delta_ns(f.begin, end);
         let node = &mut self.tree.nodes[f.node as usize];
         node.stats.add(dur, dur.saturating_sub(f.child_ns));
-        if s.kind.model() == "openmp" {
+        if s.kind.is_openmp() {
             node.add_thread_time(self.slot.index, dur);
         }
         for &(key, value) in s.args() {
@@ -340,6 +341,7 @@ impl ThreadProfile {
         }
     }
 
+    #[inline(never)]
     fn instant(&mut self, kind: Kind, name: u32, a: u64, b: u64, ts: u64) {
         match kind {
             Kind::UserCounter => {
