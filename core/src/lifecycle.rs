@@ -7,7 +7,10 @@
 //! default disposition and re-raises, so the process ends as it would have. A
 //! second signal arriving while the output is written (a group signal and its
 //! copy forwarded by a launcher, on another thread) waits for the same output
-//! instead of cutting it off.
+//! instead of cutting it off. An asynchronous signal that lands on a thread in the
+//! middle of a kprof event is handled when that event completes (nanoseconds
+//! later): the writer reads no thread's data while it is being written, and a
+//! half-written thread would otherwise be left out.
 //!
 //! Fork: the writer thread does not survive a fork. The child handler leaves the
 //! parent's runtime behind; the child starts one of its own at its first event
@@ -38,6 +41,9 @@ const SIGNALS: [(c_int, &str); 8] = [
     (libc::SIGFPE, "SIGFPE"),
     (libc::SIGILL, "SIGILL"),
 ];
+
+/// The first entries of [`SIGNALS`] are asynchronous (the rest are crashes).
+const ASYNC_SIGNALS: usize = 3;
 
 /// The dispositions we replace (the defaults), to restore before re-raising; set
 /// before any of our handlers is installed.
@@ -147,6 +153,7 @@ fn install_signal_handlers() {
     if PREVIOUS.set(previous).is_err() {
         return;
     }
+    crate::thread::on_deferred_signal(deferred_signal);
     for (i, &(sig, _)) in SIGNALS.iter().enumerate() {
         if !ours[i] {
             continue;
@@ -187,6 +194,10 @@ extern "C" fn on_signal(sig: c_int) {
     let Some(i) = SIGNALS.iter().position(|&(s, _)| s == sig) else {
         return;
     };
+    // This thread is inside an event: finish it first (a crash cannot wait).
+    if i < ASYNC_SIGNALS && crate::thread::defer_signal(sig) {
+        return;
+    }
     let first = HANDLING.fetch_add(1, Ordering::AcqRel) == 0;
     let recording = matches!(
         runtime::phase(),
@@ -213,6 +224,25 @@ extern "C" fn on_signal(sig: c_int) {
     // SAFETY: raise is async-signal-safe. The signal is blocked until this handler
     // returns, then delivered with the restored disposition.
     unsafe { libc::raise(sig) };
+}
+
+/// A signal deferred until the event it interrupted completed: handled now, on
+/// the thread that completed an event, as if it had just arrived. Its own
+/// asynchronous signals wait while it runs, as in a handler.
+fn deferred_signal(sig: c_int) {
+    // SAFETY: operating on signal sets we own.
+    let previous = unsafe {
+        let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
+        let mut old = MaybeUninit::<libc::sigset_t>::zeroed();
+        libc::sigemptyset(set.as_mut_ptr());
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(set.as_mut_ptr(), s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), old.as_mut_ptr());
+        old.assume_init()
+    };
+    on_signal(sig);
+    restore_signals(&previous);
 }
 
 /// Blocks every signal in the calling thread; returns the mask it had. A thread

@@ -1,7 +1,10 @@
 //! Per-thread recording state: the chunk being filled, the GUID counter and the name
 //! cache. Reached through one thread-local pointer, so the hot path takes no lock.
 
-use std::sync::atomic::{compiler_fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::ffi::c_int;
+use std::sync::atomic::{
+    compiler_fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::Mutex;
 
 use crate::buffer::{Chunk, CHUNK_WORDS};
@@ -546,6 +549,46 @@ impl Drop for Entered {
         // SAFETY: as in t(); the slot is leaked and never freed.
         let slot = unsafe { (*self.state).slot };
         slot.busy.store(false, Ordering::Release);
+        if DEFERRED_SIGNAL.load(Ordering::Relaxed) != 0 {
+            run_deferred_signal();
+        }
+    }
+}
+
+/// An asynchronous signal that arrived while its thread was inside an event (0:
+/// none), handled once an event completes.
+static DEFERRED_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// What handles a deferred signal (a `fn(c_int)`; 0 until signal handlers are
+/// installed).
+static DEFERRED_HANDLER: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets what handles a deferred signal (the signal handlers' owner).
+pub fn on_deferred_signal(handler: fn(c_int)) {
+    DEFERRED_HANDLER.store(handler as usize, Ordering::Release);
+}
+
+/// Called by a signal handler: when the calling thread is inside an event,
+/// keeps `sig` for when the event completes and returns true. Async-signal-safe
+/// (a thread-local load and atomics).
+pub fn defer_signal(sig: c_int) -> bool {
+    let p = tls::get();
+    // SAFETY: this thread's own leaked state, only read.
+    let busy = unsafe { p.as_ref() }.is_some_and(|t| t.slot.busy.load(Ordering::Relaxed));
+    if busy && DEFERRED_HANDLER.load(Ordering::Acquire) != 0 {
+        DEFERRED_SIGNAL.store(sig, Ordering::Release);
+    }
+    busy && DEFERRED_HANDLER.load(Ordering::Acquire) != 0
+}
+
+#[cold]
+#[inline(never)]
+fn run_deferred_signal() {
+    let sig = DEFERRED_SIGNAL.swap(0, Ordering::AcqRel);
+    let handler = DEFERRED_HANDLER.load(Ordering::Acquire);
+    if sig != 0 && handler != 0 {
+        // SAFETY: only on_deferred_signal stores here, always a fn(c_int).
+        let handler: fn(c_int) = unsafe { std::mem::transmute::<usize, fn(c_int)>(handler) };
+        handler(sig);
     }
 }
 

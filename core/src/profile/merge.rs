@@ -43,6 +43,22 @@ struct Part<'a> {
     address_names: Vec<Option<u32>>,
 }
 
+impl Part<'_> {
+    /// The final name id of this thread's name id `name` (a code address gets
+    /// its name here).
+    fn name(&mut self, name: u32, symbols: &mut impl Symbols) -> u32 {
+        if name & ADDRESS_NAME == 0 {
+            return name;
+        }
+        let i = (name & !ADDRESS_NAME) as usize;
+        let p = self.p;
+        match self.address_names.get_mut(i) {
+            Some(n) => *n.get_or_insert_with(|| symbols.name_of(p.addresses[i])),
+            None => name,
+        }
+    }
+}
+
 /// Merges `threads` (in any order), naming code addresses with `symbols`.
 pub fn merge(threads: &[&ThreadProfile], symbols: &mut impl Symbols) -> Merged {
     let mut m = Merged::default();
@@ -99,6 +115,11 @@ pub fn merge(threads: &[&ThreadProfile], symbols: &mut impl Symbols) -> Merged {
         merge_children(&mut m.tree, &mut parts[i], local, ROOT, symbols);
     }
 
+    for part in parts.iter_mut() {
+        let p = part.p;
+        m.task_graph
+            .absorb(&p.task_graph, |n| part.name(n, symbols));
+    }
     for p in threads {
         for (&k, c) in &p.copies {
             let t = m.copies.entry(k).or_default();
@@ -129,7 +150,6 @@ pub fn merge(threads: &[&ThreadProfile], symbols: &mut impl Symbols) -> Merged {
                 })
                 .or_insert(*c);
         }
-        m.task_graph.absorb(&p.task_graph);
     }
     for p in threads {
         m.task_graph.resolve_pending(&p.task_graph);
@@ -154,12 +174,7 @@ fn merge_children(
         part.map[l as usize] = g;
         for &c in &nodes[l as usize].children {
             let n = &nodes[c as usize];
-            let name = if n.name & ADDRESS_NAME != 0 {
-                let i = (n.name & !ADDRESS_NAME) as usize;
-                *part.address_names[i].get_or_insert_with(|| symbols.name_of(p.addresses[i]))
-            } else {
-                n.name
-            };
+            let name = part.name(n.name, symbols);
             let m = tree.child(g, name, n.kind, n.dev);
             let into = &mut tree.nodes[m as usize];
             into.stats.merge(&n.stats);

@@ -40,14 +40,16 @@ impl TaskGraph {
         }
     }
 
-    /// Adds another thread's tasks and named edges (call for every thread, then
+    /// Adds another thread's tasks and named edges, with `name` giving the final
+    /// id of each of its name ids (call for every thread, then
     /// [`TaskGraph::resolve_pending`] with each thread's graph).
-    pub fn absorb(&mut self, o: &TaskGraph) {
-        for (&guid, &name) in &o.names {
-            self.task(guid, name);
+    pub fn absorb(&mut self, o: &TaskGraph, mut name: impl FnMut(u32) -> u32) {
+        for (&guid, &n) in &o.names {
+            let n = name(n);
+            self.task(guid, n);
         }
-        for (&e, &n) in &o.edges {
-            *self.edges.entry(e).or_default() += n;
+        for (&(f, t), &n) in &o.edges {
+            *self.edges.entry((name(f), name(t))).or_default() += n;
         }
         self.unresolved += o.unresolved;
     }
@@ -87,11 +89,11 @@ mod tests {
         other.task(99, 30);
         other.edge(99, 7);
         let mut all = TaskGraph::default();
-        all.absorb(&g);
-        all.absorb(&other);
+        all.absorb(&g, |n| n);
+        all.absorb(&other, |n| n + 1000);
         all.resolve_pending(&g);
         all.resolve_pending(&other);
-        assert_eq!(all.edges.get(&(10, 30)), Some(&1));
+        assert_eq!(all.edges.get(&(10, 1030)), Some(&1));
         assert_eq!(all.edges.get(&(10, 20)), Some(&2));
         assert_eq!((all.unresolved, all.tasks()), (1, 4));
     }
