@@ -29,7 +29,7 @@ impl InPlace {
     #[inline(always)]
     pub fn begin(&mut self, o: Opening) {
         let p = &mut self.profile;
-        self.nesting.begin(o, &mut |ev| p.event(ev));
+        self.nesting.begin(o, |s| p.begin(s));
     }
 
     /// Closes instance `guid` (0: the innermost of `kind`) at raw time `ts`.
@@ -37,7 +37,7 @@ impl InPlace {
     pub fn end(&mut self, rt: &Runtime, ts: u64, kind: u8, guid: u64) {
         let p = &mut self.profile;
         self.nesting
-            .end(ts, kind, guid, &mut |ev| p.event(ev), &rt.anomalies);
+            .end(ts, kind, guid, |s, t| p.end(s, t), &rt.anomalies);
     }
 
     /// Attaches an argument to the innermost open instance.
@@ -56,6 +56,6 @@ impl InPlace {
     pub fn close_all(&mut self, rt: &Runtime, end: u64) {
         let p = &mut self.profile;
         self.nesting
-            .close_all(end, &mut |ev| p.event(ev), &rt.anomalies);
+            .close_all(end, |s, t| p.end(s, t), &rt.anomalies);
     }
 }

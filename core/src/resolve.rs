@@ -240,9 +240,10 @@ impl Nesting {
         }
     }
 
-    /// Opens an instance nested in the innermost open one, and emits its begin.
+    /// Opens an instance nested in the innermost open one, and hands it to
+    /// `began`.
     #[inline(always)]
-    pub fn begin(&mut self, o: Opening, emit: &mut impl FnMut(&Event<'_>)) {
+    pub fn begin(&mut self, o: Opening, began: impl FnOnce(&Slice)) {
         let Some(kind) = Kind::from_u8(o.kind) else {
             return;
         };
@@ -264,7 +265,7 @@ impl Nesting {
             end_lost: false,
         });
         if let Some(top) = self.stack.last() {
-            emit(&Event::Begin(top));
+            began(top);
         }
     }
 
@@ -283,14 +284,15 @@ impl Nesting {
 
     /// Closes instance `guid` (0: the innermost of `kind`) at raw time `ts`, and
     /// every instance opened inside it that is still open (counted as an
-    /// out-of-order end); an end of nothing open is counted as unmatched.
+    /// out-of-order end), handing each to `ended` with its end time; an end of
+    /// nothing open is counted as unmatched.
     #[inline(always)]
     pub fn end(
         &mut self,
         ts: u64,
         kind: u8,
         guid: u64,
-        emit: &mut impl FnMut(&Event<'_>),
+        mut ended: impl FnMut(&Slice, u64),
         anomalies: &Anomalies,
     ) {
         let pos = if guid != 0 {
@@ -311,7 +313,7 @@ impl Nesting {
         // Ended in place, then dropped: a slice is large, and moving it out of
         // the stack first was a sixth of the writer's CPU (a memmove per end).
         for s in self.stack[pos..].iter().rev() {
-            emit(&Event::End(s, ts.max(s.begin)));
+            ended(s, ts.max(s.begin));
         }
         self.stack.truncate(pos);
     }
@@ -319,11 +321,11 @@ impl Nesting {
     /// Records were lost at raw time `ts`: the instances above depth `keep` (the
     /// lowest depth reached while dropping) ended unseen, and close here with
     /// their end marked lost.
-    pub fn gap(&mut self, keep: usize, ts: u64, emit: &mut impl FnMut(&Event<'_>)) {
+    pub fn gap(&mut self, keep: usize, ts: u64, mut ended: impl FnMut(&Slice, u64)) {
         while self.stack.len() > keep {
             if let Some(mut s) = self.stack.pop() {
                 s.end_lost = true;
-                emit(&Event::End(&s, ts.max(s.begin)));
+                ended(&s, ts.max(s.begin));
             }
         }
         self.lost = true;
@@ -334,14 +336,14 @@ impl Nesting {
     pub fn close_all(
         &mut self,
         end: u64,
-        emit: &mut impl FnMut(&Event<'_>),
+        mut ended: impl FnMut(&Slice, u64),
         anomalies: &Anomalies,
     ) {
         while let Some(s) = self.stack.pop() {
             if !s.kind.may_end_late() {
                 anomalies.count(Anomaly::UnclosedAtExit);
             }
-            emit(&Event::End(&s, end.max(s.begin)));
+            ended(&s, end.max(s.begin));
         }
     }
 
@@ -596,7 +598,7 @@ impl ThreadStream {
                     // Instances below the lowest depth reached while dropping are
                     // still open; the ones above ended (or began) unseen.
                     self.nesting
-                        .gap(h.low() as usize, ts, &mut |ev| out.event(ev));
+                        .gap(h.low() as usize, ts, |s, t| out.event(&Event::End(s, t)));
                     self.next_guid = b(0);
                     // The thread redefines its code slots after a gap.
                     *self.codes = [(0, None); CODE_SLOTS];
@@ -645,7 +647,7 @@ impl ThreadStream {
             begin: ts,
             extras,
         };
-        self.nesting.begin(o, &mut |ev| out.event(ev));
+        self.nesting.begin(o, |s| out.event(&Event::Begin(s)));
     }
 
     #[inline(always)]
@@ -657,14 +659,19 @@ impl ThreadStream {
         out: &mut C,
         anomalies: &Anomalies,
     ) {
-        self.nesting
-            .end(ts, kind, guid, &mut |ev| out.event(ev), anomalies);
+        self.nesting.end(
+            ts,
+            kind,
+            guid,
+            |s, t| out.event(&Event::End(s, t)),
+            anomalies,
+        );
     }
 
     /// Closes every slice still open at raw time `end` (see [`Nesting::close_all`]).
     pub fn close_all<C: Consumer>(&mut self, end: u64, out: &mut C, anomalies: &Anomalies) {
         self.nesting
-            .close_all(end, &mut |ev| out.event(ev), anomalies);
+            .close_all(end, |s, t| out.event(&Event::End(s, t)), anomalies);
     }
 }
 

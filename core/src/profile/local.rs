@@ -34,16 +34,10 @@ struct Frame {
     begin: u64,
     child_ns: u64,
     copy: Option<CopyKey>,
-    /// The last child looked up under this frame: runtimes launch the same kernel
-    /// in the same place again and again, so this saves most tree lookups.
-    last_child: ChildCache,
     /// Deeper than the depth cap: its time is inside the frame at the cap and is
     /// counted there only.
     capped: bool,
 }
-
-/// (packed key, node) of the last child looked up; key 0 is empty.
-type ChildCache = (u64, u32);
 
 fn child_key(name: u32, kind: Kind, dev: u16) -> u64 {
     1 << 63 | u64::from(dev) << 40 | (kind as u64) << 32 | u64::from(name)
@@ -81,13 +75,6 @@ pub struct CounterStats {
     pub last_ts: u64,
 }
 
-/// A node of another thread this thread's instances hang under.
-struct Anchor {
-    /// Local node standing in for it.
-    local: u32,
-    last_child: ChildCache,
-}
-
 /// Where a new instance goes.
 enum Parent {
     Root,
@@ -105,8 +92,9 @@ pub struct ThreadProfile {
     /// The thread's call paths; anchors are nodes outside the root's children.
     pub tree: Tree,
     frames: Vec<Frame>,
-    root_cache: ChildCache,
-    anchors: FxHashMap<(u32, u32), Anchor>,
+    /// Another thread's node (thread index, node) -> the local anchor standing in
+    /// for it.
+    anchors: FxHashMap<(u32, u32), u32>,
     /// Local anchor node -> (thread index, that thread's node).
     pub anchored: Vec<(u32, (u32, u32))>,
     copy_names: FxHashMap<(u32, u32), u32>,
@@ -139,7 +127,6 @@ impl ThreadProfile {
             max_depth: max_depth.max(1),
             tree: Tree::default(),
             frames: Vec::new(),
-            root_cache: (0, 0),
             anchors: FxHashMap::default(),
             anchored: Vec::new(),
             copy_names: FxHashMap::default(),
@@ -183,11 +170,13 @@ impl ThreadProfile {
     /// passes one kind of event: the match folds away on the hot path.
     #[inline(always)]
     pub fn event(&mut self, ev: &Event<'_>) {
-        self.events += 1;
         match *ev {
             Event::Begin(s) => self.begin(s),
             Event::End(s, end) => self.end(s, end),
-            Event::Edge { from, to, .. } => self.task_graph.edge(from, to),
+            Event::Edge { from, to, .. } => {
+                self.events += 1;
+                self.task_graph.edge(from, to)
+            }
             Event::Instant {
                 kind,
                 name,
@@ -195,12 +184,17 @@ impl ThreadProfile {
                 b,
                 ts,
                 ..
-            } => self.instant(kind, name, a, b, ts),
+            } => {
+                self.events += 1;
+                self.instant(kind, name, a, b, ts)
+            }
         }
     }
 
+    /// Takes the begin of instance `s`.
     #[inline(always)]
-    fn begin(&mut self, s: &Slice) {
+    pub fn begin(&mut self, s: &Slice) {
+        self.events += 1;
         if s.kind == Kind::OmpTaskCreate {
             self.task_graph.task(s.guid, s.name);
         }
@@ -254,42 +248,34 @@ impl ThreadProfile {
             begin: s.begin,
             child_ns: 0,
             copy,
-            last_child: (0, 0),
             capped,
         });
     }
 
-    /// The child of `parent` with this key, through the parent's cache of its
-    /// last child (a remote parent's anchor has one too: the implicit tasks of
-    /// one region share their node).
+    /// The child of `parent` with this key, through the parent node's cache of
+    /// its last child: runtimes launch the same kernel in the same place again
+    /// and again (and the implicit tasks of one region share their anchor).
     #[inline(always)]
     fn child(&mut self, parent: Parent, key: u64, name: u32, kind: Kind, dev: u16) -> u32 {
-        let (node, cache) = match parent {
-            Parent::Root => (ROOT, &mut self.root_cache),
-            Parent::Frame(i) => {
-                let f = &mut self.frames[i];
-                (f.node, &mut f.last_child)
-            }
-            Parent::Anchor(at) => {
-                let a = match self.anchors.entry(at) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        let local = self.tree.anchor();
-                        self.anchored.push((local, at));
-                        e.insert(Anchor {
-                            local,
-                            last_child: (0, 0),
-                        })
-                    }
-                };
-                (a.local, &mut a.last_child)
-            }
+        let node = match parent {
+            Parent::Root => ROOT,
+            Parent::Frame(i) => self.frames[i].node,
+            Parent::Anchor(at) => match self.anchors.get(&at) {
+                Some(&local) => local,
+                None => {
+                    let local = self.tree.anchor();
+                    self.anchored.push((local, at));
+                    self.anchors.insert(at, local);
+                    local
+                }
+            },
         };
+        let cache = self.tree.nodes[node as usize].last_child;
         if cache.0 == key {
             return cache.1;
         }
         let n = self.tree.child(node, name, kind, dev);
-        *cache = (key, n);
+        self.tree.nodes[node as usize].last_child = (key, n);
         n
     }
 
@@ -309,8 +295,10 @@ impl ThreadProfile {
         Some(Parent::Anchor((thread, node)))
     }
 
+    /// Takes the end of instance `s` at raw time `end`.
     #[inline(always)]
-    fn end(&mut self, s: &Slice, end: u64) {
+    pub fn end(&mut self, s: &Slice, end: u64) {
+        self.events += 1;
         let Some(f) = self.frames.pop() else {
             return;
         };

@@ -32,6 +32,9 @@ pub struct Node {
     pub args: Vec<(u32, u64, u64)>,
     /// Children in creation order.
     pub children: Vec<u32>,
+    /// (packed key, node) of the child looked up last, for the thread that owns
+    /// the tree (key 0: none).
+    pub last_child: (u64, u32),
 }
 
 impl Node {
@@ -74,6 +77,7 @@ impl Default for Tree {
                 per_thread: Vec::new(),
                 args: Vec::new(),
                 children: Vec::new(),
+                last_child: (0, 0),
             }],
             index: FxHashMap::default(),
         }
@@ -94,6 +98,7 @@ impl Tree {
             per_thread: Vec::new(),
             args: Vec::new(),
             children: Vec::new(),
+            last_child: (0, 0),
         });
         n
     }
@@ -141,6 +146,7 @@ impl Tree {
             per_thread: Vec::new(),
             args: Vec::new(),
             children: Vec::new(),
+            last_child: (0, 0),
         });
         self.nodes[parent as usize].children.push(n);
         self.index.insert(key, n);
