@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use kprof_core::report::TreeNode;
+use kprof_core::output::report::TreeNode;
 
 use crate::fmt::{dur, signed_dur, Align, Table};
 use crate::load::load_report;

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kprof_core::report::{Report, SCHEMA};
+use kprof_core::output::report::{Report, SCHEMA};
 use serde_json::Value;
 
 use crate::merge::MERGED_SCHEMA;

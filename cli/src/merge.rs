@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kprof_core::report::{Report, SelfCost, TreeNode};
+use kprof_core::output::report::{Report, SelfCost, TreeNode};
 use serde_json::{json, Map, Value};
 
 use crate::load::load_report;

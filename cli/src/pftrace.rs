@@ -17,7 +17,7 @@ use std::path::Path;
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
-use kprof_core::trace::perfetto_proto::{trace_packet::Data, TracePacket};
+use kprof_core::consume::trace::perfetto_proto::{trace_packet::Data, TracePacket};
 use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, WireType};
 use prost::Message;
 

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use kprof_core::flat::{flatten, FlatRow};
-use kprof_core::report::{Report, TreeNode};
+use kprof_core::output::flat::{flatten, FlatRow};
+use kprof_core::output::report::{Report, TreeNode};
 use regex::Regex;
 use serde_json::{json, Value};
 
@@ -232,7 +232,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
 
 /// A name as a table cell: escaped, and cut unless `--wide`.
 fn cell(name: &str, args: &ReportArgs) -> String {
-    kprof_core::summary::table_name(name, (!args.wide).then_some(NAME_WIDTH))
+    kprof_core::output::summary::table_name(name, (!args.wide).then_some(NAME_WIDTH))
 }
 
 /// Longest name in a table without `--wide`, as in the exit summary.
@@ -512,7 +512,11 @@ fn sections(s: &mut String, r: &Report, top: usize, args: &ReportArgs) {
         }
         s.push_str(&t.render());
     }
-    let _ = writeln!(s, "\n{}", kprof_core::summary::self_cost_line(&r.kprof));
+    let _ = writeln!(
+        s,
+        "\n{}",
+        kprof_core::output::summary::self_cost_line(&r.kprof)
+    );
 }
 
 /// A counter value: integers as such, others with up to 6 significant digits.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use kprof_core::config::Config;
+use kprof_core::base::config::Config;
 
 use crate::detect::{detect, find_program, Models};
 use crate::{absolute, show, Failure, Outcome};

@@ -1,0 +1,560 @@
+//! Decoding one thread's records into nested events: the writer's half of the
+//! event path when records are kept (a trace is on). The repairs themselves are
+//! [`Nesting`]'s, shared with the in-place profile.
+
+use kprof_abi::{Anomaly, Kind};
+
+use crate::base::anomaly::Anomalies;
+use crate::hot::nesting::{
+    Consumer, CopyInfo, Event, Extras, Global, Nesting, Opening, Symbols, Transfer,
+};
+use crate::hot::record::{Head, Op, CODE_SLOTS};
+use crate::hot::thread::GUID_SEQ_BITS;
+
+/// The resolver state of one thread: decodes its records and feeds them to its
+/// [`Nesting`].
+pub struct ThreadStream {
+    thread: u32,
+    nesting: Nesting,
+    /// The thread's GUID counter, recounted from its begins.
+    next_guid: u64,
+    /// Records processed (events and code-slot definitions).
+    pub records: u64,
+    /// Words processed.
+    pub words: u64,
+    /// Raw time of the newest record processed.
+    pub last_ts: u64,
+    /// Time of the last timed event: the base of short events' deltas.
+    base_ts: u64,
+    /// The thread's code slots: address and its name id once asked for.
+    codes: Box<[(u64, Option<u32>); CODE_SLOTS]>,
+}
+
+impl ThreadStream {
+    /// The stream of thread `thread`.
+    pub fn new(thread: u32) -> ThreadStream {
+        ThreadStream {
+            thread,
+            nesting: Nesting::new(thread),
+            next_guid: u64::from(thread) << GUID_SEQ_BITS,
+            records: 0,
+            words: 0,
+            last_ts: 0,
+            base_ts: 0,
+            codes: Box::new([(0, None); CODE_SLOTS]),
+        }
+    }
+
+    /// The raw time of the event starting `words` (which holds whole events), and
+    /// its op and length in words; `None` when the words do not parse (cannot
+    /// happen with records written by this library).
+    #[inline(always)]
+    fn peek(&self, words: &[u64]) -> Option<(u64, Op, usize)> {
+        let h = Head(*words.first()?);
+        let op = Op::from_u8(h.op())?;
+        let n = op.words();
+        if words.len() < n {
+            return None;
+        }
+        let ts = if op.is_short() {
+            self.base_ts.wrapping_add(u64::from(h.low()))
+        } else {
+            words[1]
+        };
+        Some((ts, op, n))
+    }
+
+    /// Processes the events of `words` in order while their time is at most
+    /// `limit` (at least one), and returns how many words it consumed. Cross-thread
+    /// events go to [`Consumer::global`].
+    pub fn feed<C: Consumer, S: Symbols>(
+        &mut self,
+        words: &[u64],
+        limit: u64,
+        out: &mut C,
+        symbols: &mut S,
+        anomalies: &Anomalies,
+    ) -> usize {
+        let mut i = 0;
+        let mut events = 0;
+        while i < words.len() {
+            let Some((ts, op, n)) = self.peek(&words[i..]) else {
+                // Without the op the rest of the batch cannot be parsed.
+                anomalies.count(Anomaly::InternalError);
+                i = words.len();
+                break;
+            };
+            if ts > limit && i > 0 {
+                break;
+            }
+            let h = Head(words[i]);
+            // Extension units: pairs of words after head and timestamp.
+            let ext: &[u64] = if op.is_short() {
+                &words[i + 1..i + n]
+            } else {
+                &words[i + 2..i + n]
+            };
+            let a = |k: usize| ext.get(2 * k).copied().unwrap_or(0);
+            let b = |k: usize| ext.get(2 * k + 1).copied().unwrap_or(0);
+            i += n;
+            events += 1;
+            if op.is_timed() {
+                self.base_ts = ts;
+            }
+            self.last_ts = self.last_ts.max(ts);
+            match op {
+                Op::Arg => self.nesting.arg(h.low(), a(0)),
+                Op::Begin => self.begin(ts, h, h.aux(), h.low(), 0, Extras::NONE, out),
+                Op::BeginParent => self.begin(ts, h, h.aux(), h.low(), a(0), Extras::NONE, out),
+                Op::BeginShort => {
+                    let name = u32::from(h.aux());
+                    self.begin(ts, h, 0, name, 0, Extras::NONE, out)
+                }
+                Op::BeginParentShort => {
+                    let name = u32::from(h.aux());
+                    self.begin(ts, h, 0, name, a(0), Extras::NONE, out)
+                }
+                Op::CodeDef => {
+                    if let Some(entry) = self.codes.get_mut(usize::from(h.aux())) {
+                        *entry = (a(0), None);
+                    }
+                }
+                Op::BeginCodeShort => {
+                    let name = self.code_name(h.aux(), symbols);
+                    self.begin(ts, h, 0, name, 0, Extras::NONE, out)
+                }
+                Op::BeginCodeArgShort => {
+                    let name = self.code_name(h.aux(), symbols);
+                    let kv = a(0);
+                    let extras = Extras {
+                        arg: Some((kv as u32, kv >> 32)),
+                        ..Extras::NONE
+                    };
+                    self.begin(ts, h, 0, name, 0, extras, out)
+                }
+                Op::EndShort => {
+                    let guid = match h.aux() {
+                        0 => 0,
+                        back => self.next_guid - u64::from(back - 1),
+                    };
+                    self.end(ts, h.kind(), guid, out, anomalies)
+                }
+                Op::BeginAt | Op::BeginTransfer => {
+                    let name = symbols.name_of(a(0));
+                    let transfer = (op == Op::BeginTransfer).then(|| Transfer {
+                        bytes: a(1),
+                        direction: h.low(),
+                    });
+                    let extras = Extras {
+                        transfer,
+                        ..Extras::NONE
+                    };
+                    self.begin(ts, h, h.aux(), name, b(0), extras, out);
+                }
+                Op::BeginAtArg => {
+                    let name = symbols.name_of(a(0));
+                    let arg = Some((h.low(), b(0)));
+                    self.begin(
+                        ts,
+                        h,
+                        h.aux(),
+                        name,
+                        0,
+                        Extras {
+                            arg,
+                            ..Extras::NONE
+                        },
+                        out,
+                    );
+                }
+                Op::BeginCode => {
+                    let codeptr = u64::from(h.low()) | u64::from(h.aux()) << 32;
+                    let name = symbols.name_of(codeptr);
+                    // The head's aux bits are the address: the device is 0.
+                    self.begin(ts, h, 0, name, 0, Extras::NONE, out);
+                }
+                Op::BeginTransferNamed => {
+                    let transfer = Transfer {
+                        bytes: a(1),
+                        direction: b(1) as u32,
+                    };
+                    let extras = Extras {
+                        transfer: Some(transfer),
+                        ..Extras::NONE
+                    };
+                    self.begin(ts, h, h.aux(), h.low(), a(0), extras, out);
+                }
+                Op::Edge => {
+                    if let Some(kind) = Kind::from_u8(h.kind()) {
+                        out.event(&Event::Edge {
+                            thread: self.thread,
+                            kind,
+                            from: a(0),
+                            to: b(0),
+                            ts,
+                        });
+                    }
+                }
+                Op::CopyBegin => {
+                    let copy = CopyInfo {
+                        bytes: a(0),
+                        src_label: b(0) as u32,
+                        dst_space: a(1) as u32,
+                        src_space: b(1) as u32,
+                    };
+                    let extras = Extras {
+                        copy: Some(copy),
+                        ..Extras::NONE
+                    };
+                    self.begin(ts, h, h.aux(), h.low(), 0, extras, out)
+                }
+                Op::End => {
+                    let seq = u64::from(h.low()) | u64::from(h.aux()) << 32;
+                    let guid = if seq == 0 {
+                        0
+                    } else {
+                        u64::from(self.thread) << GUID_SEQ_BITS | seq
+                    };
+                    self.end(ts, h.kind(), guid, out, anomalies)
+                }
+                Op::EndGuid => self.end(ts, h.kind(), a(0), out, anomalies),
+                Op::Instant => {
+                    if let Some(kind) = Kind::from_u8(h.kind()) {
+                        out.event(&Event::Instant {
+                            thread: self.thread,
+                            kind,
+                            name: h.low(),
+                            a: a(0),
+                            b: b(0),
+                            ts,
+                        });
+                    }
+                }
+                Op::Alloc | Op::Free => {
+                    let (space, label) = (a(1) as u32, h.low());
+                    let (ptr, bytes) = (a(0), b(0));
+                    let g = if op == Op::Alloc {
+                        Global::Alloc {
+                            space,
+                            label,
+                            ptr,
+                            bytes,
+                        }
+                    } else {
+                        Global::Free {
+                            space,
+                            label,
+                            ptr,
+                            bytes,
+                        }
+                    };
+                    out.global(ts, &g);
+                }
+                Op::SectionStart => out.global(ts, &Global::SectionStart(h.low())),
+                Op::SectionStop => out.global(ts, &Global::SectionStop(h.low())),
+                Op::Gap => {
+                    // Instances below the lowest depth reached while dropping are
+                    // still open; the ones above ended (or began) unseen.
+                    self.nesting
+                        .gap(h.low() as usize, ts, |s, t| out.event(&Event::End(s, t)));
+                    self.next_guid = b(0);
+                    // The thread redefines its code slots after a gap.
+                    *self.codes = [(0, None); CODE_SLOTS];
+                }
+            }
+        }
+        self.records += events;
+        self.words += i as u64;
+        i
+    }
+
+    /// The name id of the address in code slot `slot`, symbolized once per
+    /// definition.
+    fn code_name<S: Symbols>(&mut self, slot: u16, symbols: &mut S) -> u32 {
+        match self.codes.get_mut(usize::from(slot)) {
+            Some((_, Some(name))) => *name,
+            Some((addr, name)) => *name.insert(symbols.name_of(*addr)),
+            None => symbols.name_of(0),
+        }
+    }
+
+    /// Raw time of the first event in `words` (for merging threads by time).
+    pub fn next_time(&self, words: &[u64]) -> u64 {
+        self.peek(words).map_or(u64::MAX, |(ts, _, _)| ts)
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn begin<C: Consumer>(
+        &mut self,
+        ts: u64,
+        h: Head,
+        dev: u16,
+        name: u32,
+        parent: u64,
+        extras: Extras,
+        out: &mut C,
+    ) {
+        self.next_guid += 1;
+        let o = Opening {
+            guid: self.next_guid,
+            parent,
+            kind: h.kind(),
+            name,
+            dev,
+            begin: ts,
+            extras,
+        };
+        self.nesting.begin(o, |s| out.event(&Event::Begin(s)));
+    }
+
+    #[inline(always)]
+    fn end<C: Consumer>(
+        &mut self,
+        ts: u64,
+        kind: u8,
+        guid: u64,
+        out: &mut C,
+        anomalies: &Anomalies,
+    ) {
+        self.nesting.end(
+            ts,
+            kind,
+            guid,
+            |s, t| out.event(&Event::End(s, t)),
+            anomalies,
+        );
+    }
+
+    /// Closes every slice still open at raw time `end` (see [`Nesting::close_all`]).
+    pub fn close_all<C: Consumer>(&mut self, end: u64, out: &mut C, anomalies: &Anomalies) {
+        self.nesting
+            .close_all(end, |s, t| out.event(&Event::End(s, t)), anomalies);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoSymbols;
+
+    impl Symbols for NoSymbols {
+        fn name_of(&mut self, addr: u64) -> u32 {
+            addr as u32
+        }
+    }
+
+    #[derive(Default)]
+    struct Log(Vec<String>);
+
+    impl Consumer for Log {
+        fn event(&mut self, ev: &Event<'_>) {
+            self.0.push(match ev {
+                Event::Begin(s) => format!("B{}", s.name),
+                // `!`: closed at a gap, its real end lost.
+                Event::End(s, t) => format!("E{}@{t}{}", s.name, if s.end_lost { "!" } else { "" }),
+                Event::Instant { name, .. } => format!("I{name}"),
+                Event::Edge { from, to, .. } => format!("D{from}>{to}"),
+            });
+        }
+        fn global(&mut self, _: u64, _: &Global) {}
+    }
+
+    use crate::hot::record::{head, long};
+
+    fn begin(ts: u64, name: u32, kind: Kind) -> Vec<u64> {
+        long(ts, Op::Begin, kind as u8, name, 0).to_vec()
+    }
+
+    /// An end of this thread's GUID with counter `seq` (0: innermost of `kind`).
+    fn end(ts: u64, seq: u32, kind: Kind) -> Vec<u64> {
+        long(ts, Op::End, kind as u8, seq, 0).to_vec()
+    }
+
+    #[test]
+    fn repairs_out_of_order_and_unmatched_ends() {
+        let an = Anomalies::default();
+        let mut s = ThreadStream::new(1);
+        let mut log = Log::default();
+        let rs = [
+            begin(1, 1, Kind::Region),
+            begin(2, 2, Kind::ParallelFor),
+            // Region popped while the kernel is open: the kernel closes first.
+            end(3, 0, Kind::Region),
+            // The kernel's own end (GUID counter 2) comes too late, as does a pop.
+            end(4, 2, Kind::ParallelFor),
+            end(5, 0, Kind::Region),
+            begin(6, 3, Kind::ParallelFor),
+        ]
+        .concat();
+        s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
+        s.close_all(9, &mut log, &an);
+        assert_eq!(log.0, ["B1", "B2", "E2@3", "E1@3", "B3", "E3@9"]);
+        assert_eq!(an.get(Anomaly::OutOfOrderEnd), 1);
+        assert_eq!(an.get(Anomaly::UnmatchedEnd), 2);
+        assert_eq!(an.get(Anomaly::UnclosedAtExit), 1);
+    }
+
+    #[test]
+    fn ends_after_a_gap_are_not_anomalies() {
+        let an = Anomalies::default();
+        let mut s = ThreadStream::new(1);
+        let mut log = Log::default();
+        let base = 1u64 << GUID_SEQ_BITS;
+        let rs = [
+            begin(1, 1, Kind::Region),
+            begin(2, 2, Kind::ParallelFor),
+            // Dropped: the kernel's end, a begin/end pair, a begin (counter 5).
+            // The lowest depth while dropping was 1 (the region alone).
+            long(9, Op::Gap, 0, 1, 0).to_vec(),
+            vec![4, base | 5],
+            end(10, 5, Kind::ParallelFor),
+            begin(11, 6, Kind::ParallelFor),
+            end(12, 6, Kind::ParallelFor),
+            end(13, 0, Kind::Region),
+        ]
+        .concat();
+        s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
+        assert_eq!(an.get(Anomaly::UnmatchedEnd), 0);
+        assert_eq!(log.0, ["B1", "B2", "E2@9!", "B6", "E6@12", "E1@13"]);
+    }
+
+    /// Symbols that remember every address asked for, named by their order.
+    #[derive(Default)]
+    struct Addresses(Vec<u64>);
+
+    impl Symbols for Addresses {
+        fn name_of(&mut self, addr: u64) -> u32 {
+            self.0.push(addr);
+            self.0.len() as u32
+        }
+    }
+
+    /// A slice as it ended: name, device, parent, args.
+    type EndedSlice = (u32, u16, u64, Vec<(u32, u64)>);
+
+    /// The slices as they end.
+    #[derive(Default)]
+    struct Ended(Vec<EndedSlice>);
+
+    impl Consumer for Ended {
+        fn event(&mut self, ev: &Event<'_>) {
+            if let Event::End(s, _) = ev {
+                self.0.push((s.name, s.dev, s.parent, s.args().to_vec()));
+            }
+        }
+        fn global(&mut self, _: u64, _: &Global) {}
+    }
+
+    #[test]
+    fn decodes_code_address_begins() {
+        let an = Anomalies::default();
+        let mut s = ThreadStream::new(1);
+        let (mut out, mut syms) = (Ended::default(), Addresses::default());
+        let kind = Kind::OmpParallel as u8;
+        let addr = 0x7f12_3456_789a_u64;
+        let rs = [
+            // Two words: the address in the head's 48 bits.
+            long(1, Op::BeginCode, kind, addr as u32, (addr >> 32) as u16).to_vec(),
+            // Four: address and argument value; the key in the head.
+            long(2, Op::BeginAtArg, kind, 42, 3).to_vec(),
+            vec![addr + 1, 7],
+            end(3, 0, Kind::OmpParallel),
+            end(4, 0, Kind::OmpParallel),
+            // The general form: an explicit parent.
+            long(5, Op::BeginAt, kind, 0, 2).to_vec(),
+            vec![addr + 2, 99],
+            end(6, 0, Kind::OmpParallel),
+        ]
+        .concat();
+        s.feed(&rs, u64::MAX, &mut out, &mut syms, &an);
+        assert_eq!(syms.0, [addr, addr + 1, addr + 2]);
+        assert_eq!(
+            out.0,
+            [
+                (2, 3, 0, vec![(42, 7)]),
+                (1, 0, 0, vec![]),
+                (3, 2, 99, vec![])
+            ]
+        );
+        assert_eq!(an.get(Anomaly::InternalError), 0);
+    }
+
+    /// Short events: times as deltas from the last timed event (not from an
+    /// argument), ends by back reference, and the long form in between.
+    #[test]
+    fn decodes_short_events() {
+        let an = Anomalies::default();
+        let mut s = ThreadStream::new(1);
+        let mut log = Log::default();
+        let region = Kind::Region as u8;
+        let guid = |seq: u64| (1u64 << GUID_SEQ_BITS) | seq;
+        let rs = [
+            long(1000, Op::Begin, region, 1, 0).to_vec(),
+            // GUID 2 at 1000 + 5, parent GUID 1 given explicitly.
+            vec![head(Op::BeginParentShort, region, 5, 2), guid(1)],
+            long(0, Op::Arg, 0, 9, 0).to_vec(),
+            vec![4, 0],
+            // GUID 3 at 1005 + 7: the argument's time is no base.
+            vec![head(Op::BeginShort, region, 7, 3)],
+            // End GUID 2 (one GUID taken since): GUID 3 closes first, out of order.
+            vec![head(Op::EndShort, region, 10, 2)],
+            long(2000, Op::Begin, region, 4, 0).to_vec(),
+            // Innermost of the kind: GUID 4 at 2000 + 1.
+            vec![head(Op::EndShort, region, 1, 0)],
+            vec![head(Op::EndShort, region, 3, 0)],
+        ]
+        .concat();
+        assert_eq!(s.next_time(&rs), 1000);
+        assert_eq!(
+            s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an),
+            rs.len()
+        );
+        assert_eq!(
+            log.0,
+            ["B1", "B2", "B3", "E3@1022", "E2@1022", "B4", "E4@2001", "E1@2004"]
+        );
+        assert_eq!((s.records, s.words), (8, rs.len() as u64));
+        assert_eq!(an.get(Anomaly::OutOfOrderEnd), 1);
+        assert_eq!(an.get(Anomaly::UnmatchedEnd), 0);
+    }
+
+    /// Code slots: defined once, named by the writer's symbols once per
+    /// definition, redefined, and cleared at a gap.
+    #[test]
+    fn decodes_code_slots() {
+        let an = Anomalies::default();
+        let mut s = ThreadStream::new(1);
+        let (mut out, mut syms) = (Ended::default(), Addresses::default());
+        let kind = Kind::OmpLoop as u8;
+        let end = |delta| vec![head(Op::EndShort, kind, delta, 0)];
+        let rs = [
+            long(100, Op::Begin, Kind::OmpParallel as u8, 50, 0).to_vec(),
+            vec![head(Op::CodeDef, 0, 0, 7), 0x4000],
+            vec![head(Op::BeginCodeShort, kind, 1, 7)],
+            end(1),
+            // The slot again: no definition, no new symbol lookup.
+            vec![head(Op::BeginCodeArgShort, kind, 1, 7), 42 | 3 << 32],
+            end(1),
+            // Redefined.
+            vec![head(Op::CodeDef, 0, 0, 7), 0x5000],
+            vec![head(Op::BeginCodeShort, kind, 1, 7)],
+            end(1),
+            // After a gap every slot is empty (address 0) until defined.
+            long(200, Op::Gap, 0, 1, 0).to_vec(),
+            vec![0, (1 << GUID_SEQ_BITS) | 4],
+            vec![head(Op::BeginCodeShort, kind, 1, 7)],
+            end(1),
+        ]
+        .concat();
+        s.feed(&rs, u64::MAX, &mut out, &mut syms, &an);
+        assert_eq!(syms.0, [0x4000, 0x5000, 0]);
+        let names: Vec<(u32, Vec<(u32, u64)>)> = out.0.iter().map(|e| (e.0, e.3.clone())).collect();
+        assert_eq!(
+            names,
+            [(1, vec![]), (1, vec![(42, 3)]), (2, vec![]), (3, vec![])]
+        );
+        assert_eq!(an.get(Anomaly::InternalError), 0);
+    }
+}

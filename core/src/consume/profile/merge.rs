@@ -1,0 +1,191 @@
+//! Folding the threads' profiles into one: call paths with the same names from the
+//! root become one node, whichever thread ran them; subtrees a thread hung under
+//! another thread's node (anchors) go under that node; code addresses get their
+//! names here, once each.
+
+use rustc_hash::FxHashMap;
+
+use crate::hot::nesting::Symbols;
+
+use crate::hot::aggregate::local::{CopyKey, CopyStats, CounterStats, ThreadProfile, ADDRESS_NAME};
+use crate::hot::aggregate::task_graph::TaskGraph;
+use crate::hot::aggregate::tree::{Tree, ROOT};
+
+/// Not mapped to a node of the merged tree (yet).
+const UNMAPPED: u32 = u32::MAX;
+
+/// Everything the threads aggregated, as one.
+#[derive(Default)]
+pub struct Merged {
+    /// The call-path tree of the process.
+    pub tree: Tree,
+    /// Memory copies.
+    pub copies: FxHashMap<CopyKey, CopyStats>,
+    /// Instants by name id.
+    pub markers: FxHashMap<u32, u64>,
+    /// Dual-view counts by label id.
+    pub dual_views: FxHashMap<u32, [u64; 4]>,
+    /// User counters by name id.
+    pub counters: FxHashMap<u32, CounterStats>,
+    /// Dependence edges by task names.
+    pub task_graph: TaskGraph,
+    /// Distinct call paths over all threads' trees (the profile's size while the
+    /// program ran).
+    pub thread_nodes: u64,
+}
+
+/// One thread's part of the merge.
+struct Part<'a> {
+    p: &'a ThreadProfile,
+    /// Local node -> merged node.
+    map: Vec<u32>,
+    /// Names of the thread's code addresses, looked up once each.
+    address_names: Vec<Option<u32>>,
+}
+
+impl Part<'_> {
+    /// The final name id of this thread's name id `name` (a code address gets
+    /// its name here).
+    fn name(&mut self, name: u32, symbols: &mut impl Symbols) -> u32 {
+        if name & ADDRESS_NAME == 0 {
+            return name;
+        }
+        let i = (name & !ADDRESS_NAME) as usize;
+        let p = self.p;
+        match self.address_names.get_mut(i) {
+            Some(n) => *n.get_or_insert_with(|| symbols.name_of(p.addresses[i])),
+            None => name,
+        }
+    }
+}
+
+/// Merges `threads` (in any order), naming code addresses with `symbols`.
+pub fn merge(threads: &[&ThreadProfile], symbols: &mut impl Symbols) -> Merged {
+    let mut m = Merged::default();
+    let mut parts: Vec<Part<'_>> = threads
+        .iter()
+        .map(|&p| {
+            let mut map = vec![UNMAPPED; p.tree.nodes.len()];
+            map[ROOT as usize] = ROOT;
+            Part {
+                p,
+                map,
+                address_names: vec![None; p.addresses.len()],
+            }
+        })
+        .collect();
+    let position: FxHashMap<u32, usize> = threads
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.index(), i))
+        .collect();
+    for part in parts.iter_mut() {
+        m.thread_nodes += part.p.tree.nodes.len() as u64 - 1;
+        merge_children(&mut m.tree, part, ROOT, ROOT, symbols);
+    }
+    // Anchors whose node is mapped go under it; an anchor can stand for a node
+    // that is itself under an anchor (nested parallel regions), so repeat while
+    // that places more. What never maps (the parent's thread was not merged)
+    // goes under the root.
+    let mut pending: Vec<(usize, u32, (u32, u32))> = parts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, part)| part.p.anchored.iter().map(move |&(l, at)| (i, l, at)))
+        .collect();
+    loop {
+        let before = pending.len();
+        pending.retain(|&(i, local, (thread, node))| {
+            let target = position
+                .get(&thread)
+                .and_then(|&t| parts[t].map.get(node as usize).copied())
+                .filter(|&g| g != UNMAPPED);
+            match target {
+                Some(g) => {
+                    merge_children(&mut m.tree, &mut parts[i], local, g, symbols);
+                    false
+                }
+                None => true,
+            }
+        });
+        if pending.len() == before {
+            break;
+        }
+    }
+    for (i, local, _) in pending {
+        merge_children(&mut m.tree, &mut parts[i], local, ROOT, symbols);
+    }
+
+    for part in parts.iter_mut() {
+        let p = part.p;
+        m.task_graph
+            .absorb(&p.task_graph, |n| part.name(n, symbols));
+    }
+    for p in threads {
+        for (&k, c) in &p.copies {
+            let t = m.copies.entry(k).or_default();
+            t.count += c.count;
+            t.bytes += c.bytes;
+            t.total_ns += c.total_ns;
+        }
+        for (&k, &n) in &p.markers {
+            *m.markers.entry(k).or_default() += n;
+        }
+        for (&k, d) in &p.dual_views {
+            let t = m.dual_views.entry(k).or_default();
+            for (a, b) in t.iter_mut().zip(d) {
+                *a += b;
+            }
+        }
+        for (&k, c) in &p.counters {
+            m.counters
+                .entry(k)
+                .and_modify(|t| {
+                    t.count += c.count;
+                    t.min = t.min.min(c.min);
+                    t.max = t.max.max(c.max);
+                    t.sum += c.sum;
+                    if c.last_ts >= t.last_ts {
+                        (t.last, t.last_ts) = (c.last, c.last_ts);
+                    }
+                })
+                .or_insert(*c);
+        }
+    }
+    for p in threads {
+        m.task_graph.resolve_pending(&p.task_graph);
+    }
+    m
+}
+
+/// Merges the children of `part`'s node `local` (recursively) under the merged
+/// node `global`.
+fn merge_children(
+    tree: &mut Tree,
+    part: &mut Part<'_>,
+    local: u32,
+    global: u32,
+    symbols: &mut impl Symbols,
+) {
+    let p = part.p;
+    let nodes = &p.tree.nodes;
+    // Deep trees (recursion down to the depth cap): a stack, not recursion.
+    let mut todo = vec![(local, global)];
+    while let Some((l, g)) = todo.pop() {
+        part.map[l as usize] = g;
+        for &c in &nodes[l as usize].children {
+            let n = &nodes[c as usize];
+            let name = part.name(n.name, symbols);
+            let m = tree.child(g, name, n.kind, n.dev);
+            let into = &mut tree.nodes[m as usize];
+            into.stats.merge(&n.stats);
+            for &(t, ns) in &n.per_thread {
+                into.add_thread_time(t, ns);
+            }
+            for &(k, min, max) in &n.args {
+                into.add_arg(k, min);
+                into.add_arg(k, max);
+            }
+            todo.push((c, m));
+        }
+    }
+}

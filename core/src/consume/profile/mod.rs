@@ -1,0 +1,436 @@
+//! The profile: per-thread call-path trees ([`crate::hot::aggregate`], built in
+//! place by the recording threads, or here by the writer from records), merged at
+//! the end ([`merge`]), plus what only makes sense across threads in time order (memory
+//! per space, sections), turned into a [`Report`].
+
+pub mod memory;
+pub mod merge;
+
+use std::collections::BTreeMap;
+
+use kprof_abi::Anomaly;
+use rustc_hash::FxHashMap;
+
+use crate::hot::aggregate::local::ThreadProfile;
+use crate::hot::aggregate::stats::Stats;
+use crate::hot::aggregate::tree::ROOT;
+use crate::hot::nesting::{Consumer, Event, Global};
+use crate::hot::runtime::Runtime;
+use crate::output::report::{self, Report, TreeNode};
+use memory::{Freed, Label, Space};
+use merge::Merged;
+
+#[derive(Default)]
+struct SectionStats {
+    stats: Stats,
+    open: Vec<u64>,
+}
+
+/// The profile under construction on the writer thread.
+pub struct Profile {
+    rt: &'static Runtime,
+    /// Deepest call path kept (`KPROF_MAX_DEPTH`).
+    max_depth: usize,
+    /// Per-thread profiles built here from records (a trace is on), by thread
+    /// index.
+    threads: FxHashMap<u32, Box<ThreadProfile>>,
+    spaces: FxHashMap<u32, Space>,
+    /// What each allocation label id says about its owner (program or runtime).
+    label_kinds: FxHashMap<u32, Label>,
+    sections: FxHashMap<u32, SectionStats>,
+}
+
+impl Profile {
+    /// An empty profile of `rt`.
+    pub fn new(rt: &'static Runtime) -> Profile {
+        Profile {
+            rt,
+            max_depth: crate::hot::runtime::config().max_depth as usize,
+            threads: FxHashMap::default(),
+            spaces: FxHashMap::default(),
+            label_kinds: FxHashMap::default(),
+            sections: FxHashMap::default(),
+        }
+    }
+
+    /// What allocation label `label` says about its owner (looked up once per label).
+    fn label_kind(&mut self, label: u32) -> Label {
+        let rt = self.rt;
+        *self
+            .label_kinds
+            .entry(label)
+            .or_insert_with(|| Label::of(&rt.names.text(label)))
+    }
+
+    /// The profile of thread `index`, made on its first event.
+    fn thread(&mut self, index: u32) -> Option<&mut ThreadProfile> {
+        let (rt, depth) = (self.rt, self.max_depth);
+        match self.threads.entry(index) {
+            std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let slot = rt.threads.by_index(index)?;
+                Some(e.insert(Box::new(ThreadProfile::new(rt, slot, depth))))
+            }
+        }
+    }
+
+    /// The per-thread profiles built here.
+    pub fn thread_profiles(&self) -> impl Iterator<Item = &ThreadProfile> {
+        self.threads.values().map(|b| &**b)
+    }
+}
+
+impl Consumer for Profile {
+    #[inline]
+    fn event(&mut self, ev: &Event<'_>) {
+        let index = match *ev {
+            Event::Begin(s) | Event::End(s, _) => s.thread,
+            Event::Instant { thread, .. } | Event::Edge { thread, .. } => thread,
+        };
+        if let Some(t) = self.thread(index) {
+            t.event(ev);
+        }
+    }
+
+    fn global(&mut self, ts: u64, ev: &Global) {
+        let anomalies = &self.rt.anomalies;
+        match *ev {
+            Global::Alloc {
+                space,
+                label,
+                ptr,
+                bytes,
+            } => {
+                let kind = self.label_kind(label);
+                self.spaces
+                    .entry(space)
+                    .or_default()
+                    .alloc_labelled(ts, label, kind, ptr, bytes)
+            }
+            Global::Free {
+                space, label, ptr, ..
+            } => {
+                let kind = self.label_kind(label);
+                if self
+                    .spaces
+                    .entry(space)
+                    .or_default()
+                    .free_labelled(ptr, kind)
+                    == Freed::Unknown
+                {
+                    anomalies.count(Anomaly::UnknownFree);
+                }
+            }
+            Global::SectionStart(id) => {
+                if self.section_known(id) {
+                    self.sections.entry(id).or_default().open.push(ts);
+                }
+            }
+            Global::SectionStop(id) => {
+                let start = self.sections.get_mut(&id).and_then(|s| s.open.pop());
+                match start {
+                    Some(start) => {
+                        let dur = self.rt.clock.delta_ns(start, ts);
+                        if let Some(s) = self.sections.get_mut(&id) {
+                            s.stats.add(dur, dur);
+                        }
+                    }
+                    None => anomalies.count(Anomaly::UnknownSection),
+                }
+            }
+        }
+    }
+}
+
+impl Profile {
+    fn section_known(&self, id: u32) -> bool {
+        let n = self.rt.sections.lock().map(|s| s.len()).unwrap_or(0);
+        let known = id >= 1 && id as usize <= n;
+        if !known {
+            self.rt.anomalies.count(Anomaly::UnknownSection);
+        }
+        known
+    }
+
+    /// Renders everything aggregated into a [`Report`]: `merged`, the threads'
+    /// profiles as one, and what this profile kept across threads. `records`
+    /// gives each thread index's processed record or event count.
+    pub fn report(&self, merged: &Merged, records: &FxHashMap<u32, u64>) -> Report {
+        let rt = self.rt;
+        let text = |id: u32| rt.names.text(id);
+        let devices = rt.devices.snapshot();
+        let start = rt.start_raw;
+        let end = rt.end();
+
+        let tree = merged.tree.nodes[ROOT as usize]
+            .children
+            .iter()
+            .map(|&c| tree_node(merged, c, &text, &devices))
+            .collect();
+
+        // One row per section name, as regions are: a section created again and
+        // again (inside a loop) is one section; its row keeps the first id.
+        let mut sections: Vec<report::Section> = {
+            let names = rt.sections.lock().map(|s| s.clone()).unwrap_or_default();
+            let mut ids: Vec<u32> = self.sections.keys().copied().collect();
+            ids.sort_unstable();
+            let mut by_name: FxHashMap<Option<u32>, (u32, Stats)> = FxHashMap::default();
+            for id in ids {
+                let name = names.get(id as usize - 1).copied();
+                let row = by_name.entry(name).or_insert((id, Stats::default()));
+                row.1.merge(&self.sections[&id].stats);
+            }
+            by_name
+                .into_iter()
+                .map(|(name, (id, s))| report::Section {
+                    id,
+                    name: name.map_or_else(|| "<unknown>".into(), text),
+                    count: s.count,
+                    total_ns: s.total_ns,
+                    min_ns: s.min(),
+                    max_ns: s.max_ns,
+                })
+                .collect()
+        };
+        sections.sort_by_key(|s| s.id);
+
+        let mut events: Vec<report::EventCount> = merged
+            .markers
+            .iter()
+            .map(|(&n, &count)| report::EventCount {
+                name: text(n),
+                count,
+            })
+            .collect();
+        events.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+
+        let mut deep_copies: Vec<report::DeepCopy> = merged
+            .copies
+            .iter()
+            .map(|(&(ds, dl, ss, sl), c)| report::DeepCopy {
+                dst_space: text(ds),
+                dst_label: text(dl),
+                src_space: text(ss),
+                src_label: text(sl),
+                count: c.count,
+                bytes: c.bytes,
+                total_ns: c.total_ns,
+            })
+            .collect();
+        deep_copies.sort_by(|a, b| {
+            b.bytes
+                .cmp(&a.bytes)
+                .then_with(|| a.dst_label.cmp(&b.dst_label))
+        });
+
+        let mut memory: Vec<report::MemorySpace> = self
+            .spaces
+            .iter()
+            .map(|(&space, s)| {
+                let mut leaks: Vec<(u64, u32, u64)> =
+                    s.leaks().map(|(p, l)| (l.bytes, l.label, p)).collect();
+                leaks.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
+                report::MemorySpace {
+                    space: text(space),
+                    allocations: s.allocations,
+                    deallocations: s.deallocations,
+                    current_bytes: s.current,
+                    high_water_bytes: s.high_water,
+                    high_water_ns: rt.clock.delta_ns(start, s.high_water_ts),
+                    largest: s
+                        .largest
+                        .iter()
+                        .map(|&(bytes, l)| report::Allocation {
+                            label: text(l),
+                            bytes,
+                            address: None,
+                        })
+                        .collect(),
+                    leaks: leaks
+                        .into_iter()
+                        .map(|(bytes, l, p)| report::Allocation {
+                            label: text(l),
+                            bytes,
+                            address: Some(format!("{p:#x}")),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        memory.sort_by(|a, b| a.space.cmp(&b.space));
+
+        let mut dual_views: Vec<report::DualView> = merged
+            .dual_views
+            .iter()
+            .map(|(&l, c)| report::DualView {
+                label: text(l),
+                sync_to_device: c[0],
+                sync_to_host: c[1],
+                modify_on_device: c[2],
+                modify_on_host: c[3],
+            })
+            .collect();
+        dual_views.sort_by(|a, b| a.label.cmp(&b.label));
+
+        let slots = rt.threads.snapshot();
+        let threads = slots
+            .iter()
+            .map(|s| report::ThreadInfo {
+                index: s.index,
+                tid: s.tid,
+                name: s.name(),
+                records: records.get(&s.index).copied().unwrap_or(0),
+            })
+            .collect();
+        let dropped_records = slots
+            .iter()
+            .map(|s| s.dropped.load(std::sync::atomic::Ordering::Relaxed))
+            .sum();
+
+        let metadata: BTreeMap<String, String> = rt
+            .metadata
+            .lock()
+            .map(|m| m.iter().cloned().collect())
+            .unwrap_or_default();
+        let caught = kprof_abi::guard::take_caught();
+        if caught > 0 {
+            rt.anomalies.add(Anomaly::InternalError, caught);
+        }
+        // Frees of unknown `[unlabeled]` blocks that no runtime allocation replaced
+        // are unknown frees after all (see memory.rs).
+        let unmatched: u64 = self.spaces.values().map(Space::unmatched_frees).sum();
+        let anomalies = rt
+            .anomalies
+            .snapshot()
+            .into_iter()
+            .map(|(a, n)| {
+                let n = if a == Anomaly::UnknownFree {
+                    n + unmatched
+                } else {
+                    n
+                };
+                (a.key().to_string(), n)
+            })
+            .collect();
+
+        let mut edges: Vec<report::TaskEdge> = merged
+            .task_graph
+            .edges
+            .iter()
+            .map(|(&(f, t), &count)| report::TaskEdge {
+                from: text(f),
+                to: text(t),
+                count,
+            })
+            .collect();
+        edges.sort_by(|a, b| (&a.from, &a.to).cmp(&(&b.from, &b.to)));
+        let task_graph = report::TaskGraph {
+            tasks: merged.task_graph.tasks() as u64,
+            edges,
+            unresolved_edges: merged.task_graph.unresolved,
+        };
+
+        let mut counters: Vec<report::Counter> = merged
+            .counters
+            .iter()
+            .map(|(&n, c)| report::Counter {
+                name: text(n),
+                count: c.count,
+                min: c.min,
+                max: c.max,
+                mean: c.sum / c.count.max(1) as f64,
+                last: c.last,
+            })
+            .collect();
+        counters.sort_by(|a, b| a.name.cmp(&b.name));
+
+        let start_ns = rt.clock.to_ns(start);
+        let end_ns = rt.clock.to_ns(end);
+        Report {
+            schema: report::SCHEMA.into(),
+            kprof_version: env!("CARGO_PKG_VERSION").into(),
+            program: report::Program {
+                executable: rt.process.executable.clone(),
+                pid: rt.process.pid,
+                host: rt.process.host.clone(),
+                rank: rt.process.rank,
+            },
+            clock: report::ClockInfo {
+                source: rt.clock.source().as_str().into(),
+                domain: "CLOCK_MONOTONIC".into(),
+                start_ns,
+                end_ns,
+                duration_ns: end_ns.saturating_sub(start_ns),
+            },
+            plugins: rt.plugins.lock().map(|p| p.clone()).unwrap_or_default(),
+            threads,
+            tree,
+            sections,
+            events,
+            deep_copies,
+            memory,
+            dual_views,
+            metadata,
+            anomalies,
+            dropped_records,
+            task_graph,
+            counters,
+            kprof: report::SelfCost::default(),
+        }
+    }
+}
+
+/// The report node of merged node `n`, with its subtree.
+fn tree_node(
+    merged: &Merged,
+    n: u32,
+    text: &dyn Fn(u32) -> String,
+    devices: &[crate::base::devices::Device],
+) -> TreeNode {
+    let node = &merged.tree.nodes[n as usize];
+    let dev = usize::from(node.dev)
+        .checked_sub(1)
+        .and_then(|i| devices.get(i));
+    let s = &node.stats;
+    let threads = (!node.per_thread.is_empty()).then(|| {
+        let totals: Vec<u64> = node.per_thread.iter().map(|&(_, t)| t).collect();
+        let (min, max) = (
+            totals.iter().copied().min().unwrap_or(0),
+            totals.iter().copied().max().unwrap_or(0),
+        );
+        let mean = totals.iter().sum::<u64>() as f64 / totals.len() as f64;
+        report::ThreadSpread {
+            threads: totals.len() as u32,
+            min_ns: min,
+            max_ns: max,
+            mean_ns: mean,
+            imbalance: if mean > 0.0 { max as f64 / mean } else { 1.0 },
+        }
+    });
+    let args = node
+        .args
+        .iter()
+        .map(|&(k, min, max)| (text(k), report::ArgRange { min, max }))
+        .collect();
+    TreeNode {
+        name: text(node.name),
+        kind: node.kind.as_str().into(),
+        threads,
+        args,
+        device: dev.map(|d| d.label()),
+        device_index: dev.map(|d| d.index),
+        instance: dev.map(|d| d.instance),
+        count: s.count,
+        total_ns: s.total_ns,
+        self_ns: s.self_ns,
+        min_ns: s.min(),
+        max_ns: s.max_ns,
+        mean_ns: s.mean(),
+        stddev_ns: s.stddev(),
+        children: node
+            .children
+            .iter()
+            .map(|&c| tree_node(merged, c, text, devices))
+            .collect(),
+    }
+}

@@ -1,0 +1,54 @@
+//! Timeline traces: writers that consume the same resolved events as the profile
+//! (no second hot path) and stream them to files in the output directory.
+//!
+//! Every writer is a [`Consumer`]: it sees each thread's events in order (begins and
+//! ends always nest, see [`crate::collect::resolve`]) and the cross-thread events (memory,
+//! sections) in timestamp order. The writer thread calls [`TraceWriter::flush`] at the
+//! end of every processing round (`KPROF_FLUSH_MS`), so a killed process leaves a
+//! readable trace up to its last round, and [`TraceWriter::finish`] once at shutdown.
+
+pub mod chrome;
+pub mod otf2;
+pub mod perfetto;
+pub mod perfetto_proto;
+
+use std::path::{Path, PathBuf};
+
+pub use crate::base::config::TraceFormat;
+use crate::hot::nesting::Consumer;
+use crate::hot::runtime::Runtime;
+use crate::output::OutputError;
+
+/// The label of a thread's track: its name and kprof's thread index (threads of a
+/// team share a name), or `thread <index>` for a thread without a name.
+pub fn thread_label(name: &str, index: u32) -> String {
+    if name.is_empty() {
+        format!("thread {index}")
+    } else {
+        format!("{name} ({index})")
+    }
+}
+
+/// A streaming trace writer.
+pub trait TraceWriter: Consumer + Send {
+    /// Writes everything consumed so far to the file (at the end of each round).
+    fn flush(&mut self) -> Result<(), OutputError>;
+    /// Completes the file at shutdown (closes open structures, final flush).
+    fn finish(self: Box<Self>) -> Result<PathBuf, OutputError>;
+    /// The file (or, for OTF2, the directory) it writes.
+    fn path(&self) -> &Path;
+}
+
+/// Opens the writer of `format` in `dir`.
+pub fn open(
+    format: TraceFormat,
+    dir: &Path,
+    rt: &'static Runtime,
+) -> Result<Box<dyn TraceWriter>, OutputError> {
+    let path = dir.join(format.file_name());
+    match format {
+        TraceFormat::Json => Ok(Box::new(chrome::ChromeWriter::create(&path, rt)?)),
+        TraceFormat::Perfetto => Ok(Box::new(perfetto::PerfettoWriter::create(&path, rt)?)),
+        TraceFormat::Otf2 => Ok(Box::new(otf2::Otf2Writer::create(&dir.join("otf2"), rt)?)),
+    }
+}

@@ -1,0 +1,369 @@
+//! The C ABI of `libkprof_core.so`: the plugin table ([`kprof_core_api`]) and the
+//! public annotation API of `ffi-headers/kprof.h`. Every function is wrapped in
+//! [`guard`] so no panic reaches the caller.
+
+use std::ffi::{c_char, CStr};
+use std::sync::OnceLock;
+
+use kprof_abi::guard::guard;
+use kprof_abi::{Anomaly, CopyEnd, CoreApi, DeviceDesc, Kind, SpaceName, ABI_VERSION};
+
+use crate::base::devices::Device;
+use crate::control::start;
+use crate::hot::events::{self, AtExtra};
+use crate::hot::record::Op;
+use crate::hot::runtime;
+
+/// Text of a C string argument (lossy), `None` for NULL.
+///
+/// # Safety
+/// `p` is NULL or NUL-terminated.
+unsafe fn text(p: *const c_char) -> Option<String> {
+    // SAFETY: forwarded from the caller.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+unsafe extern "C" fn attach(plugin: *const c_char) -> bool {
+    guard(false, || {
+        // SAFETY: plugins pass a NUL-terminated literal.
+        let name = unsafe { text(plugin) }.unwrap_or_else(|| "unknown".into());
+        start::attach(&name).is_some()
+    })
+}
+
+unsafe extern "C" fn configure(arg: *const c_char) -> bool {
+    guard(false, || {
+        // SAFETY: plugins pass NUL-terminated arguments.
+        let Some(arg) = (unsafe { text(arg) }) else {
+            return false;
+        };
+        let mut cfg = runtime::config();
+        let before = cfg.buffer_mb;
+        match cfg.apply_arg(&arg) {
+            Ok(()) => {
+                if cfg.buffer_mb != before && runtime::get().is_some() {
+                    cfg.buffer_mb = before;
+                    runtime::warn(&format!(
+                        "'{arg}' comes after the buffers were sized; give it in the environment"
+                    ));
+                }
+                true
+            }
+            Err(e) => {
+                drop(cfg);
+                runtime::warn(&e.to_string());
+                false
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn option_flag(name: *const c_char) -> i32 {
+    guard(-1, || {
+        // SAFETY: plugins pass a NUL-terminated literal.
+        let Some(name) = (unsafe { text(name) }) else {
+            return -1;
+        };
+        runtime::config().flag(&name).map_or(-1, i32::from)
+    })
+}
+
+unsafe extern "C" fn help() -> *const c_char {
+    static HELP: OnceLock<Vec<u8>> = OnceLock::new();
+    guard(c"".as_ptr(), || {
+        HELP.get_or_init(|| {
+            let mut v = crate::base::config::help_text().into_bytes();
+            v.push(0);
+            v
+        })
+        .as_ptr()
+        .cast()
+    })
+}
+
+unsafe extern "C" fn finalize() {
+    guard((), start::plugin_finalize)
+}
+
+unsafe extern "C" fn device(desc: *const DeviceDesc) -> u16 {
+    guard(0, || {
+        // SAFETY: plugins pass a valid descriptor or NULL.
+        let Some(d) = (unsafe { desc.as_ref() }) else {
+            return 0;
+        };
+        // SAFETY: the descriptor's backend is NULL or NUL-terminated.
+        let backend = unsafe { text(d.backend) }.unwrap_or_else(|| "Unknown".into());
+        events::device(Device {
+            backend,
+            index: d.index,
+            instance: d.instance,
+        })
+    })
+}
+
+unsafe extern "C" fn begin(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64 {
+    // SAFETY: the ABI requires name to be NULL or NUL-terminated.
+    guard(0, || unsafe { events::begin(kind, name, dev, parent) })
+}
+
+unsafe extern "C" fn end(kind: u8, guid: u64) {
+    guard((), || events::end(kind, guid))
+}
+
+unsafe extern "C" fn instant(kind: u8, name: *const c_char, a: u64, b: u64) {
+    // SAFETY: the ABI requires name to be NULL or NUL-terminated.
+    guard((), || unsafe { events::instant(kind, name, a, b) })
+}
+
+unsafe extern "C" fn alloc(space: SpaceName, label: *const c_char, ptr: u64, bytes: u64) {
+    // SAFETY: the ABI requires a readable space buffer and a NUL-terminated label.
+    guard((), || unsafe {
+        events::memory(Op::Alloc, space, label, ptr, bytes)
+    })
+}
+
+unsafe extern "C" fn free(space: SpaceName, label: *const c_char, ptr: u64, bytes: u64) {
+    // SAFETY: as for alloc.
+    guard((), || unsafe {
+        events::memory(Op::Free, space, label, ptr, bytes)
+    })
+}
+
+unsafe extern "C" fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
+    // SAFETY: as for alloc, for both ends.
+    guard(0, || unsafe { events::copy_begin(dst, src, bytes) })
+}
+
+unsafe extern "C" fn section_create(name: *const c_char) -> u32 {
+    // SAFETY: the ABI requires name to be NULL or NUL-terminated.
+    guard(0, || unsafe { events::section_create(name) })
+}
+
+unsafe extern "C" fn section_start(id: u32) {
+    guard((), || events::section(Op::SectionStart, id))
+}
+
+unsafe extern "C" fn section_stop(id: u32) {
+    guard((), || events::section(Op::SectionStop, id))
+}
+
+unsafe extern "C" fn section_destroy(id: u32) {
+    guard((), || events::section_destroy(id))
+}
+
+unsafe extern "C" fn metadata(key: *const c_char, value: *const c_char) {
+    guard((), || {
+        // SAFETY: the ABI requires NULL or NUL-terminated strings.
+        let (k, v) = unsafe {
+            (
+                (!key.is_null()).then(|| CStr::from_ptr(key)),
+                (!value.is_null()).then(|| CStr::from_ptr(value)),
+            )
+        };
+        events::metadata(k, v)
+    })
+}
+
+unsafe extern "C" fn anomaly(which: u32) {
+    guard((), || {
+        events::anomaly(Anomaly::from_u32(which).unwrap_or(Anomaly::InternalError))
+    })
+}
+
+unsafe extern "C" fn thread_name(name: *const c_char) {
+    guard((), || {
+        // SAFETY: the ABI requires NULL or a NUL-terminated string.
+        if let Some(n) = unsafe { text(name) } {
+            events::thread_name(n);
+        }
+    })
+}
+
+unsafe extern "C" fn begin_static(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64 {
+    // SAFETY: the ABI requires name to be NULL or a NUL-terminated, unchanging string.
+    guard(0, || unsafe {
+        events::begin_static(kind, name, dev, parent)
+    })
+}
+
+unsafe extern "C" fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64) -> u64 {
+    // SAFETY: no key to read.
+    guard(0, || unsafe {
+        events::begin_at(kind, codeptr, dev, parent, AtExtra::None)
+    })
+}
+
+unsafe extern "C" fn begin_at_arg(
+    kind: u8,
+    codeptr: u64,
+    dev: u16,
+    parent: u64,
+    key: *const c_char,
+    value: u64,
+) -> u64 {
+    let extra = AtExtra::Arg { key, value };
+    // SAFETY: the ABI requires key to be NULL or a NUL-terminated, unchanging string.
+    guard(0, || unsafe {
+        events::begin_at(kind, codeptr, dev, parent, extra)
+    })
+}
+
+unsafe extern "C" fn edge(kind: u8, from: u64, to: u64) {
+    guard((), || events::edge(kind, from, to))
+}
+
+unsafe extern "C" fn begin_transfer(
+    kind: u8,
+    codeptr: u64,
+    dev: u16,
+    parent: u64,
+    bytes: u64,
+    direction: u32,
+) -> u64 {
+    let extra = AtExtra::Transfer { bytes, direction };
+    // SAFETY: no key to read.
+    guard(0, || unsafe {
+        events::begin_at(kind, codeptr, dev, parent, extra)
+    })
+}
+
+unsafe extern "C" fn arg(key: *const c_char, value: u64) {
+    // SAFETY: the ABI requires key to be NULL or NUL-terminated.
+    guard((), || unsafe { events::arg(key, value) })
+}
+
+unsafe extern "C" fn begin_transfer_named(
+    kind: u8,
+    name: *const c_char,
+    dev: u16,
+    parent: u64,
+    bytes: u64,
+    direction: u32,
+) -> u64 {
+    // SAFETY: the ABI requires name to be NULL or NUL-terminated.
+    guard(0, || unsafe {
+        events::begin_transfer_named(kind, name, dev, parent, bytes, direction)
+    })
+}
+
+static API: CoreApi = CoreApi {
+    size: std::mem::size_of::<CoreApi>(),
+    version: ABI_VERSION,
+    attach,
+    configure,
+    option_flag,
+    help,
+    finalize,
+    device,
+    begin,
+    end,
+    instant,
+    alloc,
+    free,
+    copy_begin,
+    section_create,
+    section_start,
+    section_stop,
+    section_destroy,
+    metadata,
+    anomaly,
+    thread_name,
+    begin_at,
+    edge,
+    begin_transfer,
+    arg,
+    begin_transfer_named,
+    begin_static,
+    begin_at_arg,
+};
+
+/// The plugin table for ABI `version`, or NULL when this core cannot serve it.
+#[no_mangle]
+pub extern "C" fn kprof_core_api(version: u32) -> *const CoreApi {
+    if version == ABI_VERSION {
+        &API
+    } else {
+        std::ptr::null()
+    }
+}
+
+// ---- The public annotation API (ffi-headers/kprof.h) ----
+
+/// Attaches the annotation API to the runtime (starting it) on its first call, so
+/// annotations work with or without a plugin and are listed under "plugins". Every
+/// thread's first call waits for the one start to complete (see
+/// [`start::attach_annotations`]).
+fn attach_annotations() {
+    start::attach_annotations();
+}
+
+/// Opens an annotation region on the calling thread.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn kprof_region_begin(name: *const c_char) {
+    guard((), || {
+        attach_annotations();
+        // SAFETY: forwarded from the caller.
+        unsafe { events::begin(Kind::UserRegion as u8, name, 0, 0) };
+    })
+}
+
+/// Closes the innermost annotation region of the calling thread.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn kprof_region_end(_name: *const c_char) {
+    guard((), || {
+        attach_annotations();
+        events::end(Kind::UserRegion as u8, 0)
+    })
+}
+
+/// Records a named instant event.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn kprof_event(name: *const c_char) {
+    guard((), || {
+        attach_annotations();
+        // SAFETY: forwarded from the caller.
+        unsafe { events::instant(Kind::Marker as u8, name, 0, 0) };
+    })
+}
+
+/// Records a value of the counter `name` (a counter track in traces; count, min,
+/// max, mean and last value in the profile).
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn kprof_counter(name: *const c_char, value: f64) {
+    guard((), || {
+        attach_annotations();
+        // SAFETY: forwarded from the caller.
+        unsafe { events::instant(Kind::UserCounter as u8, name, value.to_bits(), 0) };
+    })
+}
+
+/// Records a metadata pair.
+///
+/// # Safety
+/// `key` and `value` are NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn kprof_metadata(key: *const c_char, value: *const c_char) {
+    guard((), || {
+        attach_annotations();
+        // SAFETY: forwarded from the caller.
+        unsafe { metadata(key, value) };
+    })
+}
+
+/// Writes all output now and stops measuring.
+#[no_mangle]
+pub extern "C" fn kprof_finalize() {
+    guard((), start::shutdown)
+}

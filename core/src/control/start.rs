@@ -1,0 +1,243 @@
+//! Starting and ending the one runtime of the process: the first attach starts it
+//! (clock, buffers, the writer thread); it shuts down exactly once (by a plugin's
+//! finalize, at process exit, or on SIGINT/SIGTERM); a forked child leaves its
+//! parent's behind.
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::base::anomaly::Anomalies;
+use crate::base::devices::Devices;
+use crate::base::process::ProcessInfo;
+use crate::hot::buffer::Pool;
+use crate::hot::clock::Clock;
+use crate::hot::intern::Interner;
+use crate::hot::runtime::{
+    active, config, get, phase, set_starter, warn, Phase, Runtime, ACTIVE, FORK_OFF_NOTE, PHASE,
+    RUNTIME,
+};
+use crate::hot::thread::Registry;
+
+/// Chunks allocated at start, before the writer tops the pool up: one block of the
+/// arena (2 MiB), which is mapped and touched whole anyway.
+const INITIAL_CHUNKS: usize = 32;
+/// Plugins attached that will call finalize; the runtime shuts down when the last
+/// of them does (or at exit), so one runtime's finalize (Kokkos') does not cut off
+/// another's events (OpenMP's, which end at exit).
+static FINALIZERS: AtomicUsize = AtomicUsize::new(0);
+/// Whether the annotation API attached to the current runtime (set once attach
+/// returned, so a racing first call never skips the start; cleared in a forked
+/// child, whose runtime starts anew).
+static ANNOTATIONS_ATTACHED: AtomicBool = AtomicBool::new(false);
+/// Plugins the parent of a forked child had attached: the child's new runtime
+/// lists them too (leaked; null when none).
+static INHERITED_PLUGINS: AtomicPtr<Vec<String>> = AtomicPtr::new(std::ptr::null_mut());
+/// The annotation API attaches but never finalizes by itself.
+pub const ANNOTATION: &str = "annotation";
+
+/// Starts the runtime once, recording `plugin` as attached. Returns the runtime when
+/// it records.
+pub fn attach(plugin: &str) -> Option<&'static Runtime> {
+    ensure_started();
+    let rt = active()?;
+    let mut plugins = rt.plugins.lock().unwrap_or_else(|p| p.into_inner());
+    if !plugins.iter().any(|p| p == plugin) {
+        plugins.push(plugin.to_string());
+        if plugin != ANNOTATION {
+            FINALIZERS.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+    Some(rt)
+}
+
+/// The annotation API's attach, on each of its calls: one load once attached.
+#[inline(always)]
+pub fn attach_annotations() {
+    if !ANNOTATIONS_ATTACHED.load(Ordering::Acquire) {
+        attach_annotations_slow();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn attach_annotations_slow() {
+    // Every racing first caller attaches (attach waits for the one start), and only
+    // then is the flag set: no caller proceeds before the runtime records.
+    attach(ANNOTATION);
+    ANNOTATIONS_ATTACHED.store(true, Ordering::Release);
+}
+
+/// A plugin's finalize: shuts the runtime down when no other attached plugin is
+/// still running (the last one, or the exit handler, writes the output).
+pub fn plugin_finalize() {
+    let left = FINALIZERS
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            Some(n.saturating_sub(1))
+        })
+        .map_or(0, |n| n.saturating_sub(1));
+    if left == 0 {
+        shutdown();
+    }
+}
+
+/// Starts the runtime if nobody has: exactly one caller runs the start, and every
+/// caller returns only once it is complete (recording, or disabled).
+fn ensure_started() {
+    // A forked child's first event starts its own runtime through this.
+    set_starter(ensure_started);
+    loop {
+        let now = PHASE.load(Ordering::Acquire);
+        if now == Phase::NotStarted as u8 || now == Phase::Forked as u8 {
+            if PHASE
+                .compare_exchange(
+                    now,
+                    Phase::Starting as u8,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                // A start that panicked must not leave the others waiting forever.
+                if std::panic::catch_unwind(start).is_err() {
+                    PHASE.store(Phase::Disabled as u8, Ordering::Release);
+                }
+                return;
+            }
+        } else if now == Phase::Starting as u8 {
+            wait_started();
+            return;
+        } else {
+            return;
+        }
+    }
+}
+
+/// Waits while another thread starts the runtime (a few milliseconds).
+fn wait_started() {
+    let mut spins = 0u32;
+    while PHASE.load(Ordering::Acquire) == Phase::Starting as u8 {
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            // nanosleep is async-signal-safe (shutdown may come from a handler).
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}
+
+/// Runs with the phase at Starting, owned by this caller; leaves it at Running or
+/// Disabled.
+fn start() {
+    let cfg = config().clone();
+    if !cfg.enable {
+        PHASE.store(Phase::Disabled as u8, Ordering::Release);
+        return;
+    }
+    let clock = Clock::new();
+    let start_raw = clock.now();
+    let inherited = INHERITED_PLUGINS.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    let plugins = if inherited.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: a box leaked by the fork handler, taken exactly once (swapped out).
+        *unsafe { Box::from_raw(inherited) }
+    };
+    let rt: &'static Runtime = Box::leak(Box::new(Runtime {
+        clock,
+        pool: Pool::new(cfg.buffer_mb, INITIAL_CHUNKS),
+        names: Interner::new(),
+        threads: Registry::new(cfg.max_depth as usize),
+        in_place: cfg.in_place && cfg.trace.is_empty(),
+        anomalies: Anomalies::default(),
+        devices: Devices::default(),
+        sections: Mutex::new(Vec::new()),
+        metadata: Mutex::new(Vec::new()),
+        plugins: Mutex::new(plugins),
+        process: ProcessInfo::current(),
+        start_raw,
+        end_raw: AtomicU64::new(0),
+        shutdown: AtomicBool::new(false),
+        done: AtomicBool::new(false),
+        writer: OnceLock::new(),
+    }));
+    RUNTIME.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+    crate::hot::thread::prepare_barrier();
+    match crate::collect::writer::spawn(rt) {
+        Ok(handle) => {
+            let _ = rt.writer.set(handle);
+        }
+        Err(e) => {
+            warn(&format!(
+                "cannot start the writer thread ({e}); not measuring"
+            ));
+            PHASE.store(Phase::Disabled as u8, Ordering::Release);
+            return;
+        }
+    }
+    ACTIVE.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+    PHASE.store(Phase::Running as u8, Ordering::Release);
+    // After Running: a signal handled on this thread while it still started would
+    // wait for the start forever.
+    crate::control::hooks::install_exit_hooks(cfg.signals);
+}
+
+/// Stops recording, has the writer write every output, and waits for it (bounded).
+/// Safe to call from several places and threads; output is written once. Does not
+/// allocate or lock, so the signal handler may call it.
+pub fn shutdown() {
+    // An exit racing the start (a worker's exit() while main starts kprof) ends
+    // the runtime once it is complete.
+    wait_started();
+    let Some(rt) = get() else { return };
+    match PHASE.compare_exchange(
+        Phase::Running as u8,
+        Phase::Finalizing as u8,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => {
+            ACTIVE.store(std::ptr::null_mut(), Ordering::Release);
+            rt.end_raw.store(rt.clock.now(), Ordering::Release);
+            rt.shutdown.store(true, Ordering::Release);
+            rt.wake_writer();
+        }
+        // Another caller ends it: wait for the same output.
+        Err(p) if p == Phase::Finalizing as u8 => {}
+        // Done already, never started, disabled, or a child that never recorded.
+        Err(_) => return,
+    }
+    rt.wait_done();
+    PHASE.store(Phase::Done as u8, Ordering::Release);
+}
+
+/// What a forked child does with the runtime it inherited (called in the child
+/// right after fork, on its only thread): the writer thread did not survive the
+/// fork, so the parent's runtime is left behind. With `fork` (KPROF_FORK=1) a
+/// recording parent's child starts a runtime of its own at its first event
+/// (`plugins`: the parent's); otherwise it records nothing and says so then.
+pub fn reset_in_child(fork: bool, plugins: Option<Vec<String>>) {
+    ACTIVE.store(std::ptr::null_mut(), Ordering::Release);
+    // The forking thread's state belongs to the parent's runtime.
+    crate::hot::tls::set(std::ptr::null_mut());
+    ANNOTATIONS_ATTACHED.store(false, Ordering::Release);
+    let was = phase();
+    RUNTIME.store(std::ptr::null_mut(), Ordering::Release);
+    let next = match was {
+        Phase::NotStarted => Phase::NotStarted,
+        Phase::Running | Phase::Starting if fork => {
+            if let Some(p) = plugins {
+                INHERITED_PLUGINS.store(Box::into_raw(Box::new(p)), Ordering::Release);
+            }
+            Phase::Forked
+        }
+        Phase::Running | Phase::Starting => {
+            FORK_OFF_NOTE.store(true, Ordering::Release);
+            Phase::Disabled
+        }
+        // The parent was ending or had ended: the child has nothing to write.
+        _ => Phase::Disabled,
+    };
+    PHASE.store(next as u8, Ordering::Release);
+}

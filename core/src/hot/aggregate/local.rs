@@ -1,0 +1,429 @@
+//! One thread's share of the profile: its own call-path tree and statistics,
+//! built from that thread's nested events alone, so the thread that records
+//! them can build it in place (no lock: nothing here is shared while it runs).
+//! The writer builds the same per-thread profiles from records when a trace is
+//! on; either way [`crate::consume::profile::merge`] folds them into one tree at the end.
+//!
+//! An instance whose explicit parent runs on another thread (an OpenMP implicit
+//! task under the region its primary thread opened) is placed under an *anchor*:
+//! a stand-in for that thread's node, found through the node the other thread
+//! published for the parent ([`crate::hot::thread::OpenFrames`]). The merge puts the
+//! anchor's subtree under the real node.
+
+use kprof_abi::{Anomaly, Kind};
+use rustc_hash::FxHashMap;
+
+use crate::hot::nesting::{Event, Slice, Transfer};
+use crate::hot::runtime::Runtime;
+use crate::hot::thread::{ThreadSlot, GUID_SEQ_BITS};
+
+use super::task_graph::TaskGraph;
+use super::tree::{Tree, ROOT};
+
+/// Bit of a name id that marks a code address not named yet: the rest indexes
+/// [`ThreadProfile::addresses`]. Interned name ids stay far below it.
+pub const ADDRESS_NAME: u32 = 1 << 31;
+
+/// Code addresses cached per thread, direct-mapped by hash of the address.
+const ADDRESS_CACHE: usize = 256;
+
+/// An open instance as the profile tracks it.
+struct Frame {
+    guid: u64,
+    node: u32,
+    begin: u64,
+    child_ns: u64,
+    copy: Option<CopyKey>,
+    /// Deeper than the depth cap: its time is inside the frame at the cap and is
+    /// counted there only.
+    capped: bool,
+}
+
+fn child_key(name: u32, kind: Kind, dev: u16) -> u64 {
+    1 << 63 | u64::from(dev) << 40 | (kind as u64) << 32 | u64::from(name)
+}
+
+/// (dst space, dst label, src space, src label) name ids.
+pub type CopyKey = (u32, u32, u32, u32);
+
+/// Memory copies of one kind.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CopyStats {
+    /// Copies.
+    pub count: u64,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// Time copying.
+    pub total_ns: u64,
+}
+
+/// A user counter's values: count, min, max, sum, and the last value with its
+/// raw time.
+#[derive(Debug, Clone, Copy)]
+pub struct CounterStats {
+    /// Values.
+    pub count: u64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Sum.
+    pub sum: f64,
+    /// Latest value.
+    pub last: f64,
+    /// Raw time of the latest value.
+    pub last_ts: u64,
+}
+
+/// Where a new instance goes.
+enum Parent {
+    Root,
+    /// A frame of this thread, by index.
+    Frame(usize),
+    /// An anchor, by (thread, node).
+    Anchor((u32, u32)),
+}
+
+/// One thread's profile.
+pub struct ThreadProfile {
+    rt: &'static Runtime,
+    slot: &'static ThreadSlot,
+    max_depth: usize,
+    /// The thread's call paths; anchors are nodes outside the root's children.
+    pub tree: Tree,
+    frames: Vec<Frame>,
+    /// Another thread's node (thread index, node) -> the local anchor standing in
+    /// for it.
+    anchors: FxHashMap<(u32, u32), u32>,
+    /// Local anchor node -> (thread index, that thread's node).
+    pub anchored: Vec<(u32, (u32, u32))>,
+    copy_names: FxHashMap<(u32, u32), u32>,
+    /// Name ids of "Host" and of each device's label, for transfers.
+    place_names: FxHashMap<u32, u32>,
+    /// Memory copies by spaces and labels.
+    pub copies: FxHashMap<CopyKey, CopyStats>,
+    /// Instants by name id.
+    pub markers: FxHashMap<u32, u64>,
+    /// Dual-view syncs and modifies by label id.
+    pub dual_views: FxHashMap<u32, [u64; 4]>,
+    /// User counters by name id.
+    pub counters: FxHashMap<u32, CounterStats>,
+    /// Tasks created here and dependence edges recorded here.
+    pub task_graph: TaskGraph,
+    /// Code addresses named by [`ADDRESS_NAME`] ids, in first-seen order.
+    pub addresses: Vec<u64>,
+    address_ids: FxHashMap<u64, u32>,
+    address_cache: Box<[(u64, u32); ADDRESS_CACHE]>,
+    /// Events taken (begins, ends, instants, edges).
+    pub events: u64,
+}
+
+impl ThreadProfile {
+    /// An empty profile of the thread of `slot`.
+    pub fn new(rt: &'static Runtime, slot: &'static ThreadSlot, max_depth: usize) -> ThreadProfile {
+        ThreadProfile {
+            rt,
+            slot,
+            max_depth: max_depth.max(1),
+            tree: Tree::default(),
+            frames: Vec::new(),
+            anchors: FxHashMap::default(),
+            anchored: Vec::new(),
+            copy_names: FxHashMap::default(),
+            place_names: FxHashMap::default(),
+            copies: FxHashMap::default(),
+            markers: FxHashMap::default(),
+            dual_views: FxHashMap::default(),
+            counters: FxHashMap::default(),
+            task_graph: TaskGraph::default(),
+            addresses: Vec::new(),
+            address_ids: FxHashMap::default(),
+            address_cache: Box::new([(0, 0); ADDRESS_CACHE]),
+            events: 0,
+        }
+    }
+
+    /// The thread's index.
+    pub fn index(&self) -> u32 {
+        self.slot.index
+    }
+
+    /// A name id for code address `addr`, named when the profile is merged (the
+    /// thread that records never symbolizes).
+    #[inline]
+    pub fn code_name(&mut self, addr: u64) -> u32 {
+        let i = (addr.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % ADDRESS_CACHE;
+        let cached = self.address_cache[i];
+        if cached.0 == addr && cached.1 != 0 {
+            return cached.1;
+        }
+        let next = self.addresses.len() as u32;
+        let id = *self.address_ids.entry(addr).or_insert(ADDRESS_NAME | next);
+        if id == ADDRESS_NAME | next {
+            self.addresses.push(addr);
+        }
+        self.address_cache[i] = (addr, id);
+        id
+    }
+
+    /// Takes one nested event of this thread. Inlined into each caller, which
+    /// passes one kind of event: the match folds away on the hot path.
+    #[inline(always)]
+    pub fn event(&mut self, ev: &Event<'_>) {
+        match *ev {
+            Event::Begin(s) => self.begin(s),
+            Event::End(s, end) => self.end(s, end),
+            Event::Edge { from, to, .. } => {
+                self.events += 1;
+                self.task_graph.edge(from, to)
+            }
+            Event::Instant {
+                kind,
+                name,
+                a,
+                b,
+                ts,
+                ..
+            } => {
+                self.events += 1;
+                self.instant(kind, name, a, b, ts)
+            }
+        }
+    }
+
+    /// Takes the begin of instance `s`.
+    #[inline(always)]
+    pub fn begin(&mut self, s: &Slice) {
+        self.events += 1;
+        if s.kind == Kind::OmpTaskCreate {
+            self.task_graph.task(s.guid, s.name);
+        }
+        let (name, copy) = match (s.copy, s.transfer) {
+            (Some(c), _) => (
+                self.copy_name(s.name, c.src_label),
+                Some((c.dst_space, s.name, c.src_space, c.src_label)),
+            ),
+            (None, Some(t)) => (s.name, self.transfer_key(s, t)),
+            (None, None) => (s.name, None),
+        };
+        let key = child_key(name, s.kind, s.dev);
+        // An explicit parent places the node under the parent's while it is open;
+        // the time still counts here.
+        let parent = if s.parent != 0 {
+            self.explicit_parent(s.parent)
+        } else {
+            None
+        };
+        // Deepest call path kept (runaway recursion, or a runtime that never
+        // ends what it begins): deeper instances are counted, and their time
+        // stays in the node at the cap, so the tree stays bounded and no total
+        // exceeds the time spent.
+        let capped = parent.is_none() && self.frames.len() >= self.max_depth;
+        let node = if capped {
+            self.rt.anomalies.count(Anomaly::BeyondMaxDepth);
+            self.frames[self.max_depth - 1].node
+        } else {
+            let parent = parent.unwrap_or(match self.frames.len() {
+                0 => Parent::Root,
+                n => Parent::Frame(n - 1),
+            });
+            self.child(parent, key, name, s.kind, s.dev)
+        };
+        let copy = copy.filter(|_| !capped);
+        if let Some(key) = copy {
+            let c = self.copies.entry(key).or_default();
+            c.count += 1;
+            c.bytes += s
+                .copy
+                .map(|c| c.bytes)
+                .or(s.transfer.map(|t| t.bytes))
+                .unwrap_or(0);
+        }
+        if !capped {
+            self.slot.open.publish(self.frames.len(), s.guid, node);
+        }
+        self.frames.push(Frame {
+            guid: s.guid,
+            node,
+            begin: s.begin,
+            child_ns: 0,
+            copy,
+            capped,
+        });
+    }
+
+    /// The child of `parent` with this key, through the parent node's cache of
+    /// its last child: runtimes launch the same kernel in the same place again
+    /// and again (and the implicit tasks of one region share their anchor).
+    #[inline(always)]
+    fn child(&mut self, parent: Parent, key: u64, name: u32, kind: Kind, dev: u16) -> u32 {
+        let node = match parent {
+            Parent::Root => ROOT,
+            Parent::Frame(i) => self.frames[i].node,
+            Parent::Anchor(at) => match self.anchors.get(&at) {
+                Some(&local) => local,
+                None => {
+                    let local = self.tree.anchor();
+                    self.anchored.push((local, at));
+                    self.anchors.insert(at, local);
+                    local
+                }
+            },
+        };
+        let cache = self.tree.nodes[node as usize].last_child;
+        if cache.0 == key {
+            return cache.1;
+        }
+        let n = self.tree.child(node, name, kind, dev);
+        self.tree.nodes[node as usize].last_child = (key, n);
+        n
+    }
+
+    /// Where the open instance `guid` (an explicit parent) is: one of this
+    /// thread's frames, or a node another thread published. A closed one (a
+    /// task's creation) is no parent: the instance nests where it runs.
+    fn explicit_parent(&self, guid: u64) -> Option<Parent> {
+        let thread = (guid >> GUID_SEQ_BITS) as u32;
+        if thread == self.slot.index {
+            return self
+                .frames
+                .iter()
+                .rposition(|f| f.guid == guid)
+                .map(Parent::Frame);
+        }
+        let node = self.rt.threads.by_index(thread)?.open.find(guid)?;
+        Some(Parent::Anchor((thread, node)))
+    }
+
+    /// Takes the end of instance `s` at raw time `end`.
+    #[inline(always)]
+    pub fn end(&mut self, s: &Slice, end: u64) {
+        self.events += 1;
+        let Some(f) = self.frames.pop() else {
+            return;
+        };
+        if f.capped {
+            return;
+        }
+        self.slot.open.close(self.frames.len());
+        if s.end_lost {
+            // Closed where recording resumed, not where it ended: a duration that
+            // would be wrong by up to the whole gap. Counted, not timed.
+            self.rt.anomalies.count(Anomaly::EndLost);
+            return;
+        }
+        let dur = self.rt.clock.delta_ns(f.begin, end);
+        let node = &mut self.tree.nodes[f.node as usize];
+        node.stats.add(dur, dur.saturating_sub(f.child_ns));
+        if s.kind.is_openmp() {
+            node.add_thread_time(self.slot.index, dur);
+        }
+        for &(key, value) in s.args() {
+            node.add_arg(key, value);
+        }
+        if let Some(parent) = self.frames.last_mut() {
+            parent.child_ns += dur;
+        }
+        if let Some(key) = f.copy {
+            self.copies.entry(key).or_default().total_ns += dur;
+        }
+    }
+
+    #[inline(never)]
+    fn instant(&mut self, kind: Kind, name: u32, a: u64, b: u64, ts: u64) {
+        match kind {
+            Kind::UserCounter => {
+                let v = f64::from_bits(a);
+                if v.is_finite() {
+                    let c = self.counters.entry(name).or_insert(CounterStats {
+                        count: 0,
+                        min: f64::INFINITY,
+                        max: f64::NEG_INFINITY,
+                        sum: 0.0,
+                        last: 0.0,
+                        last_ts: 0,
+                    });
+                    c.count += 1;
+                    c.min = c.min.min(v);
+                    c.max = c.max.max(v);
+                    c.sum += v;
+                    if ts >= c.last_ts {
+                        (c.last, c.last_ts) = (v, ts);
+                    }
+                }
+            }
+            Kind::DualViewSync | Kind::DualViewModify => {
+                let c = self.dual_views.entry(name).or_default();
+                let on_device = b != 0;
+                let i = match (kind, on_device) {
+                    (Kind::DualViewSync, true) => 0,
+                    (Kind::DualViewSync, false) => 1,
+                    (_, true) => 2,
+                    (_, false) => 3,
+                };
+                c[i] += 1;
+            }
+            _ => *self.markers.entry(name).or_default() += 1,
+        }
+    }
+
+    /// The name id of a copy's node, `"<dst_label> <- <src_label>"`.
+    fn copy_name(&mut self, dst_label: u32, src_label: u32) -> u32 {
+        let rt = self.rt;
+        *self
+            .copy_names
+            .entry((dst_label, src_label))
+            .or_insert_with(|| {
+                let text = format!(
+                    "{} <- {}",
+                    rt.names.text(dst_label),
+                    rt.names.text(src_label)
+                );
+                rt.names.intern(text.as_bytes(), &rt.anomalies).0
+            })
+    }
+
+    /// The name id of "Host" (`None`) or of device `dev`'s label.
+    fn place_name(&mut self, dev: Option<u16>) -> u32 {
+        let rt = self.rt;
+        let key = dev.map_or(u32::MAX, u32::from);
+        *self.place_names.entry(key).or_insert_with(|| {
+            let text = match dev {
+                None => "Host".to_string(),
+                Some(d) => rt
+                    .devices
+                    .get(d)
+                    .map_or_else(|| "Device".to_string(), |d| d.label()),
+            };
+            rt.names.intern(text.as_bytes(), &rt.anomalies).0
+        })
+    }
+
+    /// The copy-table key of a device transfer: to the device (direction 1) or from
+    /// it (2), between "Host" and the device, labelled with the transfer's name.
+    fn transfer_key(&mut self, s: &Slice, t: Transfer) -> Option<CopyKey> {
+        if !matches!(t.direction, 1 | 2) {
+            return None;
+        }
+        let (host, device) = (self.place_name(None), self.place_name(Some(s.dev)));
+        Some(if t.direction == 1 {
+            (device, s.name, host, s.name)
+        } else {
+            (host, s.name, device, s.name)
+        })
+    }
+
+    /// Memory this profile holds, in bytes (approximately: the tree and the
+    /// tables that grow with distinct call paths and names).
+    pub fn bytes(&self) -> u64 {
+        use std::mem::size_of;
+        let tables = self.addresses.capacity() * size_of::<u64>()
+            + self.address_ids.capacity() * (size_of::<(u64, u32)>() + 1)
+            + self.frames.capacity() * size_of::<Frame>()
+            + self.copies.capacity() * (size_of::<(CopyKey, CopyStats)>() + 1)
+            + self.markers.capacity() * (size_of::<(u32, u64)>() + 1)
+            + ADDRESS_CACHE * size_of::<(u64, u32)>()
+            + size_of::<ThreadProfile>();
+        self.tree.bytes() + tables as u64
+    }
+}

@@ -1,0 +1,531 @@
+//! Recording events: the functions behind the C table. Each takes a timestamp and
+//! either adds the event to the calling thread's in-place profile (no trace, see
+//! [`crate::hot::in_place`]) or appends records to the thread's buffer — no lock, no
+//! allocation, no system call, except on first sight of a thread, a name pointer,
+//! a call path or a device. Memory and section events, whose meaning depends on
+//! the order across threads, are always records.
+
+use std::ffi::c_char;
+
+use kprof_abi::{Anomaly, CopyEnd, Kind, SpaceName};
+
+use crate::base::devices::Device;
+use crate::hot::nesting::{CopyInfo, Event, Extras, Opening, Transfer};
+use crate::hot::record::{head, long, Op};
+use crate::hot::runtime::{self, Runtime};
+use crate::hot::thread::{self, ThreadState, GUID_SEQ_BITS, GUID_SEQ_MASK};
+
+/// Opens an instance; returns its GUID (0 when not recording).
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+#[inline(always)]
+pub unsafe fn begin(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64 {
+    begin_named(kind, dev, parent, |t, rt| {
+        // SAFETY: forwarded from the caller.
+        unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) }
+    })
+}
+
+/// As [`begin`] for a name that stays unchanged for the rest of the process (a
+/// plugin's string literal): the name cache hits on the pointer alone.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string never freed nor changed.
+#[inline(always)]
+pub unsafe fn begin_static(kind: u8, name: *const c_char, dev: u16, parent: u64) -> u64 {
+    begin_named(kind, dev, parent, |t, rt| {
+        // SAFETY: forwarded from the caller.
+        unsafe { t.names.lookup_static(name, &rt.names, &rt.anomalies) }
+    })
+}
+
+/// Opens an instance named by `name_id` (which looks the name up).
+#[inline(always)]
+fn begin_named(
+    kind: u8,
+    dev: u16,
+    parent: u64,
+    name_id: impl FnOnce(&mut ThreadState, &Runtime) -> u32,
+) -> u64 {
+    let Some(mut e) = thread::enter() else {
+        return 0;
+    };
+    let rt = e.rt;
+    let t = e.t();
+    let name = name_id(t, rt);
+    let guid = t.open();
+    // Timestamp last, so the lookup is not counted in the instance's time.
+    let ts = rt.clock.now();
+    if let Some(ip) = t.in_place() {
+        ip.begin(Opening {
+            guid,
+            parent,
+            kind,
+            name,
+            dev,
+            begin: ts,
+            extras: Extras::NONE,
+        });
+        return guid;
+    }
+    // Host instances of the first 2^16 names, close in time to the thread's last
+    // event (nearly all): one word, or two with a parent.
+    let short = match (t.delta(ts), u16::try_from(name)) {
+        (Some(delta), Ok(name)) if dev == 0 => Some((delta, name)),
+        _ => None,
+    };
+    match short {
+        Some((delta, name)) if parent == 0 => {
+            t.push(rt, [head(Op::BeginShort, kind, delta, name)], ts);
+        }
+        Some((delta, name)) => {
+            let h = head(Op::BeginParentShort, kind, delta, name);
+            t.push(rt, [h, parent], ts);
+        }
+        None if parent == 0 => t.push(rt, long(ts, Op::Begin, kind, name, dev), ts),
+        None => {
+            let [h, time] = long(ts, Op::BeginParent, kind, name, dev);
+            t.push(rt, [h, time, parent, 0], ts);
+        }
+    }
+    guid
+}
+
+/// What a [`begin_at`] record carries besides the code address.
+#[derive(Clone, Copy)]
+pub enum AtExtra {
+    /// Nothing.
+    None,
+    /// A data transfer of `bytes` in `direction`.
+    Transfer {
+        /// Bytes moved.
+        bytes: u64,
+        /// 0 allocation, 1 to device, 2 from device, 3 delete, 4 other.
+        direction: u32,
+    },
+    /// One numeric argument, keyed by a string that stays unchanged for the rest
+    /// of the process (as [`arg`]'s, in the same record).
+    Arg {
+        /// NUL-terminated key.
+        key: *const c_char,
+        /// The value.
+        value: u64,
+    },
+}
+
+/// Opens an instance named after code address `codeptr` (symbolized by the
+/// writer), with `extra`.
+///
+/// # Safety
+/// An [`AtExtra::Arg`] key is NULL or NUL-terminated, never freed nor changed.
+#[inline]
+pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtExtra) -> u64 {
+    let Some(mut e) = thread::enter() else {
+        return 0;
+    };
+    let rt = e.rt;
+    let t = e.t();
+    let key = match extra {
+        // SAFETY: the caller's contract.
+        AtExtra::Arg { key, .. } => unsafe { t.names.lookup_static(key, &rt.names, &rt.anomalies) },
+        _ => 0,
+    };
+    let guid = t.open();
+    if let Some(ip) = t.in_place() {
+        let name = ip.profile.code_name(codeptr);
+        let extras = match extra {
+            AtExtra::None => Extras::NONE,
+            AtExtra::Transfer { bytes, direction } => Extras {
+                transfer: Some(Transfer { bytes, direction }),
+                ..Extras::NONE
+            },
+            AtExtra::Arg { value, .. } => Extras {
+                arg: Some((key, value)),
+                ..Extras::NONE
+            },
+        };
+        let ts = rt.clock.now();
+        ip.begin(Opening {
+            guid,
+            parent,
+            kind,
+            name,
+            dev,
+            begin: ts,
+            extras,
+        });
+        return guid;
+    }
+    let ts = rt.clock.now();
+    // The common case of host constructs nested where they run, close in time to
+    // the thread's last event: the address by its code slot, one word (two with a
+    // small argument), plus two the first time the slot holds the address.
+    let short = match extra {
+        _ if dev != 0 || parent != 0 => None,
+        AtExtra::None => Some(None),
+        AtExtra::Arg { value, .. } => u32::try_from(value).ok().map(|v| Some((key, v))),
+        AtExtra::Transfer { .. } => None,
+    };
+    if let (Some(arg), Some(delta)) = (short, t.delta(ts)) {
+        let (slot, define) = t.code_slot(codeptr);
+        let def = head(Op::CodeDef, 0, 0, slot);
+        match arg {
+            None => {
+                let h = head(Op::BeginCodeShort, kind, delta, slot);
+                if define {
+                    t.push(rt, [def, codeptr, h], ts);
+                } else {
+                    t.push(rt, [h], ts);
+                }
+            }
+            Some((key, value)) => {
+                let h = head(Op::BeginCodeArgShort, kind, delta, slot);
+                let kv = u64::from(key) | u64::from(value) << 32;
+                if define {
+                    t.push(rt, [def, codeptr, h, kv], ts);
+                } else {
+                    t.push(rt, [h, kv], ts);
+                }
+            }
+        }
+        return guid;
+    }
+    match extra {
+        // Without a code slot, the address still fits the head's 48 bits.
+        AtExtra::None if dev == 0 && parent == 0 && codeptr >> 48 == 0 => {
+            let (low, high) = (codeptr as u32, (codeptr >> 32) as u16);
+            t.push(rt, long(ts, Op::BeginCode, kind, low, high), ts);
+        }
+        AtExtra::None => {
+            let [h, time] = long(ts, Op::BeginAt, kind, 0, dev);
+            t.push(rt, [h, time, codeptr, parent], ts);
+        }
+        AtExtra::Transfer { bytes, direction } => {
+            let [h, time] = long(ts, Op::BeginTransfer, kind, direction, dev);
+            t.push(rt, [h, time, codeptr, parent, bytes, 0], ts);
+        }
+        AtExtra::Arg { value, .. } if parent == 0 => {
+            let [h, time] = long(ts, Op::BeginAtArg, kind, key, dev);
+            t.push(rt, [h, time, codeptr, value], ts);
+        }
+        AtExtra::Arg { value, .. } => {
+            let [h, time] = long(ts, Op::BeginAt, kind, 0, dev);
+            let [arg, no_time] = long(0, Op::Arg, 0, key, 0);
+            t.push(rt, [h, time, codeptr, parent, arg, no_time, value, 0], ts);
+        }
+    }
+    guid
+}
+
+/// Opens a data transfer named `name`.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+pub unsafe fn begin_transfer_named(
+    kind: u8,
+    name: *const c_char,
+    dev: u16,
+    parent: u64,
+    bytes: u64,
+    direction: u32,
+) -> u64 {
+    let Some(mut e) = thread::enter() else {
+        return 0;
+    };
+    let rt = e.rt;
+    let t = e.t();
+    // SAFETY: forwarded from the caller.
+    let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
+    let guid = t.open();
+    let ts = rt.clock.now();
+    if let Some(ip) = t.in_place() {
+        ip.begin(Opening {
+            guid,
+            parent,
+            kind,
+            name,
+            dev,
+            begin: ts,
+            extras: Extras {
+                transfer: Some(Transfer { bytes, direction }),
+                ..Extras::NONE
+            },
+        });
+        return guid;
+    }
+    let [h, time] = long(ts, Op::BeginTransferNamed, kind, name, dev);
+    let direction = u64::from(direction);
+    t.push(rt, [h, time, parent, 0, bytes, direction], ts);
+    guid
+}
+
+/// Records a dependence edge between two instances.
+pub fn edge(kind: u8, from: u64, to: u64) {
+    let Some(mut e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    let ts = rt.clock.now();
+    let t = e.t();
+    let thread = t.index();
+    if let Some(ip) = t.in_place() {
+        if let Some(kind) = Kind::from_u8(kind) {
+            ip.point(&Event::Edge {
+                thread,
+                kind,
+                from,
+                to,
+                ts,
+            });
+        }
+        return;
+    }
+    let [h, time] = long(ts, Op::Edge, kind, 0, 0);
+    t.push(rt, [h, time, from, to], ts);
+}
+
+/// Attaches a numeric argument to the calling thread's innermost open instance.
+/// The record carries no timestamp: it belongs to the instance, not to a time.
+///
+/// # Safety
+/// `key` is NULL or NUL-terminated.
+#[inline]
+pub unsafe fn arg(key: *const c_char, value: u64) {
+    let Some(mut e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    let t = e.t();
+    // SAFETY: forwarded from the caller.
+    let key = unsafe { t.names.lookup(key, &rt.names, &rt.anomalies) };
+    if let Some(ip) = t.in_place() {
+        ip.arg(key, value);
+        return;
+    }
+    let [h, no_time] = long(0, Op::Arg, 0, key, 0);
+    t.push_untimed(rt, [h, no_time, value, 0]);
+}
+
+/// Names the calling thread.
+pub fn thread_name(name: String) {
+    if let Some(mut e) = thread::enter() {
+        e.t().slot().set_name(name);
+    }
+}
+
+/// Closes instance `guid` of `kind` (0: the innermost open one of that kind).
+#[inline(always)]
+pub fn end(kind: u8, guid: u64) {
+    let Some(mut e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    // Timestamp first, so recording is not counted in the instance's time.
+    let ts = rt.clock.now();
+    let t = e.t();
+    t.close();
+    if let Some(ip) = t.in_place() {
+        ip.end(rt, ts, kind, guid);
+        return;
+    }
+    let back = if guid == 0 { Some(0) } else { t.back_ref(guid) };
+    if let (Some(delta), Some(back)) = (t.delta(ts), back) {
+        t.push(rt, [head(Op::EndShort, kind, delta, back)], ts);
+    } else if guid == 0 || guid >> GUID_SEQ_BITS == u64::from(t.index()) {
+        let seq = guid & GUID_SEQ_MASK;
+        let words = long(ts, Op::End, kind, seq as u32, (seq >> 32) as u16);
+        t.push(rt, words, ts);
+    } else {
+        let [h, time] = long(ts, Op::EndGuid, kind, 0, 0);
+        t.push(rt, [h, time, guid, 0], ts);
+    }
+}
+
+/// Records an instant event.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+pub unsafe fn instant(kind: u8, name: *const c_char, a: u64, b: u64) {
+    let Some(mut e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    let ts = rt.clock.now();
+    let t = e.t();
+    // SAFETY: forwarded from the caller.
+    let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
+    let thread = t.index();
+    if let Some(ip) = t.in_place() {
+        if let Some(kind) = Kind::from_u8(kind) {
+            ip.point(&Event::Instant {
+                thread,
+                kind,
+                name,
+                a,
+                b,
+                ts,
+            });
+        }
+        return;
+    }
+    let [h, time] = long(ts, Op::Instant, kind, name, 0);
+    t.push(rt, [h, time, a, b], ts);
+}
+
+/// Records an allocation (`op` Alloc) or deallocation (`op` Free).
+///
+/// # Safety
+/// `space.ptr` is NULL or readable for `space.max_len` bytes or to a NUL; `label` is
+/// NULL or NUL-terminated.
+pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, bytes: u64) {
+    let Some(mut e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    let ts = rt.clock.now();
+    let t = e.t();
+    // SAFETY: forwarded from the caller.
+    let (space, label) = unsafe {
+        (
+            t.names
+                .lookup_bounded(space.ptr, space.max_len, &rt.names, &rt.anomalies),
+            t.names.lookup(label, &rt.names, &rt.anomalies),
+        )
+    };
+    let [h, time] = long(ts, op, 0, label, 0);
+    t.push(rt, [h, time, ptr, bytes, u64::from(space), 0], ts);
+}
+
+/// Opens a memory copy; returns its GUID.
+///
+/// # Safety
+/// As [`memory`], for both ends.
+pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
+    let Some(mut e) = thread::enter() else {
+        return 0;
+    };
+    let rt = e.rt;
+    let n = &rt.names;
+    let t = e.t();
+    let names = &mut t.names;
+    // SAFETY: forwarded from the caller.
+    let (dst_space, src_space, dst_label, src_label) = unsafe {
+        (
+            names.lookup_bounded(dst.space.ptr, dst.space.max_len, n, &rt.anomalies),
+            names.lookup_bounded(src.space.ptr, src.space.max_len, n, &rt.anomalies),
+            names.lookup(dst.label, n, &rt.anomalies),
+            names.lookup(src.label, n, &rt.anomalies),
+        )
+    };
+    let guid = t.open();
+    let ts = rt.clock.now();
+    if let Some(ip) = t.in_place() {
+        let copy = CopyInfo {
+            bytes,
+            src_label,
+            dst_space,
+            src_space,
+        };
+        ip.begin(Opening {
+            guid,
+            parent: 0,
+            kind: Kind::DeepCopy as u8,
+            name: dst_label,
+            dev: 0,
+            begin: ts,
+            extras: Extras {
+                copy: Some(copy),
+                ..Extras::NONE
+            },
+        });
+        return guid;
+    }
+    let [h, time] = long(ts, Op::CopyBegin, Kind::DeepCopy as u8, dst_label, 0);
+    let (dst_space, src_space) = (u64::from(dst_space), u64::from(src_space));
+    let words = [h, time, bytes, u64::from(src_label), dst_space, src_space];
+    t.push(rt, words, ts);
+    guid
+}
+
+/// Creates a section; returns its id (0 when not recording).
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+pub unsafe fn section_create(name: *const c_char) -> u32 {
+    let Some(mut e) = thread::enter() else {
+        return 0;
+    };
+    let rt = e.rt;
+    // SAFETY: forwarded from the caller.
+    let name = unsafe { e.t().names.lookup(name, &rt.names, &rt.anomalies) };
+    let mut s = rt.sections.lock().unwrap_or_else(|p| p.into_inner());
+    s.push(name);
+    s.len() as u32
+}
+
+/// Starts (`op` SectionStart) or stops (`op` SectionStop) section `id`.
+pub fn section(op: Op, id: u32) {
+    let Some(mut e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    let ts = rt.clock.now();
+    e.t().push(rt, long(ts, op, 0, id, 0), ts);
+}
+
+/// Validates a section id on destroy (the totals stay in the profile).
+pub fn section_destroy(id: u32) {
+    let Some(e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    let known = rt
+        .sections
+        .lock()
+        .map(|s| id >= 1 && id as usize <= s.len());
+    if !known.unwrap_or(false) {
+        rt.anomalies.count(Anomaly::UnknownSection);
+    }
+}
+
+/// Records a metadata pair; a NULL key or value is `<null>` and counted as a null
+/// name, invalid UTF-8 is shown with U+FFFD and counted, as for every other name.
+pub fn metadata(key: Option<&std::ffi::CStr>, value: Option<&std::ffi::CStr>) {
+    let Some(e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    let text = |s: Option<&std::ffi::CStr>| match s {
+        None => {
+            rt.anomalies.count(Anomaly::NullName);
+            "<null>".to_string()
+        }
+        Some(s) => {
+            if s.to_str().is_err() {
+                rt.anomalies.count(Anomaly::InvalidUtf8Name);
+            }
+            s.to_string_lossy().into_owned()
+        }
+    };
+    let pair = (text(key), text(value));
+    rt.metadata
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(pair);
+}
+
+/// Index of a device.
+pub fn device(d: Device) -> u16 {
+    match runtime::get() {
+        Some(rt) => rt.devices.index(d),
+        None => 0,
+    }
+}
+
+/// Counts an anomaly reported by a plugin.
+pub fn anomaly(a: Anomaly) {
+    if let Some(rt) = runtime::get() {
+        rt.anomalies.count(a);
+    }
+}

@@ -1,0 +1,355 @@
+//! The vocabulary of events and the rules that keep them nested.
+//!
+//! Runtimes call begin/end in orders a trace format cannot take (an end for an id
+//! that is not innermost, a pop with nothing pushed, records lost to a full buffer).
+//! [`Nesting`] keeps one thread's stack of open instances and hands on begins and
+//! ends that always nest, counting every repair as an anomaly. Both paths use it:
+//! the in-place profile of a recording thread ([`crate::hot::in_place`]) and the
+//! writer decoding records ([`crate::collect::resolve`]), so every consumer
+//! (profile, traces) sees the same repaired stream. [`Consumer`] is what takes the
+//! events on the writer's side.
+
+use kprof_abi::{Anomaly, Kind};
+
+use crate::base::anomaly::Anomalies;
+
+/// Extra fields of a memory copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyInfo {
+    /// Bytes copied.
+    pub bytes: u64,
+    /// Source label id.
+    pub src_label: u32,
+    /// Destination space name id.
+    pub dst_space: u32,
+    /// Source space name id.
+    pub src_space: u32,
+}
+
+/// A data transfer's size and direction (0 allocation, 1 to device, 2 from
+/// device, 3 delete, 4 other).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Direction code.
+    pub direction: u32,
+}
+
+/// Turns code addresses into name ids (the writer's symbolizer).
+pub trait Symbols {
+    /// The name id for code address `addr`.
+    fn name_of(&mut self, addr: u64) -> u32;
+}
+
+/// An open (or just closed) instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slice {
+    /// Thread index.
+    pub thread: u32,
+    /// The instance's GUID.
+    pub guid: u64,
+    /// Explicit parent GUID (0: the enclosing slice on this thread).
+    pub parent: u64,
+    /// The slice this one is nested in on its thread (GUID and kind), if any.
+    pub enclosing: Option<(u64, Kind)>,
+    /// What it is.
+    pub kind: Kind,
+    /// Name id (destination label for copies).
+    pub name: u32,
+    /// Device index.
+    pub dev: u16,
+    /// Raw begin time.
+    pub begin: u64,
+    /// Copy details, for [`Kind::DeepCopy`].
+    pub copy: Option<CopyInfo>,
+    /// Transfer details, for data operations named by address.
+    pub transfer: Option<Transfer>,
+    /// Numeric arguments attached while it was open (key name id, value): the
+    /// first `nargs` entries; complete when the slice ends.
+    pub args: [(u32, u64); MAX_ARGS],
+    /// Arguments in `args`.
+    pub nargs: u8,
+    /// Its end was among records dropped (the buffers were full): it is closed
+    /// where recording resumed, so its duration is not known and must not count.
+    pub end_lost: bool,
+}
+
+/// Arguments kept per slice.
+pub const MAX_ARGS: usize = 4;
+
+/// What a begin carries besides name and parent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extras {
+    /// Copy details, for [`Kind::DeepCopy`].
+    pub copy: Option<CopyInfo>,
+    /// Transfer details.
+    pub transfer: Option<Transfer>,
+    /// A first argument recorded with the begin.
+    pub arg: Option<(u32, u64)>,
+}
+
+impl Extras {
+    /// Nothing besides name and parent.
+    pub const NONE: Extras = Extras {
+        copy: None,
+        transfer: None,
+        arg: None,
+    };
+}
+
+impl Slice {
+    /// The arguments attached to this slice.
+    pub fn args(&self) -> &[(u32, u64)] {
+        &self.args[..usize::from(self.nargs).min(MAX_ARGS)]
+    }
+}
+
+impl Slice {
+    /// The GUID of the slice this one should be linked to by a flow, if any: an
+    /// explicit parent that does not enclose it, or the enclosing slice when it comes
+    /// from another programming model (a Kokkos kernel inside a user region, an
+    /// OpenMP region inside a Kokkos kernel). Plain nesting within one model needs no
+    /// arrow: the timeline shows it.
+    pub fn flow_parent(&self) -> Option<u64> {
+        // An explicit parent that encloses this slice is plain nesting; any other
+        // (on another thread, or one that already ended, like a task's creation)
+        // gets an arrow.
+        if self.parent != 0 && self.enclosing.map(|(g, _)| g) != Some(self.parent) {
+            return Some(self.parent);
+        }
+        match self.enclosing {
+            Some((guid, kind)) if kind.model() != self.kind.model() => Some(guid),
+            _ => None,
+        }
+    }
+}
+
+/// A thread-ordered event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// A slice opened (nested in the previously opened, still open ones).
+    Begin(&'a Slice),
+    /// The innermost open slice closed at raw time `end`.
+    End(&'a Slice, u64),
+    /// A point event.
+    Instant {
+        /// Thread index.
+        thread: u32,
+        /// What it is.
+        kind: Kind,
+        /// Name id.
+        name: u32,
+        /// Kind-specific values.
+        a: u64,
+        /// Kind-specific values.
+        b: u64,
+        /// Raw time.
+        ts: u64,
+    },
+    /// A dependence edge `from` -> `to` (GUIDs), recorded on `thread` at `ts`.
+    Edge {
+        /// Thread index.
+        thread: u32,
+        /// What depends on what.
+        kind: Kind,
+        /// The instance depended on.
+        from: u64,
+        /// The dependent instance.
+        to: u64,
+        /// Raw time.
+        ts: u64,
+    },
+}
+
+/// An event whose meaning depends on order across threads (memory in use, section
+/// timers); the writer delivers these in timestamp order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Global {
+    /// An allocation.
+    Alloc {
+        /// Space name id.
+        space: u32,
+        /// Label id.
+        label: u32,
+        /// Address.
+        ptr: u64,
+        /// Size.
+        bytes: u64,
+    },
+    /// A deallocation.
+    Free {
+        /// Space name id.
+        space: u32,
+        /// Label id.
+        label: u32,
+        /// Address.
+        ptr: u64,
+        /// Size as reported.
+        bytes: u64,
+    },
+    /// A section started.
+    SectionStart(u32),
+    /// A section stopped.
+    SectionStop(u32),
+}
+
+/// What receives the resolved events.
+pub trait Consumer {
+    /// A thread-ordered event.
+    fn event(&mut self, ev: &Event<'_>);
+    /// A cross-thread event, in timestamp order (raw time `ts`).
+    fn global(&mut self, ts: u64, ev: &Global);
+}
+
+/// What opens an instance, as a [`Nesting`] takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Opening {
+    /// The instance's GUID.
+    pub guid: u64,
+    /// Explicit parent GUID (0: the enclosing instance).
+    pub parent: u64,
+    /// Kind discriminant (an unknown one opens nothing).
+    pub kind: u8,
+    /// Name id.
+    pub name: u32,
+    /// Device index.
+    pub dev: u16,
+    /// Raw begin time.
+    pub begin: u64,
+    /// Copy, transfer or first argument.
+    pub extras: Extras,
+}
+
+/// The open instances of one thread, and the rules that keep what they emit
+/// nested whatever order the runtime ends them in: shared by the writer's record
+/// decoding and by the in-place profile of an application thread.
+pub struct Nesting {
+    thread: u32,
+    stack: Vec<Slice>,
+    /// Records were lost: unmatched ends may be the ends of lost begins.
+    lost: bool,
+}
+
+impl Nesting {
+    /// The open instances of thread `thread` (none yet).
+    pub fn new(thread: u32) -> Nesting {
+        Nesting {
+            thread,
+            stack: Vec::new(),
+            lost: false,
+        }
+    }
+
+    /// Opens an instance nested in the innermost open one, and hands it to
+    /// `began`.
+    #[inline(always)]
+    pub fn begin(&mut self, o: Opening, began: impl FnOnce(&Slice)) {
+        let Some(kind) = Kind::from_u8(o.kind) else {
+            return;
+        };
+        let enclosing = self.stack.last().map(|s| (s.guid, s.kind));
+        let x = o.extras;
+        self.stack.push(Slice {
+            thread: self.thread,
+            guid: o.guid,
+            parent: o.parent,
+            enclosing,
+            kind,
+            name: o.name,
+            dev: o.dev,
+            begin: o.begin,
+            copy: x.copy,
+            transfer: x.transfer,
+            args: [x.arg.unwrap_or((0, 0)), (0, 0), (0, 0), (0, 0)],
+            nargs: u8::from(x.arg.is_some()),
+            end_lost: false,
+        });
+        if let Some(top) = self.stack.last() {
+            began(top);
+        }
+    }
+
+    /// Attaches an argument to the innermost open instance (the first
+    /// [`MAX_ARGS`] are kept).
+    #[inline]
+    pub fn arg(&mut self, key: u32, value: u64) {
+        if let Some(top) = self.stack.last_mut() {
+            let n = usize::from(top.nargs);
+            if n < MAX_ARGS {
+                top.args[n] = (key, value);
+                top.nargs += 1;
+            }
+        }
+    }
+
+    /// Closes instance `guid` (0: the innermost of `kind`) at raw time `ts`, and
+    /// every instance opened inside it that is still open (counted as an
+    /// out-of-order end), handing each to `ended` with its end time; an end of
+    /// nothing open is counted as unmatched.
+    #[inline(always)]
+    pub fn end(
+        &mut self,
+        ts: u64,
+        kind: u8,
+        guid: u64,
+        mut ended: impl FnMut(&Slice, u64),
+        anomalies: &Anomalies,
+    ) {
+        let pos = if guid != 0 {
+            self.stack.iter().rposition(|s| s.guid == guid)
+        } else {
+            self.stack.iter().rposition(|s| s.kind as u8 == kind)
+        };
+        let Some(pos) = pos else {
+            // After lost records, an unknown end is most likely a lost begin's end.
+            if !self.lost {
+                anomalies.count(Anomaly::UnmatchedEnd);
+            }
+            return;
+        };
+        if pos + 1 < self.stack.len() {
+            anomalies.count(Anomaly::OutOfOrderEnd);
+        }
+        // Ended in place, then dropped: a slice is large, and moving it out of
+        // the stack first was a sixth of the writer's CPU (a memmove per end).
+        for s in self.stack[pos..].iter().rev() {
+            ended(s, ts.max(s.begin));
+        }
+        self.stack.truncate(pos);
+    }
+
+    /// Records were lost at raw time `ts`: the instances above depth `keep` (the
+    /// lowest depth reached while dropping) ended unseen, and close here with
+    /// their end marked lost.
+    pub fn gap(&mut self, keep: usize, ts: u64, mut ended: impl FnMut(&Slice, u64)) {
+        while self.stack.len() > keep {
+            if let Some(mut s) = self.stack.pop() {
+                s.end_lost = true;
+                ended(&s, ts.max(s.begin));
+            }
+        }
+        self.lost = true;
+    }
+
+    /// Closes every instance still open at raw time `end`, counting each (except
+    /// kinds runtimes normally leave open, see [`Kind::may_end_late`]).
+    pub fn close_all(
+        &mut self,
+        end: u64,
+        mut ended: impl FnMut(&Slice, u64),
+        anomalies: &Anomalies,
+    ) {
+        while let Some(s) = self.stack.pop() {
+            if !s.kind.may_end_late() {
+                anomalies.count(Anomaly::UnclosedAtExit);
+            }
+            ended(&s, end.max(s.begin));
+        }
+    }
+
+    /// Instances open now.
+    pub fn depth(&self) -> usize {
+        self.stack.len()
+    }
+}

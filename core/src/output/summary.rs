@@ -1,0 +1,464 @@
+//! The summary printed on stderr at exit: what a user reads first.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::output::flat::flatten;
+use crate::output::report::{Report, SelfCost, TreeNode};
+use crate::output::Written;
+
+/// A JSON trace from this size on is said to be the slow format.
+const LARGE_JSON: u64 = 64 << 20;
+
+/// Longest name shown in a table (full names are in the files).
+const NAME_WIDTH: usize = 60;
+
+/// Human-readable duration.
+pub fn duration(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.2} us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+/// Human-readable byte count.
+pub fn bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
+}
+
+fn short(name: &str) -> String {
+    table_name(name, Some(NAME_WIDTH))
+}
+
+/// `name` as one cell of a table row: control characters (a newline would break the
+/// row) escaped as `\n`, `\t`, `\u{1b}`, ..., and at most `width` characters, the
+/// cut marked with `...`.
+pub fn table_name(name: &str, width: Option<usize>) -> String {
+    let mut out = String::new();
+    let mut chars = 0;
+    let limit = width.unwrap_or(usize::MAX);
+    for c in name.chars() {
+        let piece: std::borrow::Cow<str> = if c.is_control() {
+            c.escape_default().to_string().into()
+        } else {
+            let mut b = [0; 4];
+            c.encode_utf8(&mut b).to_string().into()
+        };
+        let n = piece.chars().count();
+        if chars + n > limit {
+            // Make room for the marker.
+            while chars + 3 > limit {
+                match out.pop() {
+                    Some(_) => chars -= 1,
+                    None => break,
+                }
+            }
+            out.push_str("...");
+            return out;
+        }
+        out.push_str(&piece);
+        chars += n;
+    }
+    out
+}
+
+/// Renders the summary. `dir` is where the files went, when the summary says so;
+/// `written` what could be written; `traces` are the trace files written.
+pub fn render(
+    r: &Report,
+    top: usize,
+    dir: Option<&Path>,
+    written: Written,
+    traces: &[PathBuf],
+) -> String {
+    let mut s = String::new();
+    let run = r.clock.duration_ns.max(1) as f64;
+    let _ = writeln!(
+        s,
+        "\n==== kprof: {} (pid {}{}) | {} | {} thread(s) | clock {} ====",
+        r.program.executable,
+        r.program.pid,
+        r.program
+            .rank
+            .map(|k| format!(", rank {k}"))
+            .unwrap_or_default(),
+        duration(run),
+        r.threads.len(),
+        r.clock.source
+    );
+
+    // Times are summed over threads: shares are of all recorded threads' time
+    // together, so that none exceeds 100%.
+    let thread_time = r.thread_time_ns() as f64;
+    let (fences, mut work): (Vec<_>, Vec<_>) = flatten(&r.tree)
+        .into_iter()
+        .partition(|f| f.kind == "fence");
+    let order = |a: &crate::output::flat::FlatRow, b: &crate::output::flat::FlatRow| {
+        b.self_ns
+            .cmp(&a.self_ns)
+            .then_with(|| (a.name, a.kind, &a.device).cmp(&(b.name, b.kind, &b.device)))
+    };
+    // Only the top rows are shown: select them before sorting (a million names).
+    let rows = work.len();
+    if work.len() > top {
+        work.select_nth_unstable_by(top, order);
+        work.truncate(top);
+    }
+    work.sort_by(order);
+    if rows == 0 {
+        let _ = writeln!(s, "No kernels or regions were recorded.");
+    } else {
+        let _ = writeln!(
+            s,
+            "\nTop {} of {} kernels/regions by exclusive time (%thr: share of {} thread{} x {}):",
+            top.min(rows),
+            rows,
+            r.threads.len().max(1),
+            if r.threads.len() > 1 { "s" } else { "" },
+            duration(run)
+        );
+        let _ = writeln!(
+            s,
+            "{:>11} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11}  {:<15} {:<8} name",
+            "self", "%thr", "count", "total", "mean", "min", "max", "kind", "device"
+        );
+        for f in work.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>11} {:>5.1}% {:>9} {:>11} {:>11} {:>11} {:>11}  {:<15} {:<8} {}",
+                duration(f.self_ns as f64),
+                100.0 * f.self_ns as f64 / thread_time,
+                f.count,
+                duration(f.total_ns as f64),
+                duration(f.mean_ns()),
+                duration(f.min_ns as f64),
+                duration(f.max_ns as f64),
+                f.kind,
+                f.device,
+                short(f.name)
+            );
+        }
+    }
+
+    if !fences.is_empty() {
+        let mut fences = fences;
+        fences.sort_by_key(|f| std::cmp::Reverse(f.total_ns));
+        let n: u64 = fences.iter().map(|f| f.count).sum();
+        let t: u64 = fences.iter().map(|f| f.total_ns).sum();
+        let _ = writeln!(
+            s,
+            "\nFences: {n} in {} ({:.1}% of thread time):",
+            duration(t as f64),
+            100.0 * t as f64 / thread_time
+        );
+        for f in fences.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>11} {:>9}x  {:<8} {}",
+                duration(f.total_ns as f64),
+                f.count,
+                f.device,
+                short(f.name)
+            );
+        }
+    }
+
+    openmp(&mut s, &r.tree, top);
+
+    if !r.deep_copies.is_empty() {
+        let _ = writeln!(s, "\nDeep copies:");
+        for c in r.deep_copies.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>11} {:>9}x {:>12}  {}:{} <- {}:{}",
+                duration(c.total_ns as f64),
+                c.count,
+                bytes(c.bytes),
+                c.dst_space,
+                short(&c.dst_label),
+                c.src_space,
+                short(&c.src_label)
+            );
+        }
+    }
+
+    if !r.sections.is_empty() {
+        let _ = writeln!(s, "\nSections:");
+        for sec in r.sections.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>11} {:>9}x  {}",
+                duration(sec.total_ns as f64),
+                sec.count,
+                short(&sec.name)
+            );
+        }
+    }
+
+    if !r.memory.is_empty() {
+        let _ = writeln!(s, "\nMemory per space:");
+        for m in &r.memory {
+            let _ = writeln!(
+                s,
+                "  {:<16} high-water {} at {}, {} allocations, {} freed, {} still allocated",
+                m.space,
+                bytes(m.high_water_bytes),
+                duration(m.high_water_ns as f64),
+                m.allocations,
+                m.deallocations,
+                bytes(m.current_bytes)
+            );
+            for l in m.leaks.iter().take(top) {
+                let _ = writeln!(
+                    s,
+                    "    never freed: {} ({})",
+                    short(&l.label),
+                    bytes(l.bytes)
+                );
+            }
+        }
+    }
+
+    let anomalies: Vec<String> = r
+        .anomalies
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect();
+    if !anomalies.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nAnomalies (counted, not fatal): {}",
+            anomalies.join(" ")
+        );
+    }
+    if r.dropped_records > 0 {
+        let _ = writeln!(
+            s,
+            "\nDropped records: {} (the writer fell behind; raise KPROF_BUFFER_MB)",
+            r.dropped_records
+        );
+    }
+    let _ = writeln!(s, "\n{}", self_cost_line(&r.kprof));
+    for t in traces {
+        // An OTF2 archive is the directory around its anchor file.
+        let on_disk = match t.extension().is_some_and(|e| e == "otf2") {
+            true => t.parent().unwrap_or(t),
+            false => t.as_path(),
+        };
+        let size = crate::output::bytes_on_disk(on_disk);
+        // JSON is the slow and large format (the trace_size bench): said where it
+        // grew large, so that a long run picks another.
+        let json = t.extension().is_some_and(|e| e == "json") && size >= LARGE_JSON;
+        let _ = writeln!(
+            s,
+            "kprof: trace {} ({}{})",
+            t.display(),
+            bytes(size),
+            if json {
+                "; JSON is the slow, large format: perfetto writes ~5x faster and far smaller"
+            } else {
+                ""
+            }
+        );
+    }
+    match (dir, written) {
+        (_, Written::Nothing) => {
+            let _ = writeln!(s, "kprof: no files were written (see above)");
+        }
+        (Some(d), Written::NoProfile) => {
+            let _ = writeln!(
+                s,
+                "kprof: files in {}, without profile.json (see above)",
+                d.display()
+            );
+        }
+        (Some(d), Written::All) => {
+            let _ = writeln!(s, "kprof: files in {}", d.display());
+        }
+        (None, _) => {}
+    }
+    s
+}
+
+/// One line of what kprof cost: its records, buffer memory (and the kernel's time
+/// to provide it) and its writer's CPU time.
+pub fn self_cost_line(c: &SelfCost) -> String {
+    let in_place = if c.events_in_place > 0 || c.call_paths > 0 {
+        format!(
+            "{} events aggregated in place into {} call paths ({} of profile); ",
+            c.events_in_place,
+            c.call_paths,
+            bytes(c.profile_bytes)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "kprof itself: {in_place}{} records ({}) in {} of buffers ({} huge-page and {} \
+         small-page blocks, {} to fault in), writer thread {} CPU{}",
+        c.records,
+        bytes(c.record_bytes),
+        bytes(c.buffer_bytes),
+        c.huge_page_blocks,
+        c.small_page_blocks,
+        duration(c.buffer_fault_ns as f64),
+        duration(c.writer_cpu_ns as f64),
+        if in_place.is_empty() && c.writer_run_cpu_ns == 0 {
+            String::new()
+        } else {
+            format!(
+                " ({} while the program ran)",
+                duration(c.writer_run_cpu_ns as f64)
+            )
+        }
+    )
+}
+
+/// OpenMP: how evenly teams shared each parallel region's work, and where threads
+/// waited (synchronization, locks).
+fn openmp(s: &mut String, tree: &[TreeNode], top: usize) {
+    // (region name, spread of its implicit tasks)
+    let mut regions: Vec<(String, u32, u64, u64, f64, f64)> = Vec::new();
+    let mut waits: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+    fn walk(
+        nodes: &[TreeNode],
+        parent: &str,
+        regions: &mut Vec<(String, u32, u64, u64, f64, f64)>,
+        waits: &mut BTreeMap<(String, String), (u64, u64)>,
+    ) {
+        for n in nodes {
+            if let (Some(t), "omp_implicit_task") = (&n.threads, n.kind.as_str()) {
+                regions.push((
+                    parent.to_string(),
+                    t.threads,
+                    t.min_ns,
+                    t.max_ns,
+                    t.mean_ns,
+                    t.imbalance,
+                ));
+            }
+            // An implicit barrier's slice is its wait (no separate wait inside).
+            let implicit = n.kind == "omp_barrier" && n.name == "implicit barrier";
+            if n.kind == "omp_sync_wait" || n.kind == "omp_mutex_wait" || implicit {
+                let (kind, what) = match n.kind.as_str() {
+                    "omp_mutex_wait" => ("omp_mutex_wait", n.name.as_str()),
+                    _ => ("omp_sync_wait", parent),
+                };
+                let e = waits
+                    .entry((kind.to_string(), what.to_string()))
+                    .or_default();
+                e.0 += n.total_ns;
+                e.1 += n.count;
+            }
+            walk(&n.children, &n.name, regions, waits);
+        }
+    }
+    walk(tree, "", &mut regions, &mut waits);
+    if regions.is_empty() && waits.is_empty() {
+        return;
+    }
+    if !regions.is_empty() {
+        regions.sort_by(|a, b| (b.3 as f64 * b.5).total_cmp(&(a.3 as f64 * a.5)));
+        let _ = writeln!(
+            s,
+            "\nOpenMP parallel regions: work per thread (imbalance = max/mean):"
+        );
+        for (name, threads, min, max, mean, imb) in regions.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>5.2}x  {threads} threads  min {:>10}  mean {:>10}  max {:>10}  {}",
+                imb,
+                duration(*min as f64),
+                duration(*mean),
+                duration(*max as f64),
+                short(name)
+            );
+        }
+    }
+    if !waits.is_empty() {
+        let mut waits: Vec<_> = waits.into_iter().collect();
+        waits.sort_by_key(|(_, (t, _))| std::cmp::Reverse(*t));
+        let _ = writeln!(s, "\nOpenMP waiting (synchronization and locks):");
+        for ((kind, what), (total, count)) in waits.iter().take(top) {
+            let label = if kind == "omp_sync_wait" {
+                "sync wait in"
+            } else {
+                "lock wait"
+            };
+            let _ = writeln!(
+                s,
+                "{:>11} {:>9}x  {label} {}",
+                duration(*total as f64),
+                count,
+                short(what)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(duration(12.0), "12 ns");
+        assert_eq!(duration(1500.0), "1.50 us");
+        assert_eq!(duration(2.5e9), "2.500 s");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(3 << 20), "3.00 MiB");
+        assert_eq!(short(&"x".repeat(100)).len(), NAME_WIDTH);
+        assert_eq!(short(&"x".repeat(NAME_WIDTH)).len(), NAME_WIDTH);
+        assert_eq!(table_name("a\nb\tc", None), "a\\nb\\tc");
+        assert_eq!(table_name("abcdef", Some(5)), "ab...");
+        assert_eq!(table_name("ab\ncdef", Some(5)), "ab...");
+    }
+
+    #[test]
+    fn self_cost_in_one_line() {
+        let c = SelfCost {
+            records: 4800,
+            record_bytes: 48000,
+            buffer_bytes: 3 << 21,
+            buffer_budget_bytes: 64 << 20,
+            huge_page_blocks: 1,
+            small_page_blocks: 2,
+            buffer_fault_ns: 1_500_000,
+            writer_cpu_ns: 2_500_000_000,
+            ..SelfCost::default()
+        };
+        assert_eq!(
+            self_cost_line(&c),
+            "kprof itself: 4800 records (46.88 KiB) in 6.00 MiB of buffers (1 huge-page \
+             and 2 small-page blocks, 1.50 ms to fault in), writer thread 2.500 s CPU"
+        );
+        let c = SelfCost {
+            events_in_place: 2_000_000,
+            call_paths: 12,
+            profile_bytes: 6 << 10,
+            ..c
+        };
+        assert!(self_cost_line(&c).starts_with(
+            "kprof itself: 2000000 events aggregated in place into 12 call paths (6.00 KiB of \
+             profile); 4800 records"
+        ));
+    }
+}
