@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates core/src/trace/otf2/sys.rs: the declarations of the part of OTF2's
+# Regenerates core/src/consume/trace/otf2/sys.rs: the declarations of the part of OTF2's
 # public C API (otf2/otf2.h, OTF2 3.x) that kprof's OTF2 writer calls, as a table
 # of function pointers loaded at run time with libloading (bindgen's dynamic
 # loading mode). bindgen is not a build dependency: the generated file is committed,
@@ -11,7 +11,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 header="${OTF2_HEADER:-/usr/include/otf2/otf2.h}"
-out="$root/core/src/trace/otf2/sys.rs"
+out="$root/core/src/consume/trace/otf2/sys.rs"
 
 functions=(
   OTF2_Archive_Open OTF2_Archive_Close OTF2_Archive_GetVersion

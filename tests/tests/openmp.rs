@@ -987,7 +987,7 @@ fn kokkos_example_with_both_plugins() {
         pf.assert_valid();
         // JSON gives an event one bind_id: a parallel region that is the
         // destination of its kernel's flow cannot also be the source of flows to its
-        // implicit tasks there (see core/src/trace/chrome.rs). Perfetto has every
+        // implicit tasks there (see core/src/consume/trace/chrome.rs). Perfetto has every
         // flow; JSON has exactly those whose source is not itself a destination.
         let pf_flows = flows(&pf);
         let destinations: BTreeSet<&String> = pf_flows.keys().map(|(_, b)| b).collect();

@@ -89,7 +89,7 @@ fn perfetto_model(out: &Path, kprof_stderr: &str) -> Option<Model> {
     }
     assert!(
         out.join("trace.pftrace").is_file(),
-        "no trace.pftrace in {}: the Perfetto writer (core/src/trace/perfetto.rs) wrote \
+        "no trace.pftrace in {}: the Perfetto writer (core/src/consume/trace/perfetto.rs) wrote \
          nothing; kprof said:\n{kprof_stderr}",
         out.display()
     );
@@ -837,7 +837,7 @@ fn sigkill_leaves_traces_valid_up_to_the_last_flush() {
     }
     assert!(
         out.join("trace.pftrace").is_file(),
-        "no trace.pftrace: the Perfetto writer (core/src/trace/perfetto.rs) wrote nothing"
+        "no trace.pftrace: the Perfetto writer (core/src/consume/trace/perfetto.rs) wrote nothing"
     );
     let pf = read_perfetto(&out).unwrap();
     check_killed(&pf);

@@ -301,13 +301,18 @@ pub fn render(
 /// One line of what kprof cost: its records, buffer memory (and the kernel's time
 /// to provide it) and its writer's CPU time.
 pub fn self_cost_line(c: &SelfCost) -> String {
-    let in_place = if c.events_in_place > 0 || c.call_paths > 0 {
+    let paths = format!(
+        "{} call paths ({} of profile)",
+        c.call_paths,
+        bytes(c.profile_bytes)
+    );
+    let in_place = if c.events_in_place > 0 {
         format!(
-            "{} events aggregated in place into {} call paths ({} of profile); ",
-            c.events_in_place,
-            c.call_paths,
-            bytes(c.profile_bytes)
+            "{} events aggregated in place into {paths}; ",
+            c.events_in_place
         )
+    } else if c.call_paths > 0 {
+        format!("{paths}; ")
     } else {
         String::new()
     };
@@ -321,7 +326,7 @@ pub fn self_cost_line(c: &SelfCost) -> String {
         c.small_page_blocks,
         duration(c.buffer_fault_ns as f64),
         duration(c.writer_cpu_ns as f64),
-        if in_place.is_empty() && c.writer_run_cpu_ns == 0 {
+        if c.call_paths == 0 && c.writer_run_cpu_ns == 0 {
             String::new()
         } else {
             format!(
