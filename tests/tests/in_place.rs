@@ -188,7 +188,14 @@ fn openmp_nested_same_tree_in_place_and_from_records() {
     if !have_clang() {
         return;
     }
-    let runs = openmp_three_ways("nested", &[("OMP_MAX_ACTIVE_LEVELS", "2")]);
+    let mut runs = openmp_three_ways("nested", &[("OMP_MAX_ACTIVE_LEVELS", "2")]);
+    // Which pool threads serve the inner teams is up to libomp (a thread that
+    // finished one inner team may serve the next): 3 or 4 threads run the 4
+    // inner implicit tasks from run to run. The inner regions' spreads are
+    // compared without their thread count; everything else exactly.
+    for (_, p) in &mut runs {
+        forget_inner_thread_counts(&mut p["tree"], 0);
+    }
     assert_same_structure("nested.c", &runs);
     // Nothing fell to the top level: the only root is the outer region.
     for (mode, p) in &runs {
@@ -199,6 +206,19 @@ fn openmp_nested_same_tree_in_place_and_from_records() {
             .map(|n| n["name"].as_str().unwrap())
             .collect();
         assert_eq!(roots, ["outer (nested.c:26)"], "{}", mode.name());
+    }
+}
+
+/// Removes the thread count of the spreads of nodes nested below `depth` 2 (under
+/// the outer region's implicit task).
+fn forget_inner_thread_counts(nodes: &mut Value, depth: usize) {
+    for n in nodes.as_array_mut().into_iter().flatten() {
+        if depth >= 2 {
+            if let Some(t) = n.get_mut("threads").and_then(Value::as_object_mut) {
+                t.remove("threads");
+            }
+        }
+        forget_inner_thread_counts(&mut n["children"], depth + 1);
     }
 }
 

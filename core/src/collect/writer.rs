@@ -495,7 +495,7 @@ impl Writer {
                 slot.dropped.fetch_add(ip.profile.events, Ordering::Relaxed);
                 continue;
             }
-            ip.close_all(rt, end);
+            ip.close_all(end);
             *records.entry(slot.index).or_insert(0) += ip.profile.events;
             events_in_place += ip.profile.events;
             in_place.push(&ip.profile);

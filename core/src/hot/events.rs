@@ -326,7 +326,7 @@ pub fn end(kind: u8, guid: u64) {
     let t = e.t();
     t.close();
     if let Some(ip) = t.in_place() {
-        ip.end(rt, ts, kind, guid);
+        ip.end(ts, kind, guid);
         return;
     }
     let back = if guid == 0 { Some(0) } else { t.back_ref(guid) };

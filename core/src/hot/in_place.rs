@@ -1,17 +1,17 @@
 //! In-place aggregation: without a trace, a thread's nested events never become
-//! records. The thread keeps its open instances (with the writer's repair rules,
-//! [`Nesting`]) and its own profile ([`ThreadProfile`]) and adds each instance to
-//! its node as it ends: nothing grows with the number of events, and the writer
-//! has nothing to do until the end, when it merges the threads' profiles.
+//! records. The thread keeps its open instances as frames of its own profile
+//! ([`ThreadProfile`], repaired by the same nesting rules as the writer's) and
+//! adds each instance to its node as it ends: nothing grows with the number of
+//! events, and the writer has nothing to do until the end, when it merges the
+//! threads' profiles.
 
 use crate::hot::aggregate::local::ThreadProfile;
-use crate::hot::nesting::{Event, Nesting, Opening};
+use crate::hot::nesting::{Event, Opening};
 use crate::hot::runtime::Runtime;
 use crate::hot::thread::ThreadSlot;
 
 /// One thread's in-place state.
 pub struct InPlace {
-    nesting: Nesting,
     /// The thread's profile.
     pub profile: ThreadProfile,
 }
@@ -20,7 +20,6 @@ impl InPlace {
     /// The state of the thread of `slot`.
     pub fn new(rt: &'static Runtime, slot: &'static ThreadSlot, max_depth: usize) -> InPlace {
         InPlace {
-            nesting: Nesting::new(slot.index),
             profile: ThreadProfile::new(rt, slot, max_depth),
         }
     }
@@ -28,22 +27,19 @@ impl InPlace {
     /// Opens an instance.
     #[inline(always)]
     pub fn begin(&mut self, o: Opening) {
-        let p = &mut self.profile;
-        self.nesting.begin(o, |s| p.begin(s));
+        self.profile.open(&o);
     }
 
     /// Closes instance `guid` (0: the innermost of `kind`) at raw time `ts`.
     #[inline(always)]
-    pub fn end(&mut self, rt: &Runtime, ts: u64, kind: u8, guid: u64) {
-        let p = &mut self.profile;
-        self.nesting
-            .end(ts, kind, guid, |s, t| p.end(s, t), &rt.anomalies);
+    pub fn end(&mut self, ts: u64, kind: u8, guid: u64) {
+        self.profile.close(ts, kind, guid);
     }
 
     /// Attaches an argument to the innermost open instance.
     #[inline]
     pub fn arg(&mut self, key: u32, value: u64) {
-        self.nesting.arg(key, value);
+        self.profile.arg(key, value);
     }
 
     /// Takes an event that opens nothing (an instant, an edge).
@@ -53,9 +49,7 @@ impl InPlace {
     }
 
     /// Closes what is still open at raw time `end` (the run ended).
-    pub fn close_all(&mut self, rt: &Runtime, end: u64) {
-        let p = &mut self.profile;
-        self.nesting
-            .close_all(end, |s, t| p.end(s, t), &rt.anomalies);
+    pub fn close_all(&mut self, end: u64) {
+        self.profile.close_all(end);
     }
 }

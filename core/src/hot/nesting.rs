@@ -3,10 +3,11 @@
 //! Runtimes call begin/end in orders a trace format cannot take (an end for an id
 //! that is not innermost, a pop with nothing pushed, records lost to a full buffer).
 //! [`Nesting`] keeps one thread's stack of open instances and hands on begins and
-//! ends that always nest, counting every repair as an anomaly. Both paths use it:
-//! the in-place profile of a recording thread ([`crate::hot::in_place`]) and the
-//! writer decoding records ([`crate::collect::resolve`]), so every consumer
-//! (profile, traces) sees the same repaired stream. [`Consumer`] is what takes the
+//! ends that always nest, counting every repair as an anomaly. The rules
+//! ([`ended_at`], [`count_unclosed`]) are shared by the writer decoding records
+//! ([`crate::collect::resolve`], through [`Nesting`]) and by the in-place profile
+//! of a recording thread ([`crate::hot::aggregate::local`], over its own frames),
+//! so every consumer (profile, traces) sees the same repaired stream. [`Consumer`] is what takes the
 //! events on the writer's side.
 
 use kprof_abi::{Anomaly, Kind};
@@ -221,6 +222,66 @@ pub struct Opening {
     pub extras: Extras,
 }
 
+/// An open instance as a stack of open instances holds it: what the nesting
+/// rules look at.
+pub trait OpenInstance {
+    /// Its GUID.
+    fn guid(&self) -> u64;
+    /// Its kind.
+    fn kind(&self) -> Kind;
+}
+
+impl OpenInstance for Slice {
+    fn guid(&self) -> u64 {
+        self.guid
+    }
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+}
+
+/// The nesting rule of an end: the position in `stack` (innermost last) of the
+/// instance an end of `guid` (0: the innermost of `kind`) closes, with every
+/// instance above it. An end that closes more than the innermost is counted as
+/// out of order; an end of nothing open as unmatched (unless records were `lost`:
+/// then it is most likely a lost begin's end).
+#[inline(always)]
+pub fn ended_at<T: OpenInstance>(
+    stack: &[T],
+    kind: u8,
+    guid: u64,
+    lost: bool,
+    anomalies: &Anomalies,
+) -> Option<usize> {
+    let pos = if guid != 0 {
+        stack.iter().rposition(|s| s.guid() == guid)
+    } else {
+        stack.iter().rposition(|s| s.kind() as u8 == kind)
+    };
+    match pos {
+        None => {
+            if !lost {
+                anomalies.count(Anomaly::UnmatchedEnd);
+            }
+            None
+        }
+        Some(p) => {
+            if p + 1 < stack.len() {
+                anomalies.count(Anomaly::OutOfOrderEnd);
+            }
+            Some(p)
+        }
+    }
+}
+
+/// The rule for an instance still open when the run ends: counted, except kinds
+/// runtimes normally leave open (see [`Kind::may_end_late`]).
+pub fn count_unclosed(kind: Kind, anomalies: &Anomalies) {
+    if !kind.may_end_late() {
+        anomalies.count(Anomaly::UnclosedAtExit);
+    }
+}
+
 /// The open instances of one thread, and the rules that keep what they emit
 /// nested whatever order the runtime ends them in: shared by the writer's record
 /// decoding and by the in-place profile of an application thread.
@@ -296,21 +357,9 @@ impl Nesting {
         mut ended: impl FnMut(&Slice, u64),
         anomalies: &Anomalies,
     ) {
-        let pos = if guid != 0 {
-            self.stack.iter().rposition(|s| s.guid == guid)
-        } else {
-            self.stack.iter().rposition(|s| s.kind as u8 == kind)
-        };
-        let Some(pos) = pos else {
-            // After lost records, an unknown end is most likely a lost begin's end.
-            if !self.lost {
-                anomalies.count(Anomaly::UnmatchedEnd);
-            }
+        let Some(pos) = ended_at(&self.stack, kind, guid, self.lost, anomalies) else {
             return;
         };
-        if pos + 1 < self.stack.len() {
-            anomalies.count(Anomaly::OutOfOrderEnd);
-        }
         // Ended in place, then dropped: a slice is large, and moving it out of
         // the stack first was a sixth of the writer's CPU (a memmove per end).
         for s in self.stack[pos..].iter().rev() {
@@ -341,9 +390,7 @@ impl Nesting {
         anomalies: &Anomalies,
     ) {
         while let Some(s) = self.stack.pop() {
-            if !s.kind.may_end_late() {
-                anomalies.count(Anomaly::UnclosedAtExit);
-            }
+            count_unclosed(s.kind, anomalies);
             ended(&s, end.max(s.begin));
         }
     }

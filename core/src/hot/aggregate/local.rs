@@ -13,7 +13,9 @@
 use kprof_abi::{Anomaly, Kind};
 use rustc_hash::FxHashMap;
 
-use crate::hot::nesting::{Event, Slice, Transfer};
+use crate::hot::nesting::{
+    count_unclosed, ended_at, Event, Extras, OpenInstance, Opening, Slice, MAX_ARGS,
+};
 use crate::hot::runtime::Runtime;
 use crate::hot::thread::{ThreadSlot, GUID_SEQ_BITS};
 
@@ -30,6 +32,9 @@ const ADDRESS_CACHE: usize = 256;
 /// An open instance as the profile tracks it.
 struct Frame {
     guid: u64,
+    kind: Kind,
+    /// Arguments added to the node (at most [`MAX_ARGS`] per instance).
+    nargs: u8,
     node: u32,
     begin: u64,
     child_ns: u64,
@@ -37,6 +42,15 @@ struct Frame {
     /// Deeper than the depth cap: its time is inside the frame at the cap and is
     /// counted there only.
     capped: bool,
+}
+
+impl OpenInstance for Frame {
+    fn guid(&self) -> u64 {
+        self.guid
+    }
+    fn kind(&self) -> Kind {
+        self.kind
+    }
 }
 
 fn child_key(name: u32, kind: Kind, dev: u16) -> u64 {
@@ -191,26 +205,98 @@ impl ThreadProfile {
         }
     }
 
-    /// Takes the begin of instance `s`.
-    #[inline(always)]
+    /// Takes the begin of instance `s` (from records).
+    #[inline]
     pub fn begin(&mut self, s: &Slice) {
         self.events += 1;
-        if s.kind == Kind::OmpTaskCreate {
-            self.task_graph.task(s.guid, s.name);
-        }
-        let (name, copy) = match (s.copy, s.transfer) {
-            (Some(c), _) => (
-                self.copy_name(s.name, c.src_label),
-                Some((c.dst_space, s.name, c.src_space, c.src_label)),
-            ),
-            (None, Some(t)) => (s.name, self.transfer_key(s, t)),
-            (None, None) => (s.name, None),
+        let o = Opening {
+            guid: s.guid,
+            parent: s.parent,
+            kind: s.kind as u8,
+            name: s.name,
+            dev: s.dev,
+            begin: s.begin,
+            extras: Extras {
+                copy: s.copy,
+                transfer: s.transfer,
+                arg: None,
+            },
         };
-        let key = child_key(name, s.kind, s.dev);
+        self.open_frame(&o, s.kind);
+    }
+
+    /// Opens an instance in place (the recording thread itself): the frames are
+    /// then the thread's stack of open instances.
+    #[inline(always)]
+    pub fn open(&mut self, o: &Opening) {
+        self.events += 1;
+        let Some(kind) = Kind::from_u8(o.kind) else {
+            return;
+        };
+        self.open_frame(o, kind);
+        if let Some((key, value)) = o.extras.arg {
+            self.arg(key, value);
+        }
+    }
+
+    /// Closes in place instance `guid` (0: the innermost of `kind`) at raw time
+    /// `ts`, with the instances opened inside it, by the nesting rules.
+    #[inline(always)]
+    pub fn close(&mut self, ts: u64, kind: u8, guid: u64) {
+        self.events += 1;
+        let Some(pos) = ended_at(&self.frames, kind, guid, false, &self.rt.anomalies) else {
+            return;
+        };
+        while self.frames.len() > pos {
+            if let Some(f) = self.frames.pop() {
+                let end = ts.max(f.begin);
+                self.close_frame(f, end, &[], false);
+            }
+        }
+    }
+
+    /// Adds an argument of the innermost open instance (in place) to its node.
+    #[inline]
+    pub fn arg(&mut self, key: u32, value: u64) {
+        let Some(f) = self.frames.last_mut() else {
+            return;
+        };
+        if f.capped || usize::from(f.nargs) >= MAX_ARGS {
+            return;
+        }
+        f.nargs += 1;
+        self.tree.nodes[f.node as usize].add_arg(key, value);
+    }
+
+    /// Closes in place every instance still open at raw time `end` (the run
+    /// ended).
+    pub fn close_all(&mut self, end: u64) {
+        while let Some(f) = self.frames.pop() {
+            count_unclosed(f.kind, &self.rt.anomalies);
+            let end = end.max(f.begin);
+            self.close_frame(f, end, &[], false);
+        }
+    }
+
+    #[inline(always)]
+    fn open_frame(&mut self, o: &Opening, kind: Kind) {
+        if kind == Kind::OmpTaskCreate {
+            self.task_graph.task(o.guid, o.name);
+        }
+        let x = o.extras;
+        let (name, copy) = match (x.copy, x.transfer) {
+            (Some(c), _) => (
+                self.copy_name(o.name, c.src_label),
+                Some((c.dst_space, o.name, c.src_space, c.src_label)),
+            ),
+            (None, Some(t)) => (o.name, self.transfer_key(o.name, o.dev, t.direction)),
+            (None, None) => (o.name, None),
+        };
+        let key = child_key(name, kind, o.dev);
         // An explicit parent places the node under the parent's while it is open;
         // the time still counts here.
-        let parent = if s.parent != 0 {
-            self.explicit_parent(s.parent)
+        let parent = if o.parent != 0 {
+            self.explicit_parent(o.parent)
         } else {
             None
         };
@@ -227,25 +313,27 @@ impl ThreadProfile {
                 0 => Parent::Root,
                 n => Parent::Frame(n - 1),
             });
-            self.child(parent, key, name, s.kind, s.dev)
+            self.child(parent, key, name, kind, o.dev)
         };
         let copy = copy.filter(|_| !capped);
         if let Some(key) = copy {
             let c = self.copies.entry(key).or_default();
             c.count += 1;
-            c.bytes += s
+            c.bytes += x
                 .copy
                 .map(|c| c.bytes)
-                .or(s.transfer.map(|t| t.bytes))
+                .or(x.transfer.map(|t| t.bytes))
                 .unwrap_or(0);
         }
         if !capped {
-            self.slot.open.publish(self.frames.len(), s.guid, node);
+            self.slot.open.publish(self.frames.len(), o.guid, node);
         }
         self.frames.push(Frame {
-            guid: s.guid,
+            guid: o.guid,
+            kind,
+            nargs: 0,
             node,
-            begin: s.begin,
+            begin: o.begin,
             child_ns: 0,
             copy,
             capped,
@@ -295,18 +383,26 @@ impl ThreadProfile {
         Some(Parent::Anchor((thread, node)))
     }
 
-    /// Takes the end of instance `s` at raw time `end`.
-    #[inline(always)]
+    /// Takes the end of instance `s` at raw time `end` (from records: the
+    /// innermost frame).
+    #[inline]
     pub fn end(&mut self, s: &Slice, end: u64) {
         self.events += 1;
-        let Some(f) = self.frames.pop() else {
-            return;
-        };
+        if let Some(f) = self.frames.pop() {
+            self.close_frame(f, end, s.args(), s.end_lost);
+        }
+    }
+
+    /// Adds a closed instance to its node: `args` are those recorded with it
+    /// (in place they were added as they came), `end_lost` that its end was
+    /// among dropped records.
+    #[inline(always)]
+    fn close_frame(&mut self, f: Frame, end: u64, args: &[(u32, u64)], end_lost: bool) {
         if f.capped {
             return;
         }
         self.slot.open.close(self.frames.len());
-        if s.end_lost {
+        if end_lost {
             // Closed where recording resumed, not where it ended: a duration that
             // would be wrong by up to the whole gap. Counted, not timed.
             self.rt.anomalies.count(Anomaly::EndLost);
@@ -315,10 +411,10 @@ impl ThreadProfile {
         let dur = self.rt.clock.delta_ns(f.begin, end);
         let node = &mut self.tree.nodes[f.node as usize];
         node.stats.add(dur, dur.saturating_sub(f.child_ns));
-        if s.kind.is_openmp() {
+        if f.kind.is_openmp() {
             node.add_thread_time(self.slot.index, dur);
         }
-        for &(key, value) in s.args() {
+        for &(key, value) in args {
             node.add_arg(key, value);
         }
         if let Some(parent) = self.frames.last_mut() {
@@ -401,15 +497,15 @@ impl ThreadProfile {
 
     /// The copy-table key of a device transfer: to the device (direction 1) or from
     /// it (2), between "Host" and the device, labelled with the transfer's name.
-    fn transfer_key(&mut self, s: &Slice, t: Transfer) -> Option<CopyKey> {
-        if !matches!(t.direction, 1 | 2) {
+    fn transfer_key(&mut self, name: u32, dev: u16, direction: u32) -> Option<CopyKey> {
+        if !matches!(direction, 1 | 2) {
             return None;
         }
-        let (host, device) = (self.place_name(None), self.place_name(Some(s.dev)));
-        Some(if t.direction == 1 {
-            (device, s.name, host, s.name)
+        let (host, device) = (self.place_name(None), self.place_name(Some(dev)));
+        Some(if direction == 1 {
+            (device, name, host, name)
         } else {
-            (host, s.name, device, s.name)
+            (host, name, device, name)
         })
     }
 
