@@ -476,7 +476,7 @@ impl Writer {
             records.insert(index, s.resolver.records);
             words += s.resolver.words;
         }
-        let mut in_place: Vec<&ThreadProfile> = Vec::new();
+        let mut in_place: Vec<&mut ThreadProfile> = Vec::new();
         let mut events_in_place = 0;
         for (slot, &busy) in slots.iter().zip(busy) {
             let p = slot.in_place.load(Ordering::Acquire);
@@ -498,10 +498,10 @@ impl Writer {
             ip.close_all(end);
             *records.entry(slot.index).or_insert(0) += ip.profile.events;
             events_in_place += ip.profile.events;
-            in_place.push(&ip.profile);
+            in_place.push(&mut ip.profile);
         }
         let Sinks {
-            profile,
+            mut profile,
             traces,
             stopped,
             ..
@@ -518,9 +518,10 @@ impl Writer {
                 }
             })
             .collect();
-        let threads: Vec<&ThreadProfile> = profile.thread_profiles().chain(in_place).collect();
-        let merged = merge::merge(&threads, &mut self.symbols);
+        let mut threads: Vec<&mut ThreadProfile> =
+            profile.thread_profiles().chain(in_place).collect();
         let profile_bytes = threads.iter().map(|t| t.bytes()).sum();
+        let merged = merge::merge(&mut threads, &mut self.symbols);
         let call_paths = merged.thread_nodes;
         drop(threads);
         let mut report = profile.report(&merged, &records);

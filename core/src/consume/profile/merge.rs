@@ -60,13 +60,58 @@ impl Part<'_> {
 }
 
 /// Merges `threads` (in any order), naming code addresses with `symbols`.
-pub fn merge(threads: &[&ThreadProfile], symbols: &mut impl Symbols) -> Merged {
-    let mut m = Merged::default();
+/// The threads' trees are emptied as they are merged (their memory goes back
+/// before the report is built): the largest tree that names no code address and
+/// hangs nothing under another thread becomes the merged tree itself, so a
+/// million call paths are not copied.
+pub fn merge(threads: &mut [&mut ThreadProfile], symbols: &mut impl Symbols) -> Merged {
+    let mut m = Merged {
+        thread_nodes: threads.iter().map(|p| p.tree.nodes.len() as u64 - 1).sum(),
+        ..Merged::default()
+    };
+    let base = threads
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.addresses.is_empty() && p.anchored.is_empty())
+        .max_by_key(|(_, p)| p.tree.nodes.len())
+        .map(|(i, _)| i);
+    let adopted = base.map(|b| {
+        m.tree = std::mem::take(&mut threads[b].tree);
+        // Its nodes are the merged tree's: every node maps to itself.
+        (b, (0..m.tree.nodes.len() as u32).collect::<Vec<u32>>())
+    });
+    merge_trees(&mut m, threads, adopted, symbols);
+    for p in threads.iter_mut() {
+        p.tree = Default::default();
+    }
+    m
+}
+
+/// Merges the trees of `threads` into `m.tree`, except the one `adopted` already
+/// is (with its node map), then everything else the threads aggregated.
+fn merge_trees(
+    m: &mut Merged,
+    threads: &[&mut ThreadProfile],
+    adopted: Option<(usize, Vec<u32>)>,
+    symbols: &mut impl Symbols,
+) {
+    let (base, base_map) = match adopted {
+        Some((b, map)) => (Some(b), map),
+        None => (None, Vec::new()),
+    };
+    let mut base_map = Some(base_map);
     let mut parts: Vec<Part<'_>> = threads
         .iter()
-        .map(|&p| {
-            let mut map = vec![UNMAPPED; p.tree.nodes.len()];
-            map[ROOT as usize] = ROOT;
+        .enumerate()
+        .map(|(i, p)| {
+            let p: &ThreadProfile = p;
+            let map = if Some(i) == base {
+                base_map.take().unwrap_or_default()
+            } else {
+                let mut map = vec![UNMAPPED; p.tree.nodes.len()];
+                map[ROOT as usize] = ROOT;
+                map
+            };
             Part {
                 p,
                 map,
@@ -79,9 +124,10 @@ pub fn merge(threads: &[&ThreadProfile], symbols: &mut impl Symbols) -> Merged {
         .enumerate()
         .map(|(i, p)| (p.index(), i))
         .collect();
-    for part in parts.iter_mut() {
-        m.thread_nodes += part.p.tree.nodes.len() as u64 - 1;
-        merge_children(&mut m.tree, part, ROOT, ROOT, symbols);
+    for (i, part) in parts.iter_mut().enumerate() {
+        if Some(i) != base {
+            merge_children(&mut m.tree, part, ROOT, ROOT, symbols);
+        }
     }
     // Anchors whose node is mapped go under it; an anchor can stand for a node
     // that is itself under an anchor (nested parallel regions), so repeat while
@@ -154,7 +200,6 @@ pub fn merge(threads: &[&ThreadProfile], symbols: &mut impl Symbols) -> Merged {
     for p in threads {
         m.task_graph.resolve_pending(&p.task_graph);
     }
-    m
 }
 
 /// Merges the children of `part`'s node `local` (recursively) under the merged

@@ -75,8 +75,8 @@ impl Profile {
     }
 
     /// The per-thread profiles built here.
-    pub fn thread_profiles(&self) -> impl Iterator<Item = &ThreadProfile> {
-        self.threads.values().map(|b| &**b)
+    pub fn thread_profiles(&mut self) -> impl Iterator<Item = &mut ThreadProfile> {
+        self.threads.values_mut().map(|b| &mut **b)
     }
 }
 

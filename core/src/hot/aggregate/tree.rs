@@ -148,8 +148,53 @@ impl Tree {
             children: Vec::new(),
             last_child: (0, 0),
         });
-        self.nodes[parent as usize].children.push(n);
-        self.index.insert(key, n);
+        let kids = &mut self.nodes[parent as usize].children;
+        kids.push(n);
+        // Only parents with many children are looked up by hash: a million
+        // distinct leaves under one parent need the index, a million small
+        // families do not.
+        match kids.len() {
+            len if len == SCAN_CHILDREN + 1 => {
+                let kids = kids.clone();
+                for c in kids {
+                    let k = &self.nodes[c as usize];
+                    self.index.insert((parent, k.name, k.kind, k.dev), c);
+                }
+            }
+            len if len > SCAN_CHILDREN + 1 => {
+                self.index.insert(key, n);
+            }
+            _ => {}
+        }
         n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A parent's children are found again whether it has a few (scanned) or
+    /// many (hashed, from the ninth on, the first eight included).
+    #[test]
+    fn children_found_by_scan_and_by_index() {
+        let mut t = Tree::default();
+        let few: Vec<u32> = (0..3).map(|i| t.child(ROOT, i, Kind::Region, 0)).collect();
+        let parent = few[0];
+        let many: Vec<u32> = (100..140)
+            .map(|i| t.child(parent, i, Kind::ParallelFor, 1))
+            .collect();
+        for (i, &n) in (0..3).zip(&few) {
+            assert_eq!(t.child(ROOT, i, Kind::Region, 0), n);
+        }
+        for (i, &n) in (100..140).zip(&many) {
+            assert_eq!(t.child(parent, i, Kind::ParallelFor, 1), n);
+            // Same name, another kind or device: another node.
+            assert_ne!(t.child(parent, i, Kind::Region, 1), n);
+        }
+        assert_eq!(t.nodes[parent as usize].children.len(), 80);
+        // Only the parent with many children is indexed.
+        assert_eq!(t.index.len(), 80);
+        assert_eq!(t.nodes.len(), 1 + 3 + 80);
     }
 }
