@@ -71,6 +71,10 @@ pub struct RunArgs {
     /// default 2048).
     #[arg(long, value_name = "MIB")]
     pub trace_max_mb: Option<String>,
+    /// 1: without a trace, each thread aggregates its own events in place; 0:
+    /// every event is a record for the writer thread (KPROF_IN_PLACE, default 1).
+    #[arg(long, value_name = "0|1")]
+    pub in_place: Option<String>,
     /// Print what is set and why, then run.
     #[arg(short, long)]
     pub verbose: bool,
@@ -365,6 +369,7 @@ pub fn main(args: RunArgs) -> Outcome {
         ("fork", "KPROF_FORK", &args.fork),
         ("max-depth", "KPROF_MAX_DEPTH", &args.max_depth),
         ("trace-max-mb", "KPROF_TRACE_MAX_MB", &args.trace_max_mb),
+        ("in-place", "KPROF_IN_PLACE", &args.in_place),
     ] {
         if let Some(v) = value {
             cfg.apply_arg(&format!("--{name}={v}")).map_err(|e| {
