@@ -17,9 +17,18 @@
  *                 for a signal. WHO = main: main takes a process signal (it waits in
  *                 pause()); WHO = worker: main and the waiting thread block SIGTERM, so
  *                 the kernel gives it to a worker, in the middle of its loop.
+ *   exit T MS     T threads record "busy_<tt>" regions (kind Region) in a loop through
+ *                 the core's plugin table, counting the begins the runtime took (a
+ *                 nonzero GUID); MS ms after every thread recorded its first region,
+ *                 main calls exit() while they go on. kprof
+ *                 ends the run in its exit handler; the program's own exit handler
+ *                 (registered before kprof's, so it runs after it) then stops the
+ *                 workers and prints "recorded <n>": the begins kprof took.
  */
 #include <kprof.h>
 #include <pthread.h>
+
+#include "kp_core_api.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,9 +189,63 @@ static void term(int threads) {
         pause();
 }
 
+static int stop_busy;
+static int busy_started;
+static long busy_recorded[MAX_THREADS];
+static int busy_threads;
+static pthread_t busy_tids[MAX_THREADS];
+static const kp_core_api *api;
+enum { KIND_REGION = 5 };
+
+static void *busy_worker(void *arg) {
+    long id = (long)arg;
+    long recorded = 0;
+    while (!__atomic_load_n(&stop_busy, __ATOMIC_ACQUIRE)) {
+        uint64_t g = api->begin(KIND_REGION, names[id], 0, 0);
+        recorded += g != 0;
+        api->end(KIND_REGION, g);
+        if (recorded == 1 && g != 0)
+            __atomic_add_fetch(&busy_started, 1, __ATOMIC_RELEASE);
+    }
+    busy_recorded[id] = recorded;
+    return NULL;
+}
+
+/* Runs after kprof's exit handler: stop the workers, say what kprof took. */
+static void busy_report(void) {
+    __atomic_store_n(&stop_busy, 1, __ATOMIC_RELEASE);
+    long total = 0;
+    for (int i = 0; i < busy_threads; i++) {
+        pthread_join(busy_tids[i], NULL);
+        total += busy_recorded[i];
+    }
+    printf("recorded %ld\n", total);
+    fflush(stdout);
+}
+
+static void busy_exit(int threads, int ms) {
+    atexit(busy_report);
+    api = kprof_core_api(1);
+    if (!api || !api->attach("in_place")) {
+        fprintf(stderr, "in_place: no core table\n");
+        exit(2);
+    }
+    busy_threads = threads;
+    name_threads(threads, "busy");
+    for (long i = 0; i < threads; i++)
+        pthread_create(&busy_tids[i], NULL, busy_worker, (void *)i);
+    struct timespec tick = {0, 100000L};
+    while (__atomic_load_n(&busy_started, __ATOMIC_ACQUIRE) < threads)
+        nanosleep(&tick, NULL);
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+    exit(0);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: in_place many T N | exited T N MS | term T main|worker\n");
+        fprintf(stderr,
+                "usage: in_place many T N | exited T N MS | term T main|worker | exit T MS\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -204,6 +267,10 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "term") && argc > 3) {
         block_term = !strcmp(argv[3], "worker");
         term(threads);
+        return 0;
+    }
+    if (!strcmp(mode, "exit") && argc > 3) {
+        busy_exit(threads, atoi(argv[3]));
         return 0;
     }
     fprintf(stderr, "in_place: unknown mode %s\n", mode);

@@ -19,8 +19,7 @@
  *             cpu_ns=<process user+system CPU, all threads, whole run>
  *             maxrss_kb=<getrusage ru_maxrss, after finalize>
  *
- * The C mirror of the table below follows abi/src/lib.rs (struct CoreApi), field by
- * field in order, up to the last field used here.
+ * The table's C mirror is kp_core_api.h.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -33,26 +32,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-typedef struct {
-  const char *backend;
-  uint32_t index;
-  uint32_t instance;
-} kp_device_desc;
-
-typedef struct {
-  size_t size;
-  uint32_t version;
-  bool (*attach)(const char *plugin);
-  bool (*configure)(const char *arg);
-  int32_t (*option_flag)(const char *name);
-  const char *(*help)(void);
-  void (*finalize)(void);
-  uint16_t (*device)(const kp_device_desc *desc);
-  uint64_t (*begin)(uint8_t kind, const char *name, uint16_t dev, uint64_t parent);
-  void (*end)(uint8_t kind, uint64_t guid);
-} kp_core_api;
-
-extern const kp_core_api *kprof_core_api(uint32_t version);
+#include "kp_core_api.h"
 
 enum { KIND_PARALLEL_FOR = 1, KIND_REGION = 5 };
 

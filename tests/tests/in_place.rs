@@ -429,6 +429,47 @@ fn sixty_four_threads_exact_in_place_and_traced() {
     assert_same_structure("in_place.c many", &runs);
 }
 
+/// Main calls exit() while 4 threads record as fast as they can: every begin the
+/// runtime took (it returned a GUID) is in the profile, exactly, and every call it
+/// did not take is counted. An event that saw the runtime recording completes
+/// before the profile is read (none is cut in half, none lands unseen after the
+/// output), and an instance left open by the end is closed there and counted.
+/// 10 runs per mode.
+#[test]
+fn exit_while_threads_record_loses_nothing_uncounted() {
+    const T: u64 = 4;
+    for mode in MODES {
+        for rep in 0..10 {
+            let what = format!("{} run {rep}", mode.name());
+            let dir = scratch(&format!("in_place_exit_{}", mode.name()));
+            let o = run(&mut harness_cmd(
+                &dir,
+                mode,
+                &["exit", &T.to_string(), "50"],
+            ));
+            assert!(o.status.success(), "{what}: {}", stderr(&o));
+            let recorded: u64 = String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .strip_prefix("recorded ")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{what}: stdout {}", String::from_utf8_lossy(&o.stdout)));
+            assert!(recorded > 0, "{what}");
+            let p = read_profile(&dir.join("out"));
+            check_self_cost(&p, mode, &what);
+            assert_eq!(u(&p["dropped_records"]), 0, "{what}");
+            let all = nodes(&p);
+            assert_eq!(all.len(), T as usize, "{what}: nodes");
+            let in_profile: u64 = all.iter().map(|(_, n)| u(&n["count"])).sum();
+            let a = &p["anomalies"];
+            assert_eq!(in_profile, recorded, "{what}: anomalies {a}");
+            // The threads go on calling after the end: counted (and nothing else).
+            assert!(u(&a["calls_after_finalize"]) > 0, "{what}: {a}");
+            assert!(u(&a["unclosed_at_exit"]) <= T, "{what}: {a}");
+            assert_eq!(u(&a["unmatched_ends"]), 0, "{what}: {a}");
+        }
+    }
+}
+
 /// 8 threads record regions and are joined, 8 new threads (which may reuse the
 /// first ones' stacks, thread ids and kprof's thread slots) record others and are
 /// joined, then main records for 200 ms more and returns: the threads that exited
