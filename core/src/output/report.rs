@@ -189,7 +189,8 @@ pub struct ThreadInfo {
     pub tid: i32,
     /// OS thread name.
     pub name: String,
-    /// Records it produced that the writer processed.
+    /// Events it recorded: records the writer processed, or events it aggregated
+    /// in place.
     pub records: u64,
 }
 
