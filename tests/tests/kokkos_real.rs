@@ -650,6 +650,46 @@ fn example_under_kprof() {
     assert_eq!(entries, BTreeSet::from(["out".to_string()]));
 }
 
+/// The example's profile is the same whether Kokkos' events are aggregated in
+/// place by the threads (the default), go as records to the writer with a trace,
+/// or without one (`KPROF_IN_PLACE=0`): each passes the exact checks of
+/// [`check_profile`], and the three trees have the same nodes and counts.
+#[test]
+fn example_same_profile_in_place_and_from_records() {
+    let Some(exe) = find_example() else { return };
+    let mut trees = Vec::new();
+    for (name, var, value) in [
+        ("in_place", "KPROF_IN_PLACE", "1"),
+        ("trace", "KPROF_TRACE", "perfetto"),
+        ("records", "KPROF_IN_PLACE", "0"),
+    ] {
+        let dir = scratch(&format!("kokkos_real_{name}"));
+        let out_dir = dir.join("out");
+        let mut cmd = example_cmd(&exe, &dir);
+        with_kprof(&mut cmd)
+            .env("KPROF_OUTPUT_DIR", &out_dir)
+            .env("KPROF_SUMMARY", "0")
+            .env(var, value);
+        let (pid, _) = run_pid(&mut cmd);
+        let p = read_profile(&out_dir);
+        check_profile(&p, pid);
+        let in_place = p["kprof"]["events_in_place"].as_u64().unwrap_or(0);
+        assert_eq!(in_place > 0, name == "in_place", "{name}: {}", p["kprof"]);
+        let mut tree: Vec<(Vec<String>, String, u64)> = nodes(&p)
+            .into_iter()
+            .map(|(path, n)| {
+                let kind = n["kind"].as_str().unwrap_or_default().to_string();
+                (path, kind, n["count"].as_u64().unwrap_or(0))
+            })
+            .collect();
+        tree.sort();
+        trees.push((name, tree));
+    }
+    for (name, tree) in &trees[1..] {
+        assert_eq!(tree, &trees[0].1, "{name} against in_place");
+    }
+}
+
 #[test]
 fn output_dir_from_kokkos_tools_args() {
     let Some(exe) = find_example() else { return };
