@@ -63,8 +63,11 @@ pub struct OpenFrames {
 
 /// Bits of a published entry below the GUID counter: the node.
 const OPEN_NODE_BITS: u32 = 64 - GUID_SEQ_BITS;
-/// Deepest instance published.
-const MAX_PUBLISHED: usize = 1024;
+/// Deepest instance published: an instance whose explicit parent on another
+/// thread is deeper nests where it runs. Parents across threads (parallel
+/// regions, target regions) sit near the root; the entries cost 8 bytes per
+/// thread each, threads that exited included.
+const MAX_PUBLISHED: usize = 64;
 
 impl OpenFrames {
     fn new(depth: usize) -> OpenFrames {

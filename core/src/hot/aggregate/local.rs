@@ -127,7 +127,8 @@ pub struct ThreadProfile {
     /// Code addresses named by [`ADDRESS_NAME`] ids, in first-seen order.
     pub addresses: Vec<u64>,
     address_ids: FxHashMap<u64, u32>,
-    address_cache: Box<[(u64, u32); ADDRESS_CACHE]>,
+    /// Made on the first code address (threads of other models never need it).
+    address_cache: Option<Box<[(u64, u32); ADDRESS_CACHE]>>,
     /// Events taken (begins, ends, instants, edges).
     pub events: u64,
 }
@@ -152,7 +153,7 @@ impl ThreadProfile {
             task_graph: TaskGraph::default(),
             addresses: Vec::new(),
             address_ids: FxHashMap::default(),
-            address_cache: Box::new([(0, 0); ADDRESS_CACHE]),
+            address_cache: None,
             events: 0,
         }
     }
@@ -167,7 +168,10 @@ impl ThreadProfile {
     #[inline]
     pub fn code_name(&mut self, addr: u64) -> u32 {
         let i = (addr.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % ADDRESS_CACHE;
-        let cached = self.address_cache[i];
+        let cache = self
+            .address_cache
+            .get_or_insert_with(|| Box::new([(0, 0); ADDRESS_CACHE]));
+        let cached = cache[i];
         if cached.0 == addr && cached.1 != 0 {
             return cached.1;
         }
@@ -176,7 +180,9 @@ impl ThreadProfile {
         if id == ADDRESS_NAME | next {
             self.addresses.push(addr);
         }
-        self.address_cache[i] = (addr, id);
+        if let Some(cache) = self.address_cache.as_mut() {
+            cache[i] = (addr, id);
+        }
         id
     }
 
@@ -518,7 +524,10 @@ impl ThreadProfile {
             + self.frames.capacity() * size_of::<Frame>()
             + self.copies.capacity() * (size_of::<(CopyKey, CopyStats)>() + 1)
             + self.markers.capacity() * (size_of::<(u32, u64)>() + 1)
-            + ADDRESS_CACHE * size_of::<(u64, u32)>()
+            + self
+                .address_cache
+                .as_ref()
+                .map_or(0, |_| ADDRESS_CACHE * size_of::<(u64, u32)>())
             + size_of::<ThreadProfile>();
         self.tree.bytes() + tables as u64
     }
