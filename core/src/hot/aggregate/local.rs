@@ -109,6 +109,9 @@ pub struct ThreadProfile {
     /// Another thread's node (thread index, node) -> the local anchor standing in
     /// for it.
     anchors: FxHashMap<(u32, u32), u32>,
+    /// The anchor looked up last (a team's worker finds the same one every
+    /// region).
+    last_anchor: ((u32, u32), u32),
     /// Local anchor node -> (thread index, that thread's node).
     pub anchored: Vec<(u32, (u32, u32))>,
     copy_names: FxHashMap<(u32, u32), u32>,
@@ -143,6 +146,7 @@ impl ThreadProfile {
             tree: Tree::default(),
             frames: Vec::new(),
             anchors: FxHashMap::default(),
+            last_anchor: ((0, 0), 0),
             anchored: Vec::new(),
             copy_names: FxHashMap::default(),
             place_names: FxHashMap::default(),
@@ -354,15 +358,22 @@ impl ThreadProfile {
         let node = match parent {
             Parent::Root => ROOT,
             Parent::Frame(i) => self.frames[i].node,
-            Parent::Anchor(at) => match self.anchors.get(&at) {
-                Some(&local) => local,
-                None => {
-                    let local = self.tree.anchor();
-                    self.anchored.push((local, at));
-                    self.anchors.insert(at, local);
-                    local
-                }
-            },
+            Parent::Anchor(at) if self.last_anchor.1 != 0 && self.last_anchor.0 == at => {
+                self.last_anchor.1
+            }
+            Parent::Anchor(at) => {
+                let local = match self.anchors.get(&at) {
+                    Some(&local) => local,
+                    None => {
+                        let local = self.tree.anchor();
+                        self.anchored.push((local, at));
+                        self.anchors.insert(at, local);
+                        local
+                    }
+                };
+                self.last_anchor = (at, local);
+                local
+            }
         };
         let cache = self.tree.nodes[node as usize].last_child;
         if cache.0 == key {
