@@ -126,6 +126,20 @@ pub fn compile_with_core(sources: &[&Path], out: &Path, args: &[&str]) -> PathBu
     compile(sources, out, &all)
 }
 
+/// `tests/harness/<name>.c`, a pthreads program linked with the core, built once
+/// per test binary (the first caller builds it into `cell`).
+pub fn core_harness(cell: &'static OnceLock<PathBuf>, name: &str) -> PathBuf {
+    cell.get_or_init(|| {
+        let dir = scratch(&format!("{name}_build"));
+        compile_with_core(
+            &[&test_file(&format!("harness/{name}.c"))],
+            &dir.join(name),
+            &["-lpthread"],
+        )
+    })
+    .clone()
+}
+
 /// The Kokkos harness host (`tests/harness/kokkos_host.c`) built twice into `dir`:
 /// plain, and linked with the core for its annotation scenarios
 /// (`-DKPROF_ANNOTATE`). Returns (plain, annotating).

@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 
 use kprof_tests::openmp::{self as omp, Compiler, Runtime};
 use kprof_tests::{
-    assert_ok, build_kokkos_hosts, clean_cmd, compile_with_core, lib, node, nodes, read_profile,
-    run, scratch, skip_unless, spawn_until, test_file, u,
+    assert_ok, build_kokkos_hosts, clean_cmd, core_harness, lib, node, nodes, read_profile, run,
+    scratch, skip_unless, spawn_until, u,
 };
 use serde_json::Value;
 
@@ -343,15 +343,7 @@ fn kokkos_same_tree_in_place_and_from_records() {
 /// `tests/harness/in_place.c`, built once.
 fn harness() -> PathBuf {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let dir = scratch("in_place_build");
-        compile_with_core(
-            &[&test_file("harness/in_place.c")],
-            &dir.join("in_place"),
-            &["-lpthread"],
-        )
-    })
-    .clone()
+    core_harness(&EXE, "in_place")
 }
 
 /// The harness in `dir` in `mode`, writing to `dir/out`, without the summary.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use kprof_tests::trace_check::read_json;
 use kprof_tests::{
-    clean_cmd, compile, compile_with_core, lib, nodes, read_profile, run, scratch, spawn_until,
+    clean_cmd, compile, core_harness, lib, nodes, read_profile, run, scratch, spawn_until,
     test_file, u,
 };
 use serde_json::Value;
@@ -20,15 +20,7 @@ use serde_json::Value;
 /// The harness program, built once.
 fn robust() -> PathBuf {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let dir = scratch("robust_build");
-        compile_with_core(
-            &[&test_file("harness/robust.c")],
-            &dir.join("robust"),
-            &["-lpthread"],
-        )
-    })
-    .clone()
+    core_harness(&EXE, "robust")
 }
 
 /// The harness in `dir`, writing to `dir/out`, without the summary.

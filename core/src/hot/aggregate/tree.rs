@@ -38,6 +38,21 @@ pub struct Node {
 }
 
 impl Node {
+    /// A node without instances yet.
+    pub fn new(parent: u32, name: u32, kind: Kind, dev: u16) -> Node {
+        Node {
+            parent,
+            name,
+            kind,
+            dev,
+            stats: Stats::default(),
+            per_thread: Vec::new(),
+            args: Vec::new(),
+            children: Vec::new(),
+            last_child: (0, 0),
+        }
+    }
+
     /// Folds an instance's argument into the node's range for that key.
     pub fn add_arg(&mut self, key: u32, value: u64) {
         match self.args.iter_mut().find(|(k, _, _)| *k == key) {
@@ -68,17 +83,7 @@ pub struct Tree {
 impl Default for Tree {
     fn default() -> Self {
         Tree {
-            nodes: vec![Node {
-                parent: ROOT,
-                name: 0,
-                kind: Kind::Region,
-                dev: 0,
-                stats: Stats::default(),
-                per_thread: Vec::new(),
-                args: Vec::new(),
-                children: Vec::new(),
-                last_child: (0, 0),
-            }],
+            nodes: vec![Node::new(ROOT, 0, Kind::Region, 0)],
             index: FxHashMap::default(),
         }
     }
@@ -89,17 +94,7 @@ impl Tree {
     /// node, whose children a merge moves under the real one.
     pub fn anchor(&mut self) -> u32 {
         let n = self.nodes.len() as u32;
-        self.nodes.push(Node {
-            parent: ROOT,
-            name: 0,
-            kind: Kind::Region,
-            dev: 0,
-            stats: Stats::default(),
-            per_thread: Vec::new(),
-            args: Vec::new(),
-            children: Vec::new(),
-            last_child: (0, 0),
-        });
+        self.nodes.push(Node::new(ROOT, 0, Kind::Region, 0));
         n
     }
 
@@ -137,17 +132,7 @@ impl Tree {
             return n;
         }
         let n = self.nodes.len() as u32;
-        self.nodes.push(Node {
-            parent,
-            name,
-            kind,
-            dev,
-            stats: Stats::default(),
-            per_thread: Vec::new(),
-            args: Vec::new(),
-            children: Vec::new(),
-            last_child: (0, 0),
-        });
+        self.nodes.push(Node::new(parent, name, kind, dev));
         let kids = &mut self.nodes[parent as usize].children;
         kids.push(n);
         // Only parents with many children are looked up by hash: a million
