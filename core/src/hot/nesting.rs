@@ -2,12 +2,12 @@
 //!
 //! Runtimes call begin/end in orders a trace format cannot take (an end for an id
 //! that is not innermost, a pop with nothing pushed, records lost to a full buffer).
-//! [`Nesting`] keeps one thread's stack of open instances and hands on begins and
-//! ends that always nest, counting every repair as an anomaly. The rules
-//! ([`ended_at`], [`count_unclosed`]) are shared by the writer decoding records
-//! ([`crate::collect::resolve`], through [`Nesting`]) and by the in-place profile
-//! of a recording thread ([`crate::hot::aggregate::local`], over its own frames),
-//! so every consumer (profile, traces) sees the same repaired stream. [`Consumer`] is what takes the
+//! A thread's stack of open instances turns them into begins and ends that always
+//! nest, counting every repair as an anomaly. The rules ([`ended_at`],
+//! [`count_unclosed`]) are shared by the writer decoding records (its stack of
+//! [`Slice`]s, [`crate::collect::resolve::Nesting`]) and by the in-place profile of
+//! a recording thread (its frames, [`crate::hot::aggregate::local`]), so every
+//! consumer (profile, traces) sees the same repaired stream. [`Consumer`] is what takes the
 //! events on the writer's side.
 
 use kprof_abi::{Anomaly, Kind};
@@ -203,7 +203,7 @@ pub trait Consumer {
     fn global(&mut self, ts: u64, ev: &Global);
 }
 
-/// What opens an instance, as a [`Nesting`] takes it.
+/// What opens an instance: the fields of a [`Slice`] known at its begin.
 #[derive(Debug, Clone, Copy)]
 pub struct Opening {
     /// The instance's GUID.
@@ -279,124 +279,5 @@ pub fn ended_at<T: OpenInstance>(
 pub fn count_unclosed(kind: Kind, anomalies: &Anomalies) {
     if !kind.may_end_late() {
         anomalies.count(Anomaly::UnclosedAtExit);
-    }
-}
-
-/// The open instances of one thread, and the rules that keep what they emit
-/// nested whatever order the runtime ends them in: shared by the writer's record
-/// decoding and by the in-place profile of an application thread.
-pub struct Nesting {
-    thread: u32,
-    stack: Vec<Slice>,
-    /// Records were lost: unmatched ends may be the ends of lost begins.
-    lost: bool,
-}
-
-impl Nesting {
-    /// The open instances of thread `thread` (none yet).
-    pub fn new(thread: u32) -> Nesting {
-        Nesting {
-            thread,
-            stack: Vec::new(),
-            lost: false,
-        }
-    }
-
-    /// Opens an instance nested in the innermost open one, and hands it to
-    /// `began`.
-    #[inline(always)]
-    pub fn begin(&mut self, o: Opening, began: impl FnOnce(&Slice)) {
-        let Some(kind) = Kind::from_u8(o.kind) else {
-            return;
-        };
-        let enclosing = self.stack.last().map(|s| (s.guid, s.kind));
-        let x = o.extras;
-        self.stack.push(Slice {
-            thread: self.thread,
-            guid: o.guid,
-            parent: o.parent,
-            enclosing,
-            kind,
-            name: o.name,
-            dev: o.dev,
-            begin: o.begin,
-            copy: x.copy,
-            transfer: x.transfer,
-            args: [x.arg.unwrap_or((0, 0)), (0, 0), (0, 0), (0, 0)],
-            nargs: u8::from(x.arg.is_some()),
-            end_lost: false,
-        });
-        if let Some(top) = self.stack.last() {
-            began(top);
-        }
-    }
-
-    /// Attaches an argument to the innermost open instance (the first
-    /// [`MAX_ARGS`] are kept).
-    #[inline]
-    pub fn arg(&mut self, key: u32, value: u64) {
-        if let Some(top) = self.stack.last_mut() {
-            let n = usize::from(top.nargs);
-            if n < MAX_ARGS {
-                top.args[n] = (key, value);
-                top.nargs += 1;
-            }
-        }
-    }
-
-    /// Closes instance `guid` (0: the innermost of `kind`) at raw time `ts`, and
-    /// every instance opened inside it that is still open (counted as an
-    /// out-of-order end), handing each to `ended` with its end time; an end of
-    /// nothing open is counted as unmatched.
-    #[inline(always)]
-    pub fn end(
-        &mut self,
-        ts: u64,
-        kind: u8,
-        guid: u64,
-        mut ended: impl FnMut(&Slice, u64),
-        anomalies: &Anomalies,
-    ) {
-        let Some(pos) = ended_at(&self.stack, kind, guid, self.lost, anomalies) else {
-            return;
-        };
-        // Ended in place, then dropped: a slice is large, and moving it out of
-        // the stack first was a sixth of the writer's CPU (a memmove per end).
-        for s in self.stack[pos..].iter().rev() {
-            ended(s, ts.max(s.begin));
-        }
-        self.stack.truncate(pos);
-    }
-
-    /// Records were lost at raw time `ts`: the instances above depth `keep` (the
-    /// lowest depth reached while dropping) ended unseen, and close here with
-    /// their end marked lost.
-    pub fn gap(&mut self, keep: usize, ts: u64, mut ended: impl FnMut(&Slice, u64)) {
-        while self.stack.len() > keep {
-            if let Some(mut s) = self.stack.pop() {
-                s.end_lost = true;
-                ended(&s, ts.max(s.begin));
-            }
-        }
-        self.lost = true;
-    }
-
-    /// Closes every instance still open at raw time `end`, counting each (except
-    /// kinds runtimes normally leave open, see [`Kind::may_end_late`]).
-    pub fn close_all(
-        &mut self,
-        end: u64,
-        mut ended: impl FnMut(&Slice, u64),
-        anomalies: &Anomalies,
-    ) {
-        while let Some(s) = self.stack.pop() {
-            count_unclosed(s.kind, anomalies);
-            ended(&s, end.max(s.begin));
-        }
-    }
-
-    /// Instances open now.
-    pub fn depth(&self) -> usize {
-        self.stack.len()
     }
 }
