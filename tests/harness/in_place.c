@@ -24,6 +24,9 @@
  *                 ends the run in its exit handler; the program's own exit handler
  *                 (registered before kprof's, so it runs after it) then stops the
  *                 workers and prints "recorded <n>": the begins kprof took.
+ *   churn T       T threads, one after the other (each joined before the next
+ *                 starts), each records one region "task"; then prints the peak
+ *                 resident memory: "maxrss_kb <n>".
  */
 #include <kprof.h>
 #include <pthread.h>
@@ -33,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -242,15 +246,34 @@ static void busy_exit(int threads, int ms) {
     exit(0);
 }
 
+static void *churn_worker(void *arg) {
+    (void)arg;
+    kprof_region_begin("task");
+    kprof_region_end("task");
+    return NULL;
+}
+
+static void churn(int threads) {
+    for (int i = 0; i < threads; i++) {
+        pthread_t t;
+        pthread_create(&t, NULL, churn_worker, NULL);
+        pthread_join(t, NULL);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("maxrss_kb %ld\n", ru.ru_maxrss);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr,
-                "usage: in_place many T N | exited T N MS | term T main|worker | exit T MS\n");
+                "usage: in_place many T N | exited T N MS | term T main|worker | exit T MS"
+                " | churn T\n");
         return 2;
     }
     const char *mode = argv[1];
     int threads = atoi(argv[2]);
-    if (threads < 1 || threads > MAX_THREADS) {
+    if (threads < 1 || (threads > MAX_THREADS && strcmp(mode, "churn"))) {
         fprintf(stderr, "in_place: 1 to %d threads\n", MAX_THREADS);
         return 2;
     }
@@ -267,6 +290,10 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "term") && argc > 3) {
         block_term = !strcmp(argv[3], "worker");
         term(threads);
+        return 0;
+    }
+    if (!strcmp(mode, "churn")) {
+        churn(threads);
         return 0;
     }
     if (!strcmp(mode, "exit") && argc > 3) {

@@ -462,6 +462,53 @@ fn exit_while_threads_record_loses_nothing_uncounted() {
     }
 }
 
+/// A program that starts a thread per task: 20,000 short-lived threads, one after
+/// the other, each recording one region. Every one is in the profile (count and
+/// thread list exact), and a thread that is gone leaves only a small slot behind:
+/// the memory kprof adds stays below 3 KiB per thread (a whole thread state is
+/// 20 KiB; a new thread takes over a gone thread's).
+#[test]
+fn a_thread_per_task_keeps_every_count_in_little_memory() {
+    const T: u64 = 20_000;
+    let maxrss = |o: &Output| -> u64 {
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .strip_prefix("maxrss_kb ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("stdout {}", String::from_utf8_lossy(&o.stdout)))
+    };
+    let dir = scratch("in_place_churn_off");
+    let mut off = harness_cmd(&dir, Mode::InPlace, &["churn", &T.to_string()]);
+    let o = run(off.env("KPROF_ENABLE", "0"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let base = maxrss(&o);
+    for mode in [Mode::InPlace, Mode::Records] {
+        let what = mode.name();
+        let dir = scratch(&format!("in_place_churn_{what}"));
+        let o = run(&mut harness_cmd(&dir, mode, &["churn", &T.to_string()]));
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+        let grown = maxrss(&o).saturating_sub(base);
+        let p = read_profile(&dir.join("out"));
+        check_self_cost(&p, mode, what);
+        assert_eq!(u(&p["dropped_records"]), 0, "{what}");
+        assert_no_anomaly(&p, what);
+        let all = nodes(&p);
+        assert_eq!(all.len(), 1, "{what}: nodes");
+        region(&all, &["task"], T, what);
+        assert_eq!(
+            p["threads"].as_array().map(Vec::len),
+            Some(T as usize),
+            "{what}: threads listed"
+        );
+        if mode == Mode::InPlace {
+            assert!(
+                grown < 3 * T,
+                "{what}: {grown} KiB more than without kprof for {T} threads"
+            );
+        }
+    }
+}
+
 /// 8 threads record regions and are joined, 8 new threads (which may reuse the
 /// first ones' stacks, thread ids and kprof's thread slots) record others and are
 /// joined, then main records for 200 ms more and returns: the threads that exited

@@ -93,7 +93,9 @@ fn run(rt: &'static Runtime) {
         let quiet = !stocking && w.top_up();
         let streaming = !w.sinks.traces.is_empty();
         let due = last_round.elapsed() >= period;
-        let idle_work = quiet && (due || rt.pool.full_len() > 0);
+        // In place, records are only memory and section events: processed when
+        // chunks are full (or at the end), not every period.
+        let idle_work = quiet && ((due && !rt.in_place) || rt.pool.full_len() > 0);
         if w.pressure() || if streaming { due } else { idle_work } {
             w.round();
             w.sinks.flush();
@@ -309,11 +311,7 @@ impl Writer {
     fn stream(&mut self, index: u32) -> Option<&mut Stream> {
         if !self.streams.contains_key(&index) {
             // Only registered threads own chunks.
-            self.rt
-                .threads
-                .snapshot()
-                .iter()
-                .find(|s| s.index == index)?;
+            self.rt.threads.by_index(index)?;
             self.streams.insert(
                 index,
                 Stream {
@@ -396,13 +394,14 @@ impl Writer {
             });
         }
         for slot in self.rt.threads.snapshot() {
-            let Some(s) = self.stream(slot.index) else {
-                continue;
-            };
             let current = slot.current.load(Ordering::Acquire);
             // SAFETY: chunks are leaked and never freed, so a published pointer
             // stays valid; only this thread recycles chunks, and not during gather.
             let Some(c) = (unsafe { current.as_ref() }) else {
+                continue;
+            };
+            // A stream only for threads with records (in place, most have none).
+            let Some(s) = self.stream(slot.index) else {
                 continue;
             };
             // A chunk of another owner, or one this thread handed over after the

@@ -140,6 +140,31 @@ pub struct Registry {
     by_index: Box<[AtomicPtr<[AtomicPtr<ThreadSlot>; PAGE_SLOTS]>]>,
     /// Deepest instance each thread publishes (`KPROF_MAX_DEPTH`).
     depth: usize,
+    /// States of threads that exited, oldest first: a new thread takes one over
+    /// once its OS thread is gone (a program that starts a thread per task keeps
+    /// a small slot per thread, not a whole state).
+    retired: Mutex<std::collections::VecDeque<Retired>>,
+}
+
+/// The state of a thread that exited.
+struct Retired {
+    tid: i32,
+    state: *mut ThreadState,
+}
+
+// SAFETY: the pointer is a leaked state that only the registry hands on, to one
+// new thread, once the thread that owned it is gone.
+unsafe impl Send for Retired {}
+
+/// Retired states looked at per registration (the oldest are gone first).
+const RETIRED_LOOKS: usize = 4;
+
+/// Whether OS thread `tid` of this process is gone (a reused tid reads as alive,
+/// which only delays a reuse).
+fn thread_gone(tid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the thread exists; nothing is delivered.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) };
+    r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
 /// The slots, and whether the shutdown closed the registry.
@@ -159,7 +184,30 @@ impl Registry {
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             depth,
+            retired: Mutex::default(),
         }
+    }
+
+    /// Keeps the state of a thread that is exiting, for reuse once it is gone.
+    fn retire(&self, tid: i32, state: *mut ThreadState) {
+        let mut r = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        r.push_back(Retired { tid, state });
+    }
+
+    /// Whether `slot` is one of this registry's threads.
+    fn owns(&self, slot: &ThreadSlot) -> bool {
+        self.by_index(slot.index)
+            .is_some_and(|s| std::ptr::eq(s, slot))
+    }
+
+    /// A retired state whose thread is gone, if one of the oldest is.
+    fn reusable(&self) -> Option<*mut ThreadState> {
+        let mut r = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        let at = r
+            .iter()
+            .take(RETIRED_LOOKS)
+            .position(|x| thread_gone(x.tid))?;
+        r.remove(at).map(|x| x.state)
     }
 
     /// Registers a thread; `None` once the shutdown sealed the registry.
@@ -466,10 +514,15 @@ impl Drop for ExitGuard {
         }
         // SAFETY: the state belongs to this exiting thread and is never freed.
         let state = unsafe { &mut *p };
+        state.slot.exited.store(true, Ordering::Release);
         if let Some(rt) = crate::hot::runtime::get() {
             state.retire(rt);
+            // Only a state of the runtime now running is ever reused (a forked
+            // child's runtime has a registry of its own).
+            if rt.threads.owns(state.slot) {
+                rt.threads.retire(state.slot.tid, p);
+            }
         }
-        state.slot.exited.store(true, Ordering::Release);
     }
 }
 
@@ -665,7 +718,7 @@ fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
     if !rt.in_place {
         rt.pool.top_up(rt.pool.free_len() + CHUNKS_PER_NEW_THREAD);
     }
-    let state = Box::leak(Box::new(ThreadState {
+    let fresh = |names: NameCache| ThreadState {
         slot,
         chunk: None,
         pos: CHUNK_WORDS,
@@ -676,9 +729,31 @@ fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
         gap_depth: 0,
         last_ts: 0,
         codes: [0; CODE_SLOTS],
-        names: NameCache::new(),
+        names,
         in_place,
-    }));
+    };
+    let state: *mut ThreadState = match rt.threads.reusable() {
+        Some(old) => {
+            // SAFETY: a retired state whose thread is gone: nothing else uses it.
+            let s = unsafe { &mut *old };
+            // What the gone thread recorded after its exit guard stays its own.
+            s.retire(rt);
+            // SAFETY: its in-place profile stays for the merge; only the scratch
+            // goes.
+            if let Some(ip) = unsafe { s.in_place.as_mut() } {
+                ip.profile.release_scratch();
+            }
+            // The name cache maps pointers to process-wide ids: still valid. The
+            // old value is moved out whole (no destructor runs on a half state).
+            // SAFETY: `s` is valid and exclusively ours; it is written back below.
+            let taken = unsafe { std::ptr::read(s) };
+            let ThreadState { names, .. } = taken;
+            // SAFETY: as above; the old value was moved out, nothing is dropped twice.
+            unsafe { std::ptr::write(s, fresh(names)) };
+            old
+        }
+        None => Box::leak(Box::new(fresh(NameCache::new()))),
+    };
     tls::set(state);
     // Registers the exit destructor; fails harmlessly if the thread is already
     // tearing down its thread-locals.

@@ -526,6 +526,19 @@ impl ThreadProfile {
         })
     }
 
+    /// Frees what only a running thread needs (its thread is gone; the
+    /// statistics, and instances it left open, stay for the merge).
+    pub fn release_scratch(&mut self) {
+        self.address_cache = None;
+        if self.frames.is_empty() {
+            self.frames = Vec::new();
+        }
+        self.copy_names = FxHashMap::default();
+        self.place_names = FxHashMap::default();
+        self.anchors = FxHashMap::default();
+        self.tree.nodes.shrink_to_fit();
+    }
+
     /// Memory this profile holds, in bytes (approximately: the tree and the
     /// tables that grow with distinct call paths and names).
     pub fn bytes(&self) -> u64 {
