@@ -847,3 +847,44 @@ fn sigkill_leaves_traces_valid_up_to_the_last_flush() {
         pf.slices.len()
     );
 }
+
+/// A disk that fills up while a trace is written (`tests/harness/enospc_shim.c`:
+/// 20 MiB for the output directory, the JSON trace of 300,000 kernels wants ~50):
+/// the trace stops, with one line, and the profile still finds the space held for
+/// it since the traces started, complete and exact.
+#[test]
+fn a_full_disk_stops_the_trace_and_keeps_the_profile() {
+    let dir = scratch("traces_full_disk");
+    let shim = kprof_tests::compile(
+        &[&test_file("harness/enospc_shim.c")],
+        &dir.join("libenospc.so"),
+        &["-shared", "-fPIC", "-ldl"],
+    );
+    let out = dir.join("out");
+    let mut cmd = clean_cmd(&built().driver);
+    cmd.current_dir(&dir)
+        .args(["bench", "300000"])
+        .env("KPROF_OUTPUT_DIR", &out)
+        .env("KPROF_SUMMARY", "0")
+        .env("KPROF_BUFFER_MB", "256")
+        .env("KPROF_TRACE", "json")
+        .env("LD_PRELOAD", &shim)
+        .env("SHIM_DIR", &out)
+        .env("SHIM_BYTES", (20u64 << 20).to_string());
+    let o = run(&mut cmd);
+    assert_ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("trace.json") && err.contains("No space left on device"),
+        "stderr:\n{err}"
+    );
+    assert!(!err.contains("profile.json"), "stderr:\n{err}");
+    let p = read_profile(&out);
+    let kernels = p["tree"][0].clone();
+    assert_eq!(kernels["name"], "bench_kernel", "{}", p["tree"]);
+    assert_eq!(u(&kernels["count"]), 300_000);
+    assert_eq!(u(&p["dropped_records"]), 0);
+    assert!(out.join("profile.csv").is_file());
+    // The space held for the profile is given back.
+    assert!(!out.join(".profile.reserve").exists());
+}

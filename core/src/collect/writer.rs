@@ -227,6 +227,8 @@ struct Writer {
     symbols: Symbolizer,
     /// The output directory, created at start when traces stream into it.
     dir: Option<std::path::PathBuf>,
+    /// Space held there for the profile while the traces fill the disk.
+    profile_space: Option<output::Reserve>,
     /// How fast threads take chunks.
     demand: Demand,
     /// Chunks to have allocated before the writer settles into its rhythm
@@ -289,8 +291,13 @@ impl Writer {
                 .collect(),
             None => Vec::new(),
         };
+        let profile_space = match (&dir, traces.is_empty()) {
+            (Some(d), false) => output::Reserve::take(d, output::PROFILE_RESERVE_BYTES),
+            _ => None,
+        };
         Writer {
             rt,
+            profile_space,
             streams: FxHashMap::default(),
             sinks: Sinks {
                 profile: Profile::new(rt),
@@ -538,6 +545,10 @@ impl Writer {
         };
         let cfg = runtime::config().clone();
         let dir = self.dir.or_else(|| output::prepare_dir(rt, &cfg));
+        // The traces are complete: the profile takes the space held for it.
+        if let Some(r) = self.profile_space.take() {
+            r.release();
+        }
         output::write_all(&report, &cfg, dir.as_deref(), &traces);
     }
 }

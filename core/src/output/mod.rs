@@ -216,6 +216,45 @@ pub fn prepare_dir(rt: &Runtime, cfg: &Config) -> Option<PathBuf> {
     }
 }
 
+/// Bytes kept free for the profile files while traces fill the disk.
+pub const PROFILE_RESERVE_BYTES: u64 = 16 << 20;
+
+/// Disk space held for the profile while traces are written: a hidden file in
+/// the output directory, allocated when traces start and removed just before
+/// the profile is written. Traces that fill the disk stop (each with a line);
+/// the profile, small and the most valuable, still finds its space (up to
+/// [`PROFILE_RESERVE_BYTES`]).
+pub struct Reserve {
+    path: PathBuf,
+}
+
+impl Reserve {
+    /// Holds `bytes` in `dir`; `None` where the space cannot be had (the profile
+    /// then takes its chances, as without traces).
+    pub fn take(dir: &Path, bytes: u64) -> Option<Reserve> {
+        use std::os::fd::AsRawFd;
+        let path = dir.join(".profile.reserve");
+        let f = create_file(&path).ok()?;
+        let len = libc::off_t::try_from(bytes).ok()?;
+        // SAFETY: a valid descriptor of a file we own; plain integers.
+        let r = unsafe { libc::posix_fallocate(f.get_ref().as_raw_fd(), 0, len) };
+        if r != 0 {
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        Some(Reserve { path })
+    }
+
+    /// Gives the space back (the profile is about to be written).
+    pub fn release(self) {}
+}
+
+impl Drop for Reserve {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// What of the output could be written, for the summary's last line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
