@@ -20,7 +20,7 @@
 //!   the process, signal masks.
 //!
 //! Without a trace, an event goes plugin -> [`hot::events`] -> the thread's
-//! [`hot::in_place`] profile, and the writer merges the threads' profiles at the
+//! in-place profile ([`hot::aggregate`]), and the writer merges the threads' profiles at the
 //! end; with a trace, [`hot::events`] appends a [`hot::record`] to the thread's
 //! [`hot::buffer`] chunk, and the writer feeds the decoded events to the profile
 //! and the trace writers as the run goes.

@@ -73,27 +73,21 @@ static int is_tracked(int fd) {
 
 #define NEXT(name) static __typeof__(name) *next; if (!next) next = dlsym(RTLD_NEXT, #name)
 
-int open64(const char *path, int flags, ...) {
-    NEXT(open64);
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = (flags & O_CREAT) ? va_arg(ap, mode_t) : 0;
-    va_end(ap);
-    int fd = next(path, flags, mode);
-    track(fd, path);
-    return fd;
-}
+/* open() and open64(): the mode comes only with O_CREAT. */
+#define OPEN_TRACKED(name)                                \
+    int name(const char *path, int flags, ...) {          \
+        NEXT(name);                                       \
+        va_list ap;                                       \
+        va_start(ap, flags);                              \
+        mode_t mode = (flags & O_CREAT) ? va_arg(ap, mode_t) : 0; \
+        va_end(ap);                                       \
+        int fd = next(path, flags, mode);                 \
+        track(fd, path);                                  \
+        return fd;                                        \
+    }
 
-int open(const char *path, int flags, ...) {
-    NEXT(open);
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = (flags & O_CREAT) ? va_arg(ap, mode_t) : 0;
-    va_end(ap);
-    int fd = next(path, flags, mode);
-    track(fd, path);
-    return fd;
-}
+OPEN_TRACKED(open)
+OPEN_TRACKED(open64)
 
 int close(int fd) {
     NEXT(close);
@@ -124,15 +118,14 @@ static int fallocate_common(int fd, off_t off, off_t len, int (*real)(int, off_t
     return real(fd, off, len);
 }
 
-int posix_fallocate(int fd, off_t off, off_t len) {
-    NEXT(posix_fallocate);
-    return fallocate_common(fd, off, len, next);
-}
+#define FALLOCATE_TRACKED(name)                            \
+    int name(int fd, off_t off, off_t len) {               \
+        NEXT(name);                                        \
+        return fallocate_common(fd, off, len, next);       \
+    }
 
-int posix_fallocate64(int fd, off_t off, off_t len) {
-    NEXT(posix_fallocate64);
-    return fallocate_common(fd, off, len, next);
-}
+FALLOCATE_TRACKED(posix_fallocate)
+FALLOCATE_TRACKED(posix_fallocate64)
 
 int unlink(const char *path) {
     NEXT(unlink);

@@ -489,22 +489,22 @@ impl Writer {
             // SAFETY: the box is leaked at registration; the thread is not inside
             // an event and cannot start one (the runtime stopped recording), so
             // the writer is the only one using it now.
-            let Some(ip) = (unsafe { p.as_mut() }) else {
+            let Some(tp) = (unsafe { p.as_mut() }) else {
                 continue;
             };
             if busy {
                 warn(&format!(
                     "thread {} was still inside an event when the run ended: its {} events \
                      are left out of the profile (counted as dropped)",
-                    slot.index, ip.profile.events
+                    slot.index, tp.events
                 ));
-                slot.dropped.fetch_add(ip.profile.events, Ordering::Relaxed);
+                slot.dropped.fetch_add(tp.events, Ordering::Relaxed);
                 continue;
             }
-            ip.close_all(end);
-            *records.entry(slot.index).or_insert(0) += ip.profile.events;
-            events_in_place += ip.profile.events;
-            in_place.push(&mut ip.profile);
+            tp.close_all(end);
+            *records.entry(slot.index).or_insert(0) += tp.events;
+            events_in_place += tp.events;
+            in_place.push(tp);
         }
         let Sinks {
             mut profile,
@@ -546,9 +546,7 @@ impl Writer {
         let cfg = runtime::config().clone();
         let dir = self.dir.or_else(|| output::prepare_dir(rt, &cfg));
         // The traces are complete: the profile takes the space held for it.
-        if let Some(r) = self.profile_space.take() {
-            r.release();
-        }
+        drop(self.profile_space.take());
         output::write_all(&report, &cfg, dir.as_deref(), &traces);
     }
 }

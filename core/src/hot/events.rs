@@ -1,6 +1,6 @@
 //! Recording events: the functions behind the C table. Each takes a timestamp and
 //! either adds the event to the calling thread's in-place profile (no trace, see
-//! [`crate::hot::in_place`]) or appends records to the thread's buffer — no lock, no
+//! [`crate::hot::aggregate`]) or appends records to the thread's buffer — no lock, no
 //! allocation, no system call, except on first sight of a thread, a name pointer,
 //! a call path or a device. Memory and section events, whose meaning depends on
 //! the order across threads, are always records.
@@ -58,7 +58,7 @@ fn begin_named(
     // Timestamp last, so the lookup is not counted in the instance's time.
     let ts = rt.clock.now();
     if let Some(ip) = t.in_place() {
-        ip.begin(Opening {
+        ip.open(&Opening {
             guid,
             parent,
             kind,
@@ -133,7 +133,7 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
     };
     let guid = t.open();
     if let Some(ip) = t.in_place() {
-        let name = ip.profile.code_name(codeptr);
+        let name = ip.code_name(codeptr);
         let extras = match extra {
             AtExtra::None => Extras::NONE,
             AtExtra::Transfer { bytes, direction } => Extras {
@@ -146,7 +146,7 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
             },
         };
         let ts = rt.clock.now();
-        ip.begin(Opening {
+        ip.open(&Opening {
             guid,
             parent,
             kind,
@@ -240,7 +240,7 @@ pub unsafe fn begin_transfer_named(
     let guid = t.open();
     let ts = rt.clock.now();
     if let Some(ip) = t.in_place() {
-        ip.begin(Opening {
+        ip.open(&Opening {
             guid,
             parent,
             kind,
@@ -271,7 +271,7 @@ pub fn edge(kind: u8, from: u64, to: u64) {
     let thread = t.index();
     if let Some(ip) = t.in_place() {
         if let Some(kind) = Kind::from_u8(kind) {
-            ip.point(&Event::Edge {
+            ip.event(&Event::Edge {
                 thread,
                 kind,
                 from,
@@ -326,7 +326,7 @@ pub fn end(kind: u8, guid: u64) {
     let t = e.t();
     t.close();
     if let Some(ip) = t.in_place() {
-        ip.end(ts, kind, guid);
+        ip.close(ts, kind, guid);
         return;
     }
     let back = if guid == 0 { Some(0) } else { t.back_ref(guid) };
@@ -358,7 +358,7 @@ pub unsafe fn instant(kind: u8, name: *const c_char, a: u64, b: u64) {
     let thread = t.index();
     if let Some(ip) = t.in_place() {
         if let Some(kind) = Kind::from_u8(kind) {
-            ip.point(&Event::Instant {
+            ip.event(&Event::Instant {
                 thread,
                 kind,
                 name,
@@ -427,7 +427,7 @@ pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
             dst_space,
             src_space,
         };
-        ip.begin(Opening {
+        ip.open(&Opening {
             guid,
             parent: 0,
             kind: Kind::DeepCopy as u8,

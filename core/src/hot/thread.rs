@@ -7,8 +7,8 @@ use std::sync::atomic::{
 };
 use std::sync::Mutex;
 
+use crate::hot::aggregate::local::ThreadProfile;
 use crate::hot::buffer::{Chunk, CHUNK_WORDS};
-use crate::hot::in_place::InPlace;
 use crate::hot::intern::NameCache;
 use crate::hot::record::{self, Op, CODE_SLOTS};
 use crate::hot::runtime::Runtime;
@@ -51,7 +51,7 @@ pub struct ThreadSlot {
     /// The thread's in-place profile (null when events go to records): written
     /// by the thread, read by the writer only once the thread is not busy and the
     /// runtime no longer records.
-    pub in_place: AtomicPtr<InPlace>,
+    pub in_place: AtomicPtr<ThreadProfile>,
 }
 
 /// Open instances published by depth: one word each, the GUID's counter bits
@@ -316,13 +316,13 @@ pub struct ThreadState {
     /// Pointer -> name id cache.
     pub names: NameCache,
     /// The in-place profile (null when events go to records).
-    in_place: *mut InPlace,
+    in_place: *mut ThreadProfile,
 }
 
 impl ThreadState {
     /// The thread's in-place profile, when events do not go to records.
     #[inline(always)]
-    pub fn in_place(&mut self) -> Option<&mut InPlace> {
+    pub fn in_place(&mut self) -> Option<&mut ThreadProfile> {
         // SAFETY: the box is leaked at registration; the writer reads it only
         // once this thread is not inside an event and the runtime stopped
         // recording (see ThreadSlot::busy), so this is the only reference now.
@@ -709,7 +709,7 @@ fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
     };
     let in_place = if rt.in_place {
         let max_depth = rt.threads.depth();
-        let p = Box::into_raw(Box::new(InPlace::new(rt, slot, max_depth)));
+        let p = Box::into_raw(Box::new(ThreadProfile::new(rt, slot, max_depth)));
         slot.in_place.store(p, Ordering::Release);
         p
     } else {
@@ -740,8 +740,8 @@ fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
             s.retire(rt);
             // SAFETY: its in-place profile stays for the merge; only the scratch
             // goes.
-            if let Some(ip) = unsafe { s.in_place.as_mut() } {
-                ip.profile.release_scratch();
+            if let Some(p) = unsafe { s.in_place.as_mut() } {
+                p.release_scratch();
             }
             // The name cache maps pointers to process-wide ids: still valid. The
             // old value is moved out whole (no destructor runs on a half state).

@@ -244,11 +244,9 @@ impl Reserve {
         }
         Some(Reserve { path })
     }
-
-    /// Gives the space back (the profile is about to be written).
-    pub fn release(self) {}
 }
 
+/// Dropping the reserve gives the space back.
 impl Drop for Reserve {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);

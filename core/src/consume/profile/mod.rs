@@ -29,11 +29,9 @@ struct SectionStats {
 /// The profile under construction on the writer thread.
 pub struct Profile {
     rt: &'static Runtime,
-    /// Deepest call path kept (`KPROF_MAX_DEPTH`).
-    max_depth: usize,
     /// Per-thread profiles built here from records (a trace is on), by thread
     /// index.
-    threads: FxHashMap<u32, Box<ThreadProfile>>,
+    threads: Vec<Option<Box<ThreadProfile>>>,
     spaces: FxHashMap<u32, Space>,
     /// What each allocation label id says about its owner (program or runtime).
     label_kinds: FxHashMap<u32, Label>,
@@ -45,8 +43,7 @@ impl Profile {
     pub fn new(rt: &'static Runtime) -> Profile {
         Profile {
             rt,
-            max_depth: crate::hot::runtime::config().max_depth as usize,
-            threads: FxHashMap::default(),
+            threads: Vec::new(),
             spaces: FxHashMap::default(),
             label_kinds: FxHashMap::default(),
             sections: FxHashMap::default(),
@@ -63,20 +60,24 @@ impl Profile {
     }
 
     /// The profile of thread `index`, made on its first event.
+    #[inline]
     fn thread(&mut self, index: u32) -> Option<&mut ThreadProfile> {
-        let (rt, depth) = (self.rt, self.max_depth);
-        match self.threads.entry(index) {
-            std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                let slot = rt.threads.by_index(index)?;
-                Some(e.insert(Box::new(ThreadProfile::new(rt, slot, depth))))
+        let i = index as usize;
+        if self.threads.get(i).is_none_or(Option::is_none) {
+            let rt = self.rt;
+            let slot = rt.threads.by_index(index)?;
+            if self.threads.len() <= i {
+                self.threads.resize_with(i + 1, || None);
             }
+            let depth = rt.threads.depth();
+            self.threads[i] = Some(Box::new(ThreadProfile::new(rt, slot, depth)));
         }
+        self.threads.get_mut(i)?.as_deref_mut()
     }
 
     /// The per-thread profiles built here.
     pub fn thread_profiles(&mut self) -> impl Iterator<Item = &mut ThreadProfile> {
-        self.threads.values_mut().map(|b| &mut **b)
+        self.threads.iter_mut().flatten().map(|b| &mut **b)
     }
 }
 

@@ -175,24 +175,21 @@ impl ThreadProfile {
         let cache = self
             .address_cache
             .get_or_insert_with(|| Box::new([(0, 0); ADDRESS_CACHE]));
-        let cached = cache[i];
-        if cached.0 == addr && cached.1 != 0 {
-            return cached.1;
+        if cache[i].0 == addr && cache[i].1 != 0 {
+            return cache[i].1;
         }
         let next = self.addresses.len() as u32;
         let id = *self.address_ids.entry(addr).or_insert(ADDRESS_NAME | next);
         if id == ADDRESS_NAME | next {
             self.addresses.push(addr);
         }
-        if let Some(cache) = self.address_cache.as_mut() {
-            cache[i] = (addr, id);
-        }
+        cache[i] = (addr, id);
         id
     }
 
-    /// Takes one nested event of this thread. Inlined into each caller, which
-    /// passes one kind of event: the match folds away on the hot path.
-    #[inline(always)]
+    /// Takes one event of this thread: from records (the writer), or an instant
+    /// or an edge recorded in place.
+    #[inline]
     pub fn event(&mut self, ev: &Event<'_>) {
         match *ev {
             Event::Begin(s) => self.begin(s),

@@ -1,6 +1,14 @@
-//! In-place aggregation: one thread's call-path tree ([`tree`]) with each node's
-//! statistics ([`stats`]), its task graph ([`task_graph`]), and the profile that
-//! holds them ([`local`]).
+//! In-place aggregation: without a trace, a thread's nested events never become
+//! records. The thread keeps its open instances as frames of its own profile
+//! ([`local::ThreadProfile`], repaired by the same nesting rules as the writer's)
+//! and adds each instance to its node as it ends: nothing grows with the number
+//! of events, and the writer has nothing to do until the end, when it merges the
+//! threads' profiles. The writer builds the same per-thread profiles from records
+//! when a trace is on.
+//!
+//! The parts: one thread's call-path tree ([`tree`]) with each node's statistics
+//! ([`stats`]), its task graph ([`task_graph`]), and the profile that holds them
+//! ([`local`]).
 
 pub mod local;
 pub mod stats;
