@@ -104,11 +104,24 @@ pub enum Kind {
     RajaCapture = 47,
     /// A value of a user counter (`kprof_counter`; instant: a = f64 bits).
     UserCounter = 48,
+    /// A kernel that ran on a GPU (a device activity: explicit times on a device
+    /// stream track, see `CoreApi::activity`).
+    GpuKernel = 49,
+    /// A memory copy a GPU performed (a device activity; bytes and direction).
+    GpuMemcpy = 50,
+    /// A memory set a GPU performed (a device activity; bytes).
+    GpuMemset = 51,
+    /// A synchronization the GPU runtime reported (a device activity: stream,
+    /// event or context synchronization).
+    GpuSync = 52,
+    /// A GPU runtime or driver API call on the host thread that made it
+    /// (`cudaLaunchKernel`, `cudaMemcpyAsync`, `cudaMalloc`, ...).
+    GpuApi = 53,
 }
 
 impl Kind {
     /// Every kind, in discriminant order.
-    pub const ALL: [Kind; 48] = [
+    pub const ALL: [Kind; 53] = [
         Kind::ParallelFor,
         Kind::ParallelReduce,
         Kind::ParallelScan,
@@ -157,6 +170,11 @@ impl Kind {
         Kind::RajaLaunch,
         Kind::RajaCapture,
         Kind::UserCounter,
+        Kind::GpuKernel,
+        Kind::GpuMemcpy,
+        Kind::GpuMemset,
+        Kind::GpuSync,
+        Kind::GpuApi,
     ];
 
     /// The kind with discriminant `v`, if any.
@@ -215,6 +233,11 @@ impl Kind {
             Kind::RajaLaunch => "raja_launch",
             Kind::RajaCapture => "raja_capture",
             Kind::UserCounter => "user_counter",
+            Kind::GpuKernel => "gpu_kernel",
+            Kind::GpuMemcpy => "gpu_memcpy",
+            Kind::GpuMemset => "gpu_memset",
+            Kind::GpuSync => "gpu_sync",
+            Kind::GpuApi => "gpu_api",
         }
     }
 
@@ -260,6 +283,10 @@ impl Kind {
             Kind::RajaLaunch => "raja.launch",
             Kind::RajaCapture => "raja.capture",
             Kind::UserCounter => "user.counter",
+            Kind::GpuKernel => "gpu.kernel",
+            Kind::GpuMemcpy | Kind::GpuMemset => "gpu.memory",
+            Kind::GpuSync => "gpu.sync",
+            Kind::GpuApi => "gpu.api",
         }
     }
 
@@ -276,6 +303,7 @@ impl Kind {
     pub fn model(self) -> &'static str {
         match self as u8 {
             _ if matches!(self, Kind::UserRegion | Kind::UserCounter) => "user",
+            k if k >= Kind::GpuKernel as u8 => "gpu",
             k if k >= Kind::RajaLaunch as u8 => "raja",
             k if k >= Kind::AccCompute as u8 => "openacc",
             k if k >= Kind::OmpParallel as u8 => "openmp",
@@ -291,6 +319,16 @@ impl Kind {
         matches!(
             self,
             Kind::OmpImplicitTask | Kind::OmpBarrier | Kind::OmpSyncWait
+        )
+    }
+
+    /// Whether instances of this kind are device activities: recorded after the
+    /// fact with explicit times on a device track (`CoreApi::activity`), never
+    /// opened and closed on a host thread.
+    pub fn is_device_activity(self) -> bool {
+        matches!(
+            self,
+            Kind::GpuKernel | Kind::GpuMemcpy | Kind::GpuMemset | Kind::GpuSync
         )
     }
 
@@ -336,11 +374,21 @@ pub enum Anomaly {
     /// An instance whose end was among dropped records (full buffers): its
     /// duration is unknown and kept out of the statistics.
     EndLost = 11,
+    /// A device activity whose launching host instance is unknown (a correlation
+    /// id never seen at a launch, or a launch before measuring began): placed at
+    /// the profile's root.
+    UnknownCorrelation = 12,
+    /// A device activity lost: the GPU tool library dropped records (its buffers
+    /// were full) or the plugin's bounded buffer pool was empty.
+    DeviceRecordsDropped = 13,
+    /// A device activity whose end is before its begin (a clock the vendor did
+    /// not keep): recorded with zero duration.
+    DeviceTimeInvalid = 14,
 }
 
 impl Anomaly {
     /// Every anomaly, in discriminant order.
-    pub const ALL: [Anomaly; 12] = [
+    pub const ALL: [Anomaly; 15] = [
         Anomaly::NullName,
         Anomaly::InvalidUtf8Name,
         Anomaly::UnmatchedEnd,
@@ -353,6 +401,9 @@ impl Anomaly {
         Anomaly::UnknownEvent,
         Anomaly::BeyondMaxDepth,
         Anomaly::EndLost,
+        Anomaly::UnknownCorrelation,
+        Anomaly::DeviceRecordsDropped,
+        Anomaly::DeviceTimeInvalid,
     ];
 
     /// The anomaly with discriminant `v`, if any.
@@ -375,6 +426,9 @@ impl Anomaly {
             Anomaly::UnknownEvent => "unknown_events",
             Anomaly::BeyondMaxDepth => "beyond_max_depth",
             Anomaly::EndLost => "ends_lost_to_drops",
+            Anomaly::UnknownCorrelation => "device_unknown_correlation",
+            Anomaly::DeviceRecordsDropped => "device_records_dropped",
+            Anomaly::DeviceTimeInvalid => "device_time_invalid",
         }
     }
 }
@@ -395,6 +449,8 @@ mod tests {
         assert_eq!(Kind::RajaCapture.model(), "raja");
         assert_eq!(Kind::UserCounter.model(), "user");
         assert_eq!(Kind::Fence.model(), "kokkos");
+        assert_eq!(Kind::GpuApi.model(), "gpu");
+        assert!(Kind::GpuKernel.is_device_activity() && !Kind::GpuApi.is_device_activity());
         assert_eq!(Kind::from_u8(200), None);
         for a in Anomaly::ALL {
             assert_eq!(Anomaly::from_u32(a as u32), Some(a));

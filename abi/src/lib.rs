@@ -63,6 +63,82 @@ pub struct CopyEnd {
     pub label: *const c_char,
 }
 
+/// Where device work launched from a host thread belongs: the launching thread's
+/// innermost open instance at the launch ([`CoreApi::site`]). Plugins keep it
+/// with the vendor's correlation id and hand it back with the activity.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Site {
+    /// GUID of that instance (0: nothing was open; the work goes at the root).
+    pub guid: u64,
+    /// The core's handle of the instance's call path (opaque; 0 when the core
+    /// finds it from `guid` itself).
+    pub node: u64,
+}
+
+/// A numeric argument of a device activity.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ActivityArg {
+    /// Key: a NUL-terminated string never freed nor changed (a literal).
+    pub key: *const c_char,
+    /// Value.
+    pub value: u64,
+}
+
+/// Arguments an [`Activity`] carries at most.
+pub const ACTIVITY_ARGS: usize = 6;
+
+/// Copy directions of an [`Activity`] (and of transfers).
+pub mod direction {
+    /// No copy.
+    pub const NONE: u8 = 0;
+    /// Host to device.
+    pub const TO_DEVICE: u8 = 1;
+    /// Device to host.
+    pub const FROM_DEVICE: u8 = 2;
+    /// Anything else (host to host, array copies).
+    pub const OTHER: u8 = 4;
+    /// Device to device, on one device.
+    pub const DEVICE_TO_DEVICE: u8 = 5;
+    /// Between two devices.
+    pub const PEER: u8 = 6;
+}
+
+/// A device activity: work a device did, reported after the fact by a vendor
+/// library (CUPTI, rocprofiler-sdk) with its own start and end, on a device
+/// track that is not an OS thread ([`CoreApi::activity`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Activity {
+    /// `size_of::<Activity>()` as the plugin built it.
+    pub size: u32,
+    /// [`Kind`] as u8: a device-activity kind ([`Kind::is_device_activity`]).
+    pub kind: u8,
+    /// For copies, one of [`direction`].
+    pub direction: u8,
+    /// Arguments in `args`.
+    pub nargs: u8,
+    /// Device and stream: the index [`CoreApi::device`] gave for a
+    /// [`DeviceDesc`] whose `instance` is the stream (one track each).
+    pub dev: u16,
+    /// Name (a demangled kernel name, `"memcpy HtoD"`), NUL-terminated, copied.
+    pub name: *const c_char,
+    /// Start on the core clock, nanoseconds ([`CoreApi::now_ns`]).
+    pub start_ns: u64,
+    /// End on the core clock, nanoseconds.
+    pub end_ns: u64,
+    /// Where it belongs in the profile: the site taken at its launch.
+    pub site: Site,
+    /// GUID of the host slice a trace links to it with a flow (the API call that
+    /// launched it); 0: `site.guid`.
+    pub flow_from: u64,
+    /// Bytes moved or set (copies, sets).
+    pub bytes: u64,
+    /// Numeric arguments (grid and block sizes, registers, shared memory).
+    pub args: [ActivityArg; ACTIVITY_ARGS],
+}
+
 /// The function table exported by the core. All functions are safe to call from any
 /// thread at any time: before the runtime started they start it or do nothing, after
 /// it finalized they are ignored and counted.
@@ -171,4 +247,21 @@ pub struct CoreApi {
         key: *const c_char,
         value: u64,
     ) -> u64,
+    /// The core clock now, in CLOCK_MONOTONIC nanoseconds: what
+    /// [`Activity::start_ns`] is measured in (a GPU plugin calibrates the vendor's
+    /// clock against it).
+    pub now_ns: unsafe extern "C" fn() -> u64,
+    /// The calling thread's innermost open instance, as the [`Site`] of device
+    /// work it is launching now.
+    pub site: unsafe extern "C" fn() -> Site,
+    /// Records a device activity (any thread, typically the vendor's buffer
+    /// thread). Unknown kinds and sites are counted as anomalies.
+    pub activity: unsafe extern "C" fn(a: *const Activity),
+    /// Registers `flush`, called once when the run ends (finalize, exit, a
+    /// terminating signal) before any output is written, so that a plugin can
+    /// deliver the device activities its vendor still buffers. At most 8.
+    pub on_flush: unsafe extern "C" fn(flush: unsafe extern "C" fn()) -> bool,
+    /// `set` > 0: a GPU activity plugin is active from now on (device times come
+    /// from it). Returns whether one is active (`set` <= 0 only asks).
+    pub gpu_activity: unsafe extern "C" fn(set: i32) -> bool,
 }

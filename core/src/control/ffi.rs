@@ -6,7 +6,9 @@ use std::ffi::{c_char, CStr};
 use std::sync::OnceLock;
 
 use kprof_abi::guard::guard;
-use kprof_abi::{Anomaly, CopyEnd, CoreApi, DeviceDesc, Kind, SpaceName, ABI_VERSION};
+use kprof_abi::{
+    Activity, Anomaly, CopyEnd, CoreApi, DeviceDesc, Kind, Site, SpaceName, ABI_VERSION,
+};
 
 use crate::base::devices::Device;
 use crate::control::start;
@@ -246,6 +248,35 @@ unsafe extern "C" fn begin_transfer_named(
     })
 }
 
+unsafe extern "C" fn now_ns() -> u64 {
+    guard(0, events::now_ns)
+}
+
+unsafe extern "C" fn site() -> Site {
+    guard(Site::default(), events::site)
+}
+
+unsafe extern "C" fn activity(a: *const Activity) {
+    guard((), || {
+        // SAFETY: the ABI requires NULL or a valid activity for the call; its
+        // `size` says how much of it the plugin filled.
+        let a = unsafe { a.as_ref() }.filter(|a| a.size as usize >= std::mem::size_of::<Activity>());
+        match a {
+            // SAFETY: the name and keys are NULL or NUL-terminated, as the ABI requires.
+            Some(a) => unsafe { events::activity(a) },
+            None => events::anomaly(Anomaly::UnknownEvent),
+        }
+    })
+}
+
+unsafe extern "C" fn on_flush(flush: unsafe extern "C" fn()) -> bool {
+    guard(false, || start::on_flush(flush))
+}
+
+unsafe extern "C" fn gpu_activity(set: i32) -> bool {
+    guard(false, || start::gpu_activity(set > 0))
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -275,6 +306,11 @@ static API: CoreApi = CoreApi {
     begin_transfer_named,
     begin_static,
     begin_at_arg,
+    now_ns,
+    site,
+    activity,
+    on_flush,
+    gpu_activity,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

@@ -217,7 +217,7 @@ extern "C" fn on_signal(sig: c_int) {
         // Only atomics, sleeps and the writer thread's work happen here: the writer
         // blocks every signal and does the allocating and the file I/O. A second
         // signal (on another thread) waits here for the same output.
-        start::shutdown();
+        start::shutdown_now();
     }
     if let Some(old) = PREVIOUS.get().and_then(|p| p[i]) {
         // SAFETY: restoring a disposition the kernel gave us.

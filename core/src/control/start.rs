@@ -33,6 +33,10 @@ static ANNOTATIONS_ATTACHED: AtomicBool = AtomicBool::new(false);
 /// Plugins the parent of a forked child had attached: the child's new runtime
 /// lists them too (leaked; null when none).
 static INHERITED_PLUGINS: AtomicPtr<Vec<String>> = AtomicPtr::new(std::ptr::null_mut());
+/// Flush callbacks of GPU plugins ([`on_flush`]), run once before the output.
+static FLUSHERS: [AtomicUsize; 8] = [const { AtomicUsize::new(0) }; 8];
+/// Whether a GPU activity plugin is active ([`gpu_activity`]).
+static GPU_ACTIVITY: AtomicBool = AtomicBool::new(false);
 /// The annotation API attaches but never finalizes by itself.
 pub const ANNOTATION: &str = "annotation";
 
@@ -183,10 +187,56 @@ fn start() {
     crate::control::hooks::install_exit_hooks(cfg.signals);
 }
 
+/// Registers a plugin's flush callback (see `CoreApi::on_flush`); false when
+/// all slots are taken.
+pub fn on_flush(flush: unsafe extern "C" fn()) -> bool {
+    let f = flush as usize;
+    FLUSHERS.iter().any(|slot| {
+        slot.load(Ordering::Acquire) == f
+            || slot
+                .compare_exchange(0, f, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+    })
+}
+
+/// Marks a GPU activity plugin active (`set`); whether one is.
+pub fn gpu_activity(set: bool) -> bool {
+    if set {
+        GPU_ACTIVITY.store(true, Ordering::Release);
+    }
+    GPU_ACTIVITY.load(Ordering::Acquire)
+}
+
+/// Has every GPU plugin deliver the device activities its vendor library still
+/// buffers, while the runtime still records them. Each callback runs once.
+fn flush_devices() {
+    if get().is_none_or(|rt| rt.shutdown.load(Ordering::Acquire)) {
+        return;
+    }
+    for slot in &FLUSHERS {
+        let f = slot.swap(0, Ordering::AcqRel);
+        if f != 0 {
+            // SAFETY: `f` was registered as an `unsafe extern "C" fn()` by
+            // `on_flush` and the plugin that gave it stays loaded.
+            let f: unsafe extern "C" fn() = unsafe { std::mem::transmute(f) };
+            // SAFETY: a plugin's flush takes no arguments and is called once.
+            unsafe { f() };
+        }
+    }
+}
+
 /// Stops recording, has the writer write every output, and waits for it (bounded).
-/// Safe to call from several places and threads; output is written once. Does not
-/// allocate or lock, so the signal handler may call it.
+/// Safe to call from several places and threads; output is written once. GPU
+/// plugins flush their device activities first.
 pub fn shutdown() {
+    flush_devices();
+    shutdown_now();
+}
+
+/// [`shutdown`] without flushing GPU plugins: what a signal handler calls, since a
+/// vendor's flush takes locks the interrupted thread may hold. Does not allocate
+/// or lock.
+pub fn shutdown_now() {
     // An exit racing the start (a worker's exit() while main starts kprof) ends
     // the runtime once it is complete.
     wait_started();
