@@ -25,6 +25,20 @@ impl Device {
     }
 }
 
+impl Device {
+    /// The back end and the device number (`"CUDA:0"`), whatever the stream:
+    /// how GPU plugins name a device's memory space.
+    pub fn full_label(&self) -> String {
+        format!("{}:{}", self.backend, self.index)
+    }
+
+    /// The device's track in traces: back end, number and stream
+    /// (`"CUDA:0 stream 7"`).
+    pub fn track_label(&self) -> String {
+        format!("{} stream {}", self.full_label(), self.instance)
+    }
+}
+
 /// The device table. Index 0 means "no device".
 #[derive(Default)]
 pub struct Devices {

@@ -6,8 +6,8 @@ use kprof_abi::{Anomaly, Kind};
 
 use crate::base::anomaly::Anomalies;
 use crate::hot::nesting::{
-    count_unclosed, ended_at, Consumer, CopyInfo, Event, Extras, Global, Opening, Slice, Symbols,
-    Transfer, MAX_ARGS,
+    count_unclosed, ended_at, Consumer, CopyInfo, DeviceActivity, Event, Extras, Global, Opening,
+    SiteRef, Slice, Symbols, Transfer, ACTIVITY_ARGS, MAX_ARGS,
 };
 use crate::hot::record::{Head, Op, CODE_SLOTS};
 use crate::hot::thread::GUID_SEQ_BITS;
@@ -59,6 +59,11 @@ impl Nesting {
         if let Some(top) = self.stack.last() {
             began(top);
         }
+    }
+
+    /// The GUID of the innermost open instance (0: none).
+    pub fn innermost(&self) -> u64 {
+        self.stack.last().map_or(0, |s| s.guid)
     }
 
     /// Attaches an argument to the innermost open instance (the first
@@ -365,6 +370,34 @@ impl ThreadStream {
                     };
                     out.global(ts, &g);
                 }
+                Op::Site => out.event(&Event::Site {
+                    thread: self.thread,
+                    token: u64::from(h.low()) | u64::from(h.aux()) << 32,
+                    guid: self.nesting.innermost(),
+                }),
+                Op::Activity => {
+                    if let Some(kind) = Kind::from_u8(h.kind()) {
+                        let mut args = [(0, 0); ACTIVITY_ARGS];
+                        let nargs = ((a(2) >> 8) as usize).min(ACTIVITY_ARGS);
+                        for (k, arg) in args.iter_mut().enumerate().take(nargs) {
+                            *arg = (a(3 + k) as u32, b(3 + k));
+                        }
+                        out.event(&Event::Activity(&DeviceActivity {
+                            thread: self.thread,
+                            kind,
+                            name: h.low(),
+                            dev: h.aux(),
+                            begin: ts,
+                            end: a(0).max(ts),
+                            bytes: b(0),
+                            direction: a(2) as u8,
+                            site: SiteRef::from_word(a(1)),
+                            flow_from: b(1),
+                            args,
+                            nargs: nargs as u8,
+                        }));
+                    }
+                }
                 Op::SectionStart => out.global(ts, &Global::SectionStart(h.low())),
                 Op::SectionStop => out.global(ts, &Global::SectionStop(h.low())),
                 Op::Gap => {
@@ -471,6 +504,17 @@ mod tests {
                 Event::End(s, t) => format!("E{}@{t}{}", s.name, if s.end_lost { "!" } else { "" }),
                 Event::Instant { name, .. } => format!("I{name}"),
                 Event::Edge { from, to, .. } => format!("D{from}>{to}"),
+                Event::Site { token, guid, .. } => format!("S{token}>{guid:#x}"),
+                Event::Activity(a) => format!(
+                    "A{}:{:?}@{}-{}/{:?}<{:#x} {:?}",
+                    a.name,
+                    a.kind,
+                    a.begin,
+                    a.end,
+                    a.site,
+                    a.flow_from,
+                    a.args()
+                ),
             });
         }
         fn global(&mut self, _: u64, _: &Global) {}
@@ -485,6 +529,41 @@ mod tests {
     /// An end of this thread's GUID with counter `seq` (0: innermost of `kind`).
     fn end(ts: u64, seq: u32, kind: Kind) -> Vec<u64> {
         long(ts, Op::End, kind as u8, seq, 0).to_vec()
+    }
+
+    #[test]
+    fn decodes_sites_and_device_activities() {
+        let an = Anomalies::default();
+        let mut s = ThreadStream::new(1);
+        let mut log = Log::default();
+        let [site, _] = long(0, Op::Site, 0, 5, 0);
+        let mut act = long(100, Op::Activity, Kind::GpuKernel as u8, 9, 3).to_vec();
+        act.extend([
+            150,
+            0,
+            SiteRef::Token(5).word(),
+            0x77,
+            2 << 8,
+            0,
+            11,
+            256,
+            12,
+            128,
+        ]);
+        act.resize(Op::Activity.words(), 0);
+        let words: Vec<u64> = [begin(10, 1, Kind::Region), vec![site, 0], act].concat();
+        s.feed(&words, u64::MAX, &mut log, &mut NoSymbols, &an);
+        assert_eq!(
+            log.0,
+            [
+                "B1".to_string(),
+                format!("S5>{:#x}", 1u64 << GUID_SEQ_BITS | 1),
+                "A9:GpuKernel@100-150/Token(5)<0x77 [(11, 256), (12, 128)]".to_string(),
+            ]
+        );
+        // Neither moves the thread's time base: a short event after them is
+        // relative to the begin.
+        assert_eq!(s.base_ts, 10);
     }
 
     #[test]

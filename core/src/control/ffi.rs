@@ -260,7 +260,8 @@ unsafe extern "C" fn activity(a: *const Activity) {
     guard((), || {
         // SAFETY: the ABI requires NULL or a valid activity for the call; its
         // `size` says how much of it the plugin filled.
-        let a = unsafe { a.as_ref() }.filter(|a| a.size as usize >= std::mem::size_of::<Activity>());
+        let a =
+            unsafe { a.as_ref() }.filter(|a| a.size as usize >= std::mem::size_of::<Activity>());
         match a {
             // SAFETY: the name and keys are NULL or NUL-terminated, as the ABI requires.
             Some(a) => unsafe { events::activity(a) },

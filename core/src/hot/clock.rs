@@ -76,6 +76,22 @@ impl Clock {
         }
     }
 
+    /// Converts CLOCK_MONOTONIC nanoseconds to raw ticks: the inverse of
+    /// [`Clock::to_ns`], for times measured elsewhere (a GPU's activities,
+    /// calibrated against [`Clock::to_ns`] of [`Clock::now`]).
+    pub fn from_ns(&self, ns: u64) -> u64 {
+        // The rate as to_ns applies it (ns per 2^32 ticks), so that a round trip
+        // through both is exact to a tick.
+        const SPAN: u64 = 1 << 32;
+        let ns_per_span = self.q.delta_as_nanos(self.raw0, self.raw0 + SPAN).max(1);
+        let ticks = |d: u64| (u128::from(d) * u128::from(SPAN) / u128::from(ns_per_span)) as u64;
+        if ns >= self.mono0 {
+            self.raw0.saturating_add(ticks(ns - self.mono0))
+        } else {
+            self.raw0.saturating_sub(ticks(self.mono0 - ns))
+        }
+    }
+
     /// Nanoseconds between two raw readings (0 when `end` is not after `start`).
     pub fn delta_ns(&self, start: u64, end: u64) -> u64 {
         self.q.delta_as_nanos(start, end)
@@ -138,6 +154,16 @@ fn detect_source() -> ClockSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nanoseconds_convert_back_to_the_same_ticks() {
+        let c = Clock::new();
+        let now = c.now();
+        for raw in [now, now + 1_000_000_007, now.saturating_sub(123_456_789)] {
+            let back = c.to_ns(c.from_ns(c.to_ns(raw)));
+            assert!(back.abs_diff(c.to_ns(raw)) <= 2, "{raw}: {back}");
+        }
+    }
 
     #[test]
     fn converts_to_monotonic_nanoseconds() {

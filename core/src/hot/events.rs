@@ -7,10 +7,14 @@
 
 use std::ffi::c_char;
 
-use kprof_abi::{Anomaly, CopyEnd, Kind, SpaceName};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use kprof_abi::{Activity, Anomaly, CopyEnd, Kind, Site, SpaceName};
 
 use crate::base::devices::Device;
-use crate::hot::nesting::{CopyInfo, Event, Extras, Opening, Transfer};
+use crate::hot::nesting::{
+    CopyInfo, DeviceActivity, Event, Extras, Opening, SiteRef, Transfer, ACTIVITY_ARGS,
+};
 use crate::hot::record::{head, long, Op};
 use crate::hot::runtime::{self, Runtime};
 use crate::hot::thread::{self, ThreadState, GUID_SEQ_BITS, GUID_SEQ_MASK};
@@ -535,13 +539,118 @@ pub fn now_ns() -> u64 {
     runtime::active().map_or(0, |rt| rt.clock.to_ns(rt.clock.now()))
 }
 
-/// The calling thread's innermost open instance as the site of device work.
-pub fn site() -> kprof_abi::Site {
-    kprof_abi::Site::default()
+/// Numbers of site records (a trace is on): unique in the process, so the writer
+/// never confuses two threads' sites, whichever thread reuses whose slot.
+static SITES: AtomicU64 = AtomicU64::new(0);
+
+/// The calling thread's innermost open instance as the site of device work it
+/// launches now. In place, its node; with records, a site record the writer
+/// resolves (the thread knows no nodes then).
+pub fn site() -> Site {
+    let Some(mut e) = thread::enter() else {
+        return Site::default();
+    };
+    let rt = e.rt;
+    let t = e.t();
+    let index = t.index();
+    if let Some(ip) = t.in_place() {
+        return match ip.top() {
+            Some((guid, node)) => Site {
+                guid,
+                node: SiteRef::Node {
+                    thread: index,
+                    node,
+                }
+                .word(),
+            },
+            None => Site::default(),
+        };
+    }
+    let token = SITES.fetch_add(1, Ordering::Relaxed) + 1;
+    let [h, _] = long(0, Op::Site, 0, token as u32, (token >> 32) as u16);
+    t.push_untimed(rt, [h, 0]);
+    Site {
+        guid: 0,
+        node: SiteRef::Token(token).word(),
+    }
 }
 
-/// Records a device activity.
+/// Records a device activity: into the calling thread's in-place profile, or as
+/// a record (its own start and end, not the thread's time).
 ///
 /// # Safety
-/// The activity's name and argument keys are NULL or NUL-terminated.
-pub unsafe fn activity(_a: &kprof_abi::Activity) {}
+/// The activity's name and argument keys are NULL or NUL-terminated, the keys
+/// never freed nor changed.
+pub unsafe fn activity(a: &Activity) {
+    let Some(kind) = Kind::from_u8(a.kind).filter(|k| k.is_device_activity()) else {
+        anomaly(Anomaly::UnknownEvent);
+        return;
+    };
+    let Some(mut e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    let t = e.t();
+    // SAFETY: forwarded from the caller.
+    let name = unsafe { t.names.lookup(a.name, &rt.names, &rt.anomalies) };
+    let end_ns = if a.end_ns < a.start_ns {
+        rt.anomalies.count(Anomaly::DeviceTimeInvalid);
+        a.start_ns
+    } else {
+        a.end_ns
+    };
+    let mut args = [(0, 0); ACTIVITY_ARGS];
+    let nargs = usize::from(a.nargs).min(ACTIVITY_ARGS);
+    for (out, arg) in args.iter_mut().zip(&a.args).take(nargs) {
+        // SAFETY: forwarded from the caller (keys are literals).
+        let key = unsafe { t.names.lookup_static(arg.key, &rt.names, &rt.anomalies) };
+        *out = (key, arg.value);
+    }
+    let site = if a.site.node != 0 {
+        SiteRef::from_word(a.site.node)
+    } else {
+        SiteRef::Root
+    };
+    let act = DeviceActivity {
+        thread: t.index(),
+        kind,
+        name,
+        dev: a.dev,
+        begin: rt.clock.from_ns(a.start_ns),
+        end: rt.clock.from_ns(end_ns),
+        bytes: a.bytes,
+        direction: a.direction,
+        site,
+        flow_from: if a.flow_from != 0 {
+            a.flow_from
+        } else {
+            a.site.guid
+        },
+        args,
+        nargs: nargs as u8,
+    };
+    if let Some(ip) = t.in_place() {
+        let at = match site {
+            SiteRef::Node { thread, node } => Some((thread, node)),
+            _ => None,
+        };
+        ip.activity(&act, at);
+        return;
+    }
+    let mut words = [0u64; 20];
+    let [h, ts] = long(act.begin, Op::Activity, a.kind, name, a.dev);
+    words[..2].copy_from_slice(&[h, ts]);
+    words[2..8].copy_from_slice(&[
+        act.end,
+        act.bytes,
+        site.word(),
+        act.flow_from,
+        u64::from(act.direction) | (nargs as u64) << 8,
+        0,
+    ]);
+    for (k, &(key, value)) in args.iter().enumerate() {
+        words[8 + 2 * k] = u64::from(key);
+        words[9 + 2 * k] = value;
+    }
+    t.push_untimed(rt, words);
+}

@@ -120,9 +120,101 @@ impl Slice {
             return Some(self.parent);
         }
         match self.enclosing {
-            Some((guid, kind)) if kind.model() != self.kind.model() => Some(guid),
+            // A GPU API call is how the enclosing construct does its work, not
+            // another model's construct: nesting shows it.
+            Some((guid, kind))
+                if kind.model() != self.kind.model() && self.kind != Kind::GpuApi =>
+            {
+                Some(guid)
+            }
             _ => None,
         }
+    }
+}
+
+/// Arguments a device activity carries at most.
+pub const ACTIVITY_ARGS: usize = kprof_abi::ACTIVITY_ARGS;
+
+/// Where a device activity belongs in the profile, as the core's opaque
+/// [`kprof_abi::Site::node`] word says: the node of an in-place profile, or the
+/// number of a site record the writer resolves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SiteRef {
+    /// At the root (nothing was open at the launch, or the site is unknown).
+    Root,
+    /// Node `node` of thread `thread`'s in-place profile.
+    Node {
+        /// Thread index.
+        thread: u32,
+        /// Node in that thread's tree.
+        node: u32,
+    },
+    /// The site record with this number (a trace is on).
+    Token(u64),
+}
+
+const SITE_NODE: u64 = 1 << 63;
+const SITE_TOKEN: u64 = 1 << 62;
+
+impl SiteRef {
+    /// The opaque word plugins carry.
+    pub fn word(self) -> u64 {
+        match self {
+            SiteRef::Root => 0,
+            SiteRef::Node { thread, node } => SITE_NODE | u64::from(thread) << 32 | u64::from(node),
+            SiteRef::Token(t) => SITE_TOKEN | (t & (SITE_TOKEN - 1)),
+        }
+    }
+
+    /// The site a word names (anything else: the root).
+    pub fn from_word(w: u64) -> SiteRef {
+        if w & SITE_NODE != 0 {
+            SiteRef::Node {
+                thread: (w >> 32) as u32 & 0x7fff_ffff,
+                node: w as u32,
+            }
+        } else if w & SITE_TOKEN != 0 {
+            SiteRef::Token(w & (SITE_TOKEN - 1))
+        } else {
+            SiteRef::Root
+        }
+    }
+}
+
+/// A device activity: work a device did between `begin` and `end` (raw times on
+/// the core clock), reported after the fact on thread `thread`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceActivity {
+    /// The thread that reported it (the vendor's buffer thread).
+    pub thread: u32,
+    /// What it is ([`Kind::is_device_activity`]).
+    pub kind: Kind,
+    /// Name id.
+    pub name: u32,
+    /// Device (and stream) index: its track.
+    pub dev: u16,
+    /// Raw start.
+    pub begin: u64,
+    /// Raw end.
+    pub end: u64,
+    /// Bytes moved or set.
+    pub bytes: u64,
+    /// Copy direction (`kprof_abi::direction`).
+    pub direction: u8,
+    /// Where it belongs in the profile.
+    pub site: SiteRef,
+    /// GUID of the host slice a trace draws a flow from (0: none).
+    pub flow_from: u64,
+    /// Arguments (key name id, value): the first `nargs`.
+    pub args: [(u32, u64); ACTIVITY_ARGS],
+    /// Arguments in `args`.
+    pub nargs: u8,
+}
+
+impl DeviceActivity {
+    /// The arguments it carries.
+    pub fn args(&self) -> &[(u32, u64)] {
+        &self.args[..usize::from(self.nargs).min(ACTIVITY_ARGS)]
     }
 }
 
@@ -147,6 +239,18 @@ pub enum Event<'a> {
         b: u64,
         /// Raw time.
         ts: u64,
+    },
+    /// A device activity (not on the thread's timeline: its own times).
+    Activity(&'a DeviceActivity),
+    /// Thread `thread` launched device work from its innermost open instance
+    /// (`guid`, 0 when none): site record number `token`.
+    Site {
+        /// Thread index.
+        thread: u32,
+        /// Site record number.
+        token: u64,
+        /// The innermost open instance.
+        guid: u64,
     },
     /// A dependence edge `from` -> `to` (GUIDs), recorded on `thread` at `ts`.
     Edge {

@@ -34,6 +34,8 @@
 //! | BeginTransferNamed | name id | device | (parent GUID, 0), (bytes, direction) |
 //! | BeginAtArg | argument key name id | device | (code address, value): nested in the innermost open instance |
 //! | BeginCode | code address bits 0..32 | bits 32..48 | —: device 0, nested in the innermost open instance |
+//! | Site | site number | — | —; timestamp 0: names the innermost open instance as a launch site |
+//! | Activity | name id | device | (end, bytes), (site, flow GUID), (direction, argument count), 6 x (key name id, value); the timestamp word is the device start: not the thread's time |
 //!
 //! Short events (the head's 32 bits: the timestamp delta):
 //!
@@ -109,6 +111,12 @@ pub enum Op {
     BeginCodeArgShort = 23,
     /// Sets a code slot of the thread (untimed).
     CodeDef = 24,
+    /// Names the innermost open instance as the site of device work being
+    /// launched (untimed; see [`crate::hot::events::site`]).
+    Site = 25,
+    /// A device activity with its own start and end (see
+    /// [`crate::hot::events::activity`]): not on the thread's timeline.
+    Activity = 26,
 }
 
 impl Op {
@@ -139,6 +147,8 @@ impl Op {
             22 => Op::BeginCodeShort,
             23 => Op::BeginCodeArgShort,
             24 => Op::CodeDef,
+            25 => Op::Site,
+            26 => Op::Activity,
             _ => return None,
         })
     }
@@ -178,7 +188,10 @@ impl Op {
 
     /// Whether the event's time is the thread's time base for the next short event.
     pub fn is_timed(self) -> bool {
-        !matches!(self, Op::Arg | Op::Gap | Op::CodeDef)
+        !matches!(
+            self,
+            Op::Arg | Op::Gap | Op::CodeDef | Op::Site | Op::Activity
+        )
     }
 
     /// Words of an event of this op, head included.
@@ -203,7 +216,8 @@ impl Op {
             | Op::EndShort
             | Op::BeginCodeShort
             | Op::BeginCodeArgShort
-            | Op::CodeDef => 0,
+            | Op::CodeDef
+            | Op::Site => 0,
             Op::BeginParent
             | Op::EndGuid
             | Op::Instant
@@ -213,6 +227,7 @@ impl Op {
             | Op::Arg
             | Op::BeginAtArg => 1,
             Op::Alloc | Op::Free | Op::CopyBegin | Op::BeginTransfer | Op::BeginTransferNamed => 2,
+            Op::Activity => 3 + kprof_abi::ACTIVITY_ARGS,
         }
     }
 }
@@ -280,7 +295,7 @@ mod tests {
             (ts, h.op(), h.kind(), h.low(), h.aux()),
             (123, Op::CopyBegin as u8, 6, 0xdead_beef, 0xabcd)
         );
-        for v in 1..=24 {
+        for v in 1..=26 {
             let op = Op::from_u8(v).unwrap();
             assert_eq!(op as u8, v);
             let short = matches!(v, 19..=24);
@@ -297,7 +312,8 @@ mod tests {
         assert_eq!(words, [1, 1, 2, 2, 4]);
         assert_eq!(Op::BeginTransfer.words(), 6);
         assert_eq!(Op::from_u8(0), None);
-        assert_eq!(Op::from_u8(25), None);
+        assert_eq!(Op::from_u8(27), None);
+        assert_eq!(Op::Activity.words(), 20);
         // Neighbouring call sites take different slots.
         let slots: std::collections::HashSet<u16> = (0..64)
             .map(|i| code_slot(0x7f00_1234_0000 + 5 * i))

@@ -51,6 +51,78 @@ pub struct Report {
     /// What measuring cost kprof itself.
     #[serde(default)]
     pub kprof: SelfCost,
+    /// GPU activity (absent when no device activity was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<Gpu>,
+}
+
+/// What the GPUs did: kernels by device time, copies by direction, and per
+/// device its busy time and memory.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Gpu {
+    /// Kernels by name and device, longest total device time first.
+    pub kernels: Vec<GpuKernel>,
+    /// Copies by device and direction.
+    pub copies: Vec<GpuCopy>,
+    /// Each device.
+    pub devices: Vec<GpuDevice>,
+}
+
+/// One kernel (by name) on one device, over all its launches.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GpuKernel {
+    /// Demangled name.
+    pub name: String,
+    /// Device (`"CUDA:0"`).
+    pub device: String,
+    /// Launches.
+    pub count: u64,
+    /// Device time.
+    pub total_ns: u64,
+    /// Mean device time.
+    pub mean_ns: f64,
+    /// Shortest.
+    pub min_ns: u64,
+    /// Longest.
+    pub max_ns: u64,
+    /// Share of the device's busy time (percent).
+    pub busy_pct: f64,
+}
+
+/// Copies of one direction on one device.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GpuCopy {
+    /// Device (`"CUDA:0"`).
+    pub device: String,
+    /// `"HtoD"`, `"DtoH"`, `"DtoD"`, `"peer"` or `"other"`.
+    pub direction: String,
+    /// Copies.
+    pub count: u64,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// Device time copying.
+    pub total_ns: u64,
+    /// Achieved bandwidth: bytes over device time, in GB/s (10^9 bytes).
+    pub gb_per_s: f64,
+}
+
+/// One device over the run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GpuDevice {
+    /// Device (`"CUDA:0"`).
+    pub device: String,
+    /// Activities (kernels, copies, sets, synchronizations).
+    pub activities: u64,
+    /// Time with at least one activity running.
+    pub busy_ns: u64,
+    /// Share of the run with none running (percent).
+    pub idle_pct: f64,
+    /// Highest device memory in use (bytes; from the memory space of the same name).
+    pub memory_high_water_bytes: u64,
+    /// Device memory never freed: bytes.
+    pub leaked_bytes: u64,
+    /// Device memory never freed: allocations.
+    pub leaked_allocations: u64,
 }
 
 /// kprof's own cost in this process: the memory its event buffers took (and the

@@ -107,8 +107,15 @@ pub fn render(
     // Times are summed over threads: shares are of all recorded threads' time
     // together, so that none exceeds 100%.
     let thread_time = r.thread_time_ns() as f64;
+    // Device activities are device time, not threads': they have their own block.
     let (fences, mut work): (Vec<_>, Vec<_>) = flatten(&r.tree)
         .into_iter()
+        .filter(|f| {
+            !matches!(
+                f.kind,
+                "gpu_kernel" | "gpu_memcpy" | "gpu_memset" | "gpu_sync"
+            )
+        })
         .partition(|f| f.kind == "fence");
     let order = |a: &crate::output::flat::FlatRow, b: &crate::output::flat::FlatRow| {
         b.self_ns
@@ -236,6 +243,10 @@ pub fn render(
         }
     }
 
+    if let Some(g) = &r.gpu {
+        gpu(&mut s, g, top);
+    }
+
     let anomalies: Vec<String> = r
         .anomalies
         .iter()
@@ -296,6 +307,61 @@ pub fn render(
         (None, _) => {}
     }
     s
+}
+
+/// The GPU block: kernels by device time, copies by direction, each device.
+fn gpu(s: &mut String, g: &crate::output::report::Gpu, top: usize) {
+    if !g.kernels.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nGPU kernels (device time):\n{:>11} {:>6} {:>9} {:>11} {:>11} {:>11}  name",
+            "total", "%busy", "count", "mean", "min", "max"
+        );
+        for k in g.kernels.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:>11} {:>5.1}% {:>9} {:>11} {:>11} {:>11}  {} [{}]",
+                duration(k.total_ns as f64),
+                k.busy_pct,
+                k.count,
+                duration(k.mean_ns),
+                duration(k.min_ns as f64),
+                duration(k.max_ns as f64),
+                short(&k.name),
+                k.device
+            );
+        }
+    }
+    if !g.copies.is_empty() {
+        let _ = writeln!(s, "\nGPU copies:");
+        for c in &g.copies {
+            let _ = writeln!(
+                s,
+                "  {:<8} {:<5} {:>9}x {:>10} in {:>10}  {:.2} GB/s",
+                c.device,
+                c.direction,
+                c.count,
+                bytes(c.bytes),
+                duration(c.total_ns as f64),
+                c.gb_per_s
+            );
+        }
+    }
+    let _ = writeln!(s, "\nGPU devices:");
+    for d in &g.devices {
+        let _ = writeln!(
+            s,
+            "  {:<8} busy {} ({:.1}% idle), {} activities, memory high-water {}, \
+             never freed {} in {} allocations",
+            d.device,
+            duration(d.busy_ns as f64),
+            d.idle_pct,
+            d.activities,
+            bytes(d.memory_high_water_bytes),
+            bytes(d.leaked_bytes),
+            d.leaked_allocations
+        );
+    }
 }
 
 /// One line of what kprof cost: its records, buffer memory (and the kernel's time

@@ -7,7 +7,9 @@ use rustc_hash::FxHashMap;
 
 use crate::hot::nesting::Symbols;
 
-use crate::hot::aggregate::local::{CopyKey, CopyStats, CounterStats, ThreadProfile, ADDRESS_NAME};
+use crate::hot::aggregate::local::{
+    CopyKey, CopyStats, CounterStats, DeviceBusy, ThreadProfile, ADDRESS_NAME,
+};
 use crate::hot::aggregate::task_graph::TaskGraph;
 use crate::hot::aggregate::tree::{Tree, ROOT};
 
@@ -27,6 +29,10 @@ pub struct Merged {
     pub dual_views: FxHashMap<u32, [u64; 4]>,
     /// User counters by name id.
     pub counters: FxHashMap<u32, CounterStats>,
+    /// Device activity per device, by device label id.
+    pub devices: FxHashMap<u32, DeviceBusy>,
+    /// Device copies by device label id and direction.
+    pub device_copies: FxHashMap<(u32, u8), CopyStats>,
     /// Dependence edges by task names.
     pub task_graph: TaskGraph,
     /// Distinct call paths over all threads' trees (the profile's size while the
@@ -175,6 +181,15 @@ fn merge_trees(
         }
         for (&k, &n) in &p.markers {
             *m.markers.entry(k).or_default() += n;
+        }
+        for (&k, d) in &p.devices {
+            m.devices.entry(k).or_default().merge(d);
+        }
+        for (&k, c) in &p.device_copies {
+            let t = m.device_copies.entry(k).or_default();
+            t.count += c.count;
+            t.bytes += c.bytes;
+            t.total_ns += c.total_ns;
         }
         for (&k, d) in &p.dual_views {
             let t = m.dual_views.entry(k).or_default();

@@ -3,6 +3,7 @@
 //! the end ([`merge`]), plus what only makes sense across threads in time order (memory
 //! per space, sections), turned into a [`Report`].
 
+pub mod gpu;
 pub mod memory;
 pub mod merge;
 
@@ -14,7 +15,7 @@ use rustc_hash::FxHashMap;
 use crate::hot::aggregate::local::ThreadProfile;
 use crate::hot::aggregate::stats::Stats;
 use crate::hot::aggregate::tree::ROOT;
-use crate::hot::nesting::{Consumer, Event, Global};
+use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, SiteRef};
 use crate::hot::runtime::Runtime;
 use crate::output::report::{self, Report, TreeNode};
 use memory::{Freed, Label, Space};
@@ -36,7 +37,17 @@ pub struct Profile {
     /// What each allocation label id says about its owner (program or runtime).
     label_kinds: FxHashMap<u32, Label>,
     sections: FxHashMap<u32, SectionStats>,
+    /// Site records (a trace is on) -> the launching thread and its node then
+    /// (`None`: nothing was open).
+    sites: FxHashMap<u64, Option<(u32, u32)>>,
+    /// Device activities whose site record has not been seen yet (the launching
+    /// thread's records come later than the vendor's buffer).
+    pending: Vec<DeviceActivity>,
 }
+
+/// Device activities kept waiting for their site, at most: past this they go
+/// to the root at once (counted).
+const MAX_PENDING_ACTIVITIES: usize = 1 << 20;
 
 impl Profile {
     /// An empty profile of `rt`.
@@ -47,6 +58,8 @@ impl Profile {
             spaces: FxHashMap::default(),
             label_kinds: FxHashMap::default(),
             sections: FxHashMap::default(),
+            sites: FxHashMap::default(),
+            pending: Vec::new(),
         }
     }
 
@@ -75,9 +88,44 @@ impl Profile {
         self.threads.get_mut(i)?.as_deref_mut()
     }
 
-    /// The per-thread profiles built here.
+    /// The per-thread profiles built here, once the device activities still
+    /// waiting for their site are placed (at the root when it never came).
     pub fn thread_profiles(&mut self) -> impl Iterator<Item = &mut ThreadProfile> {
+        for a in std::mem::take(&mut self.pending) {
+            let at = match a.site {
+                SiteRef::Token(t) => self.sites.get(&t).copied(),
+                _ => None,
+            };
+            if at.is_none() {
+                self.rt.anomalies.count(Anomaly::UnknownCorrelation);
+            }
+            if let Some(t) = self.thread(a.thread) {
+                t.activity(&a, at.flatten());
+            }
+        }
         self.threads.iter_mut().flatten().map(|b| &mut **b)
+    }
+
+    /// A device activity (from records): under its site's node once known.
+    fn activity(&mut self, a: &DeviceActivity) {
+        let at = match a.site {
+            SiteRef::Root => None,
+            SiteRef::Node { thread, node } => Some((thread, node)),
+            SiteRef::Token(t) => match self.sites.get(&t) {
+                Some(&at) => at,
+                None if self.pending.len() < MAX_PENDING_ACTIVITIES => {
+                    self.pending.push(*a);
+                    return;
+                }
+                None => {
+                    self.rt.anomalies.count(Anomaly::UnknownCorrelation);
+                    None
+                }
+            },
+        };
+        if let Some(t) = self.thread(a.thread) {
+            t.activity(a, at);
+        }
     }
 }
 
@@ -87,6 +135,15 @@ impl Consumer for Profile {
         let index = match *ev {
             Event::Begin(s) | Event::End(s, _) => s.thread,
             Event::Instant { thread, .. } | Event::Edge { thread, .. } => thread,
+            Event::Activity(a) => return self.activity(a),
+            Event::Site { thread, token, .. } => {
+                let at = self
+                    .thread(thread)
+                    .and_then(|t| t.top())
+                    .map(|(_, node)| (thread, node));
+                self.sites.insert(token, at);
+                return;
+            }
         };
         if let Some(t) = self.thread(index) {
             t.event(ev);
@@ -347,6 +404,13 @@ impl Profile {
 
         let start_ns = rt.clock.to_ns(start);
         let end_ns = rt.clock.to_ns(end);
+        let gpu = gpu::section(
+            merged,
+            &memory,
+            &devices,
+            &text,
+            end_ns.saturating_sub(start_ns),
+        );
         Report {
             schema: report::SCHEMA.into(),
             kprof_version: env!("CARGO_PKG_VERSION").into(),
@@ -377,6 +441,7 @@ impl Profile {
             task_graph,
             counters,
             kprof: report::SelfCost::default(),
+            gpu,
         }
     }
 }

@@ -17,6 +17,10 @@
 //! - memory in use per space is a `C` counter, allocations and frees are
 //!   process-scoped `i` events with label and bytes; markers and dual-view
 //!   activity are thread-scoped `i` events; sections are async `b`/`e` slices;
+//! - device activities (GPU kernels, copies) are `X` events on one pseudo-thread
+//!   per device stream (tid [`DEVICE_TID`] + device index, named
+//!   `"CUDA:0 stream 7"`), with their own times; the arrows from the launching
+//!   API calls are only in the Perfetto trace;
 //! - `M` events name the process and threads.
 
 use std::fmt::Write as _;
@@ -29,7 +33,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::consume::profile::memory::Space;
 use crate::consume::trace::TraceWriter;
-use crate::hot::nesting::{Consumer, Event, Global, Slice};
+use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, Slice};
 use crate::hot::runtime::Runtime;
 use crate::output::{create_file, OutputError};
 
@@ -38,6 +42,9 @@ const MAX_TEXT: usize = 1 << 20;
 /// Ended slices held back so a parent's `flow_out` can still be set by a child on
 /// another thread that the writer processes later; beyond this the oldest go out.
 const MAX_ENDED: usize = 1 << 14;
+
+/// Thread ids of device streams: above any Linux tid (`pid_max` is at most 2^22).
+const DEVICE_TID: i64 = 1 << 30;
 
 /// A slice that ended in this round, written at the next flush.
 struct Pending {
@@ -58,6 +65,8 @@ pub struct ChromeWriter {
     flow_sources: FxHashSet<u64>,
     /// GUIDs of open slices that are the destination of a flow (so not a source).
     flow_destinations: FxHashSet<u64>,
+    /// Device streams whose pseudo-thread is named.
+    devices_named: FxHashSet<u16>,
     /// Sources written (with `flow_out`) in this round and the one before: a child
     /// whose end the writer processes after its parent's may still bind to them.
     written_sources: [FxHashSet<u64>; 2],
@@ -84,6 +93,7 @@ impl ChromeWriter {
             ended: Vec::new(),
             flow_sources: FxHashSet::default(),
             flow_destinations: FxHashSet::default(),
+            devices_named: FxHashSet::default(),
             written_sources: Default::default(),
             names: FxHashMap::default(),
             threads: FxHashMap::default(),
@@ -162,6 +172,43 @@ impl ChromeWriter {
             r#"{{"ph":"M","name":"thread_sort_index","pid":{pid},"tid":{tid},"args":{{"sort_index":{index}}}}}"#
         ));
         tid
+    }
+
+    /// The pseudo-thread of device (stream) `dev`, named on first use.
+    fn device_tid(&mut self, dev: u16) -> i64 {
+        let tid = DEVICE_TID + i64::from(dev);
+        if self.devices_named.insert(dev) {
+            let label = self
+                .rt
+                .devices
+                .get(dev)
+                .map_or_else(|| format!("device {dev}"), |d| d.track_label());
+            let pid = self.pid;
+            self.emit(format_args!(
+                r#"{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},"args":{{"name":{}}}}}"#,
+                json(&label)
+            ));
+        }
+        tid
+    }
+
+    /// A device activity: an `X` event on its stream's pseudo-thread.
+    fn device_activity(&mut self, a: &DeviceActivity) {
+        let tid = self.device_tid(a.dev);
+        let name = self.name(a.name);
+        let ts = self.us(a.begin);
+        let ns = self.rt.clock.delta_ns(a.begin, a.end);
+        let mut args = format!(r#""bytes":{}"#, a.bytes);
+        for &(k, v) in a.args() {
+            let _ = write!(args, r#",{}:{v}"#, json(&self.rt.names.text(k)));
+        }
+        let pid = self.pid;
+        self.emit(format_args!(
+            r#"{{"ph":"X","name":{name},"cat":"{}","ts":{ts},"dur":{}.{:03},"pid":{pid},"tid":{tid},"args":{{{args}}}}}"#,
+            a.kind.category(),
+            ns / 1000,
+            ns % 1000
+        ));
     }
 
     /// Arguments of a slice: device, copy details.
@@ -261,7 +308,8 @@ impl Consumer for ChromeWriter {
         match *ev {
             // Dependence edges are in the profile's task graph; creation ->
             // execution arrows come from explicit parents.
-            Event::Edge { .. } => {}
+            Event::Edge { .. } | Event::Site { .. } => {}
+            Event::Activity(a) => self.device_activity(a),
             Event::Begin(s) => {
                 if let Some(parent) = s.flow_parent() {
                     if !self.flow_destinations.contains(&parent) {

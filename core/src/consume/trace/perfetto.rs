@@ -28,6 +28,12 @@
 //!   markers and dual-view activity are instants on the thread; allocations and
 //!   frees are instants on the process track with the space's counter updated.
 //!
+//! Device activities (GPU kernels, copies) are slices on one track per device
+//! stream (`"CUDA:0 stream 7"`), children of the process track, on a sequence of
+//! their own whose packets carry absolute CLOCK_MONOTONIC times (they arrive late
+//! and out of order). Each GPU API call's begin starts a flow (id: its GUID with
+//! [`DEVICE_FLOW`] set) that the device slices it launched terminate.
+//!
 //! Flows are star-shaped: a slice linked to a parent (see [`Slice::flow_parent`])
 //! ends the flow whose id is its own GUID (`terminating_flow_ids`), and the parent's
 //! `SLICE_BEGIN` starts every such flow (`flow_ids`). Threads' events reach the
@@ -61,7 +67,7 @@ use crate::consume::trace::perfetto_proto::{
     UNIT_SIZE_BYTES,
 };
 use crate::consume::trace::TraceWriter;
-use crate::hot::nesting::{Consumer, Event, Global, Slice};
+use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, Slice};
 use crate::hot::runtime::Runtime;
 use crate::hot::thread::GUID_SEQ_BITS;
 use crate::output::{create_file, OutputError};
@@ -81,6 +87,11 @@ const MAX_END_FLOWS: usize = 1 << 16;
 const MAX_PENDING_FLOWS: usize = 1 << 20;
 /// The process-level sequence.
 const PROCESS_SEQ: u32 = 1;
+/// The sequence of device activities (thread sequences count up from 2).
+const DEVICE_SEQ: u32 = 0x7fff_fff0;
+/// Marks the flow id of a launch -> device activity arrow, apart from the
+/// parent -> child flows (whose ids are GUIDs).
+const DEVICE_FLOW: u64 = 1 << 63;
 
 /// Where the writer gets times, names, threads and devices: the runtime in
 /// production, a table in the unit tests.
@@ -506,6 +517,22 @@ fn frame(buf: &mut Vec<u8>, head: &TracePacket, te: Option<&TrackEvent>) -> Begi
     }
 }
 
+/// Appends `head` with the encoded track event `te` as a `Trace.packet` field.
+fn frame_bytes(buf: &mut Vec<u8>, head: &TracePacket, te: &[u8]) {
+    let head_len = head.encoded_len();
+    let body = head_len
+        + encoded_len_varint(u64::from(TRACK_EVENT_FIELD << 3))
+        + encoded_len_varint(te.len() as u64)
+        + te.len();
+    encode_key(TRACE_PACKET_FIELD, WireType::LengthDelimited, buf);
+    encode_varint(body as u64, buf);
+    // Encoding into a Vec cannot run out of space.
+    let _ = head.encode(buf);
+    encode_key(TRACK_EVENT_FIELD, WireType::LengthDelimited, buf);
+    encode_varint(te.len() as u64, buf);
+    buf.extend_from_slice(te);
+}
+
 /// Appends a track event packet from its encoded bytes `te`: the same fields as
 /// [`Encoder::event`] without interned data, with less work per event.
 fn raw_event(buf: &mut Vec<u8>, seq: u32, delta: u64, te: &[u8]) -> BeginAt {
@@ -624,6 +651,7 @@ const TRACK_THREAD: u64 = 1;
 const TRACK_COUNTER: u64 = 2;
 const TRACK_SECTION: u64 = 3;
 const TRACK_USER_COUNTER: u64 = 4;
+const TRACK_DEVICE: u64 = 5;
 
 /// The Perfetto trace writer.
 pub struct PerfettoWriter<S: Source = &'static Runtime> {
@@ -645,6 +673,10 @@ pub struct PerfettoWriter<S: Source = &'static Runtime> {
     /// User counter name id -> its counter track.
     counters: FxHashMap<u32, u64>,
     sections: FxHashMap<u32, Section>,
+    /// The device activities' sequence, once one came.
+    device_seq: Option<Seq>,
+    /// Device (stream) index -> its track.
+    device_tracks: FxHashMap<u16, u64>,
     /// [`SEGMENT_BYTES`] (smaller in tests).
     segment_bytes: usize,
 }
@@ -695,6 +727,8 @@ impl<S: Source> PerfettoWriter<S> {
             spaces: FxHashMap::default(),
             counters: FxHashMap::default(),
             sections: FxHashMap::default(),
+            device_seq: None,
+            device_tracks: FxHashMap::default(),
             segment_bytes: SEGMENT_BYTES,
             src,
         };
@@ -809,12 +843,16 @@ impl<S: Source> PerfettoWriter<S> {
             .flow_parent()
             .filter(|&p| self.link(p, s.guid))
             .map(|_| s.guid);
-        let flows = if self.pending.is_empty() {
+        let mut flows = if self.pending.is_empty() {
             Vec::new()
         } else {
             self.pending.remove(&s.guid).unwrap_or_default()
         };
         self.pending_len = self.pending_len.saturating_sub(flows.len());
+        if s.kind == Kind::GpuApi {
+            // The arrow to the device work this call launches (if any).
+            flows.push(s.guid | DEVICE_FLOW);
+        }
         // Fast path: a slice like one written before on this thread (same name,
         // kind and device, not a copy) reuses that event's bytes.
         let key = (s.name, s.kind as u8, s.dev);
@@ -1075,6 +1113,93 @@ impl<S: Source> PerfettoWriter<S> {
         enc.event(seq, ns);
     }
 
+    /// The track of device stream `dev`, written on first use (with the device
+    /// sequence's start, at `ns`).
+    fn device_track(&mut self, dev: u16, ns: u64) -> u64 {
+        if let Some(&t) = self.device_tracks.get(&dev) {
+            return t;
+        }
+        let uuid = self.uuid(TRACK_DEVICE, u64::from(dev));
+        if self.device_seq.is_none() {
+            self.enc.packet(&start_packet(
+                DEVICE_SEQ,
+                ns,
+                self.uuid(TRACK_PROCESS, 0),
+                false,
+            ));
+            self.device_seq = Some(Seq::new(DEVICE_SEQ, ns));
+        }
+        let name = self
+            .src
+            .device(dev)
+            .map_or_else(|| format!("device {dev}"), |d| d.track_label());
+        let desc = TrackDescriptor {
+            uuid: Some(uuid),
+            parent_uuid: Some(self.uuid(TRACK_PROCESS, 0)),
+            name: Some(name),
+            ..Default::default()
+        };
+        self.enc.packet(&descriptor_packet(DEVICE_SEQ, desc));
+        self.device_tracks.insert(dev, uuid);
+        uuid
+    }
+
+    /// A device activity: a slice on its stream's track at its own times, the
+    /// end of the flow from the API call that launched it.
+    fn device_activity(&mut self, a: &DeviceActivity) {
+        let (begin, end) = (self.src.ns(a.begin), self.src.ns(a.end));
+        let track = self.device_track(a.dev, begin);
+        let src = &self.src;
+        let Some(seq) = self.device_seq.as_mut() else {
+            return;
+        };
+        let enc = &mut self.enc;
+        enc.reset_event(TYPE_SLICE_BEGIN);
+        enc.te.track_uuid = Some(track);
+        enc.te.name_iid = Some(seq.name(&mut enc.new, NameKey::Id(a.name), || src.name(a.name)));
+        let cat = seq.cat(&mut enc.new, a.kind as usize);
+        enc.te.category_iids.push(cat);
+        if a.bytes > 0 || a.kind == Kind::GpuMemcpy {
+            enc.annotate(seq, Arg::Bytes, Value::UintValue(a.bytes));
+        }
+        if a.kind == Kind::GpuMemcpy {
+            let direction = match a.direction {
+                kprof_abi::direction::TO_DEVICE => "to_device",
+                kprof_abi::direction::FROM_DEVICE => "from_device",
+                kprof_abi::direction::DEVICE_TO_DEVICE => "device_to_device",
+                kprof_abi::direction::PEER => "peer",
+                _ => "other",
+            };
+            enc.annotate(seq, Arg::Direction, Value::StringValue(direction.into()));
+        }
+        if a.flow_from != 0 {
+            enc.te.terminating_flow_ids.push(a.flow_from | DEVICE_FLOW);
+        }
+        enc.scratch.clear();
+        let _ = enc.te.encode(&mut enc.scratch);
+        for &(key, value) in a.args() {
+            put_uint_annotation(&mut enc.scratch, &src.name(key), value);
+        }
+        let interned = (!enc.new.is_empty()).then(|| std::mem::take(&mut enc.new));
+        let packet = |ns: u64, interned: Option<InternedData>| TracePacket {
+            timestamp: Some(ns),
+            timestamp_clock_id: Some(BUILTIN_CLOCK_MONOTONIC),
+            trusted_packet_sequence_id: Some(DEVICE_SEQ),
+            sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
+            interned_data: interned,
+            ..Default::default()
+        };
+        frame_bytes(&mut enc.buf, &packet(begin, interned), &enc.scratch);
+        enc.scratch.clear();
+        // `type: TYPE_SLICE_END` and the track.
+        put_varint(&mut enc.scratch, u64::from(TYPE_FIELD << 3));
+        put_varint(&mut enc.scratch, TYPE_SLICE_END as u64);
+        const TRACK_UUID_FIELD: u64 = 11;
+        put_varint(&mut enc.scratch, TRACK_UUID_FIELD << 3);
+        put_varint(&mut enc.scratch, track);
+        frame_bytes(&mut enc.buf, &packet(end, None), &enc.scratch);
+    }
+
     /// Compresses the segment being built; its begins can no longer be patched.
     fn seal(&mut self) {
         self.enc.seal();
@@ -1164,7 +1289,8 @@ impl<S: Source> Consumer for PerfettoWriter<S> {
             } => self.instant(thread, kind, name, a, b, ts),
             // Dependence edges are in the profile's task graph; creation ->
             // execution arrows come from explicit parents.
-            Event::Edge { .. } => {}
+            Event::Edge { .. } | Event::Site { .. } => {}
+            Event::Activity(a) => self.device_activity(a),
         }
         self.check_size();
     }

@@ -14,7 +14,7 @@ use kprof_abi::{Anomaly, Kind};
 use rustc_hash::FxHashMap;
 
 use crate::hot::nesting::{
-    count_unclosed, ended_at, Event, Extras, OpenInstance, Opening, Slice, MAX_ARGS,
+    count_unclosed, ended_at, DeviceActivity, Event, Extras, OpenInstance, Opening, Slice, MAX_ARGS,
 };
 use crate::hot::runtime::Runtime;
 use crate::hot::thread::{ThreadSlot, GUID_SEQ_BITS};
@@ -89,9 +89,57 @@ pub struct CounterStats {
     pub last_ts: u64,
 }
 
+/// One device's activities: how long it was busy (the union of its
+/// activities' intervals, taken in the order they arrive) and when.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DeviceBusy {
+    /// Activities.
+    pub activities: u64,
+    /// Time with at least one activity running.
+    pub busy_ns: u64,
+    /// Raw start of the first activity.
+    pub first: u64,
+    /// Raw end of the last activity.
+    pub last: u64,
+}
+
+impl DeviceBusy {
+    /// Adds an activity from raw `begin` to `end`: only its part after every
+    /// activity seen so far counts as new busy time (streams overlap).
+    fn add(&mut self, clock: &crate::hot::clock::Clock, begin: u64, end: u64) {
+        if self.activities == 0 {
+            self.first = begin;
+        }
+        self.activities += 1;
+        self.first = self.first.min(begin);
+        let from = begin.max(self.last);
+        if end > from {
+            self.busy_ns += clock.delta_ns(from, end);
+        }
+        self.last = self.last.max(end);
+    }
+
+    /// Adds another thread's account of the same device.
+    pub fn merge(&mut self, o: &DeviceBusy) {
+        if o.activities == 0 {
+            return;
+        }
+        self.first = if self.activities == 0 {
+            o.first
+        } else {
+            self.first.min(o.first)
+        };
+        self.activities += o.activities;
+        self.busy_ns += o.busy_ns;
+        self.last = self.last.max(o.last);
+    }
+}
+
 /// Where a new instance goes.
 enum Parent {
     Root,
+    /// A node of this thread's tree.
+    Node(u32),
     /// A frame of this thread, by index.
     Frame(usize),
     /// An anchor, by (thread, node).
@@ -125,6 +173,10 @@ pub struct ThreadProfile {
     pub dual_views: FxHashMap<u32, [u64; 4]>,
     /// User counters by name id.
     pub counters: FxHashMap<u32, CounterStats>,
+    /// Device activity per device, by the name id of the device's label.
+    pub devices: FxHashMap<u32, DeviceBusy>,
+    /// Device copies by device label id and direction (`kprof_abi::direction`).
+    pub device_copies: FxHashMap<(u32, u8), CopyStats>,
     /// Tasks created here and dependence edges recorded here.
     pub task_graph: TaskGraph,
     /// Code addresses named by [`ADDRESS_NAME`] ids, in first-seen order.
@@ -154,6 +206,8 @@ impl ThreadProfile {
             markers: FxHashMap::default(),
             dual_views: FxHashMap::default(),
             counters: FxHashMap::default(),
+            devices: FxHashMap::default(),
+            device_copies: FxHashMap::default(),
             task_graph: TaskGraph::default(),
             addresses: Vec::new(),
             address_ids: FxHashMap::default(),
@@ -209,6 +263,8 @@ impl ThreadProfile {
                 self.events += 1;
                 self.instant(kind, name, a, b, ts)
             }
+            // Placed by the profile, which resolves sites across threads.
+            Event::Activity(_) | Event::Site { .. } => {}
         }
     }
 
@@ -273,6 +329,65 @@ impl ThreadProfile {
         }
         f.nargs += 1;
         self.tree.nodes[f.node as usize].add_arg(key, value);
+    }
+
+    /// The innermost open instance (GUID, node): where device work launched now
+    /// belongs.
+    pub fn top(&self) -> Option<(u64, u32)> {
+        self.frames.last().map(|f| (f.guid, f.node))
+    }
+
+    /// Adds a device activity under node `at.1` of thread `at.0` (`None`: the
+    /// root). It never opens: it arrives whole, after the fact.
+    pub fn activity(&mut self, a: &DeviceActivity, at: Option<(u32, u32)>) {
+        self.events += 1;
+        let parent = match at {
+            Some((thread, node)) if thread == self.slot.index => {
+                if (node as usize) < self.tree.nodes.len() {
+                    Parent::Node(node)
+                } else {
+                    Parent::Root
+                }
+            }
+            Some(at) => Parent::Anchor(at),
+            None => Parent::Root,
+        };
+        let key = child_key(a.name, a.kind, a.dev);
+        let node = self.child(parent, key, a.name, a.kind, a.dev);
+        let dur = self.rt.clock.delta_ns(a.begin, a.end);
+        let n = &mut self.tree.nodes[node as usize];
+        n.stats.add(dur, dur);
+        for &(k, v) in a.args() {
+            n.add_arg(k, v);
+        }
+        let device = self.device_name(a.dev);
+        if a.kind == Kind::GpuMemcpy {
+            let c = self.device_copies.entry((device, a.direction)).or_default();
+            c.count += 1;
+            c.bytes += a.bytes;
+            c.total_ns += dur;
+        }
+        let clock = &self.rt.clock;
+        self.devices
+            .entry(device)
+            .or_default()
+            .add(clock, a.begin, a.end);
+    }
+
+    /// The name id of device `dev`'s full label (`"CUDA:0"`: back end and number,
+    /// whatever the stream).
+    fn device_name(&mut self, dev: u16) -> u32 {
+        let rt = self.rt;
+        *self
+            .place_names
+            .entry(1 << 16 | u32::from(dev))
+            .or_insert_with(|| {
+                let text = rt
+                    .devices
+                    .get(dev)
+                    .map_or_else(|| "Device".to_string(), |d| d.full_label());
+                rt.names.intern(text.as_bytes(), &rt.anomalies).0
+            })
     }
 
     /// Closes in place every instance still open at raw time `end` (the run
@@ -354,6 +469,7 @@ impl ThreadProfile {
     fn child(&mut self, parent: Parent, key: u64, name: u32, kind: Kind, dev: u16) -> u32 {
         let node = match parent {
             Parent::Root => ROOT,
+            Parent::Node(n) => n,
             Parent::Frame(i) => self.frames[i].node,
             Parent::Anchor(at) if self.last_anchor.1 != 0 && self.last_anchor.0 == at => {
                 self.last_anchor.1

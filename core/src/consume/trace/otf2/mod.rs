@@ -312,6 +312,8 @@ pub struct Otf2Writer {
     /// The first OTF2 error, reported at the next flush.
     error: Option<String>,
     closed: bool,
+    /// Device activities seen: not in this archive (yet), said once at the end.
+    device_activities: u64,
 }
 
 // SAFETY: the archive, its writers and the attribute list are only ever used by the
@@ -375,6 +377,7 @@ impl Otf2Writer {
             realtime_start_ns,
             error: None,
             closed: false,
+            device_activities: 0,
         };
         w.setup().map_err(fail)?;
         Ok(w)
@@ -983,7 +986,8 @@ impl Consumer for Otf2Writer {
             }
             // Markers, dual-view activity, loop chunks, task creation and edges
             // are in the other traces and the profile.
-            Event::Instant { .. } | Event::Edge { .. } => {}
+            Event::Instant { .. } | Event::Edge { .. } | Event::Site { .. } => {}
+            Event::Activity(_) => self.device_activities += 1,
         }
     }
 
@@ -1045,6 +1049,13 @@ impl TraceWriter for Otf2Writer {
     }
 
     fn finish(mut self: Box<Self>) -> Result<PathBuf, OutputError> {
+        if self.device_activities > 0 {
+            crate::hot::runtime::warn(&format!(
+                "the OTF2 archive does not hold device activities yet: its {} GPU \
+                 activities are in the profile and in the Perfetto and JSON traces",
+                self.device_activities
+            ));
+        }
         let closed = self.close();
         let released = self.release();
         closed.and(released).map_err(|e| self.err(e))?;

@@ -1,0 +1,220 @@
+//! Device activities through the core's plugin table, as a GPU plugin delivers
+//! them (`tests/harness/device_activity.c`): launches on the program's thread, the
+//! device work from another thread later with its own times. The profile nests
+//! each activity under the region open at its launch, in place and from records
+//! alike; the GPU section sums kernels, copies and device time; the Perfetto and
+//! JSON traces put each on its device stream's track at its own times, with a flow
+//! from the launching API call.
+//!
+//! Times: the harness gives nanoseconds on the core clock, which the core keeps as
+//! raw ticks; a round trip through the tick rate may lose a nanosecond at each end,
+//! so a duration is checked to 2 ns.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model};
+use kprof_tests::{
+    assert_ok, clean_cmd, core_harness, node, nodes, read_profile, run, scratch, shape,
+    skip_unless, u,
+};
+use serde_json::Value;
+
+static HARNESS: OnceLock<PathBuf> = OnceLock::new();
+
+/// Runs the harness (`late`: activities reported while the launching region is
+/// still open) with `env`; returns the output directory.
+fn run_harness(name: &str, late: bool, env: &[(&str, &str)]) -> PathBuf {
+    let exe = core_harness(&HARNESS, "device_activity");
+    let dir = scratch(name);
+    let out = dir.join("out");
+    let mut cmd: Command = clean_cmd(&exe);
+    cmd.env("KPROF_OUTPUT_DIR", &out).envs(env.iter().copied());
+    if late {
+        cmd.arg("late");
+    }
+    let o = run(&mut cmd);
+    assert_ok(&o);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "activities 7\n");
+    out
+}
+
+fn close(got: u64, want: u64, what: &str) {
+    assert!(got.abs_diff(want) <= 2, "{what}: {got} ns, expected {want}");
+}
+
+/// The profile every mode must give.
+fn check_profile(p: &Value) {
+    let all = nodes(p);
+    let kernel = node(&all, &["step", "saxpy"]);
+    assert_eq!(kernel["kind"], "gpu_kernel");
+    assert_eq!(kernel["device"], "CUDA");
+    assert_eq!(u(&kernel["instance"]), 7);
+    assert_eq!(u(&kernel["count"]), 1);
+    close(u(&kernel["total_ns"]), 250_000, "saxpy");
+    assert_eq!(u(&kernel["args"]["grid_x"]["max"]), 256);
+    assert_eq!(u(&kernel["args"]["block_x"]["min"]), 128);
+    let copy = node(&all, &["step", "memcpy HtoD"]);
+    assert_eq!(copy["kind"], "gpu_memcpy");
+    close(u(&copy["total_ns"]), 100_000, "memcpy");
+    assert_eq!(node(&all, &["step", "cudaLaunchKernel"])["kind"], "gpu_api");
+    assert_eq!(u(&node(&all, &["solve", "cudaLaunchKernel"])["count"]), 2);
+    let templated = node(&all, &["solve", "foo<int>(int*)"]);
+    assert_eq!((u(&templated["count"]), u(&templated["instance"])), (2, 9));
+    close(u(&templated["min_ns"]), 40_000, "foo min");
+    close(u(&templated["max_ns"]), 60_000, "foo max");
+    // No site: the root. End before start: zero duration, counted.
+    close(u(&node(&all, &["orphan"])["total_ns"]), 10_000, "orphan");
+    let bad = node(&all, &["bad"]);
+    assert_eq!(
+        (bad["kind"].as_str(), u(&bad["total_ns"])),
+        (Some("gpu_memset"), 0)
+    );
+    // Device time is not the regions' time: their self time keeps it.
+    let step = node(&all, &["step"]);
+    assert!(u(&step["total_ns"]) < 250_000, "{step}");
+    assert_eq!(u(&p["anomalies"]["device_time_invalid"]), 1);
+    assert_eq!(u(&p["anomalies"]["unknown_events"]), 1);
+    assert_eq!(u(&p["anomalies"]["device_unknown_correlation"]), 0);
+
+    let gpu = &p["gpu"];
+    let kernels: Vec<(&str, u64)> = gpu["kernels"]
+        .as_array()
+        .expect("gpu.kernels")
+        .iter()
+        .map(|k| (k["name"].as_str().unwrap_or_default(), u(&k["count"])))
+        .collect();
+    assert_eq!(
+        kernels,
+        [("saxpy", 1), ("foo<int>(int*)", 2), ("orphan", 1)],
+        "by device time"
+    );
+    let copies = gpu["copies"].as_array().expect("gpu.copies");
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    let c = &copies[0];
+    assert_eq!(
+        (c["device"].as_str(), c["direction"].as_str()),
+        (Some("CUDA:0"), Some("HtoD"))
+    );
+    assert_eq!((u(&c["count"]), u(&c["bytes"])), (1, 1 << 20));
+    let gbps = c["gb_per_s"].as_f64().unwrap_or_default();
+    assert!((gbps - 10.48576).abs() < 0.001, "{gbps}");
+    let devices = gpu["devices"].as_array().expect("gpu.devices");
+    assert_eq!(devices.len(), 1, "{devices:?}");
+    let d = &devices[0];
+    assert_eq!(d["device"], "CUDA:0");
+    assert_eq!(u(&d["activities"]), 6);
+    // One after the other: busy for exactly their sum (six conversions).
+    assert!(u(&d["busy_ns"]).abs_diff(460_000) <= 12, "{d}");
+    assert_eq!(u(&d["memory_high_water_bytes"]), 5120);
+    assert_eq!(
+        (u(&d["leaked_bytes"]), u(&d["leaked_allocations"])),
+        (4096, 1)
+    );
+}
+
+#[test]
+fn device_activities_nest_under_their_launch_in_every_mode() {
+    type Env = &'static [(&'static str, &'static str)];
+    let modes: [(&str, bool, Env); 4] = [
+        ("device_in_place", false, &[]),
+        ("device_in_place_late", true, &[]),
+        ("device_records", false, &[("KPROF_IN_PLACE", "0")]),
+        ("device_trace_late", true, &[("KPROF_TRACE", "json")]),
+    ];
+    let mut shapes = Vec::new();
+    for (name, late, env) in modes {
+        let p = read_profile(&run_harness(name, late, env));
+        check_profile(&p);
+        shapes.push((name, shape(&p)));
+    }
+    for (name, s) in &shapes[1..] {
+        assert_eq!(s, &shapes[0].1, "{name} vs in place");
+    }
+}
+
+/// The device slices of a trace: (track name, slice name, begin, duration).
+fn device_slices(m: &Model) -> Vec<(String, String, u64, u64)> {
+    let mut v: Vec<(String, String, u64, u64)> = m
+        .slices
+        .iter()
+        .filter(|s| s.category.starts_with("gpu.") && s.category != "gpu.api")
+        .map(|s| {
+            let track = m.tracks.get(&s.track).map(|t| t.name.clone());
+            (
+                track.unwrap_or_default(),
+                s.name.clone(),
+                s.begin_ns,
+                s.end_ns - s.begin_ns,
+            )
+        })
+        .collect();
+    v.sort_by(|a, b| (a.2, &a.1).cmp(&(b.2, &b.1)));
+    v
+}
+
+fn check_trace(m: &Model) {
+    m.assert_valid();
+    let slices = device_slices(m);
+    let names: Vec<(&str, &str)> = slices
+        .iter()
+        .map(|(t, n, _, _)| (t.as_str(), n.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("CUDA:0 stream 7", "saxpy"),
+            ("CUDA:0 stream 7", "memcpy HtoD"),
+            ("CUDA:0 stream 9", "foo<int>(int*)"),
+            ("CUDA:0 stream 9", "foo<int>(int*)"),
+            ("CUDA:0 stream 7", "orphan"),
+            ("CUDA:0 stream 7", "bad"),
+        ]
+    );
+    let durations: Vec<u64> = slices.iter().map(|s| s.3).collect();
+    for (got, want) in durations
+        .iter()
+        .zip([250_000, 100_000, 40_000, 60_000, 10_000, 0])
+    {
+        close(*got, want, "device slice");
+    }
+    // Back to back, as the harness made them.
+    for w in slices.windows(2).take(4) {
+        close(w[1].2, w[0].2 + w[0].3, "next start");
+    }
+}
+
+#[test]
+fn device_activities_are_slices_on_stream_tracks_with_flows_from_their_launch() {
+    let out = run_harness("device_trace_json", false, &[("KPROF_TRACE", "json")]);
+    check_trace(&read_json(&out));
+    if skip_unless(perfetto_schema().is_some(), "protoc") {
+        return;
+    }
+    let out: &Path = &run_harness(
+        "device_trace_perfetto",
+        true,
+        &[("KPROF_TRACE", "perfetto")],
+    );
+    let m = read_perfetto(out).expect("trace.pftrace");
+    check_trace(&m);
+    // Each launch's arrow ends at its device slice; the orphan has none.
+    assert_eq!(
+        m.flow_names(),
+        [
+            ("cudaLaunchKernel".to_string(), "foo<int>(int*)".to_string()),
+            ("cudaLaunchKernel".to_string(), "foo<int>(int*)".to_string()),
+            ("cudaLaunchKernel".to_string(), "saxpy".to_string()),
+            ("cudaMemcpyAsync".to_string(), "memcpy HtoD".to_string()),
+        ]
+    );
+    // The trace and the profile start from the same clock: the kernel's begin is
+    // after its launch's end.
+    let launch = m.named("cudaLaunchKernel")[0].end_ns;
+    let kernel = m.named("saxpy")[0].begin_ns;
+    assert!(
+        kernel > launch && kernel - launch < 1_000_000,
+        "{launch} {kernel}"
+    );
+}
