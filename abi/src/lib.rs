@@ -264,4 +264,8 @@ pub struct CoreApi {
     /// `set` > 0: a GPU activity plugin is active from now on (device times come
     /// from it). Returns whether one is active (`set` <= 0 only asks).
     pub gpu_activity: unsafe extern "C" fn(set: i32) -> bool,
+    /// Adds `ns` to kprof's own cost on the device side: the vendor library's
+    /// overhead as it reports it (CUPTI's overhead records: buffer flushes,
+    /// instrumentation), shown with kprof's cost in the profile.
+    pub device_cost: unsafe extern "C" fn(ns: u64),
 }

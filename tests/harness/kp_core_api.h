@@ -91,6 +91,7 @@ typedef struct {
   void (*activity)(const kp_activity *a);
   bool (*on_flush)(void (*flush)(void));
   bool (*gpu_activity)(int32_t set);
+  void (*device_cost)(uint64_t ns);
 } kp_core_api;
 
 extern const kp_core_api *kprof_core_api(uint32_t version);

@@ -541,6 +541,7 @@ impl Writer {
             writer_run_cpu_ns: run_cpu,
             call_paths,
             profile_bytes,
+            device_tool_ns: rt.device_cost_ns.load(Ordering::Relaxed),
             ..self_cost(rt, record_count, words)
         };
         let cfg = runtime::config().clone();

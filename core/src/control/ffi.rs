@@ -278,6 +278,15 @@ unsafe extern "C" fn gpu_activity(set: i32) -> bool {
     guard(false, || start::gpu_activity(set > 0))
 }
 
+unsafe extern "C" fn device_cost(ns: u64) {
+    guard((), || {
+        if let Some(rt) = runtime::get() {
+            rt.device_cost_ns
+                .fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+        }
+    })
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -312,6 +321,7 @@ static API: CoreApi = CoreApi {
     activity,
     on_flush,
     gpu_activity,
+    device_cost,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

@@ -162,6 +162,7 @@ fn start() {
         process: ProcessInfo::current(),
         start_raw,
         end_raw: AtomicU64::new(0),
+        device_cost_ns: AtomicU64::new(0),
         shutdown: AtomicBool::new(false),
         done: AtomicBool::new(false),
         writer: OnceLock::new(),

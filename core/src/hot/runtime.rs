@@ -70,6 +70,8 @@ pub struct Runtime {
     pub start_raw: u64,
     /// Raw clock when shutdown began.
     pub end_raw: AtomicU64,
+    /// The GPU tool library's own overhead reported by GPU plugins, in ns.
+    pub device_cost_ns: AtomicU64,
     /// Shutdown was requested (the writer finishes).
     pub(crate) shutdown: AtomicBool,
     /// The writer has written everything.

@@ -165,6 +165,9 @@ pub struct SelfCost {
     /// not by the number of events.
     #[serde(default)]
     pub profile_bytes: u64,
+    /// The GPU tool library's own overhead (CUPTI's overhead records), in ns.
+    #[serde(default)]
+    pub device_tool_ns: u64,
 }
 
 impl SelfCost {
@@ -176,6 +179,7 @@ impl SelfCost {
         self.writer_run_cpu_ns += o.writer_run_cpu_ns;
         self.call_paths += o.call_paths;
         self.profile_bytes += o.profile_bytes;
+        self.device_tool_ns += o.device_tool_ns;
         self.buffer_bytes += o.buffer_bytes;
         self.buffer_budget_bytes += o.buffer_budget_bytes;
         self.huge_page_blocks += o.huge_page_blocks;

@@ -400,7 +400,14 @@ pub fn self_cost_line(c: &SelfCost) -> String {
                 duration(c.writer_run_cpu_ns as f64)
             )
         }
-    )
+    ) + &if c.device_tool_ns > 0 {
+        format!(
+            "; the GPU tool library's own overhead {}",
+            duration(c.device_tool_ns as f64)
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// OpenMP: how evenly teams shared each parallel region's work, and where threads
