@@ -20,7 +20,14 @@
  * the activities are reported before main's regions end (the launching thread's
  * records reach the writer after the device's).
  * Prints "activities <n>" (the ones sent) and returns 0.
+ *
+ * With "flush" or "term" as argv[1], the program also registers a flush callback
+ * (as a GPU plugin does with its vendor's buffers) that reports one more kernel,
+ * "flushed" (5 us, stream 7, under "solve"'s last launch), when kprof ends the
+ * run: at exit ("flush"), or at a SIGTERM the program sends itself after printing
+ * its line ("term"; it then dies of the signal).
  */
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -115,6 +122,10 @@ static void *buffer_thread(void *unused) {
     return NULL;
 }
 
+static void flushed(void) {
+    activity(GPU_KERNEL, "flushed", stream7, &launches[3], next_start(api->now_ns()), 5000, 0, 0);
+}
+
 static void report(void) {
     pthread_t t;
     pthread_create(&t, NULL, buffer_thread, NULL);
@@ -122,7 +133,8 @@ static void report(void) {
 }
 
 int main(int argc, char **argv) {
-    int late = argc > 1 && strcmp(argv[1], "late") == 0;
+    const char *mode = argc > 1 ? argv[1] : "";
+    int late = strcmp(mode, "late") == 0;
     api = kprof_core_api(1);
     if (!api || !api->attach("gpu-test"))
         return 2;
@@ -145,6 +157,12 @@ int main(int argc, char **argv) {
     api->end(USER_REGION, solve);
     if (!late)
         report();
+    int flush = strcmp(mode, "flush") == 0, term = strcmp(mode, "term") == 0;
+    if (flush || term)
+        api->on_flush(flushed);
     printf("activities %d\n", sent);
+    fflush(stdout);
+    if (term)
+        raise(SIGTERM);
     return 0;
 }

@@ -10,6 +10,7 @@
 //! raw ticks; a round trip through the tick rate may lose a nanosecond at each end,
 //! so a duration is checked to 2 ns.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -26,16 +27,23 @@ static HARNESS: OnceLock<PathBuf> = OnceLock::new();
 /// Runs the harness (`late`: activities reported while the launching region is
 /// still open) with `env`; returns the output directory.
 fn run_harness(name: &str, late: bool, env: &[(&str, &str)]) -> PathBuf {
+    run_mode(name, if late { "late" } else { "" }, env)
+}
+
+/// Runs the harness in `mode`; returns the output directory.
+fn run_mode(name: &str, mode: &str, env: &[(&str, &str)]) -> PathBuf {
     let exe = core_harness(&HARNESS, "device_activity");
     let dir = scratch(name);
     let out = dir.join("out");
     let mut cmd: Command = clean_cmd(&exe);
     cmd.env("KPROF_OUTPUT_DIR", &out).envs(env.iter().copied());
-    if late {
-        cmd.arg("late");
-    }
+    cmd.arg(mode);
     let o = run(&mut cmd);
-    assert_ok(&o);
+    if mode == "term" {
+        assert_eq!(o.status.signal(), Some(libc::SIGTERM), "{o:?}");
+    } else {
+        assert_ok(&o);
+    }
     assert_eq!(String::from_utf8_lossy(&o.stdout), "activities 7\n");
     out
 }
@@ -46,6 +54,11 @@ fn close(got: u64, want: u64, what: &str) {
 
 /// The profile every mode must give.
 fn check_profile(p: &Value) {
+    check_profile_with(p, 0);
+}
+
+/// [`check_profile`] with `extra` more kernels (flushed at the end, 5 us each).
+fn check_profile_with(p: &Value, extra: u64) {
     let all = nodes(p);
     let kernel = node(&all, &["step", "saxpy"]);
     assert_eq!(kernel["kind"], "gpu_kernel");
@@ -85,11 +98,11 @@ fn check_profile(p: &Value) {
         .iter()
         .map(|k| (k["name"].as_str().unwrap_or_default(), u(&k["count"])))
         .collect();
-    assert_eq!(
-        kernels,
-        [("saxpy", 1), ("foo<int>(int*)", 2), ("orphan", 1)],
-        "by device time"
-    );
+    let mut want = vec![("saxpy", 1), ("foo<int>(int*)", 2), ("orphan", 1)];
+    if extra > 0 {
+        want.push(("flushed", extra));
+    }
+    assert_eq!(kernels, want, "by device time");
     let copies = gpu["copies"].as_array().expect("gpu.copies");
     assert_eq!(copies.len(), 1, "{copies:?}");
     let c = &copies[0];
@@ -104,9 +117,10 @@ fn check_profile(p: &Value) {
     assert_eq!(devices.len(), 1, "{devices:?}");
     let d = &devices[0];
     assert_eq!(d["device"], "CUDA:0");
-    assert_eq!(u(&d["activities"]), 6);
-    // One after the other: busy for exactly their sum (six conversions).
-    assert!(u(&d["busy_ns"]).abs_diff(460_000) <= 12, "{d}");
+    assert_eq!(u(&d["activities"]), 6 + extra);
+    // One after the other: busy for exactly their sum (two ns per conversion).
+    let busy = 460_000 + 5_000 * extra;
+    assert!(u(&d["busy_ns"]).abs_diff(busy) <= 2 * (6 + extra), "{d}");
     assert_eq!(u(&d["memory_high_water_bytes"]), 5120);
     assert_eq!(
         (u(&d["leaked_bytes"]), u(&d["leaked_allocations"])),
@@ -131,6 +145,28 @@ fn device_activities_nest_under_their_launch_in_every_mode() {
     }
     for (name, s) in &shapes[1..] {
         assert_eq!(s, &shapes[0].1, "{name} vs in place");
+    }
+}
+
+#[test]
+fn activities_a_plugin_flushes_at_the_end_are_in_the_profile() {
+    // At exit the ending thread runs the flush; at SIGTERM the writer thread
+    // does (not the handler), both before the output.
+    for (name, mode, env) in [
+        ("device_flush_exit", "flush", &[][..]),
+        ("device_flush_term", "term", &[][..]),
+        (
+            "device_flush_term_trace",
+            "term",
+            &[("KPROF_TRACE", "perfetto")][..],
+        ),
+    ] {
+        let p = read_profile(&run_mode(name, mode, env));
+        check_profile_with(&p, 1);
+        let all = nodes(&p);
+        let f = node(&all, &["solve", "flushed"]);
+        assert_eq!(u(&f["count"]), 1, "{name}");
+        close(u(&f["total_ns"]), 5_000, name);
     }
 }
 
@@ -179,8 +215,9 @@ fn check_trace(m: &Model) {
     {
         close(*got, want, "device slice");
     }
-    // Back to back, as the harness made them.
-    for w in slices.windows(2).take(4) {
+    // The launched four back to back, as the harness made them (the orphan
+    // starts when the reporting thread gets to it).
+    for w in slices.windows(2).take(3) {
         close(w[1].2, w[0].2 + w[0].3, "next start");
     }
 }

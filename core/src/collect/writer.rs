@@ -89,6 +89,8 @@ fn run(rt: &'static Runtime) {
     let period = Duration::from_millis(cfg.flush_ms);
     let mut last_round = Instant::now();
     while !rt.shutdown_requested() {
+        // A terminating signal's GPU flush (see base::flush).
+        crate::base::flush::serve();
         let stocking = w.stock_reserve();
         let quiet = !stocking && w.top_up();
         let streaming = !w.sinks.traces.is_empty();

@@ -271,7 +271,7 @@ unsafe extern "C" fn activity(a: *const Activity) {
 }
 
 unsafe extern "C" fn on_flush(flush: unsafe extern "C" fn()) -> bool {
-    guard(false, || start::on_flush(flush))
+    guard(false, || crate::base::flush::register(flush))
 }
 
 unsafe extern "C" fn gpu_activity(set: i32) -> bool {

@@ -217,6 +217,7 @@ extern "C" fn on_signal(sig: c_int) {
         // Only atomics, sleeps and the writer thread's work happen here: the writer
         // blocks every signal and does the allocating and the file I/O. A second
         // signal (on another thread) waits here for the same output.
+        start::flush_devices_from_signal();
         start::shutdown_now();
     }
     if let Some(old) = PREVIOUS.get().and_then(|p| p[i]) {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::base::anomaly::Anomalies;
 use crate::base::devices::Devices;
+use crate::base::flush;
 use crate::base::process::ProcessInfo;
 use crate::hot::buffer::Pool;
 use crate::hot::clock::Clock;
@@ -33,10 +34,10 @@ static ANNOTATIONS_ATTACHED: AtomicBool = AtomicBool::new(false);
 /// Plugins the parent of a forked child had attached: the child's new runtime
 /// lists them too (leaked; null when none).
 static INHERITED_PLUGINS: AtomicPtr<Vec<String>> = AtomicPtr::new(std::ptr::null_mut());
-/// Flush callbacks of GPU plugins ([`on_flush`]), run once before the output.
-static FLUSHERS: [AtomicUsize; 8] = [const { AtomicUsize::new(0) }; 8];
 /// Whether a GPU activity plugin is active ([`gpu_activity`]).
 static GPU_ACTIVITY: AtomicBool = AtomicBool::new(false);
+/// How long a terminating signal waits for the GPU plugins' flushes.
+const SIGNAL_FLUSH_WAIT: Duration = Duration::from_secs(2);
 /// The annotation API attaches but never finalizes by itself.
 pub const ANNOTATION: &str = "annotation";
 
@@ -188,18 +189,6 @@ fn start() {
     crate::control::hooks::install_exit_hooks(cfg.signals);
 }
 
-/// Registers a plugin's flush callback (see `CoreApi::on_flush`); false when
-/// all slots are taken.
-pub fn on_flush(flush: unsafe extern "C" fn()) -> bool {
-    let f = flush as usize;
-    FLUSHERS.iter().any(|slot| {
-        slot.load(Ordering::Acquire) == f
-            || slot
-                .compare_exchange(0, f, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-    })
-}
-
 /// Marks a GPU activity plugin active (`set`); whether one is.
 pub fn gpu_activity(set: bool) -> bool {
     if set {
@@ -209,21 +198,24 @@ pub fn gpu_activity(set: bool) -> bool {
 }
 
 /// Has every GPU plugin deliver the device activities its vendor library still
-/// buffers, while the runtime still records them. Each callback runs once.
+/// buffers, while the runtime still records them.
 fn flush_devices() {
-    if get().is_none_or(|rt| rt.shutdown.load(Ordering::Acquire)) {
+    if get().is_some_and(|rt| !rt.shutdown.load(Ordering::Acquire)) {
+        flush::run();
+    }
+}
+
+/// At a terminating signal: the writer thread runs the GPU plugins' flushes
+/// (they take locks the interrupted thread may hold, so not this handler), and
+/// this waits for them, at most [`SIGNAL_FLUSH_WAIT`].
+pub fn flush_devices_from_signal() {
+    let Some(rt) = get() else { return };
+    if rt.shutdown.load(Ordering::Acquire) || !flush::pending() {
         return;
     }
-    for slot in &FLUSHERS {
-        let f = slot.swap(0, Ordering::AcqRel);
-        if f != 0 {
-            // SAFETY: `f` was registered as an `unsafe extern "C" fn()` by
-            // `on_flush` and the plugin that gave it stays loaded.
-            let f: unsafe extern "C" fn() = unsafe { std::mem::transmute(f) };
-            // SAFETY: a plugin's flush takes no arguments and is called once.
-            unsafe { f() };
-        }
-    }
+    flush::ask();
+    rt.wake_writer();
+    flush::wait_served(SIGNAL_FLUSH_WAIT);
 }
 
 /// Stops recording, has the writer write every output, and waits for it (bounded).
