@@ -1310,3 +1310,38 @@ fn host_back_ends_are_never_fenced() {
         p["metadata"]
     );
 }
+
+/// A chained tool sees every fence Kokkos runs for kprof's device-kernel fences
+/// (one pair per back end, OpenMP and Cuda, per device kernel) besides the program's
+/// own, with its own handles.
+#[test]
+fn chained_tool_sees_the_device_fences() {
+    let b = built();
+    let side = scratch("kokkos_device_chain_counts");
+    let counts_file = side.join("second.txt");
+    let libs = format!("{};{}", kprof_lib(), b.second_tool.display());
+    let counts = counts_file.display().to_string();
+    let (p, c, _) = run_device(
+        "kokkos_device_chain",
+        "device",
+        &[("KOKKOS_TOOLS_LIBS", &libs), ("SECOND_TOOL_OUT", &counts)],
+    );
+    assert_eq!(c.get("fenced_once"), Some(&(DEVICE_N + 1)), "{c:?}");
+    check_device_tree(&p);
+    let fences = 2 * (DEVICE_N as i64 + 1) + 1;
+    let second = read_counts(&counts_file);
+    for (k, v) in [
+        ("begin_fence", fences),
+        ("end_fence", fences),
+        ("begin_parallel_for", DEVICE_N as i64 + 5),
+        ("end_parallel_for", DEVICE_N as i64 + 5),
+        ("begin_parallel_reduce", 1),
+        ("foreign_ids", 0),
+    ] {
+        assert_eq!(
+            second.get(k),
+            Some(&v),
+            "second tool's {k}; all: {second:?}"
+        );
+    }
+}
