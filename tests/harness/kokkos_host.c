@@ -135,7 +135,28 @@
  *   prints "have_tuning_tool=<0|1>" (request_values was found) and "tuned=<output>"
  *   on stdout; parallel_for "axpy" x1; end_context(1, {3, 1.5}).
  *
- * Nothing is printed on stdout except by the `settings` and `tuning` scenarios.
+ * device / device_gpu: a Kokkos 4.x with two back ends, OpenMP and Cuda (Kokkos::fence
+ *   then reports one begin/end fence pair per back end: OpenMP 0x01000000 first, then
+ *   Cuda 0x02000000). A Cuda kernel is asynchronous: its begin/end callbacks bracket
+ *   the ~1 us launch, and each launch queues DEVICE_KERNEL_MS = 20 ms of device work;
+ *   any fence of the Cuda back end (a global fence, tpi.fence, an instance fence)
+ *   sleeps until the queued work is done, inside its Cuda begin/end fence pair.
+ *   device_gpu first does what a GPU activity plugin does once attached: it dlopens
+ *   KOKKOS_HOST_CORE (libkprof_core.so) with RTLD_NOLOAD (it must be the very core
+ *   the tool loaded) and calls its table's gpu_activity(1); exit 2 if it cannot.
+ *   Then both run: push "step" { parallel_for "cuda_axpy" Cuda/0/1 (0x02000001) xN
+ *   (N = [n], default 3); parallel_reduce "cuda_dot" Cuda x1; parallel_for "host_k"
+ *   OpenMP x3; parallel_for "serial_k" Serial x2; fence "sync" on the Cuda instance
+ *   0x02000001 (one begin/end pair) } pop.
+ *   Prints on stdout (tpi.fence calls, classified by the kernel end they came from):
+ *     tool_fences=<all calls>
+ *     device_ends=<N+1> fenced_once=<device kernel ends with exactly one call>
+ *     host_ends=5 host_fences=<calls during host kernel ends>
+ *     other_fences=<calls outside any kernel end> wrong_dev=<calls whose devID is
+ *     not the ending kernel's>
+ *
+ * Nothing is printed on stdout except by the `settings`, `tuning` and `device`
+ * scenarios.
  */
 #define _GNU_SOURCE
 #define KOKKOSP_NO_PROTOTYPES
@@ -144,6 +165,8 @@
 #ifdef KPROF_ANNOTATE
 #include "kprof.h"
 #endif
+
+#include "kp_core_api.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -157,6 +180,9 @@
 #define DEV_OPENMP 0x01000001u
 #define DEV_SERIAL 0x00000001u
 #define DEV_OPENMP_GLOBAL 0x01000000u
+#define DEV_CUDA 0x02000001u
+#define DEV_CUDA_GLOBAL 0x02000000u
+#define DEVICE_KERNEL_MS 20
 #define TOOL_FENCE_NAME "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile Tool Fence"
 #define TOOL_REQUESTED_FENCE_NAME \
   "Kokkos::Tools::Experimental::Impl::tool_invoked_fence: Tool Requested Fence"
@@ -201,6 +227,13 @@ static int global_fencing;  /* the tool's answer to request_tool_settings */
 static int finalized;
 static volatile int tool_fence_calls;
 static pthread_mutex_t tool_fence_lock = PTHREAD_MUTEX_INITIALIZER;
+static int with_cuda;          /* the emulated Kokkos also has the Cuda back end */
+static long cuda_queued_ms;    /* device work launched and not yet fenced */
+/* tpi.fence calls by the kernel end they come from (device scenarios, one thread) */
+static uint32_t ending_dev;    /* devID of the kernel whose end callback runs, or 0 */
+static int ending;             /* an end callback is running */
+static int fences_this_end, device_ends, fenced_once, host_ends, host_fences;
+static int other_fences, wrong_dev;
 
 /* ------------------------------------------------------------------ loader */
 
@@ -267,11 +300,24 @@ static void spin_ns(long ns) {
   } while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
 }
 
-/* Kokkos::fence(name): one begin/end pair per enabled back end (OpenMP only). */
-static void k_global_fence(const char *name) {
+/* A fence of one execution space: a Cuda one waits for the queued device work. */
+static void k_space_fence(const char *name, uint32_t dev) {
   uint64_t handle = 0;
-  if (cb.begin_fence) cb.begin_fence(name, DEV_OPENMP_GLOBAL, &handle);
+  if (cb.begin_fence) cb.begin_fence(name, dev, &handle);
+  if ((dev >> 24) == 2 && cuda_queued_ms > 0) {
+    struct timespec t = {cuda_queued_ms / 1000, (cuda_queued_ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0) {
+    }
+    cuda_queued_ms = 0;
+  }
   if (cb.end_fence) cb.end_fence(handle);
+}
+
+/* Kokkos::fence(name): one begin/end pair per enabled back end (OpenMP, then Cuda
+ * when enabled). */
+static void k_global_fence(const char *name) {
+  k_space_fence(name, DEV_OPENMP_GLOBAL);
+  if (with_cuda) k_space_fence(name, DEV_CUDA_GLOBAL);
 }
 
 /* The fence Kokkos runs before callbacks that "may require global fencing". */
@@ -280,9 +326,16 @@ static void maybe_tool_fence(const void *callback) {
 }
 
 static void harness_tool_fence(const uint32_t devID) {
-  (void)devID; /* Kokkos ignores it too: always a global fence */
+  /* Kokkos ignores devID: always a global fence */
   pthread_mutex_lock(&tool_fence_lock);
   tool_fence_calls++;
+  if (!ending)
+    other_fences++;
+  else {
+    fences_this_end++;
+    if ((ending_dev >> 24) != 2) host_fences++;
+    if (devID != ending_dev) wrong_dev++;
+  }
   pthread_mutex_unlock(&tool_fence_lock);
   k_global_fence(TOOL_REQUESTED_FENCE_NAME);
 }
@@ -302,6 +355,25 @@ static void k_end(enum kind k, uint64_t kid) {
   Kokkos_Profiling_endFunction f = k == FOR ? cb.end_for : k == REDUCE ? cb.end_reduce : cb.end_scan;
   maybe_tool_fence((const void *)(uintptr_t)f);
   if (f) f(kid);
+}
+
+/* A kernel of the device scenarios: its end callback is watched for tpi.fence
+ * calls; a Cuda kernel queues DEVICE_KERNEL_MS of device work. */
+static void k_watched_kernel(enum kind k, const char *name, uint32_t dev) {
+  uint64_t kid = k_begin(k, name, dev);
+  spin_ns(1000); /* the launch (Cuda) or the work (host) */
+  if ((dev >> 24) == 2) cuda_queued_ms += DEVICE_KERNEL_MS;
+  ending = 1;
+  ending_dev = dev;
+  fences_this_end = 0;
+  k_end(k, kid);
+  ending = 0;
+  if ((dev >> 24) == 2) {
+    device_ends++;
+    if (fences_this_end == 1) fenced_once++;
+  } else {
+    host_ends++;
+  }
 }
 
 /* One kernel launch with ~1 us of "work". */
@@ -543,6 +615,46 @@ static void scenario_tuning(void) {
   if (cb.end_context) cb.end_context(ctx, result);
 }
 
+/* What a GPU activity plugin does once attached: tells the very core the tool
+ * loaded that device times come from it. */
+static void gpu_plugin_attaches(void) {
+  const char *path = getenv("KOKKOS_HOST_CORE");
+  void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  if (h == NULL) {
+    fprintf(stderr, "kokkos_host: the tool's core %s is not loaded\n", path ? path : "(unset)");
+    exit(2);
+  }
+  const kp_core_api *(*get)(uint32_t);
+  void *p = dlsym(h, "kprof_core_api");
+  memcpy(&get, &p, sizeof p);
+  const kp_core_api *api = get ? get(1) : NULL;
+  if (api == NULL || api->size != sizeof(kp_core_api)) {
+    fprintf(stderr, "kokkos_host: core table of %zu bytes, kp_core_api.h has %zu\n",
+            api ? api->size : 0, sizeof(kp_core_api));
+    exit(2);
+  }
+  if (!api->gpu_activity(1) || !api->gpu_activity(0)) {
+    fprintf(stderr, "kokkos_host: gpu_activity(1) did not hold\n");
+    exit(2);
+  }
+}
+
+static void scenario_device(int n, int gpu) {
+  if (gpu) gpu_plugin_attaches();
+  k_push("step");
+  for (int i = 0; i < n; i++) k_watched_kernel(FOR, "cuda_axpy", DEV_CUDA);
+  k_watched_kernel(REDUCE, "cuda_dot", DEV_CUDA);
+  for (int i = 0; i < 3; i++) k_watched_kernel(FOR, "host_k", DEV_OPENMP);
+  for (int i = 0; i < 2; i++) k_watched_kernel(FOR, "serial_k", DEV_SERIAL);
+  k_space_fence("sync", DEV_CUDA);
+  k_pop();
+  printf("tool_fences=%d\ndevice_ends=%d fenced_once=%d\nhost_ends=%d host_fences=%d\n"
+         "other_fences=%d wrong_dev=%d\n",
+         tool_fence_calls, device_ends, fenced_once, host_ends, host_fences, other_fences,
+         wrong_dev);
+  fflush(stdout);
+}
+
 static void scenario_settings(void) {
   printf("fencing=%d\n", global_fencing ? 1 : 0);
   fflush(stdout);
@@ -749,6 +861,7 @@ int main(int argc, char **argv) {
   long n = pos[2] ? strtol(pos[2], NULL, 10) : -1;
   if (strcmp(scenario, "help") == 0) help = 1;
   if (strcmp(scenario, "tuning") == 0) with_tuning = 1;
+  if (strncmp(scenario, "device", 6) == 0) with_cuda = 1;
 
   /* ---- which tool ---- */
   const char *lib_spec = NULL;
@@ -824,6 +937,8 @@ int main(int argc, char **argv) {
     scenario_settings();
   else if (strcmp(scenario, "tuning") == 0)
     scenario_tuning();
+  else if (strcmp(scenario, "device") == 0 || strcmp(scenario, "device_gpu") == 0)
+    scenario_device(n > 0 ? (int)n : 3, strcmp(scenario, "device_gpu") == 0);
   else if (strcmp(scenario, "teams") == 0)
     scenario_teams();
   else if (strcmp(scenario, "bad") == 0)

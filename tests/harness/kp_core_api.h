@@ -1,8 +1,9 @@
 /*
  * kp_core_api.h - the C mirror of libkprof_core.so's plugin table, for the test
  * programs that drive the core directly (trace_driver.c, in_place.c). It follows
- * abi/src/lib.rs (struct CoreApi) field by field, in order, up to the last field
- * these programs use.
+ * abi/src/lib.rs (struct CoreApi) field by field, in order, through gpu_activity
+ * (the last field of ABI 1 today; a core's table is at least sizeof(kp_core_api)
+ * bytes when its `size` says so).
  */
 #ifndef KP_CORE_API_H
 #define KP_CORE_API_H
@@ -81,8 +82,8 @@ typedef struct {
   uint64_t (*begin_transfer)(uint8_t kind, uint64_t codeptr, uint16_t dev, uint64_t parent,
                              uint64_t bytes, uint32_t direction);
   void (*arg)(const char *key, uint64_t value);
-  uint64_t (*begin_transfer_named)(uint8_t kind, const char *name, uint16_t dev, uint64_t parent,
-                                   uint64_t bytes, uint32_t direction);
+  uint64_t (*begin_transfer_named)(uint8_t kind, const char *name, uint16_t dev,
+                                   uint64_t parent, uint64_t bytes, uint32_t direction);
   uint64_t (*begin_static)(uint8_t kind, const char *name, uint16_t dev, uint64_t parent);
   uint64_t (*begin_at_arg)(uint8_t kind, uint64_t codeptr, uint16_t dev, uint64_t parent,
                            const char *key, uint64_t value);
@@ -93,6 +94,15 @@ typedef struct {
   bool (*gpu_activity)(int32_t set);
   void (*device_cost)(uint64_t ns);
 } kp_core_api;
+
+/* The table's layout as abi/src/lib.rs has it on x86-64 and aarch64. */
+_Static_assert(sizeof(kp_activity) == 168, "kp_activity");
+_Static_assert(offsetof(kp_activity, dev) == 8, "kp_activity.dev");
+_Static_assert(offsetof(kp_activity, site) == 40, "kp_activity.site");
+_Static_assert(offsetof(kp_activity, args) == 72, "kp_activity.args");
+_Static_assert(offsetof(kp_core_api, attach) == 16, "kp_core_api.attach");
+_Static_assert(offsetof(kp_core_api, gpu_activity) == 16 + 30 * 8, "kp_core_api.gpu_activity");
+_Static_assert(sizeof(kp_core_api) == 16 + 32 * 8, "kp_core_api");
 
 extern const kp_core_api *kprof_core_api(uint32_t version);
 

@@ -1113,3 +1113,235 @@ fn tool_args_are_applied_once_though_parsed_twice() {
     assert!(!dir.join("via-cmd.1").exists());
     assert!(!dir.join("out").exists());
 }
+
+/// Device kernels of the `device` scenarios: 3 "cuda_axpy" and 1 "cuda_dot".
+const DEVICE_N: u64 = 3;
+/// Device work each Cuda kernel launch queues in the harness (DEVICE_KERNEL_MS).
+const DEVICE_KERNEL_NS: u64 = 20_000_000;
+const TOOL_REQUESTED_FENCE: &str =
+    "Kokkos::Tools::Experimental::Impl::tool_invoked_fence: Tool Requested Fence";
+
+/// The `key=value` words of the `device` scenarios' stdout.
+fn fence_counts(out: &Output) -> BTreeMap<String, u64> {
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.parse().expect("a count")))
+        .collect()
+}
+
+/// Runs a `device` scenario; returns the profile, the tpi.fence counts and stderr.
+fn run_device(
+    name: &str,
+    scenario: &str,
+    env: &[(&str, &str)],
+) -> (Value, BTreeMap<String, u64>, String) {
+    let b = built();
+    let dir = scratch(name);
+    let mut cmd = host_cmd(&b.host, &dir, &["4", scenario]);
+    cmd.env("KOKKOS_HOST_CORE", lib("libkprof_core.so"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run_ok(&mut cmd);
+    let p = read_profile(&dir.join("out"));
+    check_stats(&p["tree"]);
+    for (k, v) in p["anomalies"].as_object().expect("anomalies") {
+        assert_eq!(u(v), 0, "anomaly {k}");
+    }
+    (p, fence_counts(&out), stderr(&out))
+}
+
+/// The tree of the `device` scenarios, whatever the timing: no tool fence anywhere.
+fn check_device_tree(p: &Value) -> Vec<(Vec<String>, Value)> {
+    let all = nodes(p);
+    let paths: BTreeSet<String> = all.iter().map(|(path, _)| path.join(" / ")).collect();
+    let expected: BTreeSet<String> = [
+        "step",
+        "step / cuda_axpy",
+        "step / cuda_dot",
+        "step / host_k",
+        "step / serial_k",
+        "step / sync",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(paths, expected, "no tool fence is a node of its own");
+    assert_region(&all, &["step"], "region", 1);
+    assert_kernel(
+        &all,
+        &["step", "cuda_axpy"],
+        "parallel_for",
+        DEVICE_N,
+        "Cuda",
+        1,
+    );
+    assert_kernel(&all, &["step", "cuda_dot"], "parallel_reduce", 1, "Cuda", 1);
+    assert_kernel(&all, &["step", "host_k"], "parallel_for", 3, "OpenMP", 1);
+    assert_kernel(&all, &["step", "serial_k"], "parallel_for", 2, "Serial", 1);
+    assert_kernel(&all, &["step", "sync"], "fence", 1, "Cuda", 1);
+    all
+}
+
+fn metadata<'a>(p: &'a Value, key: &str) -> &'a str {
+    p["metadata"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no metadata {key}: {}", p["metadata"]))
+}
+
+/// Without a GPU activity plugin, each kernel on a device back end is fenced once at
+/// its end through Kokkos' `tpi.fence`, before its end is timed: its time holds the
+/// device's work. The fence Kokkos reports for it is folded into the kernel; host
+/// kernels are never fenced; the summary's metadata says what the times mean.
+#[test]
+fn device_kernels_are_fenced_at_their_end() {
+    let (p, c, err) = run_device("kokkos_device_fenced", "device", &[]);
+    let expect = |k: &str, v: u64| assert_eq!(c.get(k), Some(&v), "{k}; all: {c:?}");
+    expect("tool_fences", DEVICE_N + 1);
+    expect("device_ends", DEVICE_N + 1);
+    expect("fenced_once", DEVICE_N + 1);
+    expect("host_ends", 5);
+    expect("host_fences", 0);
+    expect("other_fences", 0);
+    expect("wrong_dev", 0);
+    let all = check_device_tree(&p);
+    for name in ["cuda_axpy", "cuda_dot"] {
+        let n = node(&all, &["step", name]);
+        assert!(
+            f(&n["min_ns"]) >= DEVICE_KERNEL_NS as f64,
+            "{name}: the device's 20 ms are in every kernel: {n}"
+        );
+        assert_eq!(
+            u(&n["self_ns"]),
+            u(&n["total_ns"]),
+            "{name}: the fence is folded"
+        );
+    }
+    assert!(u(&node(&all, &["step", "cuda_axpy"])["total_ns"]) >= DEVICE_N * DEVICE_KERNEL_NS);
+    for name in ["host_k", "serial_k"] {
+        let n = node(&all, &["step", name]);
+        assert!(f(&n["max_ns"]) < DEVICE_KERNEL_NS as f64, "{name}: {n}");
+    }
+    // The program's own fence waited for nothing: the kernels' fences did.
+    assert!(u(&node(&all, &["step", "sync"])["total_ns"]) < DEVICE_KERNEL_NS);
+    assert_eq!(
+        metadata(&p, "kokkos_device_timing"),
+        "fenced at kernel end (no GPU activity plugin)"
+    );
+    assert_eq!(
+        err.matches("kprof: Kokkos kernels on device back ends: fenced at kernel end")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains(TOOL_REQUESTED_FENCE), "{err}");
+}
+
+/// With a GPU activity plugin active (it said so through `gpu_activity(1)` after
+/// Kokkos initialized the tool, before the first kernel), device kernels are not
+/// fenced: their device times come from the activities. The device's work is then
+/// waited for by the program's own fence.
+#[test]
+fn gpu_activity_means_no_device_fence() {
+    let (p, c, err) = run_device("kokkos_device_gpu", "device_gpu", &[]);
+    assert_eq!(c.get("tool_fences"), Some(&0), "{c:?}");
+    assert_eq!(c.get("device_ends"), Some(&(DEVICE_N + 1)), "{c:?}");
+    let all = check_device_tree(&p);
+    for name in ["cuda_axpy", "cuda_dot", "host_k", "serial_k"] {
+        let n = node(&all, &["step", name]);
+        assert!(
+            f(&n["max_ns"]) < DEVICE_KERNEL_NS as f64,
+            "{name}: launch time only: {n}"
+        );
+    }
+    assert!(
+        u(&node(&all, &["step", "sync"])["total_ns"]) >= (DEVICE_N + 1) * DEVICE_KERNEL_NS,
+        "the program's fence waits for the queued device work"
+    );
+    assert!(
+        metadata(&p, "kokkos_device_timing").starts_with("GPU activity"),
+        "{}",
+        p["metadata"]
+    );
+    assert!(
+        err.contains("kprof: Kokkos kernels on device back ends: GPU activity"),
+        "{err}"
+    );
+}
+
+/// The explicit choice `--kokkos-fences=1` keeps Kokkos' global fences around every
+/// kernel: they already put the device's work inside each device kernel, so kprof
+/// adds no fence of its own, and says so.
+#[test]
+fn kokkos_fences_replace_the_device_fence() {
+    let (p, c, _) = run_device(
+        "kokkos_device_global",
+        "device",
+        &[("KPROF_KOKKOS_FENCES", "1")],
+    );
+    assert_eq!(c.get("tool_fences"), Some(&0), "{c:?}");
+    let all = check_device_tree(&p);
+    for name in ["cuda_axpy", "cuda_dot"] {
+        let n = node(&all, &["step", name]);
+        assert!(f(&n["min_ns"]) >= DEVICE_KERNEL_NS as f64, "{name}: {n}");
+    }
+    assert_eq!(
+        metadata(&p, "kokkos_device_timing"),
+        "fenced by Kokkos' global fences around every kernel"
+    );
+}
+
+/// A program with host back ends only never fences and records no device timing.
+#[test]
+fn host_back_ends_are_never_fenced() {
+    let b = built();
+    let dir = scratch("kokkos_host_only_timing");
+    let mut cmd = host_cmd(&b.host, &dir, &["4", "basic"]);
+    cmd.env("KOKKOS_HOST_VERBOSE", "1");
+    let out = run_ok(&mut cmd);
+    let err = stderr(&out);
+    assert!(err.contains("kokkos_host: tool_fence_calls=0"), "{err}");
+    assert!(!err.contains("device back ends"), "{err}");
+    let p = read_profile(&dir.join("out"));
+    assert!(
+        p["metadata"].get("kokkos_device_timing").is_none(),
+        "{}",
+        p["metadata"]
+    );
+}
+
+/// A chained tool sees every fence Kokkos runs for kprof's device-kernel fences
+/// (one pair per back end, OpenMP and Cuda, per device kernel) besides the program's
+/// own, with its own handles.
+#[test]
+fn chained_tool_sees_the_device_fences() {
+    let b = built();
+    let side = scratch("kokkos_device_chain_counts");
+    let counts_file = side.join("second.txt");
+    let libs = format!("{};{}", kprof_lib(), b.second_tool.display());
+    let counts = counts_file.display().to_string();
+    let (p, c, _) = run_device(
+        "kokkos_device_chain",
+        "device",
+        &[("KOKKOS_TOOLS_LIBS", &libs), ("SECOND_TOOL_OUT", &counts)],
+    );
+    assert_eq!(c.get("fenced_once"), Some(&(DEVICE_N + 1)), "{c:?}");
+    check_device_tree(&p);
+    let fences = 2 * (DEVICE_N as i64 + 1) + 1;
+    let second = read_counts(&counts_file);
+    for (k, v) in [
+        ("begin_fence", fences),
+        ("end_fence", fences),
+        ("begin_parallel_for", DEVICE_N as i64 + 5),
+        ("end_parallel_for", DEVICE_N as i64 + 5),
+        ("begin_parallel_reduce", 1),
+        ("foreign_ids", 0),
+    ] {
+        assert_eq!(
+            second.get(k),
+            Some(&v),
+            "second tool's {k}; all: {second:?}"
+        );
+    }
+}

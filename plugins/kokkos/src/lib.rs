@@ -10,6 +10,7 @@ pub mod args;
 pub mod bridge;
 pub mod chain;
 pub mod device;
+pub mod timing;
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
@@ -214,18 +215,25 @@ pub unsafe extern "C" fn kokkosp_request_tool_settings(
                 theirs = (*settings).requires_global_fencing != 0;
             }
         }
+        // With Kokkos fencing around every kernel, device kernels need no fence of ours.
+        timing::set_global_fencing(ours || theirs);
         // SAFETY: settings is valid (checked above).
         unsafe { (*settings).requires_global_fencing = u8::from(ours || theirs) };
     })
 }
 
-/// Kokkos hands over its tool programming interface (by value).
+/// Kokkos hands over its tool programming interface (by value): its `fence` times
+/// kernels on device back ends ([`timing`]).
 #[no_mangle]
 pub extern "C" fn kokkosp_provide_tool_programming_interface(
     num_actions: u32,
     tpi: ToolProgrammingInterface,
 ) {
     guard((), || {
+        // Only the first slot is defined (the rest is uninitialised padding).
+        if num_actions >= 1 {
+            timing::set_tool_fence(tpi.fence);
+        }
         if let Some(f) = next().and_then(|n| n.provide_tpi) {
             // SAFETY: forwarding Kokkos' struct unchanged.
             unsafe { f(num_actions, tpi) };
@@ -257,7 +265,12 @@ unsafe fn begin_kernel(
                 name
             };
             // SAFETY: ours is NULL or NUL-terminated.
-            unsafe { (api.begin)(kind as u8, ours, dev, 0) }
+            let guid = unsafe { (api.begin)(kind as u8, ours, dev, 0) };
+            // `kind` is a constant at each call site: fences never take this branch.
+            if kind != Kind::Fence && timing::is_device(dev_id) {
+                timing::begin_device(api, guid, dev_id);
+            }
+            guid
         }
         None => 0,
     };
@@ -273,10 +286,14 @@ unsafe fn begin_kernel(
     }
 }
 
-/// Closes a kernel of `kind`, forwarding to the next tool.
+/// Closes a kernel of `kind`, forwarding to the next tool. A kernel on a device back
+/// end is fenced first when [`timing`] says so, so that its end is the device's.
 #[inline(always)]
 fn end_kernel(kind: Kind, kid: u64, fwd: Option<unsafe extern "C" fn(u64)>) {
     if let Some(api) = api().filter(|_| !bridge::deferred()) {
+        if kind != Kind::Fence && timing::fencing() {
+            timing::end_kernel(kid);
+        }
         // SAFETY: plain integers.
         unsafe { (api.end)(kind as u8, kid) };
     }
