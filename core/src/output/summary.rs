@@ -246,6 +246,10 @@ pub fn render(
     if let Some(g) = &r.gpu {
         gpu(&mut s, g, top);
     }
+    // What the kernel times of a device back end mean (set by the Kokkos plugin).
+    if let Some(how) = r.metadata.get("kokkos_device_timing") {
+        let _ = writeln!(s, "\nKokkos kernels on devices: {how}");
+    }
 
     let anomalies: Vec<String> = r
         .anomalies

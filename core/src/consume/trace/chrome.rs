@@ -66,7 +66,7 @@ pub struct ChromeWriter {
     /// GUIDs of open slices that are the destination of a flow (so not a source).
     flow_destinations: FxHashSet<u64>,
     /// Device streams whose pseudo-thread is named.
-    devices_named: FxHashSet<u16>,
+    devices_named: FxHashSet<u32>,
     /// Sources written (with `flow_out`) in this round and the one before: a child
     /// whose end the writer processes after its parent's may still bind to them.
     written_sources: [FxHashSet<u64>; 2],
@@ -174,15 +174,20 @@ impl ChromeWriter {
         tid
     }
 
-    /// The pseudo-thread of device (stream) `dev`, named on first use.
-    fn device_tid(&mut self, dev: u16) -> i64 {
-        let tid = DEVICE_TID + i64::from(dev);
-        if self.devices_named.insert(dev) {
-            let label = self
+    /// The pseudo-thread of device (stream) `dev` (of its synchronizations with
+    /// `sync`: they overlap the stream's work), named on first use.
+    fn device_tid(&mut self, dev: u16, sync: bool) -> i64 {
+        let key = u32::from(dev) | u32::from(sync) << 16;
+        let tid = DEVICE_TID + i64::from(key);
+        if self.devices_named.insert(key) {
+            let mut label = self
                 .rt
                 .devices
                 .get(dev)
                 .map_or_else(|| format!("device {dev}"), |d| d.track_label());
+            if sync {
+                label.push_str(" synchronization");
+            }
             let pid = self.pid;
             self.emit(format_args!(
                 r#"{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},"args":{{"name":{}}}}}"#,
@@ -194,7 +199,7 @@ impl ChromeWriter {
 
     /// A device activity: an `X` event on its stream's pseudo-thread.
     fn device_activity(&mut self, a: &DeviceActivity) {
-        let tid = self.device_tid(a.dev);
+        let tid = self.device_tid(a.dev, a.kind == Kind::GpuSync);
         let name = self.name(a.name);
         let ts = self.us(a.begin);
         let ns = self.rt.clock.delta_ns(a.begin, a.end);

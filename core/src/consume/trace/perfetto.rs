@@ -675,8 +675,8 @@ pub struct PerfettoWriter<S: Source = &'static Runtime> {
     sections: FxHashMap<u32, Section>,
     /// The device activities' sequence, once one came.
     device_seq: Option<Seq>,
-    /// Device (stream) index -> its track.
-    device_tracks: FxHashMap<u16, u64>,
+    /// (device (stream) index, whether synchronizations) -> its track.
+    device_tracks: FxHashMap<(u16, bool), u64>,
     /// [`SEGMENT_BYTES`] (smaller in tests).
     segment_bytes: usize,
 }
@@ -1113,13 +1113,15 @@ impl<S: Source> PerfettoWriter<S> {
         enc.event(seq, ns);
     }
 
-    /// The track of device stream `dev`, written on first use (with the device
-    /// sequence's start, at `ns`).
-    fn device_track(&mut self, dev: u16, ns: u64) -> u64 {
-        if let Some(&t) = self.device_tracks.get(&dev) {
+    /// The track of device stream `dev` (of its synchronizations with `sync`:
+    /// one lasts from the host's call to the end of the stream's work, so it
+    /// overlaps that work), written on first use (with the device sequence's
+    /// start, at `ns`).
+    fn device_track(&mut self, dev: u16, sync: bool, ns: u64) -> u64 {
+        if let Some(&t) = self.device_tracks.get(&(dev, sync)) {
             return t;
         }
-        let uuid = self.uuid(TRACK_DEVICE, u64::from(dev));
+        let uuid = self.uuid(TRACK_DEVICE, u64::from(dev) | u64::from(sync) << 16);
         if self.device_seq.is_none() {
             self.enc.packet(&start_packet(
                 DEVICE_SEQ,
@@ -1129,10 +1131,13 @@ impl<S: Source> PerfettoWriter<S> {
             ));
             self.device_seq = Some(Seq::new(DEVICE_SEQ, ns));
         }
-        let name = self
+        let mut name = self
             .src
             .device(dev)
             .map_or_else(|| format!("device {dev}"), |d| d.track_label());
+        if sync {
+            name.push_str(" synchronization");
+        }
         let desc = TrackDescriptor {
             uuid: Some(uuid),
             parent_uuid: Some(self.uuid(TRACK_PROCESS, 0)),
@@ -1140,7 +1145,7 @@ impl<S: Source> PerfettoWriter<S> {
             ..Default::default()
         };
         self.enc.packet(&descriptor_packet(DEVICE_SEQ, desc));
-        self.device_tracks.insert(dev, uuid);
+        self.device_tracks.insert((dev, sync), uuid);
         uuid
     }
 
@@ -1148,7 +1153,7 @@ impl<S: Source> PerfettoWriter<S> {
     /// end of the flow from the API call that launched it.
     fn device_activity(&mut self, a: &DeviceActivity) {
         let (begin, end) = (self.src.ns(a.begin), self.src.ns(a.end));
-        let track = self.device_track(a.dev, begin);
+        let track = self.device_track(a.dev, a.kind == Kind::GpuSync, begin);
         let src = &self.src;
         let Some(seq) = self.device_seq.as_mut() else {
             return;

@@ -367,11 +367,14 @@ impl ThreadProfile {
             c.bytes += a.bytes;
             c.total_ns += dur;
         }
-        let clock = &self.rt.clock;
-        self.devices
-            .entry(device)
-            .or_default()
-            .add(clock, a.begin, a.end);
+        // A synchronization waits for the device's work; it is not work.
+        if a.kind != Kind::GpuSync {
+            let clock = &self.rt.clock;
+            self.devices
+                .entry(device)
+                .or_default()
+                .add(clock, a.begin, a.end);
+        }
     }
 
     /// The name id of device `dev`'s full label (`"CUDA:0"`: back end and number,
