@@ -12,7 +12,7 @@
  * With no stand-in loaded (no tool, or a tool that loaded the real libcupti.so),
  * the replay does nothing and the program's output is the same.
  *
- * Usage: cuda_driver <scenario> [exit code]
+ * Usage: cuda_driver <scenario> [arguments]
  *
  *   basic  on device 0 (times chosen from the clock at each launch; every
  *          device activity is written right after its API call returns):
@@ -62,10 +62,17 @@
  *          "loop", with no buffer completed before the run ends (a tool with a
  *          small buffer pool must decline buffers and have CUPTI drop records).
  *          Prints "pool: N launches".
+ *   threads T K  T threads (default 4), each in its own region "worker": K
+ *          (default 50) x cudaLaunchKernel (corr 100000 + t * K + i) {
+ *          cuLaunchKernel (corr 200000 + t * K + i) } -> kernel "_Z4workPi"
+ *          (record corr: the driver's for even i, the runtime's for odd i) on
+ *          stream 20 + t, 2 us each; after joining them, every buffer is
+ *          completed. Prints "threads: T x K launches".
  */
 #define _GNU_SOURCE
 #include <cupti.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,6 +319,39 @@ static int pool(long n) {
     return 0;
 }
 
+static long per_thread;
+
+static void *worker(void *arg) {
+    long t = (long)arg;
+    kprof_region_begin("worker");
+    for (long i = 0; i < per_thread; i++) {
+        uint32_t rt = (uint32_t)(100000 + t * per_thread + i);
+        uint32_t drv = (uint32_t)(200000 + t * per_thread + i);
+        uint64_t now = mono();
+        runtime_call(LAUNCH_RT, "cudaLaunchKernel", rt, LAUNCH_DRV, "cuLaunchKernel", drv,
+                     "_Z4workPi");
+        kernel("_Z4workPi", (uint32_t)(20 + t), i % 2 ? rt : drv, now, 2000, 8, 1, 1, 64, 24, 0,
+               0);
+    }
+    kprof_region_end("worker");
+    return NULL;
+}
+
+static int threads(long n, long k) {
+    pthread_t tid[32];
+    if (n < 1 || n > 32)
+        n = 4;
+    per_thread = k;
+    for (long t = 0; t < n; t++)
+        pthread_create(&tid[t], NULL, worker, (void *)t);
+    for (long t = 0; t < n; t++)
+        pthread_join(tid[t], NULL);
+    if (have_standin())
+        S.complete(0);
+    printf("threads: %ld x %ld launches\n", n, k);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *scenario = argc > 1 ? argv[1] : "basic";
     cu_init();
@@ -321,6 +361,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(scenario, "pool") == 0)
         return pool(argc > 2 ? atol(argv[2]) : 40000);
-    fprintf(stderr, "usage: cuda_driver basic [exit code] | pool [launches]\n");
+    if (strcmp(scenario, "threads") == 0)
+        return threads(argc > 2 ? atol(argv[2]) : 4, argc > 3 ? atol(argv[3]) : 50);
+    fprintf(stderr, "usage: cuda_driver basic [exit code] | pool [launches] | "
+                    "threads [threads] [launches]\n");
     return 2;
 }

@@ -205,7 +205,7 @@ fn built(c: &Cupti) -> &'static Built {
             &standin_args,
         );
         let mut driver_args = args.clone();
-        driver_args.push("-ldl");
+        driver_args.extend(["-ldl", "-lpthread"]);
         let driver = compile_with_core(
             &[&test_file("harness/cuda_driver.c")],
             &dir.join("cuda_driver"),
@@ -1025,6 +1025,112 @@ fn full_buffer_pool_drops_and_counts() {
         assert_eq!(u(&tick["total_ns"]), written * 1000, "{what}");
         assert_anomalies(&p, &[("device_records_dropped", dropped)], &what);
     }
+}
+
+/// 4 threads, each launching 50 kernels on its own stream from its own region
+/// "worker" (kernel records carrying the driver's correlation id or the runtime's,
+/// alternately), completed after the threads are gone: every kernel under
+/// "worker", one node per stream, the same in place and traced; in the trace, every
+/// flow into a stream's kernels comes from the one thread that launched them.
+#[test]
+fn launches_from_threads_nest_under_their_thread_region() {
+    const T: u64 = 4;
+    const K: u64 = 50;
+    let Some(c) = cupti_or_skip(12) else {
+        return;
+    };
+    let b = built(&c);
+    let mut seen = Vec::new();
+    for mode in MODES {
+        let what = format!("threads, {mode:?}");
+        let r = run_driver(
+            &format!("cuda_threads_{mode:?}"),
+            &b.driver,
+            &["threads", &T.to_string(), &K.to_string()],
+            true,
+            Some(&b.standin),
+            mode,
+            &[],
+        );
+        r.assert_ok();
+        assert_eq!(
+            r.stdout(),
+            format!("threads: {T} x {K} launches\n"),
+            "{what}"
+        );
+        assert_eq!(r.log.records("kernel").len() as u64, T * K, "{what}");
+        assert_eq!(r.log.dropped_no_buffer(), 0, "{what}");
+
+        let p = r.profile();
+        let null = || "null".to_string();
+        let mut want: Vec<ShapeRow> = vec![
+            (
+                "worker".into(),
+                "user_region".into(),
+                T,
+                null(),
+                null(),
+                null(),
+            ),
+            (
+                "worker / cudaLaunchKernel".into(),
+                "gpu_api".into(),
+                T * K,
+                null(),
+                null(),
+                null(),
+            ),
+        ];
+        for t in 0..T {
+            want.push((
+                "worker / work(int*)".into(),
+                "gpu_kernel".into(),
+                K,
+                "\"CUDA\"".into(),
+                "0".into(),
+                (20 + t).to_string(),
+            ));
+        }
+        want.sort();
+        assert_rows(&p, &want, &what);
+        for (path, n) in nodes(&p) {
+            if path.last().is_some_and(|l| l == "work(int*)") {
+                assert_eq!(u(&n["total_ns"]), K * 2000, "{what}: {n}");
+            }
+        }
+        assert_anomalies(&p, &[], &what);
+
+        if mode == Mode::Perfetto && !skip_unless(perfetto_schema().is_some(), "protoc") {
+            let m = read_perfetto(&r.dir.join("out")).expect("schema checked");
+            m.assert_valid();
+            assert_eq!(m.flows.len() as u64, T * K, "{what}");
+            // Device track -> the thread tracks its flows come from.
+            let mut from: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
+            for &(src, dst) in &m.flows {
+                assert_eq!(m.slices[src].name, "cudaLaunchKernel", "{what}");
+                assert_eq!(m.slices[dst].name, "work(int*)", "{what}");
+                assert!(m.tid_of(m.slices[src].track).is_some(), "{what}");
+                from.entry(m.slices[dst].track)
+                    .or_default()
+                    .insert(m.slices[src].track);
+            }
+            assert_eq!(from.len() as u64, T, "{what}: device tracks {from:?}");
+            let threads: BTreeSet<u64> = from
+                .values()
+                .map(|s| {
+                    assert_eq!(s.len(), 1, "{what}: one stream, launched from {s:?}");
+                    *s.iter().next().unwrap()
+                })
+                .collect();
+            assert_eq!(
+                threads.len() as u64,
+                T,
+                "{what}: launching threads {threads:?}"
+            );
+        }
+        seen.push(shape_rows(&p));
+    }
+    assert_eq!(seen[0], seen[1], "threads: in place and traced differ");
 }
 
 /// With CUPTI refusing (the stand-in's cuptiSubscribe answers
