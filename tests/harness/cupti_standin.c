@@ -477,30 +477,57 @@ EXPORT CUptiResult CUPTIAPI cuptiFinalize(void) {
 
 /* ------------------------------------------------------- the control API */
 
+/* Whether a record of `aligned` bytes goes into buffer `b` after those it holds. */
+static int fits(const struct buffer *b, size_t aligned) {
+    return b->used + aligned <= b->size && (!b->max_records || b->nrec < b->max_records);
+}
+
 /* Puts a record of `size` bytes into the buffer being filled, asking the
  * client for one when there is none or it is full; drops and counts it when the
- * client declines. Records of a disabled kind are not written (check_kind). */
+ * client declines. Records of a disabled kind are not written (check_kind). The
+ * client's request callback runs without the stand-in's lock held (it may call
+ * CUPTI), on the thread that needs the buffer. */
 static void emit(const void *rec, size_t size, int check_kind, const char *what) {
     CUpti_ActivityKind kind;
     memcpy(&kind, rec, sizeof kind);
     size_t aligned = (size + 7) & ~(size_t)7;
-    pthread_mutex_lock(&lock);
-    if (!request_fn || !complete_fn || finalized ||
-        (check_kind && ((int)kind >= CUPTI_ACTIVITY_KIND_COUNT || !kind_on[kind]))) {
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        if (!request_fn || !complete_fn || finalized ||
+            (check_kind && ((int)kind >= CUPTI_ACTIVITY_KIND_COUNT || !kind_on[kind]))) {
+            pthread_mutex_unlock(&lock);
+            logf_("not_recorded kind=%d %s", (int)kind, what);
+            return;
+        }
+        struct buffer *b = filling;
+        if (b && fits(b, aligned)) {
+            if (b->nrec == b->cap) {
+                b->cap = b->cap ? 2 * b->cap : 256;
+                b->offsets = realloc(b->offsets, b->cap * sizeof *b->offsets);
+                if (!b->offsets)
+                    abort();
+            }
+            memcpy(b->base + b->used, rec, size);
+            memset(b->base + b->used + size, 0, aligned - size);
+            b->offsets[b->nrec++] = b->used;
+            b->used += aligned;
+            uint64_t seq = b->seq;
+            pthread_mutex_unlock(&lock);
+            logf_("record buffer=%" PRIu64 " kind=%d %s", seq, (int)kind, what);
+            return;
+        }
+        if (b) {
+            b->state = 2;
+            filling = NULL;
+        }
+        CUpti_BuffersCallbackRequestFunc request = request_fn;
         pthread_mutex_unlock(&lock);
-        logf_("not_recorded kind=%d %s", (int)kind, what);
-        return;
-    }
-    struct buffer *b = filling;
-    if (b && (b->used + aligned > b->size || (b->max_records && b->nrec >= b->max_records))) {
-        b->state = 2;
-        b = filling = NULL;
-    }
-    if (!b) {
+
         uint8_t *base = NULL;
         size_t bsize = 0, max_records = 0;
-        /* CUPTI asks from the thread that needs the buffer. */
-        request_fn(&base, &bsize, &max_records);
+        request(&base, &bsize, &max_records);
+
+        pthread_mutex_lock(&lock);
         if (!base || bsize < aligned || ((uintptr_t)base & 7)) {
             dropped++;
             pthread_mutex_unlock(&lock);
@@ -508,13 +535,16 @@ static void emit(const void *rec, size_t size, int check_kind, const char *what)
             return;
         }
         b = find_buffer(base);
-        if (!b)
-            for (size_t i = 0; i < MAX_BUFFERS && !b; i++)
-                if (buffers[i].state == 0)
-                    b = &buffers[i];
+        for (size_t i = 0; i < MAX_BUFFERS && !b; i++)
+            if (buffers[i].state == 0)
+                b = &buffers[i];
         if (!b) {
             fprintf(stderr, "cupti_standin: more than %d buffers\n", MAX_BUFFERS);
             abort();
+        }
+        /* Another thread may have installed a buffer meanwhile: it is filled. */
+        if (filling) {
+            filling->state = 2;
         }
         b->base = base;
         b->size = bsize;
@@ -525,23 +555,10 @@ static void emit(const void *rec, size_t size, int check_kind, const char *what)
         b->seq = next_seq++;
         b->state = 1;
         filling = b;
+        uint64_t seq = b->seq;
         pthread_mutex_unlock(&lock);
-        logf_("request seq=%" PRIu64 " size=%zu max_records=%zu", b->seq, bsize, max_records);
-        pthread_mutex_lock(&lock);
+        logf_("request seq=%" PRIu64 " size=%zu max_records=%zu", seq, bsize, max_records);
     }
-    if (b->nrec == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 256;
-        b->offsets = realloc(b->offsets, b->cap * sizeof *b->offsets);
-        if (!b->offsets)
-            abort();
-    }
-    memcpy(b->base + b->used, rec, size);
-    memset(b->base + b->used + size, 0, aligned - size);
-    b->offsets[b->nrec++] = b->used;
-    b->used += aligned;
-    uint64_t seq = b->seq;
-    pthread_mutex_unlock(&lock);
-    logf_("record buffer=%" PRIu64 " kind=%d %s", seq, (int)kind, what);
 }
 
 /* The correlationData slots of the calls open on this thread. */
