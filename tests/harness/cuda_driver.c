@@ -15,17 +15,21 @@
  * Usage: cuda_driver <scenario> [arguments]
  *
  *   basic  on device 0 (times chosen from the clock at each launch; every
- *          device activity is written right after its API call returns):
+ *          device activity is written right after its API call returns). A
+ *          runtime call's driver call has the runtime call's correlation id, and
+ *          records carry it, as CUPTI 13.0 does on an H100; some calls use a
+ *          driver id of their own, with the record carrying either id, so that a
+ *          tool must map both:
  *            region "step" {
- *              cudaLaunchKernel (corr 1) { cuLaunchKernel (corr 101) }
+ *              cudaLaunchKernel (corr 1) { cuLaunchKernel (corr 1) }
  *                -> kernel "saxpy" (record corr 1), stream 7, 250 us,
  *                   grid 4096x1x1, block 256x1x1, 32 registers, 0 static,
  *                   1024 dynamic shared bytes
- *              cudaMemcpy (corr 2) { cuMemcpyHtoD_v2 (corr 102) }
- *                -> memcpy HtoD pageable -> device, 1 MiB (record corr 102,
- *                   runtime corr 2), stream 7, 80 us
+ *              cudaMemcpy (corr 2) { cuMemcpyHtoD_v2 (corr 2) }
+ *                -> memcpy HtoD pageable -> device, 1 MiB (record corr 2),
+ *                   stream 7, 80 us
  *              cudaMemcpyPeerAsync (corr 12) { cuMemcpyPeerAsync (corr 112) }
- *                -> peer copy device 0 -> 1, 64 KiB (record corr 12),
+ *                -> peer copy device 0 -> 1, 64 KiB (record corr 112),
  *                   stream 7, 40 us
  *            }
  *            (the buffer being filled is sealed: what follows goes into another)
@@ -36,18 +40,19 @@
  *                   4096 static shared bytes
  *              cuLaunchKernel (corr 110, no runtime call around it)
  *                -> kernel "_Z3barv" (record corr 110), stream 13, 7 us
- *              cudaMemsetAsync (corr 5) { cuMemsetD8Async (corr 105) }
+ *              cudaMemsetAsync (corr 5) { cuMemsetD8Async (corr 5) }
  *                -> memset 4096 bytes of device memory (record corr 5),
  *                   stream 13, 3 us
- *              cudaStreamSynchronize (corr 11) { cuStreamSynchronize (corr 111) }
- *                -> stream synchronization (record corr 11), stream 13, 15 us
+ *              cudaStreamSynchronize (corr 11) { cuStreamSynchronize (corr 11) }
+ *                -> stream synchronization (record corr 11), stream 13, from
+ *                   the call to the end of the stream's work
  *            }
- *            cudaMalloc (corr 6) { cuMemAlloc_v2 (corr 106) }
+ *            cudaMalloc (corr 6) { cuMemAlloc_v2 (corr 6) }
  *              -> MEMORY2 allocation, device memory, 8 MiB at 0x7f4a00000000
- *                 (record corr 106), never freed: a leak
- *            cudaMalloc (corr 7) { cuMemAlloc_v2 (corr 107) }
+ *                 (record corr 6), never freed: a leak
+ *            cudaMalloc (corr 7) { cuMemAlloc_v2 (corr 7) }
  *              -> MEMORY2 allocation, 2 MiB at 0x7f4a00800000
- *            cudaFree (corr 8) { cuMemFree_v2 (corr 108) }
+ *            cudaFree (corr 8) { cuMemFree_v2 (corr 8) }
  *              -> MEMORY2 release of those 2 MiB
  *            an OVERHEAD record (CUPTI buffer flush, 3 us)
  *            a kernel "_Z6orphanv" with correlation id 999, never seen at a
@@ -55,8 +60,7 @@
  *            a record of a kind CUPTI's header does not know (COUNT + 1000)
  *            3 records dropped inside CUPTI
  *            then every buffer is completed, newest first (out of order).
- *          Prints "basic: done" and exits with
- *          the exit code (default 0).
+ *          Prints "basic: done" and exits with the exit code (default 0).
  *   pool N N (default 40000) launches, each cudaLaunchKernel (corr 1000 + i)
  *          -> kernel "tick" (record corr 1000 + i), stream 7, 1 us, in region
  *          "loop", with no buffer completed before the run ends (a tool with a
@@ -212,16 +216,16 @@ static int basic(void) {
 
     kprof_region_begin("step");
     t = mono();
-    runtime_call(LAUNCH_RT, "cudaLaunchKernel", 1, LAUNCH_DRV, "cuLaunchKernel", 101, "saxpy");
+    runtime_call(LAUNCH_RT, "cudaLaunchKernel", 1, LAUNCH_DRV, "cuLaunchKernel", 1, "saxpy");
     kernel("saxpy", 7, 1, t, 250000, 4096, 1, 1, 256, 32, 0, 1024);
 
     t = mono();
     runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy", 2,
-                 CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2", 102, NULL);
+                 CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2", 2, NULL);
     if (have_standin()) {
         start = place(7, t, 80000, &end);
         S.memcpy_(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
-                  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 20, 0, 7, 102, 2, start, end);
+                  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 20, 0, 7, 2, 0, start, end);
     }
 
     t = mono();
@@ -229,7 +233,7 @@ static int basic(void) {
                  CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 112, NULL);
     if (have_standin()) {
         start = place(7, t, 40000, &end);
-        S.memcpy_peer(64 << 10, 0, 1, 0, 7, 12, start, end);
+        S.memcpy_peer(64 << 10, 0, 1, 0, 7, 112, start, end);
     }
     kprof_region_end("step");
 
@@ -253,7 +257,7 @@ static int basic(void) {
 
     t = mono();
     runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "cudaMemsetAsync", 5,
-                 CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async, "cuMemsetD8Async", 105, NULL);
+                 CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async, "cuMemsetD8Async", 5, NULL);
     if (have_standin()) {
         start = place(13, t, 3000, &end);
         S.memset_(0, 4096, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0, 13, 5, start, end);
@@ -261,7 +265,7 @@ static int basic(void) {
 
     t = mono();
     runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize",
-                 11, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize", 111,
+                 11, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize", 11,
                  NULL);
     if (have_standin()) {
         /* The host waits for the stream's work to end: the synchronization
@@ -274,25 +278,25 @@ static int basic(void) {
 
     t = mono();
     runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", 6,
-                 CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", 106, NULL);
+                 CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", 6, NULL);
     if (have_standin())
         S.memory2(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
                   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7f4a00000000ull, 8 << 20, 0,
-                  CUPTI_INVALID_STREAM_ID, 106, t + 2000);
+                  CUPTI_INVALID_STREAM_ID, 6, t + 2000);
     t = mono();
     runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", 7,
-                 CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", 107, NULL);
+                 CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", 7, NULL);
     if (have_standin())
         S.memory2(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
                   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7f4a00800000ull, 2 << 20, 0,
-                  CUPTI_INVALID_STREAM_ID, 107, t + 2000);
+                  CUPTI_INVALID_STREAM_ID, 7, t + 2000);
     t = mono();
     runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree", 8,
-                 CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", 108, NULL);
+                 CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", 8, NULL);
     if (have_standin()) {
         S.memory2(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
                   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7f4a00800000ull, 2 << 20, 0,
-                  CUPTI_INVALID_STREAM_ID, 108, t + 2000);
+                  CUPTI_INVALID_STREAM_ID, 8, t + 2000);
 
         t = mono();
         S.overhead(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, t, t + 3000);

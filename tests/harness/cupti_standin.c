@@ -26,8 +26,8 @@
  *     drops the record and counts it for cuptiActivityGetNumDroppedRecords,
  *     which resets the count;
  *   - filled buffers are returned through the completion callback with context
- *     NULL and stream 0 (global buffers, as since CUDA 6), from a thread of the
- *     stand-in's own (standin_complete) or from the caller of
+ *     NULL and a meaningless stream id (global buffers, as since CUDA 6), from
+ *     a thread of the stand-in's own (standin_complete) or from the caller of
  *     cuptiActivityFlushAll; cuptiActivityGetNextRecord walks them, returning
  *     CUPTI_ERROR_MAX_LIMIT_REACHED after the last record.
  *
@@ -77,6 +77,9 @@ typedef CUpti_ActivitySynchronization2 SyncRecord;
 typedef CUpti_ActivityOverhead3 OverheadRecord;
 
 #define EXPORT __attribute__((visibility("default")))
+/* The stream id given to the completion callback: deprecated ("always NULL"),
+ * and CUPTI 13.0 passes an arbitrary value there; a client must not use it. */
+#define COMPLETION_STREAM 0xf00df00du
 #define MAX_BUFFERS 4096
 #define MAX_DEPTH 64
 
@@ -433,7 +436,7 @@ static void complete_all(struct buffer **list, size_t n) {
         logf_("complete seq=%" PRIu64 " records=%zu bytes=%zu", b->seq, b->nrec, b->used);
         /* The client owns the buffer again from here: it may walk it and give it
          * back in a later request, which starts its record list anew. */
-        complete_fn(NULL, 0, b->base, b->size, b->used);
+        complete_fn(NULL, COMPLETION_STREAM, b->base, b->size, b->used);
     }
 }
 

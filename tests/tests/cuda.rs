@@ -390,14 +390,22 @@ impl Log {
             .count()
     }
 
-    /// [enter, exit] (CLOCK_MONOTONIC ns) of the API call with correlation id
-    /// `corr`.
-    fn api_span(&self, corr: u32) -> (u64, u64) {
+    /// [enter, exit] (CLOCK_MONOTONIC ns) of the call of API function `function`
+    /// with correlation id `corr` (a runtime call and the driver call inside it
+    /// may share the id).
+    fn api_span(&self, function: &str, corr: u32) -> (u64, u64) {
         let t = |site: &str| {
             self.entries
                 .iter()
-                .find(|e| e.tag == "api" && e.sub == site && e.num("corr") == u64::from(corr))
-                .unwrap_or_else(|| panic!("no api {site} of corr {corr} in the stand-in's log"))
+                .find(|e| {
+                    e.tag == "api"
+                        && e.sub == site
+                        && e.get("fn") == function
+                        && e.num("corr") == u64::from(corr)
+                })
+                .unwrap_or_else(|| {
+                    panic!("no {site} of {function} (corr {corr}) in the stand-in's log")
+                })
                 .num("t")
         };
         (t("enter"), t("exit"))
@@ -811,7 +819,7 @@ fn check_basic_trace(dir: &Path, acts: &[Replayed], log: &Log, what: &str) {
                     m.tid_of(src.track).is_some(),
                     "{what}: {api_name} off-thread"
                 );
-                let (enter, exit) = log.api_span(corr);
+                let (enter, exit) = log.api_span(api_name, corr);
                 assert!(
                     src.begin_ns + TOLERANCE_NS >= enter && src.end_ns <= exit + TOLERANCE_NS,
                     "{what}: the flow into {:?} comes from the {api_name} slice [{}, {}], not \
