@@ -1183,6 +1183,40 @@ fn cupti_refusing_leaves_the_program_unchanged() {
     assert_eq!(rows, ["solve", "step"], "no GPU node without GPU activity");
 }
 
+/// A CUPTI whose API version kprof cannot map to record layouts (17: CUDA 11.8,
+/// whose records differ) is not read at all: GPU activity is off, saying why,
+/// and the program runs unchanged.
+#[test]
+fn cupti_of_an_unsupported_version_is_not_read() {
+    let Some(c) = cupti_or_skip(12) else {
+        return;
+    };
+    let b = built(&c);
+    let r = run_driver(
+        "cuda_old_version",
+        &b.driver,
+        &["basic", "3"],
+        true,
+        Some(&b.standin),
+        Mode::InPlace,
+        &[("STANDIN_CUPTI_VERSION", "17")],
+    );
+    assert_eq!(r.out.status.code(), Some(3), "{}", r.what());
+    assert_eq!(r.stdout(), "basic: done\n");
+    let err = r.stderr();
+    let l = lines(&err);
+    assert_eq!(l.len(), 1, "stderr should be one line:\n{err}");
+    assumed::check_off_line(l[0], Some("17"));
+    let p = r.profile();
+    assert!(
+        nodes(&p)
+            .iter()
+            .all(|(_, n)| !n["kind"].as_str().unwrap_or_default().starts_with("gpu_")),
+        "GPU nodes from a CUPTI that was not read: {:?}",
+        shape_rows(&p)
+    );
+}
+
 /// The real libcupti.so of CUDA `major`, without a GPU or a driver: the program
 /// runs to completion with its own exit code and output, and kprof prints exactly
 /// one line, saying GPU activity is off and why.
