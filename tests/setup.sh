@@ -81,3 +81,7 @@ else
 fi
 
 bash tests/scripts/build-kokkos.sh
+
+# CUPTI's headers and library (CUDA 12 and 13) from PyPI's wheels, for the CUDA
+# plugin's tests without a GPU (tests/tests/cuda.rs).
+bash tests/scripts/install-cupti.sh
