@@ -6,7 +6,9 @@
 //! inside it: those open no slice of their own but map their correlation id to the
 //! runtime call's launch too, so an activity finds its launch whichever of the two
 //! ids CUPTI gives it. A driver call made outside any runtime call (a program on
-//! the driver API) is a slice of its own. No lock, no allocation: a thread-local
+//! the driver API) is a slice of its own. Of the driver calls only those that
+//! start, move or wait for device work or allocate memory are traced (see
+//! `plugin::enable`). No lock, no allocation: a thread-local
 //! cell, the correlation ring, and CUPTI's per-call `correlationData` slot, which
 //! carries the slice's GUID from the call's entry to its exit.
 

@@ -18,6 +18,7 @@ use crate::cupti::{self, check, CuptiError};
 use crate::layout::Layout;
 use crate::pool::{self, Pool};
 use crate::sys::cuda12::{self as c, CUpti_SubscriberHandle, Cupti};
+use crate::sys::driver_cbids::TRACED_DRIVER_CALLS;
 
 /// Launches remembered for their activities (2 MiB; see `correlation`).
 pub static RING: Ring<65536> = Ring::new();
@@ -186,50 +187,15 @@ fn start(api: &'static CoreApi) -> Result<&'static State, CuptiError> {
     })?;
     let mut enabled = Vec::new();
     let mut skipped = Vec::new();
-    for (i, (kind, name)) in KINDS.iter().enumerate() {
-        // SAFETY: a CUPTI function taking a plain enum value.
-        let rc = unsafe { (cu.cuptiActivityEnable)(*kind) };
-        match check(cu, "cuptiActivityEnable", rc) {
-            Ok(()) => enabled.push(*kind),
-            Err(e) if i == 0 => return Err(e),
-            Err(e) => skipped.push(format!("{name}: {e}")),
-        }
-    }
-    let undo = |e: CuptiError| {
+    if let Err(e) = enable(cu, &mut enabled, &mut skipped) {
+        // Leave CUPTI as if it had never been used: the program runs unchanged.
         for k in &enabled {
-            // SAFETY: as for cuptiActivityEnable.
+            // SAFETY: a CUPTI function taking a plain enum value.
             unsafe { (cu.cuptiActivityDisable)(*k) };
         }
-        e
-    };
-    let mut subscriber: CUpti_SubscriberHandle = std::ptr::null_mut();
-    // SAFETY: subscribing this library's callback, which has CUPTI's signature and
-    // lives as long as the process.
-    let rc = unsafe {
-        (cu.cuptiSubscribe)(
-            &mut subscriber,
-            Some(callbacks::on_api),
-            std::ptr::null_mut(),
-        )
-    };
-    check(cu, "cuptiSubscribe", rc).map_err(undo)?;
-    for (domain, func) in [
-        (
-            c::CUPTI_CB_DOMAIN_RUNTIME_API,
-            "cuptiEnableDomain(RUNTIME_API)",
-        ),
-        (
-            c::CUPTI_CB_DOMAIN_DRIVER_API,
-            "cuptiEnableDomain(DRIVER_API)",
-        ),
-    ] {
-        // SAFETY: the subscriber CUPTI just gave.
-        let rc = unsafe { (cu.cuptiEnableDomain)(1, subscriber, domain) };
-        if let Err(e) = check(cu, func, rc) {
-            // SAFETY: as above.
-            unsafe { (cu.cuptiUnsubscribe)(subscriber) };
-            return Err(undo(e));
-        }
+        // SAFETY: not inside a CUPTI callback; detaches CUPTI from the process.
+        unsafe { (cu.cuptiFinalize)() };
+        return Err(e);
     }
     st.active.store(true, Ordering::Release);
     // SAFETY: core table functions; `flush` lives as long as the process.
@@ -295,6 +261,63 @@ fn driver_loaded() -> bool {
         libc::dlclose(h);
         true
     }
+}
+
+/// Enables the activity kinds (kernels required, the others noted in `skipped`
+/// when refused) and subscribes [`callbacks::on_api`] to the runtime API domain
+/// and to the driver calls of [`TRACED_DRIVER_CALLS`] (the whole driver domain if
+/// CUPTI refuses every one of them). The kinds enabled are pushed to `enabled`, also on an error.
+fn enable(
+    cu: &Cupti,
+    enabled: &mut Vec<c::CUpti_ActivityKind>,
+    skipped: &mut Vec<String>,
+) -> Result<(), CuptiError> {
+    for (i, (kind, name)) in KINDS.iter().enumerate() {
+        // SAFETY: a CUPTI function taking a plain enum value.
+        let rc = unsafe { (cu.cuptiActivityEnable)(*kind) };
+        match check(cu, "cuptiActivityEnable", rc) {
+            Ok(()) => enabled.push(*kind),
+            Err(e) if i == 0 => return Err(e),
+            Err(e) => skipped.push(format!("{name}: {e}")),
+        }
+    }
+    let mut subscriber: CUpti_SubscriberHandle = std::ptr::null_mut();
+    // SAFETY: subscribing this library's callback, which has CUPTI's signature and
+    // lives as long as the process.
+    let rc = unsafe {
+        (cu.cuptiSubscribe)(
+            &mut subscriber,
+            Some(callbacks::on_api),
+            std::ptr::null_mut(),
+        )
+    };
+    check(cu, "cuptiSubscribe", rc)?;
+    let unsubscribe = |e: CuptiError| {
+        // SAFETY: the subscriber CUPTI just gave.
+        unsafe { (cu.cuptiUnsubscribe)(subscriber) };
+        e
+    };
+    // SAFETY: the subscriber CUPTI just gave.
+    let rc = unsafe { (cu.cuptiEnableDomain)(1, subscriber, c::CUPTI_CB_DOMAIN_RUNTIME_API) };
+    check(cu, "cuptiEnableDomain(RUNTIME_API)", rc).map_err(unsubscribe)?;
+    // Driver calls: only those that start, move or wait for device work or allocate
+    // memory. The others (cuDeviceGetAttribute, cuKernelGetName, which the runtime
+    // calls around every launch outside its API call) would cost a callback each
+    // and show the runtime's internals.
+    let mut traced = 0;
+    for &(cbid, _) in TRACED_DRIVER_CALLS {
+        // SAFETY: the subscriber CUPTI just gave; an id this CUPTI does not know is
+        // refused with an error, and skipped.
+        let rc =
+            unsafe { (cu.cuptiEnableCallback)(1, subscriber, c::CUPTI_CB_DOMAIN_DRIVER_API, cbid) };
+        traced += usize::from(rc == c::CUPTI_SUCCESS);
+    }
+    if traced == 0 {
+        // SAFETY: as above.
+        let rc = unsafe { (cu.cuptiEnableDomain)(1, subscriber, c::CUPTI_CB_DOMAIN_DRIVER_API) };
+        check(cu, "cuptiEnableDomain(DRIVER_API)", rc).map_err(unsubscribe)?;
+    }
+    Ok(())
 }
 
 /// The file a library name resolved to (the loader's answer for a bare name).
