@@ -215,7 +215,7 @@ fn run_detects_cuda_and_sets_the_injection_library() {
         &dir.join("static_cuda"),
         &["-ldl"],
     );
-    let o = run(&mut cmd(&["run", "-v", "--summary", "0", "--"]).arg(&exe));
+    let o = run(cmd(&["run", "-v", "--summary", "0", "--"]).arg(&exe));
     assert_ok(&o);
     let err = stderr(&o);
     assert!(
@@ -252,7 +252,7 @@ fn run_detects_cuda_and_sets_the_injection_library() {
         &dir.join("shared_cuda"),
         &["-DSHARED_CUDART", &rpath],
     );
-    let o = run(&mut cmd(&["run", "-v", "--summary", "0", "--"]).arg(&shared));
+    let o = run(cmd(&["run", "-v", "--summary", "0", "--"]).arg(&shared));
     assert_ok(&o);
     let err = stderr(&o);
     assert!(
@@ -265,7 +265,7 @@ fn run_detects_cuda_and_sets_the_injection_library() {
     );
 
     // Another CUDA tool the user set stays (the driver loads one), with a line.
-    let o = run(&mut cmd(&["run", "--summary", "0", "--"])
+    let o = run(cmd(&["run", "--summary", "0", "--"])
         .arg(&exe)
         .env("CUDA_INJECTION64_PATH", "/opt/tools/libnsys.so"));
     assert_ok(&o);

@@ -347,3 +347,199 @@ pub unsafe fn overhead(l: layout::Overhead, p: *const CUpti_Activity) -> Overhea
         layout::Overhead::O3 => overhead!(c12::CUpti_ActivityOverhead3, p),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A zeroed record of type `T` (every generated record struct is plain data).
+    fn zeroed<T>() -> T {
+        // SAFETY: the record structs are C structs of integers, pointers and unions
+        // of them, for which all-zero bytes are a valid value.
+        unsafe { std::mem::zeroed() }
+    }
+
+    fn p<T>(r: &T) -> *const CUpti_Activity {
+        (r as *const T).cast()
+    }
+
+    macro_rules! kernel_case {
+        ($t:ty, $l:expr) => {{
+            let mut r: $t = zeroed();
+            r.kind = c12::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+            r.start = 1_000;
+            r.end = 3_500;
+            r.deviceId = 1;
+            r.contextId = 2;
+            r.streamId = 13;
+            r.correlationId = 134;
+            (r.gridX, r.gridY, r.gridZ) = (16384, 2, 1);
+            (r.blockX, r.blockY, r.blockZ) = (128, 2, 1);
+            r.registersPerThread = 16;
+            r.staticSharedMemory = 48;
+            r.dynamicSharedMemory = 1024;
+            r.name = c"_Z4axpyifPKfPf".as_ptr();
+            // SAFETY: a record of the layout named.
+            let k = unsafe { kernel($l, p(&r)) };
+            assert_eq!(
+                (k.start, k.end, k.device, k.context, k.stream, k.correlation),
+                (1_000, 3_500, 1, 2, 13, 134),
+                "{:?}",
+                $l
+            );
+            assert_eq!((k.grid, k.block), ([16384, 2, 1], [128, 2, 1]));
+            assert_eq!(
+                (k.registers, k.static_shared, k.dynamic_shared),
+                (16, 48, 1024)
+            );
+            assert_eq!(k.name, r.name);
+        }};
+    }
+
+    #[test]
+    fn every_kernel_layout() {
+        kernel_case!(c12::CUpti_ActivityKernel9, layout::Kernel::K9);
+        kernel_case!(c13::CUpti_ActivityKernel10, layout::Kernel::K10);
+        kernel_case!(c13::CUpti_ActivityKernel11, layout::Kernel::K11);
+        kernel_case!(c13::CUpti_ActivityKernel12, layout::Kernel::K12);
+        kernel_case!(c13::CUpti_ActivityKernel13, layout::Kernel::K13);
+    }
+
+    macro_rules! copy_case {
+        ($t:ty, $l:expr) => {{
+            let mut r: $t = zeroed();
+            (r.copyKind, r.srcKind, r.dstKind) = (1, 2, 3);
+            (r.bytes, r.start, r.end) = (4096, 10, 20);
+            (r.deviceId, r.contextId, r.streamId, r.correlationId) = (0, 1, 7, 128);
+            // SAFETY: a record of the layout named.
+            let c = unsafe { memcpy($l, p(&r)) };
+            assert_eq!(
+                (c.copy_kind, c.src_kind, c.dst_kind, c.bytes, c.start, c.end),
+                (1, 2, 3, 4096, 10, 20)
+            );
+            assert_eq!(
+                (c.device, c.context, c.stream, c.correlation),
+                (0, 1, 7, 128)
+            );
+            assert_eq!((c.src_device, c.dst_device), (0, 0));
+        }};
+    }
+
+    #[test]
+    fn every_copy_layout_and_peer() {
+        copy_case!(c12::CUpti_ActivityMemcpy5, layout::Memcpy::M5);
+        copy_case!(c12::CUpti_ActivityMemcpy6, layout::Memcpy::M6);
+        copy_case!(c13::CUpti_ActivityMemcpy7, layout::Memcpy::M7);
+        let mut r: c12::CUpti_ActivityMemcpyPtoP4 = zeroed();
+        (r.copyKind, r.bytes, r.deviceId) = (10, 64, 1);
+        (r.srcDeviceId, r.dstDeviceId, r.correlationId) = (1, 2, 99);
+        // SAFETY: a peer copy record.
+        let c = unsafe { peer(p(&r)) };
+        assert_eq!(
+            (
+                c.copy_kind,
+                c.bytes,
+                c.src_device,
+                c.dst_device,
+                c.correlation
+            ),
+            (10, 64, 1, 2, 99)
+        );
+    }
+
+    #[test]
+    fn sets_memory_syncs_overhead() {
+        let mut s4: c12::CUpti_ActivityMemset4 = zeroed();
+        (
+            s4.value,
+            s4.bytes,
+            s4.streamId,
+            s4.correlationId,
+            s4.memoryKind,
+        ) = (7, 512, 3, 5, 3);
+        let mut s5: c13::CUpti_ActivityMemset5 = zeroed();
+        (
+            s5.value,
+            s5.bytes,
+            s5.streamId,
+            s5.correlationId,
+            s5.memoryKind,
+        ) = (7, 512, 3, 5, 3);
+        // SAFETY: records of the layouts named.
+        let (a, b) = unsafe {
+            (
+                memset(layout::Memset::S4, p(&s4)),
+                memset(layout::Memset::S5, p(&s5)),
+            )
+        };
+        assert_eq!(a, b);
+        assert_eq!(
+            (a.value, a.bytes, a.stream, a.correlation, a.memory_kind),
+            (7, 512, 3, 5, 3)
+        );
+
+        let mut m3: c12::CUpti_ActivityMemory3 = zeroed();
+        (m3.memoryOperationType, m3.memoryKind, m3.address, m3.bytes) = (1, 3, 0xdead000, 1 << 20);
+        (m3.deviceId, m3.correlationId, m3.timestamp) = (0, 121, 77);
+        let mut m4: c12::CUpti_ActivityMemory4 = zeroed();
+        (m4.memoryOperationType, m4.memoryKind, m4.address, m4.bytes) = (1, 3, 0xdead000, 1 << 20);
+        (m4.deviceId, m4.correlationId, m4.timestamp) = (0, 121, 77);
+        // SAFETY: records of the layouts named.
+        let (a, b) = unsafe {
+            (
+                memory(layout::Memory::M3, p(&m3)),
+                memory(layout::Memory::M4, p(&m4)),
+            )
+        };
+        assert_eq!(a, b);
+        assert_eq!(
+            (a.op, a.memory_kind, a.address, a.bytes, a.correlation),
+            (1, 3, 0xdead000, 1 << 20, 121)
+        );
+
+        let mut y1: c12::CUpti_ActivitySynchronization = zeroed();
+        (
+            y1.type_,
+            y1.start,
+            y1.end,
+            y1.correlationId,
+            y1.contextId,
+            y1.streamId,
+        ) = (3, 5, 9, 129, 1, 13);
+        let mut y2: c12::CUpti_ActivitySynchronization2 = zeroed();
+        (
+            y2.type_,
+            y2.start,
+            y2.end,
+            y2.correlationId,
+            y2.contextId,
+            y2.streamId,
+        ) = (3, 5, 9, 129, 1, 13);
+        // SAFETY: records of the layouts named.
+        let (a, b) = unsafe {
+            (
+                sync(layout::Sync::S1, p(&y1)),
+                sync(layout::Sync::S2, p(&y2)),
+            )
+        };
+        assert_eq!(a, b);
+        assert_eq!(
+            (a.ty, a.start, a.end, a.correlation, a.stream),
+            (3, 5, 9, 129, 13)
+        );
+
+        let mut o1: c12::CUpti_ActivityOverhead = zeroed();
+        (o1.overheadKind, o1.start, o1.end) = (0x10000, 100, 250);
+        let mut o3: c12::CUpti_ActivityOverhead3 = zeroed();
+        (o3.overheadKind, o3.start, o3.end) = (0x10000, 100, 250);
+        // SAFETY: records of the layouts named.
+        let (a, b) = unsafe {
+            (
+                overhead(layout::Overhead::O1, p(&o1)),
+                overhead(layout::Overhead::O3, p(&o3)),
+            )
+        };
+        assert_eq!(a, b);
+        assert_eq!((a.kind, a.start, a.end), (0x10000, 100, 250));
+    }
+}
