@@ -34,6 +34,10 @@ pub struct Models {
     pub raja_without_loader: bool,
     /// libkprof_core.so is linked (annotation API).
     pub annotations: bool,
+    /// The CUDA runtime or driver: a shared libcudart/libcuda is needed, or the
+    /// runtime is built in (nvcc's default static libcudart, which loads the driver
+    /// by the name `libcuda.so.1`).
+    pub cuda: bool,
     /// Why, one entry per finding.
     pub reasons: Vec<String>,
 }
@@ -52,6 +56,8 @@ struct ElfInfo {
     /// RAJA symbols are defined in this file.
     raja_symbols: bool,
     goacc: bool,
+    /// The static CUDA runtime is built in (it names `libcuda.so.1` to load it).
+    static_cudart: bool,
 }
 
 /// RAJA's runtime plugin loader (`RAJA::util::RuntimePluginLoader`), mangled.
@@ -120,6 +126,9 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
                 }
                 if info.static_raja.is_none() && contains(bytes, b"RAJA_PLUGINS") {
                     info.static_raja = Some("the string RAJA_PLUGINS");
+                }
+                if !info.static_cudart && contains(bytes, b"libcuda.so.1\0") {
+                    info.static_cudart = true;
                 }
             }
         }
@@ -242,6 +251,11 @@ fn classify(name: &str, resolved: Option<&Path>, models: &mut Models, via: &str,
             models.reasons.push(why("raja"));
         }
         models.raja = true;
+    } else if base.starts_with("libcudart.") || base.starts_with("libcuda.") {
+        if !models.cuda {
+            models.reasons.push(why("cuda"));
+        }
+        models.cuda = true;
     } else if base.starts_with("libkprof_core.") {
         if !models.annotations {
             models
@@ -263,6 +277,12 @@ pub fn detect(program: &Path) -> Result<Models, String> {
             .push(format!("raja: built into the program ({how})"));
     }
     models.raja_without_loader = top.raja_symbols && top.static_raja.is_none();
+    if top.static_cudart {
+        models.cuda = true;
+        models
+            .reasons
+            .push("cuda: the CUDA runtime is built into the program".into());
+    }
     let system = system_dirs();
     let mut seen = BTreeSet::new();
     // (name, needed by, its ELF info's search paths, origin)
@@ -293,6 +313,12 @@ pub fn detect(program: &Path) -> Result<Models, String> {
         };
         if name.starts_with("libkokkoscore.") {
             models.kokkos_tools_libs |= info.tools_libs;
+        }
+        if info.static_cudart && !models.cuda && !name.starts_with("libcupti") {
+            models.cuda = true;
+            models
+                .reasons
+                .push(format!("cuda: the CUDA runtime is built into {name}{via}"));
         }
         if info.static_kokkos && !models.kokkos && !name.starts_with("libkprof") {
             models.kokkos = true;

@@ -27,6 +27,11 @@ pub struct RunArgs {
     /// must be built with RAJA_ENABLE_RUNTIME_PLUGINS=ON).
     #[arg(long)]
     pub raja: bool,
+    /// Load the CUDA GPU activity plugin (libkprof_cuda.so, through
+    /// CUDA_INJECTION64_PATH; needs CUPTI at run time). Detected when the program
+    /// links or contains the CUDA runtime.
+    #[arg(long)]
+    pub cuda: bool,
     /// Timeline traces: comma list of perfetto, json, otf2 (KPROF_TRACE).
     #[arg(long, value_name = "FORMATS")]
     pub trace: Option<String>,
@@ -400,14 +405,14 @@ pub fn main(args: RunArgs) -> Outcome {
 
     // Models: asked for, or detected. The program is read either way: what it is
     // tells which variable its Kokkos reads.
-    let asked = args.kokkos || args.openmp || args.openacc || args.raja;
+    let asked = args.kokkos || args.openmp || args.openacc || args.raja || args.cuda;
     let path = find_program(&program).map_err(Failure)?;
     let detected = match detect(&path) {
         Ok(m) => Some(m),
         Err(e) => {
             if !asked {
                 say(&format!(
-                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc or --raja"
+                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc, --raja or --cuda"
                 ));
             }
             None
@@ -419,6 +424,7 @@ pub fn main(args: RunArgs) -> Outcome {
             openmp: args.openmp,
             openacc: args.openacc,
             raja: args.raja,
+            cuda: args.cuda,
             kokkos_tools_libs: detected.as_ref().is_some_and(|m| m.kokkos_tools_libs),
             reasons: detected
                 .as_ref()
@@ -444,6 +450,19 @@ pub fn main(args: RunArgs) -> Outcome {
     }
     if models.raja {
         wanted.push(("raja", "libkprof_raja.so"));
+    }
+    // A CUDA tool the user set (Nsight, another profiler) stays: the driver loads
+    // one injection library only.
+    let user_injection = std::env::var("CUDA_INJECTION64_PATH")
+        .ok()
+        .filter(|v| !v.is_empty());
+    if models.cuda {
+        match &user_injection {
+            Some(v) => say(&format!(
+                "CUDA_INJECTION64_PATH is already set ({v}): GPU activity is not measured"
+            )),
+            None => wanted.push(("cuda", "libkprof_cuda.so")),
+        }
     }
     let mut missing = Vec::new();
     for (model, libname) in wanted {
@@ -497,6 +516,7 @@ pub fn main(args: RunArgs) -> Outcome {
                 ),
             )),
             "raja" => env.push(("RAJA_PLUGINS", lib)),
+            "cuda" => env.push(("CUDA_INJECTION64_PATH", lib)),
             _ => env.push(("ACC_PROFLIB", lib)),
         }
         loaded.push(model);
@@ -525,9 +545,9 @@ pub fn main(args: RunArgs) -> Outcome {
     if loaded.is_empty() && !models.annotations {
         if missing.is_empty() && !models.gomp_only {
             say(&format!(
-                "no Kokkos, OpenMP, OpenACC or RAJA runtime found in {program}: nothing will be \
-                 measured unless it uses the annotation API (give --kokkos, --openmp, --openacc \
-                 or --raja to force)"
+                "no Kokkos, OpenMP, OpenACC, RAJA or CUDA runtime found in {program}: nothing will \
+                 be measured unless it uses the annotation API (give --kokkos, --openmp, \
+                 --openacc, --raja or --cuda to force)"
             ));
         }
     } else if !args.quiet {

@@ -201,6 +201,106 @@ fn run_detects_static_kokkos() {
 }
 
 #[test]
+fn run_detects_cuda_and_sets_the_injection_library() {
+    let dir = scratch("cli_run_cuda");
+    let l = lib("libkprof_cuda.so").display().to_string();
+    let cmd = |args: &[&str]| {
+        let mut c = kprof_cmd(&dir, args);
+        c.env_remove("CUDA_INJECTION64_PATH");
+        c
+    };
+    // nvcc's default: the runtime built in, which names libcuda.so.1.
+    let exe = compile(
+        &[&test_file("cli/fake_cuda.c")],
+        &dir.join("static_cuda"),
+        &["-ldl"],
+    );
+    let o = run(cmd(&["run", "-v", "--summary", "0", "--"]).arg(&exe));
+    assert_ok(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains("kprof: detected cuda: the CUDA runtime is built into the program\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("kprof: CUDA_INJECTION64_PATH={l}\n")),
+        "{err}"
+    );
+    assert!(err.contains("kprof: measuring cuda (detected)\n"), "{err}");
+    assert!(
+        stdout(&o).ends_with(&format!("CUDA_INJECTION64_PATH={l}\n")),
+        "{}",
+        stdout(&o)
+    );
+
+    // A shared libcudart (nvcc -cudart shared): found in DT_NEEDED.
+    let stub = dir.join("cudart_stub.c");
+    std::fs::write(
+        &stub,
+        "int cudaRuntimeGetVersion(int *v) { *v = 12090; return 0; }\n",
+    )
+    .unwrap();
+    let so = dir.join("libcudart.so.12");
+    compile(
+        &[&stub],
+        &so,
+        &["-shared", "-fPIC", "-Wl,-soname,libcudart.so.12"],
+    );
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let shared = compile(
+        &[&test_file("cli/fake_cuda.c"), &so],
+        &dir.join("shared_cuda"),
+        &["-DSHARED_CUDART", &rpath],
+    );
+    let o = run(cmd(&["run", "-v", "--summary", "0", "--"]).arg(&shared));
+    assert_ok(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains("kprof: detected cuda: links libcudart.so.12\n"),
+        "{err}"
+    );
+    assert_eq!(
+        stdout(&o),
+        format!("runtime 12090\nCUDA_INJECTION64_PATH={l}\n")
+    );
+
+    // Another CUDA tool the user set stays (the driver loads one), with a line.
+    let o = run(cmd(&["run", "--summary", "0", "--"])
+        .arg(&exe)
+        .env("CUDA_INJECTION64_PATH", "/opt/tools/libnsys.so"));
+    assert_ok(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "kprof: CUDA_INJECTION64_PATH is already set (/opt/tools/libnsys.so): GPU activity is not measured\n"
+        ),
+        "{err}"
+    );
+    assert!(
+        stdout(&o).ends_with("CUDA_INJECTION64_PATH=/opt/tools/libnsys.so\n"),
+        "{}",
+        stdout(&o)
+    );
+
+    // --cuda forces it for a program where nothing is found.
+    let o = run(&mut cmd(&[
+        "run",
+        "-v",
+        "--cuda",
+        "--summary",
+        "0",
+        "--",
+        "true",
+    ]));
+    assert_ok(&o);
+    assert!(
+        stderr(&o).contains(&format!("kprof: CUDA_INJECTION64_PATH={l}\n")),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn run_sets_the_variable_the_programs_kokkos_reads_and_keeps_the_users_tool() {
     let dir = scratch("cli_run_kokkos_vars");
     let exe = compile(
