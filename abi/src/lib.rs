@@ -87,7 +87,7 @@ pub struct ActivityArg {
 }
 
 /// Arguments an [`Activity`] carries at most.
-pub const ACTIVITY_ARGS: usize = 6;
+pub const ACTIVITY_ARGS: usize = 10;
 
 /// Copy directions of an [`Activity`] (and of transfers).
 pub mod direction {

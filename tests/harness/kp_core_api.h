@@ -38,7 +38,7 @@ typedef struct {
   uint64_t value;
 } kp_activity_arg;
 
-#define KP_ACTIVITY_ARGS 6
+#define KP_ACTIVITY_ARGS 10
 
 typedef struct {
   uint32_t size;
@@ -96,7 +96,7 @@ typedef struct {
 } kp_core_api;
 
 /* The table's layout as abi/src/lib.rs has it on x86-64 and aarch64. */
-_Static_assert(sizeof(kp_activity) == 168, "kp_activity");
+_Static_assert(sizeof(kp_activity) == 72 + 16 * KP_ACTIVITY_ARGS, "kp_activity");
 _Static_assert(offsetof(kp_activity, dev) == 8, "kp_activity.dev");
 _Static_assert(offsetof(kp_activity, site) == 40, "kp_activity.site");
 _Static_assert(offsetof(kp_activity, args) == 72, "kp_activity.args");

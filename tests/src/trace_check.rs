@@ -1092,11 +1092,52 @@ impl<'p> PerfettoReader<'p> {
         }
     }
 
+    /// Parents and depths as the trace processor gives them: it sorts every
+    /// event by time before parsing, so a slice written later in the file (a
+    /// sequence whose events arrived late, such as device activities and the
+    /// launch marks of their flows) still nests in the slice open at its time on
+    /// its track. File order matched begins with ends; time order decides nesting
+    /// (at equal begins the longer slice, then the earlier in the file, encloses).
+    fn nest_by_time(&mut self) {
+        let mut per_track: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        for (i, s) in self.m.slices.iter().enumerate() {
+            per_track.entry(s.track).or_default().push(i);
+        }
+        for (_, mut list) in per_track {
+            let slices = &self.m.slices;
+            list.sort_by(|&a, &b| {
+                let (x, y) = (&slices[a], &slices[b]);
+                x.begin_ns
+                    .cmp(&y.begin_ns)
+                    .then(y.end_ns.cmp(&x.end_ns))
+                    .then(a.cmp(&b))
+            });
+            let mut stack: Vec<usize> = Vec::new();
+            for i in list {
+                let begin = self.m.slices[i].begin_ns;
+                while let Some(&top) = stack.last() {
+                    let t = &self.m.slices[top];
+                    // A slice of no duration encloses nothing.
+                    if begin >= t.end_ns && !(begin == t.begin_ns && t.end_ns > t.begin_ns) {
+                        stack.pop();
+                    } else {
+                        break;
+                    }
+                }
+                let s = &mut self.m.slices[i];
+                s.parent = stack.last().copied();
+                s.depth = stack.len();
+                stack.push(i);
+            }
+        }
+    }
+
     fn finish(mut self) -> Model {
         // What is left open (see Model::open_at_end).
         for stack in self.open.values() {
             self.m.open_at_end.extend(stack.iter().copied());
         }
+        self.nest_by_time();
         self.m.open_at_end.sort_unstable();
         // Every track used is described; thread tracks belong to a described process.
         for (&uuid, &what) in &self.used_tracks {

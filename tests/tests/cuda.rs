@@ -69,12 +69,12 @@ mod assumed {
 
     /// CUPTI's own overhead (OVERHEAD records), counted as kprof's cost: in the
     /// profile's metadata (the core has no field for a plugin's cost).
-    pub fn check_overhead(p: &Value, ns: u64, records: u64) {
+    pub fn check_overhead(p: &Value, ns: u64) {
         assert_eq!(
-            p["metadata"]["CUPTI overhead (kprof's cost)"],
-            json!(format!("{ns} ns in {records} records")),
+            p["kprof"]["device_tool_ns"],
+            json!(ns),
             "kprof's own cost should count CUPTI's overhead: {}",
-            p["metadata"]
+            p["kprof"]
         );
     }
 
@@ -433,11 +433,12 @@ struct Replayed {
     end: u64,
 }
 
-/// The demangled name kprof gives a kernel CUPTI reports as `mangled`.
+/// The demangled name kprof gives a kernel CUPTI reports as `mangled` (without a
+/// template's return type, as profiles and traces show it).
 fn demangled(mangled: &str) -> &'static str {
     match mangled {
         "saxpy" => "saxpy",
-        "_Z3fooIiEvPT_" => "void foo<int>(int*)",
+        "_Z3fooIiEvPT_" => "foo<int>(int*)",
         "_Z3barv" => "bar()",
         "_Z6orphanv" => "orphan()",
         other => panic!("unexpected kernel {other}"),
@@ -688,15 +689,21 @@ fn comparable(p: &Value, acts: &[Replayed]) -> Value {
     let mut rows: Vec<ShapeRow> = shape_rows(p);
     rows.sort();
     let all = nodes(p);
+    // A synchronization lasts as long as the host waited in that run: its
+    // times are not the replay's.
     let device: Vec<Value> = acts
         .iter()
-        .map(|a| path_of(a.region, &a.name))
+        .map(|a| (path_of(a.region, &a.name), a.kind == "gpu_sync"))
         .collect::<BTreeSet<_>>()
         .into_iter()
-        .map(|path| {
+        .map(|(path, sync)| {
             let parts: Vec<&str> = path.split(" / ").collect();
             let n = kprof_tests::node(&all, &parts);
-            json!([path, n["total_ns"], n["min_ns"], n["max_ns"], n["args"]])
+            if sync {
+                json!([path, n["count"]])
+            } else {
+                json!([path, n["total_ns"], n["min_ns"], n["max_ns"], n["args"]])
+            }
         })
         .collect();
     let mut memory = p["memory"].clone();
@@ -730,6 +737,40 @@ fn near(a: u64, b: u64) -> bool {
     a.abs_diff(b) <= TOLERANCE_NS
 }
 
+/// The API call a flow into device work starts from: the flow's source is a
+/// `launch` mark of no duration at the call's begin on the calling thread's track
+/// (inside the call's slice), or before the call when the work's reported begin is
+/// earlier than the call's (the mark is never after the work it points to; the
+/// replay starts work 5 us after the time taken before the call, which a thread's
+/// first call can take longer than to begin): then the first call after it.
+fn launching_call(m: &Model, source: usize) -> &kprof_tests::trace_check::Slice {
+    let mark = &m.slices[source];
+    assert_eq!(
+        (
+            mark.name.as_str(),
+            mark.category.as_str(),
+            mark.end_ns - mark.begin_ns
+        ),
+        ("launch", "gpu.api", 0),
+        "flow source"
+    );
+    if let Some(p) = mark.parent.map(|p| &m.slices[p]) {
+        if p.category == "gpu.api" {
+            return p;
+        }
+    }
+    m.slices
+        .iter()
+        .filter(|s| {
+            s.track == mark.track
+                && s.category == "gpu.api"
+                && s.name != "launch"
+                && s.begin_ns >= mark.begin_ns
+        })
+        .min_by_key(|s| s.begin_ns)
+        .unwrap_or_else(|| panic!("no API call at the launch mark at {}", mark.begin_ns))
+}
+
 /// The decoded Perfetto trace of a basic run, checked against the replay.
 fn check_basic_trace(dir: &Path, acts: &[Replayed], log: &Log, what: &str) {
     if skip_unless(perfetto_schema().is_some(), "protoc") {
@@ -742,7 +783,7 @@ fn check_basic_trace(dir: &Path, acts: &[Replayed], log: &Log, what: &str) {
     let api: BTreeMap<(String, String), usize> = m
         .shape()
         .into_iter()
-        .filter(|((_, cat), _)| cat == "gpu.api")
+        .filter(|((path, cat), _)| cat == "gpu.api" && !path.ends_with("launch"))
         .collect();
     let want_api: BTreeMap<(String, String), usize> = [
         ("step / cudaLaunchKernel", 1),
@@ -813,7 +854,7 @@ fn check_basic_trace(dir: &Path, acts: &[Replayed], log: &Log, what: &str) {
             None => assert!(into.is_empty(), "{what}: {:?} has a flow", a.name),
             Some((api_name, corr)) => {
                 assert_eq!(into.len(), 1, "{what}: flows into {:?}: {into:?}", a.name);
-                let src = &m.slices[into[0]];
+                let src = launching_call(&m, into[0]);
                 assert_eq!(src.name, api_name, "{what}: flow into {:?}", a.name);
                 assert!(
                     m.tid_of(src.track).is_some(),
@@ -958,7 +999,7 @@ fn basic(major: u32) {
             "{what}: plugins {}",
             p["plugins"]
         );
-        assumed::check_overhead(&p, 3000, 1);
+        assumed::check_overhead(&p, 3000);
         if mode == Mode::Perfetto {
             check_basic_trace(&r.dir, &acts, log, &what);
         }
@@ -986,7 +1027,9 @@ fn basic_replay_cupti13() {
 /// counted as dropped, exactly.
 #[test]
 fn full_buffer_pool_drops_and_counts() {
-    const N: u64 = 100_000;
+    // Below the 65,536 launches the plugin remembers (its correlation ring): the
+    // records written are the first ones, completed only at the end.
+    const N: u64 = 60_000;
     let Some(c) = cupti_or_skip(12) else {
         return;
     };
@@ -1115,12 +1158,13 @@ fn launches_from_threads_nest_under_their_thread_region() {
             // Device track -> the thread tracks its flows come from.
             let mut from: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
             for &(src, dst) in &m.flows {
-                assert_eq!(m.slices[src].name, "cudaLaunchKernel", "{what}");
+                let src = launching_call(&m, src);
+                assert_eq!(src.name, "cudaLaunchKernel", "{what}");
                 assert_eq!(m.slices[dst].name, "work(int*)", "{what}");
-                assert!(m.tid_of(m.slices[src].track).is_some(), "{what}");
+                assert!(m.tid_of(src.track).is_some(), "{what}");
                 from.entry(m.slices[dst].track)
                     .or_default()
-                    .insert(m.slices[src].track);
+                    .insert(src.track);
             }
             assert_eq!(from.len() as u64, T, "{what}: device tracks {from:?}");
             let threads: BTreeSet<u64> = from

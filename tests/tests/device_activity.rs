@@ -236,9 +236,21 @@ fn device_activities_are_slices_on_stream_tracks_with_flows_from_their_launch() 
     );
     let m = read_perfetto(out).expect("trace.pftrace");
     check_trace(&m);
-    // Each launch's arrow ends at its device slice; the orphan has none.
+    // Each launch's arrow starts at a mark inside the call and ends at its device
+    // slice; the orphan has none.
+    let mut flows: Vec<(String, String)> = m
+        .flows
+        .iter()
+        .map(|&(src, dst)| {
+            let mark = &m.slices[src];
+            assert_eq!((mark.name.as_str(), mark.end_ns), ("launch", mark.begin_ns));
+            let call = mark.parent.map(|p| m.slices[p].name.clone());
+            (call.unwrap_or_default(), m.slices[dst].name.clone())
+        })
+        .collect();
+    flows.sort();
     assert_eq!(
-        m.flow_names(),
+        flows,
         [
             ("cudaLaunchKernel".to_string(), "foo<int>(int*)".to_string()),
             ("cudaLaunchKernel".to_string(), "foo<int>(int*)".to_string()),

@@ -618,6 +618,7 @@ pub unsafe fn activity(a: &Activity) {
         dev: a.dev,
         begin: rt.clock.from_ns(a.start_ns),
         end: rt.clock.from_ns(end_ns),
+        dur_ns: end_ns - a.start_ns,
         bytes: a.bytes,
         direction: a.direction,
         site,
@@ -637,7 +638,7 @@ pub unsafe fn activity(a: &Activity) {
         ip.activity(&act, at);
         return;
     }
-    let mut words = [0u64; 20];
+    let mut words = [0u64; 8 + 2 * ACTIVITY_ARGS];
     let [h, ts] = long(act.begin, Op::Activity, a.kind, name, a.dev);
     words[..2].copy_from_slice(&[h, ts]);
     words[2..8].copy_from_slice(&[
@@ -646,7 +647,7 @@ pub unsafe fn activity(a: &Activity) {
         site.word(),
         act.flow_from,
         u64::from(act.direction) | (nargs as u64) << 8,
-        0,
+        act.dur_ns,
     ]);
     for (k, &(key, value)) in args.iter().enumerate() {
         words[8 + 2 * k] = u64::from(key);

@@ -197,6 +197,9 @@ pub struct DeviceActivity {
     pub begin: u64,
     /// Raw end.
     pub end: u64,
+    /// Duration in ns exactly as the device gave it (raw times are converted
+    /// and may each be a nanosecond off).
+    pub dur_ns: u64,
     /// Bytes moved or set.
     pub bytes: u64,
     /// Copy direction (`kprof_abi::direction`).

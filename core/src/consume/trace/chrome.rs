@@ -202,7 +202,7 @@ impl ChromeWriter {
         let tid = self.device_tid(a.dev, a.kind == Kind::GpuSync);
         let name = self.name(a.name);
         let ts = self.us(a.begin);
-        let ns = self.rt.clock.delta_ns(a.begin, a.end);
+        let ns = a.dur_ns;
         let mut args = format!(r#""bytes":{}"#, a.bytes);
         for &(k, v) in a.args() {
             let _ = write!(args, r#",{}:{v}"#, json(&self.rt.names.text(k)));

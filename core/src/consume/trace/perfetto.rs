@@ -29,10 +29,14 @@
 //!   frees are instants on the process track with the space's counter updated.
 //!
 //! Device activities (GPU kernels, copies) are slices on one track per device
-//! stream (`"CUDA:0 stream 7"`), children of the process track, on a sequence of
-//! their own whose packets carry absolute CLOCK_MONOTONIC times (they arrive late
-//! and out of order). Each GPU API call's begin starts a flow (id: its GUID with
-//! [`DEVICE_FLOW`] set) that the device slices it launched terminate.
+//! stream (`"CUDA:0 stream 7"`; synchronizations on a track of their own),
+//! children of the process track. They arrive late and in any order, so each
+//! round's are sorted and written with absolute CLOCK_MONOTONIC times on a
+//! sequence of their own, names not interned. A flow (id: the GPU API call's GUID
+//! with [`DEVICE_FLOW`] set) goes from a `launch` mark at the call's begin, on its
+//! thread's track, to the device slice it launched: the mark is written with the
+//! activity, since the call's own begin went out before anyone knew whether it
+//! would launch anything.
 //!
 //! Flows are star-shaped: a slice linked to a parent (see [`Slice::flow_parent`])
 //! ends the flow whose id is its own GUID (`terminating_flow_ids`), and the parent's
@@ -87,8 +91,16 @@ const MAX_END_FLOWS: usize = 1 << 16;
 const MAX_PENDING_FLOWS: usize = 1 << 20;
 /// The process-level sequence.
 const PROCESS_SEQ: u32 = 1;
-/// The sequence of device activities (thread sequences count up from 2).
-const DEVICE_SEQ: u32 = 0x7fff_fff0;
+/// The first sequence of device activities (thread sequences count up from 2):
+/// each round's activities, sorted, get the next one.
+const DEVICE_SEQ: u32 = 0x4000_0000;
+/// Device activity sequences before the ids are used again.
+const DEVICE_SEQS: u32 = 0x3fff_0000;
+/// GPU API calls remembered as sources of flows to device activities: the device
+/// reports a launch's work within a few buffers, far fewer launches later.
+const MAX_LAUNCHES: usize = 1 << 17;
+/// Device activities held for sorting before they are written (within a round).
+const MAX_DEVICE_PENDING: usize = 1 << 16;
 /// Marks the flow id of a launch -> device activity arrow, apart from the
 /// parent -> child flows (whose ids are GUIDs).
 const DEVICE_FLOW: u64 = 1 << 63;
@@ -399,6 +411,7 @@ impl Encoder {
         let iid = seq.arg(&mut self.new, arg);
         self.te.debug_annotations.push(DebugAnnotation {
             name_iid: Some(iid),
+            name: None,
             value: Some(value),
         });
     }
@@ -517,20 +530,15 @@ fn frame(buf: &mut Vec<u8>, head: &TracePacket, te: Option<&TrackEvent>) -> Begi
     }
 }
 
-/// Appends `head` with the encoded track event `te` as a `Trace.packet` field.
-fn frame_bytes(buf: &mut Vec<u8>, head: &TracePacket, te: &[u8]) {
-    let head_len = head.encoded_len();
-    let body = head_len
-        + encoded_len_varint(u64::from(TRACK_EVENT_FIELD << 3))
-        + encoded_len_varint(te.len() as u64)
-        + te.len();
-    encode_key(TRACE_PACKET_FIELD, WireType::LengthDelimited, buf);
-    encode_varint(body as u64, buf);
-    // Encoding into a Vec cannot run out of space.
-    let _ = head.encode(buf);
-    encode_key(TRACK_EVENT_FIELD, WireType::LengthDelimited, buf);
-    encode_varint(te.len() as u64, buf);
-    buf.extend_from_slice(te);
+/// The head of a device activity packet: absolute CLOCK_MONOTONIC time `ns` on
+/// sequence `seq`, no incremental state.
+fn device_packet(ns: u64, seq: u32) -> TracePacket {
+    TracePacket {
+        timestamp: Some(ns),
+        timestamp_clock_id: Some(BUILTIN_CLOCK_MONOTONIC),
+        trusted_packet_sequence_id: Some(seq),
+        ..Default::default()
+    }
 }
 
 /// Appends a track event packet from its encoded bytes `te`: the same fields as
@@ -673,8 +681,14 @@ pub struct PerfettoWriter<S: Source = &'static Runtime> {
     /// User counter name id -> its counter track.
     counters: FxHashMap<u32, u64>,
     sections: FxHashMap<u32, Section>,
-    /// The device activities' sequence, once one came.
-    device_seq: Option<Seq>,
+    /// GPU API calls by GUID -> (thread track, begin ns), for the flows to the
+    /// device work they launched; the oldest are forgotten past [`MAX_LAUNCHES`].
+    launches: FxHashMap<u64, (u64, u64)>,
+    launch_order: std::collections::VecDeque<u64>,
+    /// Device activities taken since they were last written.
+    device_pending: Vec<DeviceActivity>,
+    /// Device activity sequences used (each round's has its own).
+    device_rounds: u32,
     /// (device (stream) index, whether synchronizations) -> its track.
     device_tracks: FxHashMap<(u16, bool), u64>,
     /// [`SEGMENT_BYTES`] (smaller in tests).
@@ -727,7 +741,10 @@ impl<S: Source> PerfettoWriter<S> {
             spaces: FxHashMap::default(),
             counters: FxHashMap::default(),
             sections: FxHashMap::default(),
-            device_seq: None,
+            launches: FxHashMap::default(),
+            launch_order: std::collections::VecDeque::new(),
+            device_pending: Vec::new(),
+            device_rounds: 0,
             device_tracks: FxHashMap::default(),
             segment_bytes: SEGMENT_BYTES,
             src,
@@ -843,15 +860,16 @@ impl<S: Source> PerfettoWriter<S> {
             .flow_parent()
             .filter(|&p| self.link(p, s.guid))
             .map(|_| s.guid);
-        let mut flows = if self.pending.is_empty() {
+        let flows = if self.pending.is_empty() {
             Vec::new()
         } else {
             self.pending.remove(&s.guid).unwrap_or_default()
         };
         self.pending_len = self.pending_len.saturating_sub(flows.len());
         if s.kind == Kind::GpuApi {
-            // The arrow to the device work this call launches (if any).
-            flows.push(s.guid | DEVICE_FLOW);
+            // Where the arrow to the device work this call launches (if any)
+            // will start.
+            self.remember_launch(s.guid, s.thread, ns);
         }
         // Fast path: a slice like one written before on this thread (same name,
         // kind and device, not a copy) reuses that event's bytes.
@@ -1115,22 +1133,12 @@ impl<S: Source> PerfettoWriter<S> {
 
     /// The track of device stream `dev` (of its synchronizations with `sync`:
     /// one lasts from the host's call to the end of the stream's work, so it
-    /// overlaps that work), written on first use (with the device sequence's
-    /// start, at `ns`).
-    fn device_track(&mut self, dev: u16, sync: bool, ns: u64) -> u64 {
+    /// overlaps that work), written on first use.
+    fn device_track(&mut self, dev: u16, sync: bool) -> u64 {
         if let Some(&t) = self.device_tracks.get(&(dev, sync)) {
             return t;
         }
         let uuid = self.uuid(TRACK_DEVICE, u64::from(dev) | u64::from(sync) << 16);
-        if self.device_seq.is_none() {
-            self.enc.packet(&start_packet(
-                DEVICE_SEQ,
-                ns,
-                self.uuid(TRACK_PROCESS, 0),
-                false,
-            ));
-            self.device_seq = Some(Seq::new(DEVICE_SEQ, ns));
-        }
         let mut name = self
             .src
             .device(dev)
@@ -1144,28 +1152,112 @@ impl<S: Source> PerfettoWriter<S> {
             name: Some(name),
             ..Default::default()
         };
-        self.enc.packet(&descriptor_packet(DEVICE_SEQ, desc));
+        self.enc.packet(&descriptor_packet(PROCESS_SEQ, desc));
         self.device_tracks.insert((dev, sync), uuid);
         uuid
     }
 
-    /// A device activity: a slice on its stream's track at its own times, the
-    /// end of the flow from the API call that launched it.
-    fn device_activity(&mut self, a: &DeviceActivity) {
-        let (begin, end) = (self.src.ns(a.begin), self.src.ns(a.end));
-        let track = self.device_track(a.dev, a.kind == Kind::GpuSync, begin);
-        let src = &self.src;
-        let Some(seq) = self.device_seq.as_mut() else {
+    /// Notes GPU API call `guid` of thread `thread`, begun at `ns`.
+    fn remember_launch(&mut self, guid: u64, thread: u32, ns: u64) {
+        if self.launch_order.len() >= MAX_LAUNCHES {
+            if let Some(old) = self.launch_order.pop_front() {
+                self.launches.remove(&old);
+            }
+        }
+        let track = self.uuid(TRACK_THREAD, u64::from(thread));
+        self.launches.insert(guid, (track, ns));
+        self.launch_order.push_back(guid);
+    }
+
+    /// Writes the device activities taken since the last call, in time order, on
+    /// a sequence of their own: times on a sequence never go back, and activities
+    /// arrive in any order (whole buffers late, buffers out of order).
+    fn write_devices(&mut self) {
+        if self.device_pending.is_empty() {
             return;
+        }
+        let mut acts = std::mem::take(&mut self.device_pending);
+        // (time, what, activity): ends first at the same time (0), then the
+        // launch marks that start flows (1), then begins (2), then the ends of
+        // activities of no duration (3).
+        let mut events: Vec<(u64, u8, usize)> = Vec::with_capacity(3 * acts.len());
+        let mut flows: Vec<Option<(u64, u64)>> = Vec::with_capacity(acts.len());
+        for (i, a) in acts.iter().enumerate() {
+            let begin = self.src.ns(a.begin);
+            events.push((begin, 2, i));
+            // An activity of no duration ends after its own begin.
+            events.push((begin + a.dur_ns, if a.dur_ns == 0 { 3 } else { 0 }, i));
+            // The arrow starts at a mark at the launching call's begin (on its
+            // thread's track), if the call is known; never after the work's
+            // begin (a vendor clock calibrated a little off), which it ends at.
+            let launch = self
+                .launches
+                .get(&a.flow_from)
+                .filter(|_| a.flow_from != 0)
+                .map(|&(track, at)| (track, at.min(begin)));
+            if let Some((_, at)) = launch {
+                events.push((at, 1, i));
+            }
+            flows.push(launch);
+        }
+        events.sort_unstable_by_key(|&(ns, what, i)| (ns, what, i));
+        let seq = DEVICE_SEQ + self.device_rounds;
+        self.device_rounds = self.device_rounds.wrapping_add(1) % DEVICE_SEQS;
+        for (ns, what, i) in events {
+            let a = &acts[i];
+            let flow = flows[i].map(|_| a.flow_from | DEVICE_FLOW);
+            let te = match what {
+                0 | 3 => TrackEvent {
+                    r#type: Some(TYPE_SLICE_END),
+                    track_uuid: Some(self.device_track(a.dev, a.kind == Kind::GpuSync)),
+                    ..Default::default()
+                },
+                1 => {
+                    // A mark of no duration: a slice (flows on instants are not
+                    // drawn by every reader), begun and ended at once.
+                    let track = flows[i].map(|(track, _)| track);
+                    let mark = TrackEvent {
+                        r#type: Some(TYPE_SLICE_BEGIN),
+                        track_uuid: track,
+                        name: Some("launch".into()),
+                        categories: vec![Kind::GpuApi.category().to_string()],
+                        flow_ids: flow.into_iter().collect(),
+                        ..Default::default()
+                    };
+                    frame(&mut self.enc.buf, &device_packet(ns, seq), Some(&mark));
+                    TrackEvent {
+                        r#type: Some(TYPE_SLICE_END),
+                        track_uuid: track,
+                        ..Default::default()
+                    }
+                }
+                _ => {
+                    let track = self.device_track(a.dev, a.kind == Kind::GpuSync);
+                    let mut te = self.device_begin(a, track);
+                    te.terminating_flow_ids = flow.into_iter().collect();
+                    te
+                }
+            };
+            frame(&mut self.enc.buf, &device_packet(ns, seq), Some(&te));
+        }
+        acts.clear();
+        self.device_pending = acts;
+    }
+
+    /// The begin of device activity `a`'s slice on `track`: names not interned
+    /// (its sequence lasts one round).
+    fn device_begin(&self, a: &DeviceActivity, track: u64) -> TrackEvent {
+        let named = |name: &str, value: Value| DebugAnnotation {
+            name_iid: None,
+            name: Some(name.to_string()),
+            value: Some(value),
         };
-        let enc = &mut self.enc;
-        enc.reset_event(TYPE_SLICE_BEGIN);
-        enc.te.track_uuid = Some(track);
-        enc.te.name_iid = Some(seq.name(&mut enc.new, NameKey::Id(a.name), || src.name(a.name)));
-        let cat = seq.cat(&mut enc.new, a.kind as usize);
-        enc.te.category_iids.push(cat);
+        let mut args = Vec::with_capacity(2 + a.args().len());
         if a.bytes > 0 || a.kind == Kind::GpuMemcpy {
-            enc.annotate(seq, Arg::Bytes, Value::UintValue(a.bytes));
+            args.push(named(
+                ARG_NAMES[Arg::Bytes as usize],
+                Value::UintValue(a.bytes),
+            ));
         }
         if a.kind == Kind::GpuMemcpy {
             let direction = match a.direction {
@@ -1175,34 +1267,20 @@ impl<S: Source> PerfettoWriter<S> {
                 kprof_abi::direction::PEER => "peer",
                 _ => "other",
             };
-            enc.annotate(seq, Arg::Direction, Value::StringValue(direction.into()));
+            let key = ARG_NAMES[Arg::Direction as usize];
+            args.push(named(key, Value::StringValue(direction.into())));
         }
-        if a.flow_from != 0 {
-            enc.te.terminating_flow_ids.push(a.flow_from | DEVICE_FLOW);
-        }
-        enc.scratch.clear();
-        let _ = enc.te.encode(&mut enc.scratch);
         for &(key, value) in a.args() {
-            put_uint_annotation(&mut enc.scratch, &src.name(key), value);
+            args.push(named(&self.src.name(key), Value::UintValue(value)));
         }
-        let interned = (!enc.new.is_empty()).then(|| std::mem::take(&mut enc.new));
-        let packet = |ns: u64, interned: Option<InternedData>| TracePacket {
-            timestamp: Some(ns),
-            timestamp_clock_id: Some(BUILTIN_CLOCK_MONOTONIC),
-            trusted_packet_sequence_id: Some(DEVICE_SEQ),
-            sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
-            interned_data: interned,
+        TrackEvent {
+            r#type: Some(TYPE_SLICE_BEGIN),
+            track_uuid: Some(track),
+            name: Some(self.src.name(a.name)),
+            categories: vec![a.kind.category().to_string()],
+            debug_annotations: args,
             ..Default::default()
-        };
-        frame_bytes(&mut enc.buf, &packet(begin, interned), &enc.scratch);
-        enc.scratch.clear();
-        // `type: TYPE_SLICE_END` and the track.
-        put_varint(&mut enc.scratch, u64::from(TYPE_FIELD << 3));
-        put_varint(&mut enc.scratch, TYPE_SLICE_END as u64);
-        const TRACK_UUID_FIELD: u64 = 11;
-        put_varint(&mut enc.scratch, TRACK_UUID_FIELD << 3);
-        put_varint(&mut enc.scratch, track);
-        frame_bytes(&mut enc.buf, &packet(end, None), &enc.scratch);
+        }
     }
 
     /// Compresses the segment being built; its begins can no longer be patched.
@@ -1295,7 +1373,12 @@ impl<S: Source> Consumer for PerfettoWriter<S> {
             // Dependence edges are in the profile's task graph; creation ->
             // execution arrows come from explicit parents.
             Event::Edge { .. } | Event::Site { .. } => {}
-            Event::Activity(a) => self.device_activity(a),
+            Event::Activity(a) => {
+                self.device_pending.push(*a);
+                if self.device_pending.len() >= MAX_DEVICE_PENDING {
+                    self.write_devices();
+                }
+            }
         }
         self.check_size();
     }
@@ -1317,6 +1400,7 @@ impl<S: Source> TraceWriter for PerfettoWriter<S> {
     }
 
     fn flush(&mut self) -> Result<(), OutputError> {
+        self.write_devices();
         self.seal();
         let err = |source| OutputError::File {
             path: self.path.display().to_string(),

@@ -228,6 +228,12 @@ pub struct TrackEvent {
     /// `optional uint64 track_uuid = 11` (else the sequence's default track).
     #[prost(uint64, optional, tag = "11")]
     pub track_uuid: Option<u64>,
+    /// `repeated string categories = 22`: categories not interned.
+    #[prost(string, repeated, tag = "22")]
+    pub categories: Vec<String>,
+    /// `string name = 23` (in the oneof `name_field`): a name not interned.
+    #[prost(string, optional, tag = "23")]
+    pub name: Option<String>,
     /// `int64 counter_value = 30` (in the oneof `counter_value_field`).
     #[prost(int64, optional, tag = "30")]
     pub counter_value: Option<i64>,
@@ -258,6 +264,9 @@ pub struct DebugAnnotation {
     /// `DebugAnnotationName`).
     #[prost(uint64, optional, tag = "1")]
     pub name_iid: Option<u64>,
+    /// `string name = 10` (in the oneof `name_field`): a name not interned.
+    #[prost(string, optional, tag = "10")]
+    pub name: Option<String>,
     /// `oneof value`.
     #[prost(oneof = "debug_annotation::Value", tags = "2, 3, 4, 6, 7, 17")]
     pub value: Option<debug_annotation::Value>,

@@ -354,7 +354,7 @@ impl ThreadProfile {
         };
         let key = child_key(a.name, a.kind, a.dev);
         let node = self.child(parent, key, a.name, a.kind, a.dev);
-        let dur = self.rt.clock.delta_ns(a.begin, a.end);
+        let dur = a.dur_ns;
         let n = &mut self.tree.nodes[node as usize];
         n.stats.add(dur, dur);
         for &(k, v) in a.args() {
