@@ -2,7 +2,10 @@
  * injection library (CUDA_INJECTION64_PATH) that enables kernel activity records
  * into 8 MiB buffers it discards, and flushes them at exit. MINIMAL_CALLBACKS=1
  * also subscribes an empty callback to the runtime and driver API domains (CUPTI's
- * own cost of the callback API, without a tool doing anything in it).
+ * own cost of the callback API, without a tool doing anything in it);
+ * MINIMAL_KINDS=all also records every activity kind kprof records (copies, sets,
+ * device memory, synchronizations, CUPTI's overhead), so that what CUPTI costs
+ * for those is in the baseline too.
  *
  *   gcc -O2 -shared -fPIC -I<CUPTI include> -I<CUDA include> minimal_tool.c \
  *       -o libminimal_tool.so -L<CUPTI lib> -lcupti
@@ -11,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static uint64_t records;
 
@@ -46,6 +50,15 @@ static void at_exit(void) {
 int InitializeInjection(void) {
   cuptiActivityRegisterCallbacks(requested, completed);
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  const char *kinds = getenv("MINIMAL_KINDS");
+  if (kinds && strcmp(kinds, "all") == 0) {
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_OVERHEAD);
+  }
   const char *cb = getenv("MINIMAL_CALLBACKS");
   if (cb && cb[0] == '1') {
     CUpti_SubscriberHandle s;

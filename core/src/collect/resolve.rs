@@ -380,7 +380,7 @@ impl ThreadStream {
                         let mut args = [(0, 0); ACTIVITY_ARGS];
                         let nargs = ((a(2) >> 8) as usize).min(ACTIVITY_ARGS);
                         for (k, arg) in args.iter_mut().enumerate().take(nargs) {
-                            *arg = (a(3 + k) as u32, b(3 + k));
+                            *arg = (a(4 + k) as u32, b(4 + k));
                         }
                         out.event(&Event::Activity(&DeviceActivity {
                             thread: self.thread,
@@ -389,6 +389,7 @@ impl ThreadStream {
                             dev: h.aux(),
                             begin: ts,
                             end: a(0).max(ts),
+                            begin_ns: a(3),
                             dur_ns: b(2),
                             bytes: b(0),
                             direction: a(2) as u8,
@@ -546,6 +547,8 @@ mod tests {
             0x77,
             2 << 8,
             50,
+            1000,
+            0,
             11,
             256,
             12,

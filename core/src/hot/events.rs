@@ -618,6 +618,7 @@ pub unsafe fn activity(a: &Activity) {
         dev: a.dev,
         begin: rt.clock.from_ns(a.start_ns),
         end: rt.clock.from_ns(end_ns),
+        begin_ns: a.start_ns,
         dur_ns: end_ns - a.start_ns,
         bytes: a.bytes,
         direction: a.direction,
@@ -638,20 +639,22 @@ pub unsafe fn activity(a: &Activity) {
         ip.activity(&act, at);
         return;
     }
-    let mut words = [0u64; 8 + 2 * ACTIVITY_ARGS];
+    let mut words = [0u64; 10 + 2 * ACTIVITY_ARGS];
     let [h, ts] = long(act.begin, Op::Activity, a.kind, name, a.dev);
     words[..2].copy_from_slice(&[h, ts]);
-    words[2..8].copy_from_slice(&[
+    words[2..10].copy_from_slice(&[
         act.end,
         act.bytes,
         site.word(),
         act.flow_from,
         u64::from(act.direction) | (nargs as u64) << 8,
         act.dur_ns,
+        act.begin_ns,
+        0,
     ]);
     for (k, &(key, value)) in args.iter().enumerate() {
-        words[8 + 2 * k] = u64::from(key);
-        words[9 + 2 * k] = value;
+        words[10 + 2 * k] = u64::from(key);
+        words[11 + 2 * k] = value;
     }
     t.push_untimed(rt, words);
 }

@@ -197,8 +197,11 @@ pub struct DeviceActivity {
     pub begin: u64,
     /// Raw end.
     pub end: u64,
-    /// Duration in ns exactly as the device gave it (raw times are converted
-    /// and may each be a nanosecond off).
+    /// Start in CLOCK_MONOTONIC ns and duration in ns, exactly as the plugin
+    /// gave them (raw times are converted and may each be a nanosecond off:
+    /// outputs use these).
+    pub begin_ns: u64,
+    /// See `begin_ns`.
     pub dur_ns: u64,
     /// Bytes moved or set.
     pub bytes: u64,

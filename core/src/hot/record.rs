@@ -35,7 +35,7 @@
 //! | BeginAtArg | argument key name id | device | (code address, value): nested in the innermost open instance |
 //! | BeginCode | code address bits 0..32 | bits 32..48 | —: device 0, nested in the innermost open instance |
 //! | Site | site number | — | —; timestamp 0: names the innermost open instance as a launch site |
-//! | Activity | name id | device | (end, bytes), (site, flow GUID), (direction and argument count, duration in ns), `ACTIVITY_ARGS` x (key name id, value); the timestamp word is the device start: not the thread's time |
+//! | Activity | name id | device | (end, bytes), (site, flow GUID), (direction and argument count, duration in ns), (start in ns, 0), `ACTIVITY_ARGS` x (key name id, value); the timestamp word is the device start: not the thread's time |
 //!
 //! Short events (the head's 32 bits: the timestamp delta):
 //!
@@ -227,7 +227,7 @@ impl Op {
             | Op::Arg
             | Op::BeginAtArg => 1,
             Op::Alloc | Op::Free | Op::CopyBegin | Op::BeginTransfer | Op::BeginTransferNamed => 2,
-            Op::Activity => 3 + kprof_abi::ACTIVITY_ARGS,
+            Op::Activity => 4 + kprof_abi::ACTIVITY_ARGS,
         }
     }
 }
@@ -313,7 +313,7 @@ mod tests {
         assert_eq!(Op::BeginTransfer.words(), 6);
         assert_eq!(Op::from_u8(0), None);
         assert_eq!(Op::from_u8(27), None);
-        assert_eq!(Op::Activity.words(), 28);
+        assert_eq!(Op::Activity.words(), 30);
         // Neighbouring call sites take different slots.
         let slots: std::collections::HashSet<u16> = (0..64)
             .map(|i| code_slot(0x7f00_1234_0000 + 5 * i))

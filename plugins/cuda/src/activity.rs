@@ -67,13 +67,27 @@ pub unsafe extern "C" fn buffer_completed(
             guard((), || {
                 st.recalibrate();
                 let mut t = st.translator.lock().unwrap_or_else(PoisonError::into_inner);
-                t.buffer(st, buffer, valid);
+                let cpu = thread_cpu_ns();
+                let n = t.buffer(st, buffer, valid);
+                t.walked.0 += n;
+                t.walked.1 += thread_cpu_ns().saturating_sub(cpu);
             });
         }
         // SAFETY: the context CUPTI passed with this buffer.
         unsafe { report_dropped(st, context, stream) };
         st.pool.give(buffer);
     })
+}
+
+/// CPU time of the calling thread, in ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Counts the records CUPTI dropped in the queue of `context`/`stream` (NULL/0:
@@ -153,12 +167,16 @@ pub struct Translator {
     pub driver_overhead: (u64, u64),
     /// Records by kind.
     pub counts: Counts,
+    /// Records walked in completed buffers, and the CPU time the buffer thread
+    /// spent translating them (kprof's cost per activity record).
+    pub walked: (u64, u64),
 }
 
 impl Translator {
-    /// Translates every record of a completed buffer.
-    fn buffer(&mut self, st: &State, buffer: *mut u8, valid: usize) {
+    /// Translates every record of a completed buffer; returns how many.
+    fn buffer(&mut self, st: &State, buffer: *mut u8, valid: usize) -> u64 {
         let mut rec: *mut CUpti_Activity = std::ptr::null_mut();
+        let mut n = 0;
         loop {
             // SAFETY: CUPTI walks its own records in `buffer`; `rec` starts NULL.
             let rc = unsafe { (st.cupti.cuptiActivityGetNextRecord)(buffer, valid, &mut rec) };
@@ -167,7 +185,9 @@ impl Translator {
             }
             // SAFETY: a record CUPTI wrote, of the layout `st.layout` names.
             unsafe { self.record(st, rec) };
+            n += 1;
         }
+        n
     }
 
     /// Translates one record.

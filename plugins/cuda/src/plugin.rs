@@ -354,6 +354,14 @@ pub extern "C" fn flush() {
                 &format!("{ns} ns in {n} records"),
             );
         }
+        let (n, ns) = t.walked;
+        if n > 0 {
+            metadata(
+                api,
+                "CUPTI records translated",
+                &format!("{n} records, {:.0} ns CPU each", ns as f64 / n as f64),
+            );
+        }
         metadata(
             api,
             "CUPTI buffers",

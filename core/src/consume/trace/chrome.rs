@@ -201,7 +201,10 @@ impl ChromeWriter {
     fn device_activity(&mut self, a: &DeviceActivity) {
         let tid = self.device_tid(a.dev, a.kind == Kind::GpuSync);
         let name = self.name(a.name);
-        let ts = self.us(a.begin);
+        let ns = a
+            .begin_ns
+            .saturating_sub(self.rt.clock.to_ns(self.rt.start_raw));
+        let ts = format!("{}.{:03}", ns / 1000, ns % 1000);
         let ns = a.dur_ns;
         let mut args = format!(r#""bytes":{}"#, a.bytes);
         for &(k, v) in a.args() {

@@ -1183,7 +1183,7 @@ impl<S: Source> PerfettoWriter<S> {
         let mut events: Vec<(u64, u8, usize)> = Vec::with_capacity(3 * acts.len());
         let mut flows: Vec<Option<(u64, u64)>> = Vec::with_capacity(acts.len());
         for (i, a) in acts.iter().enumerate() {
-            let begin = self.src.ns(a.begin);
+            let begin = a.begin_ns;
             events.push((begin, 2, i));
             // An activity of no duration ends after its own begin.
             events.push((begin + a.dur_ns, if a.dur_ns == 0 { 3 } else { 0 }, i));

@@ -104,17 +104,19 @@ pub struct DeviceBusy {
 }
 
 impl DeviceBusy {
-    /// Adds an activity from raw `begin` to `end`: only its part after every
-    /// activity seen so far counts as new busy time (streams overlap).
-    fn add(&mut self, clock: &crate::hot::clock::Clock, begin: u64, end: u64) {
+    /// Adds an activity from raw `begin` to `end`, `dur_ns` long: only its part
+    /// after every activity seen so far counts as new busy time (streams
+    /// overlap); all of it, exactly, when it starts after them.
+    fn add(&mut self, clock: &crate::hot::clock::Clock, begin: u64, end: u64, dur_ns: u64) {
         if self.activities == 0 {
             self.first = begin;
         }
         self.activities += 1;
         self.first = self.first.min(begin);
-        let from = begin.max(self.last);
-        if end > from {
-            self.busy_ns += clock.delta_ns(from, end);
+        if begin >= self.last {
+            self.busy_ns += dur_ns;
+        } else if end > self.last {
+            self.busy_ns += clock.delta_ns(self.last, end);
         }
         self.last = self.last.max(end);
     }
@@ -373,7 +375,7 @@ impl ThreadProfile {
             self.devices
                 .entry(device)
                 .or_default()
-                .add(clock, a.begin, a.end);
+                .add(clock, a.begin, a.end, a.dur_ns);
         }
     }
 
