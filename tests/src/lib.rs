@@ -57,6 +57,8 @@ pub fn lib_dir() -> PathBuf {
                     "-p",
                     "kprof-raja",
                     "-p",
+                    "kprof-cuda",
+                    "-p",
                     "kprof-cli",
                 ])
                 .status()

@@ -1130,7 +1130,8 @@ fn merge_three_ranks_exact_statistics() {
         serde_json::json!({"records": 6000, "record_bytes": 80000, "buffer_bytes": 5u64 << 21,
             "buffer_budget_bytes": 3 * 67108864u64, "huge_page_blocks": 2,
             "small_page_blocks": 3, "buffer_fault_ns": 2600000, "writer_cpu_ns": 10000000,
-            "events_in_place": 0, "call_paths": 0, "profile_bytes": 0, "writer_run_cpu_ns": 0})
+            "events_in_place": 0, "call_paths": 0, "profile_bytes": 0, "writer_run_cpu_ns": 0,
+            "device_tool_ns": 0})
     );
 
     // report reads the merged profile.

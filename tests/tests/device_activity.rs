@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 
 use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model};
 use kprof_tests::{
-    assert_ok, clean_cmd, core_harness, node, nodes, read_profile, run, scratch, shape,
+    assert_ok, clean_cmd, core_harness, lib, node, nodes, read_profile, run, scratch, shape,
     skip_unless, u,
 };
 use serde_json::Value;
@@ -128,6 +128,38 @@ fn check_profile_with(p: &Value, extra: u64) {
     );
 }
 
+/// `kprof report` shows the GPU section as the summary does.
+fn check_report(out: &Path) {
+    let o = run(Command::new(lib("kprof")).arg("report").arg(out));
+    assert_ok(&o);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let gpu = text
+        .split_once("GPU kernels (device time):")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no GPU section in kprof report:\n{text}"));
+    let kernels: Vec<&str> = gpu
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().nth(3))
+        .collect();
+    // Rows by device time: saxpy (1 launch), foo (2), orphan (1).
+    assert_eq!(kernels, ["1", "2", "1"], "{gpu}");
+    assert!(gpu.contains("saxpy [CUDA:0]"), "{gpu}");
+    let copies = gpu
+        .lines()
+        .find(|l| l.contains("HtoD"))
+        .expect("a copy row");
+    assert!(
+        copies.contains("1.00 MiB") && copies.contains("10.49 GB/s"),
+        "{copies}"
+    );
+    assert!(
+        gpu.contains("never freed 4.00 KiB in 1 allocations"),
+        "{gpu}"
+    );
+}
+
 #[test]
 fn device_activities_nest_under_their_launch_in_every_mode() {
     type Env = &'static [(&'static str, &'static str)];
@@ -139,9 +171,13 @@ fn device_activities_nest_under_their_launch_in_every_mode() {
     ];
     let mut shapes = Vec::new();
     for (name, late, env) in modes {
-        let p = read_profile(&run_harness(name, late, env));
+        let out = run_harness(name, late, env);
+        let p = read_profile(&out);
         check_profile(&p);
         shapes.push((name, shape(&p)));
+        if name == "device_in_place" {
+            check_report(&out);
+        }
     }
     for (name, s) in &shapes[1..] {
         assert_eq!(s, &shapes[0].1, "{name} vs in place");

@@ -313,8 +313,9 @@ pub fn render(
     s
 }
 
-/// The GPU block: kernels by device time, copies by direction, each device.
-fn gpu(s: &mut String, g: &crate::output::report::Gpu, top: usize) {
+/// The GPU block: kernels by device time, copies by direction, each device (the
+/// summary's and `kprof report`'s).
+pub fn gpu(s: &mut String, g: &crate::output::report::Gpu, top: usize) {
     if !g.kernels.is_empty() {
         let _ = writeln!(
             s,
