@@ -25,14 +25,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
 use kprof_tests::openmp::deps_dir;
 use kprof_tests::trace_check::{perfetto_schema, read_perfetto, Model};
 use kprof_tests::{
     clean_cmd, compile, compile_with_core, lib_dir, nodes, read_profile, run, scratch, shape_rows,
-    skip_unless, test_file, u, workspace_root, ShapeRow,
+    skip_unless, test_file, u, ShapeRow,
 };
 use serde_json::{json, Value};
 
@@ -152,26 +152,10 @@ fn cupti_or_skip(major: u32) -> Option<Cupti> {
     c
 }
 
-/// `target/release/libkprof_cuda.so`, built once per test process (with the core).
+/// `target/release/libkprof_cuda.so` (built with the other plugins, see
+/// `kprof_tests::lib_dir`).
 fn plugin() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = lib_dir();
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let out = Command::new(cargo)
-                .current_dir(workspace_root())
-                .args(["build", "--release", "--quiet", "-p", "kprof-cuda"])
-                .output()
-                .expect("run cargo build");
-            assert!(
-                out.status.success(),
-                "cargo build --release -p kprof-cuda (plugins/cuda) failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            dir.join("libkprof_cuda.so")
-        })
-        .clone()
+    lib_dir().join("libkprof_cuda.so")
 }
 
 /// The stand-in libcupti.so and the driver program, both compiled against the
