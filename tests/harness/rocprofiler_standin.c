@@ -575,18 +575,18 @@ EXPORT void standin_hip(int op, int phase, uint64_t correlation) {
     }
 }
 
-/* Puts a record of buffer tracing `kind` into the batch being filled of the
- * buffer its service writes to (started contexts only). */
-static void emit(int kind, const void *record, size_t size, const char *what) {
+/* Puts a record (header kind `kind`) into the batch being filled of the buffer
+ * that service `route` of a started context writes to. */
+static void emit_to(int route, uint32_t kind, const void *record, size_t size, const char *what) {
     pthread_mutex_lock(&lock);
     uint64_t b = 0;
     for (uint64_t i = 1; i <= MAX_CONTEXTS && !b; i++)
-        if (contexts[i].used && contexts[i].started && kind > 0 &&
-            kind < ROCPROFILER_BUFFER_TRACING_LAST)
-            b = contexts[i].buffer_of[kind];
+        if (contexts[i].used && contexts[i].started && route > 0 &&
+            route < ROCPROFILER_BUFFER_TRACING_LAST)
+            b = contexts[i].buffer_of[route];
     if (!b) {
         pthread_mutex_unlock(&lock);
-        logf_("not_recorded kind=%d %s", kind, what);
+        logf_("not_recorded kind=%u %s", kind, what);
         return;
     }
     struct buffer *buf = &buffers[b];
@@ -609,12 +609,17 @@ static void emit(int kind, const void *record, size_t size, const char *what) {
         abort();
     memcpy(payload, record, size);
     h->category = ROCPROFILER_BUFFER_CATEGORY_TRACING;
-    h->kind = (uint32_t)kind;
+    h->kind = kind;
     h->payload = payload;
     x->headers[x->n++] = h;
     uint64_t batch = buf->batches;
     pthread_mutex_unlock(&lock);
     logf_("record batch=%" PRIu64 " %s", batch, what);
+}
+
+/* A record of buffer tracing `kind`, into its service's buffer. */
+static void emit(int kind, const void *record, size_t size, const char *what) {
+    emit_to(kind, (uint32_t)kind, record, size, what);
 }
 
 static uint64_t agent_handle(int agent) {
@@ -700,46 +705,12 @@ EXPORT void standin_memory(uint64_t correlation, int operation, int agent, uint6
 }
 
 EXPORT void standin_unknown(uint32_t kind) {
-    /* Delivered to the buffer of the kernel dispatch service, whatever its kind
-     * (a newer SDK's record). */
+    /* Into the kernel dispatch service's buffer, whatever its kind (a newer
+     * SDK's record). */
     uint64_t rec[8] = {sizeof rec, kind};
-    pthread_mutex_lock(&lock);
-    uint64_t b = 0;
-    for (uint64_t i = 1; i <= MAX_CONTEXTS && !b; i++)
-        if (contexts[i].used && contexts[i].started)
-            b = contexts[i].buffer_of[ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH];
-    pthread_mutex_unlock(&lock);
-    if (!b)
-        return;
     char what[64];
     snprintf(what, sizeof what, "unknown kind=%u", kind);
-    /* emit() looks the buffer up by kind: borrow the dispatch service's. */
-    pthread_mutex_lock(&lock);
-    struct buffer *buf = &buffers[b];
-    if (!buf->filling) {
-        buf->filling = calloc(1, sizeof *buf->filling);
-        if (!buf->filling)
-            abort();
-        buf->batches++;
-    }
-    struct batch *x = buf->filling;
-    if (x->n == x->cap) {
-        x->cap = x->cap ? 2 * x->cap : 64;
-        x->headers = realloc(x->headers, x->cap * sizeof *x->headers);
-        if (!x->headers)
-            abort();
-    }
-    rocprofiler_record_header_t *h = malloc(sizeof *h);
-    void *payload = malloc(sizeof rec);
-    if (!h || !payload)
-        abort();
-    memcpy(payload, rec, sizeof rec);
-    h->category = ROCPROFILER_BUFFER_CATEGORY_TRACING;
-    h->kind = kind;
-    h->payload = payload;
-    x->headers[x->n++] = h;
-    pthread_mutex_unlock(&lock);
-    logf_("record batch=%" PRIu64 " %s", buf->batches, what);
+    emit_to(ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH, kind, rec, sizeof rec, what);
 }
 
 EXPORT void standin_drop(uint64_t n) {
