@@ -33,8 +33,16 @@
  *     3 records dropped by the buffer
  *     then every batch is delivered, newest first (out of order).
  *   Prints "basic: done" and exits with the exit code (default 0).
+ *
+ * Usage: rocm_driver threads [T] [K]
+ *
+ *   T threads (default 4), each in its own region "worker": K (default 50) x
+ *   hipLaunchKernel (corr 100000 + t * K + i) -> kernel 1 on queue 0xc000 + t,
+ *   2 us each; after joining them, every batch is delivered. Prints
+ *   "threads: T x K launches".
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,12 +141,49 @@ static int basic(void) {
     return 0;
 }
 
+static long per_thread;
+
+static void *worker(void *arg) {
+    static const uint32_t grid[3] = {4096, 1, 1}, wg[3] = {64, 1, 1};
+    long t = (long)arg;
+    uint64_t busy = 0;
+    kprof_region_begin("worker");
+    for (long i = 0; i < per_thread; i++) {
+        uint64_t corr = (uint64_t)(100000 + t * per_thread + i);
+        uint64_t now = mono();
+        call(STANDIN_hipLaunchKernel, corr);
+        uint64_t start = now + 5000 > busy + 1000 ? now + 5000 : busy + 1000;
+        busy = start + 2000;
+        standin_dispatch(corr, STANDIN_GPU0, 0xc000 + (uint64_t)t, 1, grid, wg, 0, 0, start, busy);
+    }
+    kprof_region_end("worker");
+    return NULL;
+}
+
+static int threads(long n, long k) {
+    pthread_t tid[32];
+    if (n < 1 || n > 32)
+        n = 4;
+    per_thread = k;
+    standin_init();
+    standin_kernel_symbol(1, "_Z5saxpyifPKfPf.kd");
+    for (long t = 0; t < n; t++)
+        pthread_create(&tid[t], NULL, worker, (void *)t);
+    for (long t = 0; t < n; t++)
+        pthread_join(tid[t], NULL);
+    standin_complete(0);
+    printf("threads: %ld x %ld launches\n", n, k);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *scenario = argc > 1 ? argv[1] : "basic";
     if (strcmp(scenario, "basic") == 0) {
         basic();
         return argc > 2 ? atoi(argv[2]) : 0;
     }
-    fprintf(stderr, "usage: rocm_driver basic [exit code]\n");
+    if (strcmp(scenario, "threads") == 0)
+        return threads(argc > 2 ? atol(argv[2]) : 4, argc > 3 ? atol(argv[3]) : 50);
+    fprintf(stderr, "usage: rocm_driver basic [exit code] | threads [threads] [launches]\n");
     return 2;
 }

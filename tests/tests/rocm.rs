@@ -797,6 +797,115 @@ fn basic_replay_in_place_and_traced() {
     );
 }
 
+/// 4 threads, each launching 50 kernels on its own queue from its own region
+/// "worker", delivered after the threads are gone: every kernel under "worker",
+/// one track per queue, the same in place and traced; in the trace, every flow
+/// into a queue's kernels comes from the one thread that launched them.
+#[test]
+fn launches_from_threads_nest_under_their_thread_region() {
+    const T: u64 = 4;
+    const K: u64 = 50;
+    let mut seen = Vec::new();
+    for mode in [Mode::InPlace, Mode::Perfetto] {
+        let what = format!("threads, {mode:?}");
+        let r = run_driver(
+            &format!("rocm_threads_{mode:?}"),
+            &["threads", &T.to_string(), &K.to_string()],
+            true,
+            mode,
+            &[],
+        );
+        assert!(r.out.status.success(), "{}", r.what());
+        assert_eq!(
+            r.stdout(),
+            format!("threads: {T} x {K} launches\n"),
+            "{what}"
+        );
+        assert_eq!(r.log.records("kernel").len() as u64, T * K, "{what}");
+
+        let p = r.profile();
+        let null = || "null".to_string();
+        // Queues are numbered in the order their first record arrives, which
+        // the threads' interleaving decides: instances 1 to T, one per queue.
+        let mut want: Vec<ShapeRow> = vec![
+            (
+                "worker".into(),
+                "user_region".into(),
+                T,
+                null(),
+                null(),
+                null(),
+            ),
+            (
+                "worker / hipLaunchKernel".into(),
+                "gpu_api".into(),
+                T * K,
+                null(),
+                null(),
+                null(),
+            ),
+        ];
+        for q in 1..=T {
+            want.push((
+                format!("worker / {SAXPY}"),
+                "gpu_kernel".into(),
+                K,
+                "\"HIP\"".into(),
+                "0".into(),
+                q.to_string(),
+            ));
+        }
+        want.sort();
+        let mut got = shape_rows(&p);
+        got.sort();
+        assert_eq!(got, want, "{what}");
+        for (path, n) in nodes(&p) {
+            if path.last().is_some_and(|l| l == SAXPY) {
+                assert_eq!(u(&n["total_ns"]), K * 2000, "{what}: {n}");
+            }
+        }
+        assert_anomalies(&p, &[], &what);
+
+        if mode == Mode::Perfetto && !skip_unless(perfetto_schema().is_some(), "protoc") {
+            let m = read_perfetto(&r.dir.join("out")).expect("schema checked");
+            m.assert_valid();
+            assert_eq!(m.flows.len() as u64, T * K, "{what}");
+            // Device track -> the thread tracks its flows come from.
+            let mut from: BTreeMap<u64, BTreeSet<u64>> = BTreeMap::new();
+            for &(src, dst) in &m.flows {
+                let src = launching_call(&m, src);
+                assert_eq!(src.name, "hipLaunchKernel", "{what}");
+                assert_eq!(m.slices[dst].name, SAXPY, "{what}");
+                assert!(m.tid_of(src.track).is_some(), "{what}");
+                from.entry(m.slices[dst].track)
+                    .or_default()
+                    .insert(src.track);
+            }
+            let names: BTreeSet<&str> = from.keys().map(|t| m.tracks[t].name.as_str()).collect();
+            let want: BTreeSet<String> = (1..=T).map(|q| format!("HIP:0 stream {q}")).collect();
+            assert_eq!(
+                names,
+                want.iter().map(String::as_str).collect(),
+                "{what}: device tracks"
+            );
+            let threads: BTreeSet<u64> = from
+                .values()
+                .map(|s| {
+                    assert_eq!(s.len(), 1, "{what}: one queue, launched from {s:?}");
+                    *s.iter().next().unwrap()
+                })
+                .collect();
+            assert_eq!(
+                threads.len() as u64,
+                T,
+                "{what}: launching threads {threads:?}"
+            );
+        }
+        seen.push(shape_rows(&p));
+    }
+    assert_eq!(seen[0], seen[1], "threads: in place and traced differ");
+}
+
 /// The SDK refusing the tool's buffer: kprof says so in one line with the SDK's
 /// reason, never starts its context (no HIP call is traced), and the program
 /// runs unchanged with its own exit code.
