@@ -40,6 +40,12 @@
  *   hipLaunchKernel (corr 100000 + t * K + i) -> kernel 1 on queue 0xc000 + t,
  *   2 us each; after joining them, every batch is delivered. Prints
  *   "threads: T x K launches".
+ *
+ * Usage: rocm_driver bench [N] [R]
+ *
+ *   R rounds (default 5) of N (default 200000) hipLaunchKernel enter/exit
+ *   pairs inside a region, no device record: the cost of the HIP call path.
+ *   Prints the best round: "bench: N calls, X.X ns/call".
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -176,6 +182,24 @@ static int threads(long n, long k) {
     return 0;
 }
 
+static int bench(long n, long rounds) {
+    standin_init();
+    double best = 1e30;
+    for (long r = 0; r < rounds; r++) {
+        kprof_region_begin("bench");
+        uint64_t t0 = mono();
+        for (long i = 0; i < n; i++)
+            call(STANDIN_hipLaunchKernel, (uint64_t)(r * n + i + 1));
+        uint64_t t1 = mono();
+        kprof_region_end("bench");
+        double per = (double)(t1 - t0) / (double)n;
+        if (per < best)
+            best = per;
+    }
+    printf("bench: %ld calls, %.1f ns/call\n", n, best);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *scenario = argc > 1 ? argv[1] : "basic";
     if (strcmp(scenario, "basic") == 0) {
@@ -184,6 +208,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(scenario, "threads") == 0)
         return threads(argc > 2 ? atol(argv[2]) : 4, argc > 3 ? atol(argv[3]) : 50);
-    fprintf(stderr, "usage: rocm_driver basic [exit code] | threads [threads] [launches]\n");
+    if (strcmp(scenario, "bench") == 0)
+        return bench(argc > 2 ? atol(argv[2]) : 200000, argc > 3 ? atol(argv[3]) : 5);
+    fprintf(stderr, "usage: rocm_driver basic [exit code] | threads [threads] [launches] | "
+                    "bench [calls] [rounds]\n");
     return 2;
 }
