@@ -18,12 +18,12 @@ use std::ffi::c_void;
 use kprof_abi::guard::guard;
 use kprof_abi::{Kind, Site};
 
-use crate::correlation::Launch;
 use crate::plugin::{self, RING};
 use crate::sys::cuda12::{
     CUpti_CallbackData, CUpti_CallbackDomain, CUpti_CallbackId, CUPTI_API_ENTER, CUPTI_API_EXIT,
     CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RUNTIME_API,
 };
+use kprof_gpu::correlation::Launch;
 
 const NO_LAUNCH: Launch = Launch {
     site: Site { guid: 0, node: 0 },

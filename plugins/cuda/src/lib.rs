@@ -34,8 +34,6 @@ macro_rules! debug_line {
 
 pub mod activity;
 pub mod callbacks;
-pub mod clock;
-pub mod correlation;
 pub mod cupti;
 pub mod layout;
 pub mod names;

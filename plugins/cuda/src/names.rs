@@ -81,19 +81,7 @@ pub fn overhead_is_tool(kind: u32) -> bool {
     )
 }
 
-/// A readable kernel name: the demangled signature without the return type (the
-/// parameters stay: they tell overloads apart), or the name as it is when it is not
-/// a mangled C++ name.
-pub fn kernel_name(mangled: &str) -> String {
-    if !mangled.starts_with("_Z") {
-        return mangled.to_string();
-    }
-    let Ok(sym) = cpp_demangle::Symbol::new(mangled) else {
-        return mangled.to_string();
-    };
-    let opts = cpp_demangle::DemangleOptions::new().no_return_type();
-    sym.demangle(&opts).unwrap_or_else(|_| mangled.to_string())
-}
+pub use kprof_gpu::names::kernel_name;
 
 /// Demangled names, cached by their mangled text (the buffer thread's).
 #[derive(Default)]

@@ -12,13 +12,13 @@ use kprof_abi::CoreApi;
 
 use crate::activity::{self, Translator};
 use crate::callbacks;
-use crate::clock::Clock;
-use crate::correlation::Ring;
 use crate::cupti::{self, check, CuptiError};
 use crate::layout::Layout;
 use crate::pool::{self, Pool};
 use crate::sys::cuda12::{self as c, CUpti_SubscriberHandle, Cupti};
 use crate::sys::driver_cbids::TRACED_DRIVER_CALLS;
+use kprof_gpu::clock::Clock;
+use kprof_gpu::correlation::Ring;
 
 /// Launches remembered for their activities (2 MiB; see `correlation`).
 pub static RING: Ring<65536> = Ring::new();

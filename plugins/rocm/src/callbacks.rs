@@ -12,9 +12,9 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::PoisonError;
 
-use crate::correlation::Launch;
 use kprof_abi::guard::guard;
 use kprof_abi::Kind;
+use kprof_gpu::correlation::Launch;
 
 use crate::plugin::{self, State, RING};
 use crate::sys::{
@@ -188,15 +188,7 @@ pub unsafe extern "C" fn on_code_object(
 /// suffix of a kernel descriptor, demangled without the return type (the
 /// parameters tell overloads apart), as the CUDA plugin names kernels.
 pub fn kernel_name(symbol: &str) -> String {
-    let base = symbol.strip_suffix(".kd").unwrap_or(symbol);
-    if !base.starts_with("_Z") {
-        return base.to_string();
-    }
-    let Ok(sym) = cpp_demangle::Symbol::new(base) else {
-        return base.to_string();
-    };
-    let opts = cpp_demangle::DemangleOptions::new().no_return_type();
-    sym.demangle(&opts).unwrap_or_else(|_| base.to_string())
+    kprof_gpu::names::kernel_name(symbol.strip_suffix(".kd").unwrap_or(symbol))
 }
 
 #[cfg(test)]

@@ -31,14 +31,6 @@ macro_rules! debug_line {
 }
 
 pub mod callbacks;
-// The CUDA plugin's correlation ring and clock calibration, compiled from its
-// sources (not copied, and not through its crate, whose rlib would bring its
-// `InitializeInjection` export into this library): both belong in a crate shared
-// by the GPU plugins.
-#[path = "../../cuda/src/clock.rs"]
-pub mod clock;
-#[path = "../../cuda/src/correlation.rs"]
-pub mod correlation;
 pub mod plugin;
 pub mod records;
 pub mod sys;

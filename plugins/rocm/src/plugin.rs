@@ -7,10 +7,10 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use crate::clock::Clock;
-use crate::correlation::Ring;
 use kprof_abi::guard::guard;
 use kprof_abi::CoreApi;
+use kprof_gpu::clock::Clock;
+use kprof_gpu::correlation::Ring;
 use rustc_hash::FxHashMap;
 
 use crate::callbacks::{self, KernelSymbol};

@@ -1,21 +1,22 @@
-//! CUPTI's timestamps on the core clock.
+//! A GPU vendor's timestamps (CUPTI's, rocprofiler-sdk's) on the core clock.
 //!
-//! Method: take pairs of core readings around one `cuptiGetTimestamp` (core,
-//! CUPTI, core) a few times, keep the tightest bracket, and take the CUPTI reading
-//! as taken at the bracket's middle: `offset = cupti - (before + after) / 2`, so a
-//! CUPTI time `t` is `t - offset` on the core clock, off by at most half the
-//! bracket (well under a microsecond). Recalibrated at each completed buffer and at
-//! the final flush, which follows any drift between the two clocks.
+//! Method: take a few readings of the vendor's clock (`cuptiGetTimestamp`,
+//! `rocprofiler_get_timestamp`), each between two readings of the core clock,
+//! keep the tightest bracket, and take the vendor's reading as taken at the
+//! bracket's middle: `offset = vendor - (before + after) / 2`, so a vendor time `t`
+//! is `t - offset` on the core clock, off by at most half the bracket (well under
+//! a microsecond). Plugins recalibrate at each delivered buffer and at the final
+//! flush, which follows any drift between the two clocks.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// Bracketed readings taken per calibration.
 pub const SAMPLES: usize = 8;
 
-/// One reading: core clock before, CUPTI clock, core clock after.
+/// One reading: core clock before, vendor clock, core clock after.
 pub type Reading = (u64, u64, u64);
 
-/// The offset (CUPTI minus core) from the tightest of `readings`, with the
+/// The offset (vendor minus core) from the tightest of `readings`, with the
 /// bracket's width; None without a usable reading.
 pub fn offset(readings: &[Reading]) -> Option<(i64, u64)> {
     readings
@@ -49,7 +50,7 @@ impl Clock {
         Some(width)
     }
 
-    /// CUPTI time `t` on the core clock; None for 0 (CUPTI could not time it), a
+    /// vendor time `t` on the core clock; None for 0 (the vendor could not time it), a
     /// time before the core clock's origin, or before any calibration.
     pub fn to_core(&self, t: u64) -> Option<u64> {
         if t == 0 || !self.valid.load(Ordering::Acquire) {
@@ -59,7 +60,7 @@ impl Clock {
         u64::try_from(v).ok()
     }
 
-    /// The offset now (CUPTI minus core), for the metadata.
+    /// The offset now (vendor minus core), for the metadata.
     pub fn offset_ns(&self) -> i64 {
         self.offset.load(Ordering::Relaxed)
     }

@@ -1,6 +1,6 @@
-//! CUPTI correlation id -> where the launch happened (the [`Site`] and the GUID of
-//! the API call's slice), written at each API call and read when the activity
-//! record arrives.
+//! The vendor's correlation id (CUPTI's, rocprofiler-sdk's) -> where the launch
+//! happened (the [`Site`] and the GUID of the API call's slice), written at each
+//! API call and read when the activity record arrives.
 //!
 //! No lock on the launch path: correlation ids increase, so a power-of-two ring
 //! indexed by `id & mask` holds the latest `N` launches. A slot's id is cleared
@@ -64,7 +64,7 @@ impl<const N: usize> Ring<N> {
         }
     }
 
-    /// Remembers `launch` for correlation id `id` (0, which CUPTI never gives a
+    /// Remembers `launch` for correlation id `id` (0, which the vendors never give a
     /// call, is ignored).
     #[inline]
     pub fn insert(&self, id: u32, launch: Launch) {
