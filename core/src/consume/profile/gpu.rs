@@ -31,11 +31,11 @@ pub fn section(
             let space = memory.iter().find(|m| m.space == device);
             GpuDevice {
                 activities: d.activities,
-                busy_ns: d.busy_ns,
+                busy_ns: d.busy_ns(),
                 idle_pct: if run_ns == 0 {
                     0.0
                 } else {
-                    100.0 * run_ns.saturating_sub(d.busy_ns) as f64 / run_ns as f64
+                    100.0 * run_ns.saturating_sub(d.busy_ns()) as f64 / run_ns as f64
                 },
                 memory_high_water_bytes: space.map_or(0, |m| m.high_water_bytes),
                 leaked_bytes: space.map_or(0, |m| m.leaks.iter().map(|l| l.bytes).sum()),

@@ -8,8 +8,9 @@ use rustc_hash::FxHashMap;
 use crate::hot::nesting::Symbols;
 
 use crate::hot::aggregate::local::{
-    CopyKey, CopyStats, CounterStats, DeviceBusy, ThreadProfile, ADDRESS_NAME,
+    CopyKey, CopyStats, CounterStats, ThreadProfile, ADDRESS_NAME,
 };
+use crate::hot::aggregate::busy::DeviceBusy;
 use crate::hot::aggregate::task_graph::TaskGraph;
 use crate::hot::aggregate::tree::{Tree, ROOT};
 
@@ -183,7 +184,7 @@ fn merge_trees(
             *m.markers.entry(k).or_default() += n;
         }
         for (&k, d) in &p.devices {
-            m.devices.entry(k).or_default().merge(d);
+            m.devices.entry(k).or_default().merge(p.clock(), d);
         }
         for (&k, c) in &p.device_copies {
             let t = m.device_copies.entry(k).or_default();

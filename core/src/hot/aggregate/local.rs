@@ -19,6 +19,7 @@ use crate::hot::nesting::{
 use crate::hot::runtime::Runtime;
 use crate::hot::thread::{ThreadSlot, GUID_SEQ_BITS};
 
+use super::busy::DeviceBusy;
 use super::task_graph::TaskGraph;
 use super::tree::{Tree, ROOT};
 
@@ -87,54 +88,6 @@ pub struct CounterStats {
     pub last: f64,
     /// Raw time of the latest value.
     pub last_ts: u64,
-}
-
-/// One device's activities: how long it was busy (the union of its
-/// activities' intervals, taken in the order they arrive) and when.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct DeviceBusy {
-    /// Activities.
-    pub activities: u64,
-    /// Time with at least one activity running.
-    pub busy_ns: u64,
-    /// Raw start of the first activity.
-    pub first: u64,
-    /// Raw end of the last activity.
-    pub last: u64,
-}
-
-impl DeviceBusy {
-    /// Adds an activity from raw `begin` to `end`, `dur_ns` long: only its part
-    /// after every activity seen so far counts as new busy time (streams
-    /// overlap); all of it, exactly, when it starts after them.
-    fn add(&mut self, clock: &crate::hot::clock::Clock, begin: u64, end: u64, dur_ns: u64) {
-        if self.activities == 0 {
-            self.first = begin;
-        }
-        self.activities += 1;
-        self.first = self.first.min(begin);
-        if begin >= self.last {
-            self.busy_ns += dur_ns;
-        } else if end > self.last {
-            self.busy_ns += clock.delta_ns(self.last, end);
-        }
-        self.last = self.last.max(end);
-    }
-
-    /// Adds another thread's account of the same device.
-    pub fn merge(&mut self, o: &DeviceBusy) {
-        if o.activities == 0 {
-            return;
-        }
-        self.first = if self.activities == 0 {
-            o.first
-        } else {
-            self.first.min(o.first)
-        };
-        self.activities += o.activities;
-        self.busy_ns += o.busy_ns;
-        self.last = self.last.max(o.last);
-    }
 }
 
 /// Where a new instance goes.
@@ -216,6 +169,11 @@ impl ThreadProfile {
             address_cache: None,
             events: 0,
         }
+    }
+
+    /// The clock of the runtime it belongs to.
+    pub fn clock(&self) -> &'static crate::hot::clock::Clock {
+        &self.rt.clock
     }
 
     /// The thread's index.

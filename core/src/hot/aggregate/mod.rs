@@ -7,9 +7,10 @@
 //! when a trace is on.
 //!
 //! The parts: one thread's call-path tree ([`tree`]) with each node's statistics
-//! ([`stats`]), its task graph ([`task_graph`]), and the profile that holds them
-//! ([`local`]).
+//! ([`stats`]), its task graph ([`task_graph`]), its devices' busy time
+//! ([`busy`]), and the profile that holds them ([`local`]).
 
+pub mod busy;
 pub mod local;
 pub mod stats;
 pub mod task_graph;
