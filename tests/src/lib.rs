@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub mod openmp;
+pub mod standin;
 pub mod trace_check;
 
 use std::path::{Path, PathBuf};
@@ -58,6 +59,8 @@ pub fn lib_dir() -> PathBuf {
                     "kprof-raja",
                     "-p",
                     "kprof-cuda",
+                    "-p",
+                    "kprof-rocm",
                     "-p",
                     "kprof-cli",
                 ])

@@ -29,6 +29,7 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use kprof_tests::openmp::deps_dir;
+use kprof_tests::standin::{assert_anomalies, launching_call, Log};
 use kprof_tests::trace_check::{perfetto_schema, read_perfetto, Model};
 use kprof_tests::{
     clean_cmd, compile, compile_with_core, lib_dir, nodes, read_profile, run, scratch, shape_rows,
@@ -297,103 +298,12 @@ fn lines(s: &str) -> Vec<&str> {
 
 // -------------------------------------------------------- the stand-in's log
 
-/// One line of the stand-in's log: its first word(s) and its key=value fields.
-#[derive(Debug, Clone)]
-struct Entry {
-    /// "record", "drop", "request", "complete", "api", ...
-    tag: String,
-    /// For "record": the record's type ("kernel", "memcpy", ...); for "api":
-    /// "enter" or "exit"; else empty.
-    sub: String,
-    fields: BTreeMap<String, String>,
-}
-
-impl Entry {
-    fn get(&self, k: &str) -> &str {
-        self.fields
-            .get(k)
-            .map(String::as_str)
-            .unwrap_or_else(|| panic!("no {k} in {self:?}"))
-    }
-
-    fn num(&self, k: &str) -> u64 {
-        self.get(k)
-            .parse()
-            .unwrap_or_else(|e| panic!("{k} in {self:?}: {e}"))
-    }
-}
-
-/// The stand-in's log (see `tests/harness/cupti_standin.c`).
-#[derive(Debug, Default)]
-struct Log {
-    entries: Vec<Entry>,
-}
-
-impl Log {
-    fn parse(text: &str) -> Log {
-        let entries = text
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(|l| {
-                let mut words = l.split(' ');
-                let tag = words.next().unwrap_or_default().to_string();
-                let mut sub = String::new();
-                let mut fields = BTreeMap::new();
-                for w in words {
-                    match w.split_once('=') {
-                        Some((k, v)) => {
-                            fields.insert(k.to_string(), v.to_string());
-                        }
-                        None if sub.is_empty() => sub = w.to_string(),
-                        None => {}
-                    }
-                }
-                Entry { tag, sub, fields }
-            })
-            .collect();
-        Log { entries }
-    }
-
-    /// The records written, of type `sub` ("kernel", "memcpy", ...).
-    fn records(&self, sub: &str) -> Vec<&Entry> {
-        self.entries
-            .iter()
-            .filter(|e| e.tag == "record" && e.sub == sub)
-            .collect()
-    }
-
-    fn count(&self, tag: &str) -> usize {
-        self.entries.iter().filter(|e| e.tag == tag).count()
-    }
-
-    /// Records CUPTI dropped because the tool gave no buffer.
-    fn dropped_no_buffer(&self) -> usize {
-        self.entries
-            .iter()
-            .filter(|e| e.tag == "drop" && e.get("reason") == "no_buffer")
-            .count()
-    }
-
-    /// [enter, exit] (CLOCK_MONOTONIC ns) of the call of API function `function`
-    /// with correlation id `corr` (a runtime call and the driver call inside it
-    /// may share the id).
-    fn api_span(&self, function: &str, corr: u32) -> (u64, u64) {
-        let t = |site: &str| {
-            self.entries
-                .iter()
-                .find(|e| {
-                    e.tag == "api"
-                        && e.sub == site
-                        && e.get("fn") == function
-                        && e.num("corr") == u64::from(corr)
-                })
-                .unwrap_or_else(|| {
-                    panic!("no {site} of {function} (corr {corr}) in the stand-in's log")
-                })
-                .num("t")
-        };
-        (t("enter"), t("exit"))
-    }
+/// Records CUPTI dropped because the tool gave no buffer.
+fn dropped_no_buffer(log: &Log) -> usize {
+    log.entries
+        .iter()
+        .filter(|e| e.tag == "drop" && e.get("reason") == "no_buffer")
+        .count()
 }
 
 // ------------------------------------------------------- what basic replays
@@ -589,25 +499,6 @@ fn assert_rows(p: &Value, want: &[ShapeRow], what: &str) {
     }
 }
 
-/// Anomalies: exactly `nonzero`, every other one 0, and no kprof record dropped.
-fn assert_anomalies(p: &Value, nonzero: &[(&str, u64)], what: &str) {
-    let a = p["anomalies"].as_object().expect("anomalies");
-    for (k, n) in nonzero {
-        assert_eq!(
-            a.get(*k),
-            Some(&json!(n)),
-            "{what}: anomaly {k}: {}",
-            p["anomalies"]
-        );
-    }
-    for (k, v) in a {
-        if !nonzero.iter().any(|(n, _)| n == k) {
-            assert_eq!(u(v), 0, "{what}: anomaly {k}: {}", p["anomalies"]);
-        }
-    }
-    assert_eq!(u(&p["dropped_records"]), 0, "{what}");
-}
-
 /// The device nodes' timing: count, total, min and max equal the replayed
 /// durations, exactly (converting clocks moves times, never durations).
 fn assert_device_times(p: &Value, acts: &[Replayed], what: &str) {
@@ -721,40 +612,6 @@ fn near(a: u64, b: u64) -> bool {
     a.abs_diff(b) <= TOLERANCE_NS
 }
 
-/// The API call a flow into device work starts from: the flow's source is a
-/// `launch` mark of no duration at the call's begin on the calling thread's track
-/// (inside the call's slice), or before the call when the work's reported begin is
-/// earlier than the call's (the mark is never after the work it points to; the
-/// replay starts work 5 us after the time taken before the call, which a thread's
-/// first call can take longer than to begin): then the first call after it.
-fn launching_call(m: &Model, source: usize) -> &kprof_tests::trace_check::Slice {
-    let mark = &m.slices[source];
-    assert_eq!(
-        (
-            mark.name.as_str(),
-            mark.category.as_str(),
-            mark.end_ns - mark.begin_ns
-        ),
-        ("launch", "gpu.api", 0),
-        "flow source"
-    );
-    if let Some(p) = mark.parent.map(|p| &m.slices[p]) {
-        if p.category == "gpu.api" {
-            return p;
-        }
-    }
-    m.slices
-        .iter()
-        .filter(|s| {
-            s.track == mark.track
-                && s.category == "gpu.api"
-                && s.name != "launch"
-                && s.begin_ns >= mark.begin_ns
-        })
-        .min_by_key(|s| s.begin_ns)
-        .unwrap_or_else(|| panic!("no API call at the launch mark at {}", mark.begin_ns))
-}
-
 /// The decoded Perfetto trace of a basic run, checked against the replay.
 fn check_basic_trace(dir: &Path, acts: &[Replayed], log: &Log, what: &str) {
     if skip_unless(perfetto_schema().is_some(), "protoc") {
@@ -844,7 +701,7 @@ fn check_basic_trace(dir: &Path, acts: &[Replayed], log: &Log, what: &str) {
                     m.tid_of(src.track).is_some(),
                     "{what}: {api_name} off-thread"
                 );
-                let (enter, exit) = log.api_span(api_name, corr);
+                let (enter, exit) = log.api_span(api_name, u64::from(corr));
                 assert!(
                     src.begin_ns + TOLERANCE_NS >= enter && src.end_ns <= exit + TOLERANCE_NS,
                     "{what}: the flow into {:?} comes from the {api_name} slice [{}, {}], not \
@@ -955,7 +812,7 @@ fn basic(major: u32) {
         // The replay happened: every record written, none dropped for want of a
         // buffer, every buffer completed.
         let log = &r.log;
-        assert_eq!(log.dropped_no_buffer(), 0, "{what}: {log:?}");
+        assert_eq!(dropped_no_buffer(log), 0, "{what}: {log:?}");
         assert_eq!(
             log.count("request"),
             log.count("complete"),
@@ -1035,7 +892,7 @@ fn full_buffer_pool_drops_and_counts() {
         assert_eq!(r.stdout(), format!("pool: {N} launches\n"), "{what}");
         let log = &r.log;
         let written = log.records("kernel").len() as u64;
-        let dropped = log.dropped_no_buffer() as u64;
+        let dropped = dropped_no_buffer(log) as u64;
         assert_eq!(written + dropped, N, "{what}");
         assert_eq!(
             log.count("request"),
@@ -1094,7 +951,7 @@ fn launches_from_threads_nest_under_their_thread_region() {
             "{what}"
         );
         assert_eq!(r.log.records("kernel").len() as u64, T * K, "{what}");
-        assert_eq!(r.log.dropped_no_buffer(), 0, "{what}");
+        assert_eq!(dropped_no_buffer(&r.log), 0, "{what}");
 
         let p = r.profile();
         let null = || "null".to_string();

@@ -22,38 +22,23 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
-use kprof_tests::trace_check::{perfetto_schema, read_perfetto, Model, Slice};
+use kprof_tests::standin::{assert_anomalies, launching_call, Log};
+use kprof_tests::trace_check::{perfetto_schema, read_perfetto, Model};
 use kprof_tests::{
     clean_cmd, compile, compile_with_core, lib_dir, nodes, read_profile, run, scratch, shape_rows,
-    skip_unless, test_file, u, workspace_root, ShapeRow,
+    skip_unless, test_file, u, ShapeRow,
 };
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------- building
 
-/// `target/release/libkprof_rocm.so`, built once per test process (with the core).
+/// `target/release/libkprof_rocm.so` (built with the other plugins, see
+/// `kprof_tests::lib_dir`).
 fn plugin() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = lib_dir();
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let out = Command::new(cargo)
-                .current_dir(workspace_root())
-                .args(["build", "--release", "--quiet", "-p", "kprof-rocm"])
-                .output()
-                .expect("run cargo build");
-            assert!(
-                out.status.success(),
-                "cargo build --release -p kprof-rocm (plugins/rocm) failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            dir.join("libkprof_rocm.so")
-        })
-        .clone()
+    lib_dir().join("libkprof_rocm.so")
 }
 
 /// The driver, linked with the stand-in librocprofiler-sdk.so (in a directory of
@@ -174,93 +159,6 @@ fn lines(s: &str) -> Vec<&str> {
 }
 
 // -------------------------------------------------------- the stand-in's log
-
-/// One line of the stand-in's log: its first word(s) and key=value fields.
-#[derive(Debug, Clone)]
-struct Entry {
-    tag: String,
-    sub: String,
-    fields: BTreeMap<String, String>,
-}
-
-impl Entry {
-    fn get(&self, k: &str) -> &str {
-        self.fields
-            .get(k)
-            .map(String::as_str)
-            .unwrap_or_else(|| panic!("no {k} in {self:?}"))
-    }
-
-    fn num(&self, k: &str) -> u64 {
-        self.get(k)
-            .parse()
-            .unwrap_or_else(|e| panic!("{k} in {self:?}: {e}"))
-    }
-}
-
-/// The stand-in's log.
-#[derive(Debug, Default)]
-struct Log {
-    entries: Vec<Entry>,
-}
-
-impl Log {
-    fn parse(text: &str) -> Log {
-        let entries = text
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(|l| {
-                let mut words = l.split(' ');
-                let tag = words.next().unwrap_or_default().to_string();
-                let mut sub = String::new();
-                let mut fields = BTreeMap::new();
-                for w in words {
-                    match w.split_once('=') {
-                        Some((k, v)) => {
-                            fields.insert(k.to_string(), v.to_string());
-                        }
-                        None if sub.is_empty() => sub = w.to_string(),
-                        None => {}
-                    }
-                }
-                Entry { tag, sub, fields }
-            })
-            .collect();
-        Log { entries }
-    }
-
-    /// The records written, of type `sub` ("kernel", "copy", ...).
-    fn records(&self, sub: &str) -> Vec<&Entry> {
-        self.entries
-            .iter()
-            .filter(|e| e.tag == "record" && e.sub == sub)
-            .collect()
-    }
-
-    fn count(&self, tag: &str) -> usize {
-        self.entries.iter().filter(|e| e.tag == tag).count()
-    }
-
-    /// [enter, exit] (CLOCK_MONOTONIC ns) of the call of `function` with
-    /// correlation id `corr`.
-    fn api_span(&self, function: &str, corr: u64) -> (u64, u64) {
-        let t = |site: &str| {
-            self.entries
-                .iter()
-                .find(|e| {
-                    e.tag == "api"
-                        && e.sub == site
-                        && e.get("fn") == function
-                        && e.num("corr") == corr
-                })
-                .unwrap_or_else(|| panic!("no {site} of {function} (corr {corr}) in the log"))
-                .num("t")
-        };
-        (t("enter"), t("exit"))
-    }
-}
-
-// ------------------------------------------------------- what basic replays
 
 const SAXPY: &str = "saxpy(int, float, float const*, float*)";
 const FOO: &str = "foo<int>(int*)";
@@ -387,25 +285,6 @@ fn expected_rows(acts: &[Replayed]) -> Vec<ShapeRow> {
     }
     rows.sort();
     rows
-}
-
-/// Anomalies: exactly `nonzero`, every other one 0, and no kprof record dropped.
-fn assert_anomalies(p: &Value, nonzero: &[(&str, u64)], what: &str) {
-    let a = p["anomalies"].as_object().expect("anomalies");
-    for (k, n) in nonzero {
-        assert_eq!(
-            a.get(*k),
-            Some(&json!(n)),
-            "{what}: anomaly {k}: {}",
-            p["anomalies"]
-        );
-    }
-    for (k, v) in a {
-        if !nonzero.iter().any(|(n, _)| n == k) {
-            assert_eq!(u(v), 0, "{what}: anomaly {k}: {}", p["anomalies"]);
-        }
-    }
-    assert_eq!(u(&p["dropped_records"]), 0, "{what}");
 }
 
 /// The device nodes: count, total, min and max are the replayed durations,
@@ -586,37 +465,6 @@ fn comparable(p: &Value, acts: &[Replayed]) -> Value {
 /// and `rocprofiler_get_timestamp` (the CUDA plugin's method and bound, see
 /// tests/tests/cuda.rs); far below the 5e17 ns a missing conversion leaves.
 const TOLERANCE_NS: u64 = 50_000;
-
-/// The HIP call a flow into device work starts from: its source is a `launch`
-/// mark of no duration inside the call's slice (or, when the work's reported
-/// begin precedes the call's, before it: then the first call after it).
-fn launching_call(m: &Model, source: usize) -> &Slice {
-    let mark = &m.slices[source];
-    assert_eq!(
-        (
-            mark.name.as_str(),
-            mark.category.as_str(),
-            mark.end_ns - mark.begin_ns
-        ),
-        ("launch", "gpu.api", 0),
-        "flow source"
-    );
-    if let Some(p) = mark.parent.map(|p| &m.slices[p]) {
-        if p.category == "gpu.api" {
-            return p;
-        }
-    }
-    m.slices
-        .iter()
-        .filter(|s| {
-            s.track == mark.track
-                && s.category == "gpu.api"
-                && s.name != "launch"
-                && s.begin_ns >= mark.begin_ns
-        })
-        .min_by_key(|s| s.begin_ns)
-        .unwrap_or_else(|| panic!("no API call at the launch mark at {}", mark.begin_ns))
-}
 
 /// The decoded Perfetto trace of a basic run, checked against the replay.
 fn check_trace(dir: &Path, acts: &[Replayed], log: &Log, what: &str) {

@@ -103,7 +103,7 @@ pub unsafe fn report_dropped(st: &State, context: CUcontext, stream: u32) {
         return;
     }
     if st.debug {
-        crate::debug_line!("kprof-cuda: {n} records dropped by CUPTI");
+        kprof_gpu::debug_line!("kprof-cuda: {n} records dropped by CUPTI");
     }
     for _ in 0..n {
         // SAFETY: core table function.
@@ -266,13 +266,13 @@ impl Translator {
                 total.1 += ns;
                 self.counts.overhead += 1;
                 if st.debug {
-                    crate::debug_line!("kprof-cuda: overhead kind={:#x} {ns} ns", r.kind);
+                    kprof_gpu::debug_line!("kprof-cuda: overhead kind={:#x} {ns} ns", r.kind);
                 }
             }
             other => {
                 self.counts.unknown_kind += 1;
                 if st.debug {
-                    crate::debug_line!("kprof-cuda: record of unknown kind {other}");
+                    kprof_gpu::debug_line!("kprof-cuda: record of unknown kind {other}");
                 }
                 // SAFETY: core table function.
                 unsafe { (st.api.anomaly)(Anomaly::UnknownEvent as u32) };
@@ -312,7 +312,7 @@ impl Translator {
         if st.debug {
             // SAFETY: `name` points into the cache, alive for this call.
             let text = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-            crate::debug_line!(
+            kprof_gpu::debug_line!(
                 "kprof-cuda: kernel \"{text}\" grid=({},{},{}) block=({},{},{}) regs={} smem={}+{} dev={} ctx={} stream={} corr={} dur={} ns",
                 r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2],
                 r.registers, r.static_shared, r.dynamic_shared, r.device, r.context,
@@ -353,7 +353,7 @@ impl Translator {
         let n = fill(&mut args, pairs);
         self.counts.copies += 1;
         if st.debug {
-            crate::debug_line!(
+            kprof_gpu::debug_line!(
                 "kprof-cuda: {} {} bytes src_kind={} dst_kind={} dev={} stream={} corr={} dur={} ns",
                 names::copy_name(r.copy_kind).to_string_lossy(),
                 r.bytes, r.src_kind, r.dst_kind, r.device, r.stream, r.correlation,
@@ -386,7 +386,7 @@ impl Translator {
         };
         self.counts.memory += 1;
         if st.debug {
-            crate::debug_line!(
+            kprof_gpu::debug_line!(
                 "kprof-cuda: memory op={} kind={} {:#x} {} bytes dev={} corr={}",
                 r.op,
                 label.to_string_lossy(),
@@ -453,7 +453,7 @@ impl Translator {
             None => {
                 self.counts.unknown_correlation += 1;
                 if st.debug {
-                    crate::debug_line!("kprof-cuda:   correlation {correlation} unknown");
+                    kprof_gpu::debug_line!("kprof-cuda:   correlation {correlation} unknown");
                 }
                 // SAFETY: core table function.
                 unsafe { (api.anomaly)(Anomaly::UnknownCorrelation as u32) };
@@ -461,7 +461,7 @@ impl Translator {
             }
         };
         if st.debug && launch.api != 0 {
-            crate::debug_line!(
+            kprof_gpu::debug_line!(
                 "kprof-cuda:   correlation {correlation} -> site {} api slice {}",
                 launch.site.guid,
                 launch.api
@@ -488,7 +488,7 @@ impl Translator {
             *d = *s;
         }
         if st.debug {
-            crate::debug_line!(
+            kprof_gpu::debug_line!(
                 "kprof-cuda:   -> {} \"{}\" track {} [{s}, {e}] core ns ({} ns)",
                 kind.as_str(),
                 name.to_string_lossy(),

@@ -124,7 +124,7 @@ fn debug_call(runtime: bool, d: &CUpti_CallbackData) {
     let depth = RUNTIME.try_with(|c| c.get().0).unwrap_or(0);
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
-    crate::debug_line!(
+    kprof_gpu::debug_line!(
         "kprof-cuda: {} {} {name} corr={} tid={tid} runtime-depth={depth}",
         if d.callbackSite == CUPTI_API_ENTER {
             "enter"

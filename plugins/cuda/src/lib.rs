@@ -21,17 +21,6 @@
 //! No panic reaches CUDA (every entry point runs under `kprof_abi::guard`), and no
 //! lock or allocation is taken on the launch path.
 
-/// One line on stderr for `KPROF_CUDA_DEBUG`, ignoring write errors (eprintln!
-/// would panic on a closed stderr).
-#[macro_export]
-#[doc(hidden)]
-macro_rules! debug_line {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
 pub mod activity;
 pub mod callbacks;
 pub mod cupti;

@@ -65,19 +65,14 @@ impl State {
         self.done.load(Ordering::Acquire)
     }
 
-    /// Recalibrates the clock offset (see `clock`).
+    /// Recalibrates the clock offset (see `kprof_gpu::clock`).
     pub fn recalibrate(&self) {
-        let api = self.api;
         let get = self.cupti.cuptiGetTimestamp;
-        self.clock.calibrate(|| {
+        self.clock.calibrate_with_core(self.api, || {
             let mut t = 0u64;
-            // SAFETY: core and CUPTI clock readings with a valid out pointer.
-            unsafe {
-                let a = (api.now_ns)();
-                let rc = get(&mut t);
-                let b = (api.now_ns)();
-                (a, if rc == c::CUPTI_SUCCESS { t } else { 0 }, b)
-            }
+            // SAFETY: a CUPTI clock reading with a valid out pointer.
+            let rc = unsafe { get(&mut t) };
+            (rc == c::CUPTI_SUCCESS).then_some(t)
         });
     }
 }
@@ -234,7 +229,7 @@ fn start(api: &'static CoreApi) -> Result<&'static State, CuptiError> {
         metadata(api, "CUPTI activities off", &skipped.join("; "));
     }
     if st.debug {
-        crate::debug_line!(
+        kprof_gpu::debug_line!(
             "kprof-cuda: CUPTI {version} from {}, layout {l:?}, clock offset {} ns, buffers {} x {} KiB",
             lib_path(&file),
             st.clock.offset_ns(),
@@ -374,7 +369,7 @@ pub extern "C" fn flush() {
             ),
         );
         if st.debug {
-            crate::debug_line!(
+            kprof_gpu::debug_line!(
                 "kprof-cuda: flushed: {:?}, clock offset {} ns, pool {}/{} refused {}",
                 t.counts,
                 st.clock.offset_ns(),

@@ -50,7 +50,24 @@ impl Clock {
         Some(width)
     }
 
-    /// vendor time `t` on the core clock; None for 0 (the vendor could not time it), a
+    /// Calibrates against the core's clock (`CoreApi::now_ns`) with `vendor`, one
+    /// reading of the vendor's clock (None: the vendor could not give one).
+    pub fn calibrate_with_core(
+        &self,
+        api: &kprof_abi::CoreApi,
+        mut vendor: impl FnMut() -> Option<u64>,
+    ) -> Option<u64> {
+        self.calibrate(|| {
+            // SAFETY: a function of the core's table, callable from any thread.
+            let before = unsafe { (api.now_ns)() };
+            let t = vendor().unwrap_or(0);
+            // SAFETY: as above.
+            let after = unsafe { (api.now_ns)() };
+            (before, t, after)
+        })
+    }
+
+    /// The vendor's time `t` on the core clock; None for 0 (the vendor could not time it), a
     /// time before the core clock's origin, or before any calibration.
     pub fn to_core(&self, t: u64) -> Option<u64> {
         if t == 0 || !self.valid.load(Ordering::Acquire) {

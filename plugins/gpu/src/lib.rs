@@ -4,6 +4,17 @@
 //! the offset between the vendor's clock and the core's ([`clock`]), and readable
 //! kernel names ([`names`]).
 
+/// One line on stderr for a plugin's debug setting (`KPROF_CUDA_DEBUG`,
+/// `KPROF_ROCM_DEBUG`), ignoring write errors (eprintln! would panic on a closed
+/// stderr).
+#[macro_export]
+macro_rules! debug_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod clock;
 pub mod correlation;
 pub mod names;

@@ -97,7 +97,7 @@ pub unsafe extern "C" fn on_hip(
                 if st.debug {
                     // SAFETY: a NUL-terminated name.
                     let n = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-                    crate::debug_line!("kprof-rocm: enter {n} corr={corr} slice={guid}");
+                    kprof_gpu::debug_line!("kprof-rocm: enter {n} corr={corr} slice={guid}");
                 }
             }
             CALLBACK_PHASE_EXIT => {
@@ -175,7 +175,7 @@ pub unsafe extern "C" fn on_code_object(
             vgprs: regs.1,
         };
         if st.debug {
-            crate::debug_line!("kprof-rocm: kernel symbol {id} = {:?}", sym.name);
+            kprof_gpu::debug_line!("kprof-rocm: kernel symbol {id} = {:?}", sym.name);
         }
         st.kernels
             .lock()

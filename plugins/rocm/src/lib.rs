@@ -20,16 +20,6 @@
 //! No panic reaches the SDK (every entry point runs under `kprof_abi::guard`),
 //! and no lock or allocation is taken on the HIP call path.
 
-/// One line on stderr for `KPROF_ROCM_DEBUG`, ignoring write errors.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! debug_line {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
 pub mod callbacks;
 pub mod plugin;
 pub mod records;

@@ -85,20 +85,14 @@ impl State {
         self.done.load(Ordering::Acquire)
     }
 
-    /// Recalibrates the clock offset (the CUDA plugin's method: the tightest of a
-    /// few core/SDK/core brackets).
+    /// Recalibrates the clock offset (see `kprof_gpu::clock`).
     pub fn recalibrate(&self) {
-        let api = self.api;
         let get = self.rp.get_timestamp;
-        self.clock.calibrate(|| {
+        self.clock.calibrate_with_core(self.api, || {
             let mut t = 0u64;
-            // SAFETY: core and SDK clock readings with a valid out pointer.
-            unsafe {
-                let a = (api.now_ns)();
-                let rc = get(&mut t);
-                let b = (api.now_ns)();
-                (a, if rc == STATUS_SUCCESS { t } else { 0 }, b)
-            }
+            // SAFETY: an SDK clock reading with a valid out pointer.
+            let rc = unsafe { get(&mut t) };
+            (rc == STATUS_SUCCESS).then_some(t)
         });
     }
 
@@ -337,7 +331,7 @@ fn start(st: &'static State) -> Result<(), RocmError> {
     let gpus = st.gpus.get().map_or(0, Vec::len);
     metadata(st.api, "rocprofiler-sdk GPU agents", &gpus.to_string());
     if st.debug {
-        crate::debug_line!(
+        kprof_gpu::debug_line!(
             "kprof-rocm: rocprofiler-sdk {}, {gpus} GPU agents, clock offset {} ns, buffer {} KiB",
             st.version,
             st.clock.offset_ns(),
@@ -432,7 +426,7 @@ pub extern "C" fn flush() {
             );
         }
         if st.debug {
-            crate::debug_line!(
+            kprof_gpu::debug_line!(
                 "kprof-rocm: flushed: {:?}, clock offset {} ns",
                 t.counts,
                 st.clock.offset_ns()

@@ -168,7 +168,7 @@ impl Translator {
             (category, kind) => {
                 self.counts.unknown_kind += 1;
                 if st.debug {
-                    crate::debug_line!(
+                    kprof_gpu::debug_line!(
                         "kprof-rocm: record of unknown category {category} kind {kind} ({size} bytes)"
                     );
                 }
@@ -239,7 +239,7 @@ impl Translator {
         let n = fill(&mut args, &pairs);
         self.counts.kernels += 1;
         if st.debug {
-            crate::debug_line!(
+            kprof_gpu::debug_line!(
                 "kprof-rocm: kernel {:?} grid=({},{},{}) wg=({},{},{}) dev={device} queue={queue} corr={} dur={} ns",
                 name, d.grid_size.x, d.grid_size.y, d.grid_size.z, d.workgroup_size.x,
                 d.workgroup_size.y, d.workgroup_size.z, r.correlation_id.internal,
@@ -296,7 +296,7 @@ impl Translator {
         };
         self.counts.copies += 1;
         if st.debug {
-            crate::debug_line!(
+            kprof_gpu::debug_line!(
                 "kprof-rocm: {} {} bytes dev={device} corr={} dur={} ns",
                 name.to_string_lossy(),
                 r.bytes,
@@ -338,7 +338,7 @@ impl Translator {
         };
         self.counts.memory += 1;
         if st.debug {
-            crate::debug_line!(
+            kprof_gpu::debug_line!(
                 "kprof-rocm: memory op={} {:#x} {} bytes space={} corr={}",
                 r.operation,
                 r.address,
@@ -403,7 +403,7 @@ impl Translator {
             None => {
                 self.counts.unknown_correlation += 1;
                 if st.debug {
-                    crate::debug_line!("kprof-rocm:   correlation {correlation} unknown");
+                    kprof_gpu::debug_line!("kprof-rocm:   correlation {correlation} unknown");
                 }
                 // SAFETY: core table function.
                 unsafe { (api.anomaly)(Anomaly::UnknownCorrelation as u32) };

@@ -7,10 +7,8 @@ use rustc_hash::FxHashMap;
 
 use crate::hot::nesting::Symbols;
 
-use crate::hot::aggregate::local::{
-    CopyKey, CopyStats, CounterStats, ThreadProfile, ADDRESS_NAME,
-};
 use crate::hot::aggregate::busy::DeviceBusy;
+use crate::hot::aggregate::local::{CopyKey, CopyStats, CounterStats, ThreadProfile, ADDRESS_NAME};
 use crate::hot::aggregate::task_graph::TaskGraph;
 use crate::hot::aggregate::tree::{Tree, ROOT};
 

@@ -94,7 +94,11 @@ impl DeviceBusy {
         self.sealed_ns += o.sealed_ns;
         self.sealed_until = self.sealed_until.max(o.sealed_until);
         self.activities = activities + o.activities;
-        self.first = if activities == 0 { o.first } else { first.min(o.first) };
+        self.first = if activities == 0 {
+            o.first
+        } else {
+            first.min(o.first)
+        };
         self.last = last.max(o.last);
     }
 }
