@@ -8,9 +8,9 @@ use std::sync::PoisonError;
 
 use kprof_abi::guard::guard;
 use kprof_abi::{
-    direction, Activity, ActivityArg, Anomaly, CoreApi, DeviceDesc, Kind, Site, SpaceName,
-    ACTIVITY_ARGS,
+    direction, ActivityArg, Anomaly, CoreApi, DeviceDesc, Kind, SpaceName, ACTIVITY_ARGS,
 };
+use kprof_gpu::activity::NO_ARG;
 use rustc_hash::FxHashMap;
 
 use crate::names::{self, KernelNames};
@@ -123,11 +123,6 @@ const KERNEL_KEYS: [&CStr; 9] = [
     c"static_shared",
     c"dynamic_shared",
 ];
-
-const NO_ARG: ActivityArg = ActivityArg {
-    key: std::ptr::null(),
-    value: 0,
-};
 
 /// Records by kind, for the debug summary.
 #[derive(Debug, Default, Clone, Copy)]
@@ -467,26 +462,8 @@ impl Translator {
                 launch.api
             );
         }
-        let mut a = Activity {
-            size: std::mem::size_of::<Activity>() as u32,
-            kind: kind as u8,
-            direction: dir,
-            nargs: args.len().min(ACTIVITY_ARGS) as u8,
-            dev: self.device(api, device, stream),
-            name: name.as_ptr(),
-            start_ns: s,
-            end_ns: e,
-            site: Site {
-                guid: launch.site.guid,
-                node: launch.site.node,
-            },
-            flow_from: launch.api,
-            bytes,
-            args: [NO_ARG; ACTIVITY_ARGS],
-        };
-        for (d, s) in a.args.iter_mut().zip(args) {
-            *d = *s;
-        }
+        let dev = self.device(api, device, stream);
+        let a = kprof_gpu::activity::activity(kind, dir, dev, name, (s, e), launch, bytes, args);
         if st.debug {
             kprof_gpu::debug_line!(
                 "kprof-cuda:   -> {} \"{}\" track {} [{s}, {e}] core ns ({} ns)",

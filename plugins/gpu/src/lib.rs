@@ -15,6 +15,7 @@ macro_rules! debug_line {
     }};
 }
 
+pub mod activity;
 pub mod clock;
 pub mod correlation;
 pub mod names;

@@ -13,20 +13,15 @@ use std::sync::PoisonError;
 
 use kprof_abi::guard::guard;
 use kprof_abi::{
-    direction, Activity, ActivityArg, Anomaly, CoreApi, DeviceDesc, Kind, Site, SpaceName,
-    ACTIVITY_ARGS,
+    direction, ActivityArg, Anomaly, CoreApi, DeviceDesc, Kind, SpaceName, ACTIVITY_ARGS,
 };
+use kprof_gpu::activity::NO_ARG;
 use rustc_hash::FxHashMap;
 
 use crate::plugin::{self, State, RING};
 use crate::sys::{
     self, BufferId, ContextId, KernelDispatchRecord, MemoryAllocationRecord, MemoryCopyRecord,
     RecordHeader,
-};
-
-const NO_ARG: ActivityArg = ActivityArg {
-    key: std::ptr::null(),
-    value: 0,
 };
 
 /// The buffer callback: `num_headers` records, and the records the SDK dropped
@@ -410,26 +405,8 @@ impl Translator {
                 Default::default()
             }
         };
-        let mut a = Activity {
-            size: std::mem::size_of::<Activity>() as u32,
-            kind: kind as u8,
-            direction: dir,
-            nargs: args.len().min(ACTIVITY_ARGS) as u8,
-            dev: self.device(api, device, instance),
-            name: name.as_ptr(),
-            start_ns: s,
-            end_ns: e,
-            site: Site {
-                guid: launch.site.guid,
-                node: launch.site.node,
-            },
-            flow_from: launch.api,
-            bytes,
-            args: [NO_ARG; ACTIVITY_ARGS],
-        };
-        for (d, s) in a.args.iter_mut().zip(args) {
-            *d = *s;
-        }
+        let dev = self.device(api, device, instance);
+        let a = kprof_gpu::activity::activity(kind, dir, dev, name, (s, e), launch, bytes, args);
         // SAFETY: core table function; the activity and its strings live across
         // the call (the core copies the name).
         unsafe { (api.activity)(&a) };
