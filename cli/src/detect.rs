@@ -38,6 +38,8 @@ pub struct Models {
     /// runtime is built in (nvcc's default static libcudart, which loads the driver
     /// by the name `libcuda.so.1`).
     pub cuda: bool,
+    /// The HIP runtime (AMD GPUs): libamdhip64 is needed.
+    pub hip: bool,
     /// Why, one entry per finding.
     pub reasons: Vec<String>,
 }
@@ -251,6 +253,11 @@ fn classify(name: &str, resolved: Option<&Path>, models: &mut Models, via: &str,
             models.reasons.push(why("raja"));
         }
         models.raja = true;
+    } else if base.starts_with("libamdhip64.") {
+        if !models.hip {
+            models.reasons.push(why("hip"));
+        }
+        models.hip = true;
     } else if base.starts_with("libcudart.") || base.starts_with("libcuda.") {
         if !models.cuda {
             models.reasons.push(why("cuda"));

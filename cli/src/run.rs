@@ -32,6 +32,11 @@ pub struct RunArgs {
     /// links or contains the CUDA runtime.
     #[arg(long)]
     pub cuda: bool,
+    /// Load the AMD GPU activity plugin (libkprof_rocm.so, through
+    /// ROCP_TOOL_LIBRARIES; needs rocprofiler-sdk at run time). Detected when the
+    /// program links the HIP runtime (libamdhip64).
+    #[arg(long)]
+    pub hip: bool,
     /// Timeline traces: comma list of perfetto, json, otf2 (KPROF_TRACE).
     #[arg(long, value_name = "FORMATS")]
     pub trace: Option<String>,
@@ -405,14 +410,14 @@ pub fn main(args: RunArgs) -> Outcome {
 
     // Models: asked for, or detected. The program is read either way: what it is
     // tells which variable its Kokkos reads.
-    let asked = args.kokkos || args.openmp || args.openacc || args.raja || args.cuda;
+    let asked = args.kokkos || args.openmp || args.openacc || args.raja || args.cuda || args.hip;
     let path = find_program(&program).map_err(Failure)?;
     let detected = match detect(&path) {
         Ok(m) => Some(m),
         Err(e) => {
             if !asked {
                 say(&format!(
-                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc, --raja or --cuda"
+                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc, --raja, --cuda or --hip"
                 ));
             }
             None
@@ -425,6 +430,7 @@ pub fn main(args: RunArgs) -> Outcome {
             openacc: args.openacc,
             raja: args.raja,
             cuda: args.cuda,
+            hip: args.hip,
             kokkos_tools_libs: detected.as_ref().is_some_and(|m| m.kokkos_tools_libs),
             reasons: detected
                 .as_ref()
@@ -463,6 +469,9 @@ pub fn main(args: RunArgs) -> Outcome {
             )),
             None => wanted.push(("cuda", "libkprof_cuda.so")),
         }
+    }
+    if models.hip {
+        wanted.push(("hip", "libkprof_rocm.so"));
     }
     let mut missing = Vec::new();
     for (model, libname) in wanted {
@@ -517,6 +526,15 @@ pub fn main(args: RunArgs) -> Outcome {
             )),
             "raja" => env.push(("RAJA_PLUGINS", lib)),
             "cuda" => env.push(("CUDA_INJECTION64_PATH", lib)),
+            // rocprofiler-sdk loads every tool of the list.
+            "hip" => env.push((
+                "ROCP_TOOL_LIBRARIES",
+                chain_list(
+                    &lib,
+                    std::env::var("ROCP_TOOL_LIBRARIES").ok().as_deref(),
+                    ':',
+                ),
+            )),
             _ => env.push(("ACC_PROFLIB", lib)),
         }
         loaded.push(model);
@@ -545,9 +563,9 @@ pub fn main(args: RunArgs) -> Outcome {
     if loaded.is_empty() && !models.annotations {
         if missing.is_empty() && !models.gomp_only {
             say(&format!(
-                "no Kokkos, OpenMP, OpenACC, RAJA or CUDA runtime found in {program}: nothing will \
+                "no Kokkos, OpenMP, OpenACC, RAJA, CUDA or HIP runtime found in {program}: nothing will \
                  be measured unless it uses the annotation API (give --kokkos, --openmp, \
-                 --openacc, --raja or --cuda to force)"
+                 --openacc, --raja, --cuda or --hip to force)"
             ));
         }
     } else if !args.quiet {

@@ -201,6 +201,60 @@ fn run_detects_static_kokkos() {
 }
 
 #[test]
+fn run_detects_hip_and_adds_the_rocm_tool() {
+    let dir = scratch("cli_run_hip");
+    let l = lib("libkprof_rocm.so").display().to_string();
+    // A program that needs the HIP runtime (a stand-in libamdhip64.so) and prints
+    // the tool list rocprofiler-sdk would read.
+    let stub = dir.join("hip_stub.c");
+    std::fs::write(
+        &stub,
+        "int hipRuntimeGetVersion(int *v) { *v = 60400; return 0; }\n",
+    )
+    .unwrap();
+    let so = dir.join("libamdhip64.so.6");
+    compile(
+        &[&stub],
+        &so,
+        &["-shared", "-fPIC", "-Wl,-soname,libamdhip64.so.6"],
+    );
+    let app = dir.join("hip_app.c");
+    std::fs::write(
+        &app,
+        "#include <stdio.h>\n#include <stdlib.h>\nint hipRuntimeGetVersion(int *v);\n\
+         int main(void) { int v = 0; hipRuntimeGetVersion(&v); const char *t = \
+         getenv(\"ROCP_TOOL_LIBRARIES\"); printf(\"runtime %d\\nROCP_TOOL_LIBRARIES=%s\\n\", v, \
+         t ? t : \"(unset)\"); return 0; }\n",
+    )
+    .unwrap();
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let exe = compile(&[&app, &so], &dir.join("hip_app"), &[&rpath]);
+    let o = run(kprof_cmd(&dir, &["run", "-v", "--summary", "0", "--"])
+        .arg(&exe)
+        .env_remove("ROCP_TOOL_LIBRARIES"));
+    assert_ok(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains("kprof: detected hip: links libamdhip64.so.6\n"),
+        "{err}"
+    );
+    assert!(err.contains("kprof: measuring hip (detected)\n"), "{err}");
+    assert_eq!(
+        stdout(&o),
+        format!("runtime 60400\nROCP_TOOL_LIBRARIES={l}\n")
+    );
+    // A list already set keeps its tools, after kprof's.
+    let o = run(kprof_cmd(&dir, &["run", "--summary", "0", "--"])
+        .arg(&exe)
+        .env("ROCP_TOOL_LIBRARIES", "/opt/tools/libother.so"));
+    assert_ok(&o);
+    assert_eq!(
+        stdout(&o),
+        format!("runtime 60400\nROCP_TOOL_LIBRARIES={l}:/opt/tools/libother.so\n")
+    );
+}
+
+#[test]
 fn run_detects_cuda_and_sets_the_injection_library() {
     let dir = scratch("cli_run_cuda");
     let l = lib("libkprof_cuda.so").display().to_string();
