@@ -2,12 +2,13 @@
 //! overlap), from activities that arrive in any order (a vendor delivers buffers
 //! late, and rocprofiler-sdk's dispatch records in any order).
 //!
-//! The latest [`WINDOW`] disjoint intervals are kept, merged as activities arrive;
-//! past that the earliest are sealed into a total. An activity that arrives after
+//! The latest [`WINDOW`] disjoint intervals are kept, merged as activities arrive
+//! (one that starts after all of them, the usual order, is one push); past that the
+//! earliest are sealed into a total. An activity that arrives after
 //! intervals later than it were sealed counts only where it ends after them: exact
 //! for reorderings within the window, never counting time twice.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 use crate::hot::clock::Clock;
 
@@ -27,8 +28,9 @@ pub struct DeviceBusy {
     sealed_ns: u64,
     /// Raw end of the last sealed interval.
     sealed_until: u64,
-    /// Raw start -> (raw end, busy ns) of the open intervals, disjoint.
-    open: BTreeMap<u64, (u64, u64)>,
+    /// The open intervals (raw start, raw end, busy ns), disjoint, by start: an
+    /// activity after all of them (the usual order) is one push at the back.
+    open: VecDeque<(u64, u64, u64)>,
 }
 
 impl DeviceBusy {
@@ -49,36 +51,38 @@ impl DeviceBusy {
             begin = self.sealed_until;
             ns = clock.delta_ns(begin, end);
         }
-        let mut end = end;
-        // Every open interval that touches [begin, end] joins it.
-        let touching: Vec<u64> = self
-            .open
-            .range(..=end)
-            .rev()
-            .take_while(|&(_, &(e, _))| e >= begin)
-            .map(|(&s, _)| s)
-            .collect();
-        if !touching.is_empty() {
-            for s in touching {
-                if let Some((e, _)) = self.open.remove(&s) {
-                    begin = begin.min(s);
-                    end = end.max(e);
-                }
-            }
-            ns = clock.delta_ns(begin, end);
+        match self.open.back() {
+            Some(&(_, e, _)) if begin < e => self.merge_in(clock, begin, end, ns),
+            _ => self.open.push_back((begin, end, ns)),
         }
-        self.open.insert(begin, (end, ns));
         while self.open.len() > WINDOW {
-            if let Some((_, (e, n))) = self.open.pop_first() {
+            if let Some((_, e, n)) = self.open.pop_front() {
                 self.sealed_ns += n;
                 self.sealed_until = self.sealed_until.max(e);
             }
         }
     }
 
+    /// Inserts [begin, end) among the open intervals, joining those it overlaps.
+    #[cold]
+    fn merge_in(&mut self, clock: &Clock, mut begin: u64, mut end: u64, mut ns: u64) {
+        // The first interval that ends after `begin`, then every one that starts
+        // before `end`: the ones it overlaps.
+        let from = self.open.partition_point(|&(_, e, _)| e <= begin);
+        let to = from + self.open.range(from..).take_while(|&&(s, _, _)| s < end).count();
+        if to > from {
+            for (s, e, _) in self.open.drain(from..to) {
+                begin = begin.min(s);
+                end = end.max(e);
+            }
+            ns = clock.delta_ns(begin, end);
+        }
+        self.open.insert(from, (begin, end, ns));
+    }
+
     /// Time with at least one activity running, in ns.
     pub fn busy_ns(&self) -> u64 {
-        self.sealed_ns + self.open.values().map(|&(_, n)| n).sum::<u64>()
+        self.sealed_ns + self.open.iter().map(|&(_, _, n)| n).sum::<u64>()
     }
 
     /// Adds another thread's account of the same device: its open intervals
@@ -88,7 +92,7 @@ impl DeviceBusy {
             return;
         }
         let (activities, first, last) = (self.activities, self.first, self.last);
-        for (&s, &(e, n)) in &o.open {
+        for &(s, e, n) in &o.open {
             self.add(clock, s, e, n);
         }
         self.sealed_ns += o.sealed_ns;
@@ -117,18 +121,19 @@ mod tests {
         let c = Clock::new();
         let base = c.now();
         let mut d = DeviceBusy::default();
-        // [0, 100] [50, 150] [300, 400] [140, 200], out of order: busy 200 + 100.
-        for (b, e) in [(300, 400), (0, 100), (140, 200), (50, 150)] {
+        // [0, 100] [50, 150] [300, 400] [140, 200] [90, 95], out of order: busy
+        // 200 + 100.
+        for (b, e) in [(300, 400), (0, 100), (140, 200), (50, 150), (90, 95)] {
             d.add(&c, at(&c, base, b), at(&c, base, e), e - b);
         }
-        assert_eq!(d.activities, 4);
+        assert_eq!(d.activities, 5);
         assert!(d.busy_ns().abs_diff(300) <= 2, "{}", d.busy_ns());
-        // Disjoint ones keep their exact durations.
+        // Disjoint ones (back to back too) keep their exact durations.
         let mut d = DeviceBusy::default();
-        for (b, e) in [(500, 507), (0, 3), (100, 111)] {
+        for (b, e) in [(500, 507), (0, 3), (100, 111), (111, 112)] {
             d.add(&c, at(&c, base, b), at(&c, base, e), e - b);
         }
-        assert_eq!(d.busy_ns(), 21);
+        assert_eq!(d.busy_ns(), 22);
     }
 
     #[test]
