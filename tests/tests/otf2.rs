@@ -555,3 +555,79 @@ fn missing_library_one_line_and_other_outputs() {
             .expect("trace.json is JSON");
     assert!(json.as_array().is_some_and(|a| a.len() > 48));
 }
+
+// ---------------------------------------------------------------- GPU devices
+
+/// Device activities (`tests/harness/device_activity.c`, through the core's
+/// plugin table as a GPU plugin delivers them) on one GPU location per device
+/// stream, each an Enter and a Leave at the activity's own times, the launches'
+/// API calls on the program's thread.
+#[test]
+fn device_activities_on_stream_locations() {
+    if skip_unless(otf2_available(), "otf2-print") {
+        return;
+    }
+    static HARNESS: OnceLock<PathBuf> = OnceLock::new();
+    let exe = kprof_tests::core_harness(&HARNESS, "device_activity");
+    let out = scratch("otf2_device").join("out");
+    let o = run(clean_cmd(&exe)
+        .env("KPROF_OUTPUT_DIR", &out)
+        .env("KPROF_TRACE", "otf2"));
+    assert_ok(&o);
+    let a = read_archive(&out);
+    let locs = a.locations();
+    let named = |name: &str| -> u64 {
+        let found: Vec<u64> = locs
+            .iter()
+            .filter(|(_, (n, _, _))| n == name)
+            .map(|(&id, _)| id)
+            .collect();
+        assert_eq!(found.len(), 1, "location {name:?} in {locs:?}");
+        found[0]
+    };
+    let (s7, s9) = (named("CUDA:0 stream 7"), named("CUDA:0 stream 9"));
+    for s in [s7, s9] {
+        assert_ne!(locs[&s].1, "CPU_THREAD", "{locs:?}");
+    }
+    let want7: BTreeMap<String, usize> =
+        [("saxpy", 1), ("memcpy HtoD", 1), ("orphan", 1), ("bad", 1)]
+            .into_iter()
+            .map(|(n, c)| (n.to_string(), c))
+            .collect();
+    assert_eq!(a.enters(s7), want7);
+    assert_eq!(
+        a.enters(s9),
+        BTreeMap::from([("foo<int>(int*)".to_string(), 2)])
+    );
+    // Each activity's Leave is its Enter plus its duration, exactly.
+    let span = |loc: u64, name: &str| -> Vec<u64> {
+        let evs: Vec<&Ev> = a
+            .events
+            .iter()
+            .filter(|e| e.location == loc && quoted(&e.text, "Region: ") == name)
+            .collect();
+        evs.chunks(2)
+            .map(|p| {
+                assert_eq!((p[0].kind.as_str(), p[1].kind.as_str()), ("ENTER", "LEAVE"));
+                p[1].time - p[0].time
+            })
+            .collect()
+    };
+    assert_eq!(span(s7, "saxpy"), [250_000]);
+    assert_eq!(span(s7, "memcpy HtoD"), [100_000]);
+    assert_eq!(span(s9, "foo<int>(int*)"), [40_000, 60_000]);
+    // The copy carries its bytes.
+    let copy = a
+        .events
+        .iter()
+        .find(|e| e.location == s7 && e.kind == "ENTER" && e.text.contains("memcpy HtoD"))
+        .expect("the copy's enter");
+    assert!(copy.text.contains("1048576"), "{}", copy.text);
+    // The API calls are on the program's thread.
+    let thread = locs
+        .iter()
+        .find(|(_, (n, _, _))| n.starts_with("device_activity"))
+        .map(|(&id, _)| id)
+        .expect("the program's thread");
+    assert_eq!(a.enters(thread)["cudaLaunchKernel"], 3);
+}

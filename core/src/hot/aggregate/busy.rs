@@ -69,7 +69,12 @@ impl DeviceBusy {
         // The first interval that ends after `begin`, then every one that starts
         // before `end`: the ones it overlaps.
         let from = self.open.partition_point(|&(_, e, _)| e <= begin);
-        let to = from + self.open.range(from..).take_while(|&&(s, _, _)| s < end).count();
+        let to = from
+            + self
+                .open
+                .range(from..)
+                .take_while(|&&(s, _, _)| s < end)
+                .count();
         if to > from {
             for (s, e, _) in self.open.drain(from..to) {
                 begin = begin.min(s);

@@ -46,7 +46,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::consume::profile::memory::Space;
 use crate::consume::trace::TraceWriter;
-use crate::hot::nesting::{Consumer, Event, Global, Slice};
+use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, Slice};
 use crate::hot::runtime::Runtime;
 use crate::output::OutputError;
 
@@ -73,6 +73,11 @@ const DEF_CHUNK: u64 = 4 * 1024 * 1024;
 const EVT_CHUNKS: usize = 4;
 /// The location of the memory metrics (threads are numbered from 1).
 const MEMORY_LOCATION: u64 = 0;
+/// Device streams' locations: this bit, the device index, and bit 16 for a
+/// stream's synchronizations (they overlap the stream's work).
+const DEVICE_LOCATION: u64 = 1 << 40;
+/// Device activities held for sorting before they are written (within a round).
+const MAX_DEVICE_PENDING: usize = 1 << 16;
 
 /// Attribute refs (defined in this order).
 const ATTR_BYTES: u32 = 0;
@@ -312,8 +317,9 @@ pub struct Otf2Writer {
     /// The first OTF2 error, reported at the next flush.
     error: Option<String>,
     closed: bool,
-    /// Device activities seen: not in this archive (yet), said once at the end.
-    device_activities: u64,
+    /// Device activities taken since they were last written: each round's are
+    /// sorted, since they arrive in any order and a location's times must grow.
+    device_pending: Vec<DeviceActivity>,
 }
 
 // SAFETY: the archive, its writers and the attribute list are only ever used by the
@@ -377,7 +383,7 @@ impl Otf2Writer {
             realtime_start_ns,
             error: None,
             closed: false,
-            device_activities: 0,
+            device_pending: Vec::new(),
         };
         w.setup().map_err(fail)?;
         Ok(w)
@@ -467,28 +473,29 @@ impl Otf2Writer {
 
     /// The region of slice `s`, defined on first sight.
     fn region(&mut self, s: &Slice) -> u32 {
-        let src = s.copy.map_or(u32::MAX, |c| c.src_label);
-        let key = (s.kind, s.name, src);
+        self.region_of(s.kind, s.name, s.copy.map(|c| c.src_label))
+    }
+
+    /// The region of `kind` named `name` (a copy's: `name <- src`), defined on
+    /// first sight.
+    fn region_of(&mut self, kind: Kind, name: u32, src: Option<u32>) -> u32 {
+        let key = (kind, name, src.unwrap_or(u32::MAX));
         if let Some(&r) = self.regions.get(&key) {
             return r;
         }
-        let text = match s.copy {
-            Some(c) => format!(
+        let text = match src {
+            Some(src) => format!(
                 "{} <- {}",
-                self.rt.names.text(s.name),
-                self.rt.names.text(c.src_label)
+                self.rt.names.text(name),
+                self.rt.names.text(src)
             ),
-            None => self.rt.names.text(s.name).to_string(),
+            None => self.rt.names.text(name).to_string(),
         };
         let file = source_location(&text).map(|(f, l)| (self.strings.get(f), l));
         let name = self.strings.get(&text);
-        self.strings.get(s.kind.as_str());
+        self.strings.get(kind.as_str());
         let r = self.region_defs.len() as u32;
-        self.region_defs.push(RegionDef {
-            name,
-            kind: s.kind,
-            file,
-        });
+        self.region_defs.push(RegionDef { name, kind, file });
         self.regions.insert(key, r);
         r
     }
@@ -496,10 +503,14 @@ impl Otf2Writer {
     /// The event writer of `location` and the clamped time of `raw`; None when OTF2
     /// gave no writer (the error is noted).
     fn writer(&mut self, location: u64, raw: u64) -> Option<(*mut OTF2_EvtWriter, u64)> {
+        self.writer_ns(location, self.rt.clock.to_ns(raw))
+    }
+
+    /// [`Otf2Writer::writer`] for a time in CLOCK_MONOTONIC ns.
+    fn writer_ns(&mut self, location: u64, ns: u64) -> Option<(*mut OTF2_EvtWriter, u64)> {
         if self.error.is_some() {
             return None;
         }
-        let ns = self.rt.clock.to_ns(raw);
         if !self.locations.contains_key(&location) {
             // SAFETY: the archive is open and its event files too.
             let writer = unsafe { self.api.OTF2_Archive_GetEvtWriter(self.archive, location) };
@@ -672,6 +683,48 @@ impl Otf2Writer {
         self.note(join);
     }
 
+    /// Writes the device activities taken since the last call, sorted by start:
+    /// an Enter and a Leave each on its stream's location (a location's times
+    /// must grow; one that comes a round after later ones is clamped, as on
+    /// threads), with the bytes of copies and sets.
+    fn write_devices(&mut self) {
+        let mut acts = std::mem::take(&mut self.device_pending);
+        acts.sort_unstable_by_key(|a| (a.begin_ns, a.dur_ns));
+        for a in &acts {
+            let region = self.region_of(a.kind, a.name, None);
+            let location =
+                DEVICE_LOCATION | u64::from(a.dev) | u64::from(a.kind == Kind::GpuSync) << 16;
+            let Some((w, begin)) = self.writer_ns(location, a.begin_ns) else {
+                return;
+            };
+            let attrs = if a.bytes > 0 {
+                // SAFETY: a valid attribute list.
+                let code = unsafe {
+                    self.api
+                        .OTF2_AttributeList_AddUint64(self.attrs, ATTR_BYTES, a.bytes)
+                };
+                self.note(code);
+                self.attrs
+            } else {
+                ptr::null_mut()
+            };
+            // SAFETY: a live event writer; OTF2 empties the attribute list it writes.
+            let enter = unsafe { self.api.OTF2_EvtWriter_Enter(w, attrs, begin, region) };
+            self.note(enter);
+            let Some((w, end)) = self.writer_ns(location, begin + a.dur_ns) else {
+                return;
+            };
+            // SAFETY: a live event writer.
+            let leave = unsafe {
+                self.api
+                    .OTF2_EvtWriter_Leave(w, ptr::null_mut(), end, region)
+            };
+            self.note(leave);
+        }
+        acts.clear();
+        self.device_pending = acts;
+    }
+
     /// A Metric event of one value on `location`.
     fn metric(&mut self, location: u64, raw: u64, metric: u32, value: MetricValue) {
         let Some((w, ts)) = self.writer(location, raw) else {
@@ -769,19 +822,36 @@ impl Otf2Writer {
                 )
             })
             .collect();
-        let loc_names: Vec<(u64, u64, u32, bool)> = locs
+        let loc_names: Vec<(u64, u64, u32, u32)> = locs
             .iter()
             .map(|&(id, n)| {
-                let metric = id == MEMORY_LOCATION;
-                let name = if metric {
+                let ty = if id == MEMORY_LOCATION {
+                    OTF2_LOCATION_TYPE_METRIC
+                } else if id & DEVICE_LOCATION != 0 {
+                    OTF2_LOCATION_TYPE_GPU
+                } else {
+                    OTF2_LOCATION_TYPE_CPU_THREAD
+                };
+                let name = if id == MEMORY_LOCATION {
                     "memory".to_string()
+                } else if id & DEVICE_LOCATION != 0 {
+                    let dev = id as u16;
+                    let mut name = self
+                        .rt
+                        .devices
+                        .get(dev)
+                        .map_or_else(|| format!("device {dev}"), |d| d.track_label());
+                    if id & 1 << 16 != 0 {
+                        name.push_str(" synchronization");
+                    }
+                    name
                 } else {
                     threads
                         .get(&(id as u32))
                         .cloned()
                         .unwrap_or_else(|| format!("thread {id}"))
                 };
-                (id, n, self.strings.get(&name), metric)
+                (id, n, self.strings.get(&name), ty)
             })
             .collect();
 
@@ -838,12 +908,7 @@ impl Otf2Writer {
                 0,
                 u32::MAX, // OTF2_UNDEFINED_LOCATION_GROUP
             ))?;
-            for &(id, n, name, metric) in &loc_names {
-                let ty = if metric {
-                    OTF2_LOCATION_TYPE_METRIC
-                } else {
-                    OTF2_LOCATION_TYPE_CPU_THREAD
-                };
+            for &(id, n, name, ty) in &loc_names {
                 self.check(api.OTF2_GlobalDefWriter_WriteLocation(g, id, name, ty as u8, n, 0))?;
             }
             for (i, r) in self.region_defs.iter().enumerate() {
@@ -987,7 +1052,12 @@ impl Consumer for Otf2Writer {
             // Markers, dual-view activity, loop chunks, task creation and edges
             // are in the other traces and the profile.
             Event::Instant { .. } | Event::Edge { .. } | Event::Site { .. } => {}
-            Event::Activity(_) => self.device_activities += 1,
+            Event::Activity(a) => {
+                self.device_pending.push(*a);
+                if self.device_pending.len() >= MAX_DEVICE_PENDING {
+                    self.write_devices();
+                }
+            }
         }
     }
 
@@ -1041,7 +1111,9 @@ impl TraceWriter for Otf2Writer {
 
     fn flush(&mut self) -> Result<(), OutputError> {
         // OTF2 has no per-writer flush call: event buffers go to their files when
-        // their chunk budget is used (see pool_allocate). A round only reports errors.
+        // their chunk budget is used (see pool_allocate). A round writes the device
+        // activities it took and reports errors.
+        self.write_devices();
         match self.error.take() {
             Some(e) => Err(self.err(e)),
             None => Ok(()),
@@ -1049,13 +1121,7 @@ impl TraceWriter for Otf2Writer {
     }
 
     fn finish(mut self: Box<Self>) -> Result<PathBuf, OutputError> {
-        if self.device_activities > 0 {
-            crate::hot::runtime::warn(&format!(
-                "the OTF2 archive does not hold device activities yet: its {} GPU \
-                 activities are in the profile and in the Perfetto and JSON traces",
-                self.device_activities
-            ));
-        }
+        self.write_devices();
         let closed = self.close();
         let released = self.release();
         closed.and(released).map_err(|e| self.err(e))?;
