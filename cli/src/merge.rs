@@ -138,6 +138,76 @@ fn to_json(list: &mut [Merged]) -> Vec<Value> {
 }
 
 /// The merged profile of `reports` (in rank order), `dirs` naming their sources.
+/// The ranks' GPU sections as one (None when no rank has one): kernels by name and
+/// device with their device time per rank, copies by device and direction summed
+/// (bandwidth from the sums), devices with their busy time per rank.
+fn merge_gpu(reports: &[(PathBuf, Report)]) -> Option<Value> {
+    let n = reports.len();
+    if reports.iter().all(|(_, r)| r.gpu.is_none()) {
+        return None;
+    }
+    // (name, device) -> launches, device time per rank
+    let mut kernels: BTreeMap<(String, String), (u64, Vec<u64>)> = BTreeMap::new();
+    // (device, direction) -> count, bytes, time
+    let mut copies: BTreeMap<(String, String), (u64, u64, u64)> = BTreeMap::new();
+    // device -> activities, busy time per rank
+    let mut devices: BTreeMap<String, (u64, Vec<u64>)> = BTreeMap::new();
+    for (i, (_, r)) in reports.iter().enumerate() {
+        let Some(g) = &r.gpu else { continue };
+        for k in &g.kernels {
+            let e = kernels
+                .entry((k.name.clone(), k.device.clone()))
+                .or_insert_with(|| (0, vec![0; n]));
+            e.0 += k.count;
+            e.1[i] += k.total_ns;
+        }
+        for c in &g.copies {
+            let e = copies
+                .entry((c.device.clone(), c.direction.clone()))
+                .or_default();
+            (e.0, e.1, e.2) = (e.0 + c.count, e.1 + c.bytes, e.2 + c.total_ns);
+        }
+        for d in &g.devices {
+            let e = devices
+                .entry(d.device.clone())
+                .or_insert_with(|| (0, vec![0; n]));
+            e.0 += d.activities;
+            e.1[i] += d.busy_ns;
+        }
+    }
+    let mut kernels: Vec<(u64, Value)> = kernels
+        .into_iter()
+        .map(|((name, device), (count, times))| {
+            let total: u64 = times.iter().sum();
+            (
+                total,
+                json!({"name": name, "device": device, "count": count, "total_ns": stats(&times)}),
+            )
+        })
+        .collect();
+    kernels.sort_by(|a, b| b.0.cmp(&a.0));
+    let copies: Vec<Value> = copies
+        .into_iter()
+        .map(|((device, direction), (count, bytes, ns))| {
+            let gbps = if ns == 0 {
+                0.0
+            } else {
+                bytes as f64 / ns as f64
+            };
+            json!({"device": device, "direction": direction, "count": count, "bytes": bytes,
+                   "total_ns": ns, "gb_per_s": gbps})
+        })
+        .collect();
+    let devices: Vec<Value> = devices
+        .into_iter()
+        .map(|(device, (activities, busy))| {
+            json!({"device": device, "activities": activities, "busy_ns": stats(&busy)})
+        })
+        .collect();
+    let kernels: Vec<Value> = kernels.into_iter().map(|(_, k)| k).collect();
+    Some(json!({"kernels": kernels, "copies": copies, "devices": devices}))
+}
+
 pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
     let n = reports.len();
     let mut tree = Vec::new();
@@ -207,6 +277,8 @@ pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
         })
         .collect();
 
+    let gpu = merge_gpu(reports);
+
     let mut anomalies: BTreeMap<String, u64> = BTreeMap::new();
     for (_, r) in reports {
         for (k, v) in &r.anomalies {
@@ -230,6 +302,9 @@ pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
     out.insert("tree".into(), json!(to_json(&mut tree)));
     out.insert("deep_copies".into(), json!(copies));
     out.insert("memory".into(), json!(memory));
+    if let Some(g) = gpu {
+        out.insert("gpu".into(), g);
+    }
     out.insert("anomalies".into(), json!(anomalies));
     out.insert(
         "dropped_records".into(),

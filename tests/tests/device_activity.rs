@@ -206,6 +206,43 @@ fn activities_a_plugin_flushes_at_the_end_are_in_the_profile() {
     }
 }
 
+/// `kprof merge` of two runs (two ranks) keeps the GPU section: launches summed,
+/// device time per rank, copies summed, busy time per device and rank.
+#[test]
+fn merged_ranks_keep_the_gpu_section() {
+    let a = run_harness("device_merge_a", false, &[]);
+    let b = run_harness("device_merge_b", true, &[]);
+    let dir = a.parent().expect("scratch").to_path_buf();
+    let merged = dir.join("merged");
+    let o = run(Command::new(lib("kprof"))
+        .args(["merge", "-o"])
+        .arg(&merged)
+        .arg(&a)
+        .arg(&b));
+    assert_ok(&o);
+    let p = read_profile(&merged);
+    let gpu = &p["gpu"];
+    let kernels = gpu["kernels"].as_array().expect("gpu.kernels");
+    let saxpy = kernels
+        .iter()
+        .find(|k| k["name"] == "saxpy")
+        .unwrap_or_else(|| panic!("{kernels:?}"));
+    assert_eq!(
+        (saxpy["device"].as_str(), u(&saxpy["count"])),
+        (Some("CUDA:0"), 2)
+    );
+    assert_eq!(u(&saxpy["total_ns"]["sum"]), 500_000);
+    assert_eq!(u(&saxpy["total_ns"]["max"]), 250_000);
+    let copy = &gpu["copies"][0];
+    assert_eq!((u(&copy["count"]), u(&copy["bytes"])), (2, 2 << 20));
+    let dev = &gpu["devices"][0];
+    assert_eq!(
+        (dev["device"].as_str(), u(&dev["activities"])),
+        (Some("CUDA:0"), 12)
+    );
+    assert!(u(&dev["busy_ns"]["sum"]).abs_diff(920_000) <= 24, "{dev}");
+}
+
 /// The device slices of a trace: (track name, slice name, begin, duration).
 fn device_slices(m: &Model) -> Vec<(String, String, u64, u64)> {
     let mut v: Vec<(String, String, u64, u64)> = m
