@@ -185,7 +185,7 @@ fn merge_gpu(reports: &[(PathBuf, Report)]) -> Option<Value> {
             )
         })
         .collect();
-    kernels.sort_by(|a, b| b.0.cmp(&a.0));
+    kernels.sort_by_key(|k| std::cmp::Reverse(k.0));
     let copies: Vec<Value> = copies
         .into_iter()
         .map(|((device, direction), (count, bytes, ns))| {
