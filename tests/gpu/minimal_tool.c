@@ -2,7 +2,8 @@
  * injection library (CUDA_INJECTION64_PATH) that enables kernel activity records
  * into 8 MiB buffers it discards, and flushes them at exit. MINIMAL_CALLBACKS=1
  * also subscribes an empty callback to the runtime and driver API domains (CUPTI's
- * own cost of the callback API, without a tool doing anything in it);
+ * own cost of the callback API, without a tool doing anything in it;
+ * MINIMAL_CALLBACKS=runtime: the runtime API domain only);
  * MINIMAL_KINDS=all also records every activity kind kprof records (copies, sets,
  * device memory, synchronizations, CUPTI's overhead), so that what CUPTI costs
  * for those is in the baseline too.
@@ -60,11 +61,12 @@ int InitializeInjection(void) {
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_OVERHEAD);
   }
   const char *cb = getenv("MINIMAL_CALLBACKS");
-  if (cb && cb[0] == '1') {
+  if (cb && (cb[0] == '1' || strcmp(cb, "runtime") == 0)) {
     CUpti_SubscriberHandle s;
     cuptiSubscribe(&s, on_api, NULL);
     cuptiEnableDomain(1, s, CUPTI_CB_DOMAIN_RUNTIME_API);
-    cuptiEnableDomain(1, s, CUPTI_CB_DOMAIN_DRIVER_API);
+    if (cb[0] == '1')
+      cuptiEnableDomain(1, s, CUPTI_CB_DOMAIN_DRIVER_API);
   }
   atexit(at_exit);
   return 1;
