@@ -52,6 +52,9 @@
  *                 (record corr 6), never freed: a leak
  *            cudaMalloc (corr 7) { cuMemAlloc_v2 (corr 7) }
  *              -> MEMORY2 allocation, 2 MiB at 0x7f4a00800000
+ *            cudaMallocHost (corr 9) { cuMemAllocHost_v2 (corr 9) }
+ *              -> MEMORY2 allocation, pinned host memory, 4 MiB at 0x7f5b00000000,
+ *                 never freed: the host's leak, not the device's
  *            cudaFree (corr 8) { cuMemFree_v2 (corr 8) }
  *              -> MEMORY2 release of those 2 MiB
  *            an OVERHEAD record (CUPTI buffer flush, 3 us)
@@ -290,6 +293,13 @@ static int basic(void) {
         S.memory2(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
                   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0x7f4a00800000ull, 2 << 20, 0,
                   CUPTI_INVALID_STREAM_ID, 7, t + 2000);
+    t = mono();
+    runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, "cudaMallocHost", 9,
+                 CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, "cuMemAllocHost_v2", 9, NULL);
+    if (have_standin())
+        S.memory2(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+                  CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 0x7f5b00000000ull, 4 << 20, 0,
+                  CUPTI_INVALID_STREAM_ID, 9, t + 2000);
     t = mono();
     runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree", 8,
                  CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", 8, NULL);

@@ -456,6 +456,7 @@ fn expected_basic_rows(acts: &[Replayed]) -> Vec<ShapeRow> {
         host("solve / cudaMemsetAsync", "gpu_api", 1),
         host("solve / cudaStreamSynchronize", "gpu_api", 1),
         host("cudaMalloc", "gpu_api", 2),
+        host("cudaMallocHost", "gpu_api", 1),
         host("cudaFree", "gpu_api", 1),
     ];
     let mut device: BTreeMap<(String, &str, u32), u64> = BTreeMap::new();
@@ -537,8 +538,17 @@ fn assert_device_times(p: &Value, acts: &[Replayed], what: &str) {
 /// memory kind.
 fn assert_device_memory(p: &Value, what: &str) {
     let mem = p["memory"].as_array().expect("memory");
-    assert_eq!(mem.len(), 1, "{what}: memory {mem:?}");
-    let m = &mem[0];
+    assert_eq!(mem.len(), 2, "{what}: memory {mem:?}");
+    // The pinned host memory (cudaMallocHost, never freed) is not the device's
+    // (spaces by name: "CUDA host" first).
+    let host = &mem[0];
+    assert_eq!(host["space"], "CUDA host", "{what}: {host}");
+    assert_eq!(
+        host["leaks"],
+        json!([{"label": "pinned", "bytes": 4 << 20, "address": "0x7f5b00000000"}]),
+        "{what}: {host}"
+    );
+    let m = &mem[1];
     assert_eq!(m["space"], "CUDA:0", "{what}: {m}");
     assert_eq!(
         (
@@ -635,6 +645,7 @@ fn check_basic_trace(dir: &Path, acts: &[Replayed], log: &Log, what: &str) {
         ("solve / cudaMemsetAsync", 1),
         ("solve / cudaStreamSynchronize", 1),
         ("cudaMalloc", 2),
+        ("cudaMallocHost", 1),
         ("cudaFree", 1),
     ]
     .into_iter()

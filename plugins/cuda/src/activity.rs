@@ -152,6 +152,8 @@ pub struct Counts {
 pub struct Translator {
     names: KernelNames,
     devices: FxHashMap<(u32, u32), u16>,
+    /// Memory space names by device (`u32::MAX`: the host's, for pinned and
+    /// pageable memory).
     spaces: FxHashMap<u32, CString>,
     /// Context id -> device id, learnt from records that carry both
     /// (synchronization records carry only the context).
@@ -371,10 +373,18 @@ impl Translator {
     fn memory(&mut self, st: &State, r: records::MemoryRec) {
         self.context_device.insert(r.context, r.device);
         let label = names::memory_kind(r.memory_kind);
-        let space = self
-            .spaces
-            .entry(r.device)
-            .or_insert_with(|| CString::new(format!("CUDA:{}", r.device)).unwrap_or_default());
+        // Host memory CUDA allocates (cudaMallocHost) is not the device's: its own
+        // space, so a device's high-water mark and leaks are device memory only.
+        let host = names::is_host_memory(r.memory_kind);
+        let key = if host { u32::MAX } else { r.device };
+        let space = self.spaces.entry(key).or_insert_with(|| {
+            let name = if host {
+                "CUDA host".to_string()
+            } else {
+                format!("CUDA:{}", r.device)
+            };
+            CString::new(name).unwrap_or_default()
+        });
         let name = SpaceName {
             ptr: space.as_ptr(),
             max_len: space.as_bytes_with_nul().len(),

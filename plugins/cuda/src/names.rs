@@ -57,6 +57,15 @@ pub fn memory_kind(kind: u32) -> &'static CStr {
     }
 }
 
+/// Whether memory of this `CUpti_ActivityMemoryKind` is the host's (pinned or
+/// pageable), not a device's.
+pub fn is_host_memory(kind: u32) -> bool {
+    matches!(
+        kind,
+        c::CUPTI_ACTIVITY_MEMORY_KIND_PINNED | c::CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
+    )
+}
+
 /// The name of a `CUpti_ActivitySynchronizationType`.
 pub fn sync_name(ty: u32) -> &'static CStr {
     match ty {
