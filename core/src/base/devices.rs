@@ -39,6 +39,17 @@ impl Device {
     }
 }
 
+/// The name of the trace track of device (stream) index `index`, `device` as the
+/// table has it; `sync`: the track of that stream's synchronizations (they overlap
+/// its work, so they have their own).
+pub fn track_name(device: Option<Device>, index: u16, sync: bool) -> String {
+    let mut name = device.map_or_else(|| format!("device {index}"), |d| d.track_label());
+    if sync {
+        name.push_str(" synchronization");
+    }
+    name
+}
+
 /// The device table. Index 0 means "no device".
 #[derive(Default)]
 pub struct Devices {

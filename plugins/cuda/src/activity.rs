@@ -10,7 +10,7 @@ use kprof_abi::guard::guard;
 use kprof_abi::{
     direction, ActivityArg, Anomaly, CoreApi, DeviceDesc, Kind, SpaceName, ACTIVITY_ARGS,
 };
-use kprof_gpu::activity::NO_ARG;
+use kprof_gpu::activity::{deliver, fill, Delivery, Record, NO_ARG};
 use rustc_hash::FxHashMap;
 
 use crate::names::{self, KernelNames};
@@ -436,73 +436,48 @@ impl Translator {
         &mut self,
         st: &State,
         kind: Kind,
-        dir: u8,
+        direction: u8,
         (device, stream): (u32, u32),
         name: &CStr,
-        (start, end): (u64, u64),
+        times: (u64, u64),
         correlation: u32,
         bytes: u64,
         args: &[ActivityArg],
     ) {
-        let api = st.api;
-        let (Some(s), Some(e)) = (st.clock.to_core(start), st.clock.to_core(end)) else {
-            self.bad_time(st);
-            return;
+        let dev = self.device(st.api, device, stream);
+        let r = Record {
+            kind,
+            direction,
+            dev,
+            name,
+            times,
+            correlation,
+            bytes,
+            args,
         };
-        if e < s {
-            self.bad_time(st);
-            return;
-        }
-        let launch = match RING.get(correlation) {
-            Some(l) => l,
-            None => {
-                self.counts.unknown_correlation += 1;
-                if st.debug {
-                    kprof_gpu::debug_line!("kprof-cuda:   correlation {correlation} unknown");
+        match deliver(st.api, &st.clock, &RING, &r) {
+            Delivery::BadTime => self.counts.bad_time += 1,
+            Delivery::Delivered {
+                launch,
+                start_ns,
+                end_ns,
+            } => {
+                if launch.is_none() {
+                    self.counts.unknown_correlation += 1;
                 }
-                // SAFETY: core table function.
-                unsafe { (api.anomaly)(Anomaly::UnknownCorrelation as u32) };
-                Default::default()
+                if st.debug {
+                    let l = launch.unwrap_or_default();
+                    kprof_gpu::debug_line!(
+                        "kprof-cuda:   correlation {correlation} -> site {} api slice {} \
+                         ({}); {} \"{}\" track {dev} [{start_ns}, {end_ns}] core ns",
+                        l.site.guid,
+                        l.api,
+                        if launch.is_some() { "found" } else { "unknown" },
+                        kind.as_str(),
+                        name.to_string_lossy()
+                    );
+                }
             }
-        };
-        if st.debug && launch.api != 0 {
-            kprof_gpu::debug_line!(
-                "kprof-cuda:   correlation {correlation} -> site {} api slice {}",
-                launch.site.guid,
-                launch.api
-            );
         }
-        let dev = self.device(api, device, stream);
-        let a = kprof_gpu::activity::activity(kind, dir, dev, name, (s, e), launch, bytes, args);
-        if st.debug {
-            kprof_gpu::debug_line!(
-                "kprof-cuda:   -> {} \"{}\" track {} [{s}, {e}] core ns ({} ns)",
-                kind.as_str(),
-                name.to_string_lossy(),
-                a.dev,
-                e - s
-            );
-        }
-        // SAFETY: core table function; the activity and its strings live across
-        // the call (the core copies the name).
-        unsafe { (api.activity)(&a) };
     }
-
-    fn bad_time(&mut self, st: &State) {
-        self.counts.bad_time += 1;
-        // SAFETY: core table function.
-        unsafe { (st.api.anomaly)(Anomaly::DeviceTimeInvalid as u32) };
-    }
-}
-
-/// Copies `pairs` into `args` (as many as fit); returns how many.
-fn fill(args: &mut [ActivityArg; ACTIVITY_ARGS], pairs: &[(&'static CStr, u64)]) -> usize {
-    let n = pairs.len().min(ACTIVITY_ARGS);
-    for (d, (k, v)) in args.iter_mut().zip(pairs) {
-        *d = ActivityArg {
-            key: k.as_ptr(),
-            value: *v,
-        };
-    }
-    n
 }

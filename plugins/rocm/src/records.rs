@@ -15,7 +15,7 @@ use kprof_abi::guard::guard;
 use kprof_abi::{
     direction, ActivityArg, Anomaly, CoreApi, DeviceDesc, Kind, SpaceName, ACTIVITY_ARGS,
 };
-use kprof_gpu::activity::NO_ARG;
+use kprof_gpu::activity::{deliver, fill, Delivery, Record, NO_ARG};
 use rustc_hash::FxHashMap;
 
 use crate::plugin::{self, State, RING};
@@ -376,57 +376,35 @@ impl Translator {
         &mut self,
         st: &State,
         kind: Kind,
-        dir: u8,
+        direction: u8,
         (device, instance): (u32, u32),
         name: &CStr,
-        (start, end): (u64, u64),
+        times: (u64, u64),
         correlation: u64,
         bytes: u64,
         args: &[ActivityArg],
     ) {
-        let api = st.api;
-        let (Some(s), Some(e)) = (st.clock.to_core(start), st.clock.to_core(end)) else {
-            self.bad_time(st);
-            return;
+        let dev = self.device(st.api, device, instance);
+        let r = Record {
+            kind,
+            direction,
+            dev,
+            name,
+            times,
+            correlation: correlation as u32,
+            bytes,
+            args,
         };
-        if e < s {
-            self.bad_time(st);
-            return;
-        }
-        let launch = match RING.get(correlation as u32) {
-            Some(l) => l,
-            None => {
-                self.counts.unknown_correlation += 1;
-                if st.debug {
-                    kprof_gpu::debug_line!("kprof-rocm:   correlation {correlation} unknown");
+        match deliver(st.api, &st.clock, &RING, &r) {
+            Delivery::BadTime => self.counts.bad_time += 1,
+            Delivery::Delivered { launch, .. } => {
+                if launch.is_none() {
+                    self.counts.unknown_correlation += 1;
+                    if st.debug {
+                        kprof_gpu::debug_line!("kprof-rocm:   correlation {correlation} unknown");
+                    }
                 }
-                // SAFETY: core table function.
-                unsafe { (api.anomaly)(Anomaly::UnknownCorrelation as u32) };
-                Default::default()
             }
-        };
-        let dev = self.device(api, device, instance);
-        let a = kprof_gpu::activity::activity(kind, dir, dev, name, (s, e), launch, bytes, args);
-        // SAFETY: core table function; the activity and its strings live across
-        // the call (the core copies the name).
-        unsafe { (api.activity)(&a) };
+        }
     }
-
-    fn bad_time(&mut self, st: &State) {
-        self.counts.bad_time += 1;
-        // SAFETY: core table function.
-        unsafe { (st.api.anomaly)(Anomaly::DeviceTimeInvalid as u32) };
-    }
-}
-
-/// Copies `pairs` into `args` (as many as fit); returns how many.
-fn fill(args: &mut [ActivityArg; ACTIVITY_ARGS], pairs: &[(&'static CStr, u64)]) -> usize {
-    let n = pairs.len().min(ACTIVITY_ARGS);
-    for (d, (k, v)) in args.iter_mut().zip(pairs) {
-        *d = ActivityArg {
-            key: k.as_ptr(),
-            value: *v,
-        };
-    }
-    n
 }

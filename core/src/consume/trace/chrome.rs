@@ -180,14 +180,7 @@ impl ChromeWriter {
         let key = u32::from(dev) | u32::from(sync) << 16;
         let tid = DEVICE_TID + i64::from(key);
         if self.devices_named.insert(key) {
-            let mut label = self
-                .rt
-                .devices
-                .get(dev)
-                .map_or_else(|| format!("device {dev}"), |d| d.track_label());
-            if sync {
-                label.push_str(" synchronization");
-            }
+            let label = crate::base::devices::track_name(self.rt.devices.get(dev), dev, sync);
             let pid = self.pid;
             self.emit(format_args!(
                 r#"{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},"args":{{"name":{}}}}}"#,

@@ -1139,13 +1139,7 @@ impl<S: Source> PerfettoWriter<S> {
             return t;
         }
         let uuid = self.uuid(TRACK_DEVICE, u64::from(dev) | u64::from(sync) << 16);
-        let mut name = self
-            .src
-            .device(dev)
-            .map_or_else(|| format!("device {dev}"), |d| d.track_label());
-        if sync {
-            name.push_str(" synchronization");
-        }
+        let name = crate::base::devices::track_name(self.src.device(dev), dev, sync);
         let desc = TrackDescriptor {
             uuid: Some(uuid),
             parent_uuid: Some(self.uuid(TRACK_PROCESS, 0)),

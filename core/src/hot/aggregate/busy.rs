@@ -20,10 +20,6 @@ pub const WINDOW: usize = 4096;
 pub struct DeviceBusy {
     /// Activities.
     pub activities: u64,
-    /// Raw start of the first activity.
-    pub first: u64,
-    /// Raw end of the last activity.
-    pub last: u64,
     /// Busy time of the intervals sealed so far.
     sealed_ns: u64,
     /// Raw end of the last sealed interval.
@@ -37,12 +33,7 @@ impl DeviceBusy {
     /// Adds an activity from raw `begin` to `end`, `dur_ns` long (exact: an
     /// interval that overlaps no other keeps its own duration).
     pub fn add(&mut self, clock: &Clock, begin: u64, end: u64, dur_ns: u64) {
-        if self.activities == 0 {
-            self.first = begin;
-        }
         self.activities += 1;
-        self.first = self.first.min(begin);
-        self.last = self.last.max(end);
         let (mut begin, mut ns) = (begin, dur_ns);
         if begin < self.sealed_until {
             if end <= self.sealed_until {
@@ -96,19 +87,13 @@ impl DeviceBusy {
         if o.activities == 0 {
             return;
         }
-        let (activities, first, last) = (self.activities, self.first, self.last);
+        let activities = self.activities;
         for &(s, e, n) in &o.open {
             self.add(clock, s, e, n);
         }
         self.sealed_ns += o.sealed_ns;
         self.sealed_until = self.sealed_until.max(o.sealed_until);
         self.activities = activities + o.activities;
-        self.first = if activities == 0 {
-            o.first
-        } else {
-            first.min(o.first)
-        };
-        self.last = last.max(o.last);
     }
 }
 

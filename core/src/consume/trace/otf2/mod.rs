@@ -836,15 +836,8 @@ impl Otf2Writer {
                     "memory".to_string()
                 } else if id & DEVICE_LOCATION != 0 {
                     let dev = id as u16;
-                    let mut name = self
-                        .rt
-                        .devices
-                        .get(dev)
-                        .map_or_else(|| format!("device {dev}"), |d| d.track_label());
-                    if id & 1 << 16 != 0 {
-                        name.push_str(" synchronization");
-                    }
-                    name
+                    let sync = id & 1 << 16 != 0;
+                    crate::base::devices::track_name(self.rt.devices.get(dev), dev, sync)
                 } else {
                     threads
                         .get(&(id as u32))
