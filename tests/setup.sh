@@ -16,11 +16,13 @@ demo=0
 # libclang-rt-14-dev: clang's sanitizer runtimes (tests/tests/sanitizers.rs);
 # gfortran: OpenACC Fortran tests (gcc -fopenacc runs in host fallback);
 # libopen-trace-format2-dev, otf2-tools: the OTF2 library kprof writes with, and
-# otf2-print to read the archives back; pkg-config: the install checks.
+# otf2-print to read the archives back; pkg-config: the install checks;
+# libpapi-dev: PAPI 7 and its software-defined events (sde_lib.h, libsde) for the
+# counters tests (tests/tests/counters.rs).
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools)
+packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev)
 # The demo builds kprof and Kokkos (cmake, make, g++; pip fetches the sdist's build
 # requirements) and runs the example.
 [[ $demo == 1 ]] && packages=(cmake make gcc g++ python3 python3-pip)

@@ -384,11 +384,16 @@ pub enum Anomaly {
     /// A device activity whose end is before its begin (a clock the vendor did
     /// not keep): recorded with zero duration.
     DeviceTimeInvalid = 14,
+    /// A thread whose PAPI event set could not be made or started: its
+    /// instances carry no counters (`KPROF_COUNTERS`).
+    CountersUnavailable = 15,
+    /// A counter read PAPI refused: that instance carries no counters.
+    CounterReadFailed = 16,
 }
 
 impl Anomaly {
     /// Every anomaly, in discriminant order.
-    pub const ALL: [Anomaly; 15] = [
+    pub const ALL: [Anomaly; 17] = [
         Anomaly::NullName,
         Anomaly::InvalidUtf8Name,
         Anomaly::UnmatchedEnd,
@@ -404,6 +409,8 @@ impl Anomaly {
         Anomaly::UnknownCorrelation,
         Anomaly::DeviceRecordsDropped,
         Anomaly::DeviceTimeInvalid,
+        Anomaly::CountersUnavailable,
+        Anomaly::CounterReadFailed,
     ];
 
     /// The anomaly with discriminant `v`, if any.
@@ -429,6 +436,8 @@ impl Anomaly {
             Anomaly::UnknownCorrelation => "device_unknown_correlation",
             Anomaly::DeviceRecordsDropped => "device_records_dropped",
             Anomaly::DeviceTimeInvalid => "device_time_invalid",
+            Anomaly::CountersUnavailable => "threads_not_counted",
+            Anomaly::CounterReadFailed => "counter_reads_failed",
         }
     }
 }

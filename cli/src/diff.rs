@@ -238,6 +238,7 @@ pub fn main(args: DiffArgs) -> Outcome {
     } else {
         s.push_str(&t.render());
     }
+    counter_changes(&mut s, &ra.tree, &rb.tree, args.metric, args.top);
     let mut status = 0u8;
     if let Some(limit) = args.fail_above {
         let worst: Vec<&Change> = changes
@@ -260,6 +261,90 @@ pub fn main(args: DiffArgs) -> Outcome {
     }
     print!("{s}");
     Ok(status)
+}
+
+/// Every counted node's value of each event by call path (inclusive or exclusive
+/// by `metric`).
+type CounterIndex = BTreeMap<(String, String), u64>;
+
+fn counter_index(tree: &[TreeNode], metric: Metric) -> CounterIndex {
+    fn walk(nodes: &[TreeNode], metric: Metric, path: &mut Vec<String>, out: &mut CounterIndex) {
+        for n in nodes {
+            path.push(match &n.device {
+                Some(d) => format!("{} [{d}]", n.name),
+                None => n.name.clone(),
+            });
+            for (e, t) in n.counters.iter().flat_map(|c| &c.events) {
+                let v = match metric {
+                    Metric::Total => t.inclusive,
+                    Metric::SelfTime => t.exclusive,
+                };
+                *out.entry((e.clone(), path.join(" / "))).or_default() += v;
+            }
+            walk(&n.children, metric, path, out);
+            path.pop();
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(tree, metric, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The counters block: per event and call path, A's and B's counts and the
+/// change, largest changes first (nothing when neither run counted).
+fn counter_changes(s: &mut String, a: &[TreeNode], b: &[TreeNode], metric: Metric, top: usize) {
+    let (ia, ib) = (counter_index(a, metric), counter_index(b, metric));
+    if ia.is_empty() && ib.is_empty() {
+        return;
+    }
+    let mut keys: Vec<&(String, String)> = ia.keys().chain(ib.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    // (change, (event, path), A, B)
+    type Row<'a> = (i128, &'a (String, String), Option<u64>, Option<u64>);
+    let mut rows: Vec<Row<'_>> = keys
+        .into_iter()
+        .map(|k| {
+            let (va, vb) = (ia.get(k).copied(), ib.get(k).copied());
+            let d = i128::from(vb.unwrap_or(0)) - i128::from(va.unwrap_or(0));
+            (d, k, va, vb)
+        })
+        .filter(|r| r.0 != 0 || r.2.is_none() || r.3.is_none())
+        .collect();
+    rows.sort_by(|x, y| {
+        y.0.unsigned_abs()
+            .cmp(&x.0.unsigned_abs())
+            .then(x.1.cmp(y.1))
+    });
+    let which = match metric {
+        Metric::Total => "inclusive",
+        Metric::SelfTime => "exclusive",
+    };
+    let _ = writeln!(s, "\nCounter changes ({which}; {} changed):", rows.len());
+    let mut t = Table::new(&[
+        ("change", Align::Right),
+        ("%", Align::Right),
+        ("A", Align::Right),
+        ("B", Align::Right),
+        ("event", Align::Left),
+        ("path", Align::Left),
+    ]);
+    for (d, (event, path), va, vb) in rows.iter().take(top) {
+        let rel = va.filter(|&v| v > 0).map(|v| 100.0 * *d as f64 / v as f64);
+        t.row(vec![
+            format!("{}{}", if *d < 0 { "-" } else { "+" }, d.unsigned_abs()),
+            rel_text(rel),
+            va.map_or("-".into(), |v| v.to_string()),
+            vb.map_or("-".into(), |v| v.to_string()),
+            event.clone(),
+            path.clone(),
+        ]);
+    }
+    if t.len() == 0 {
+        s.push_str("  (no counter changed)\n");
+    } else {
+        s.push_str(&t.render());
+    }
 }
 
 fn rel_text(rel: Option<f64>) -> String {

@@ -52,6 +52,8 @@ struct Merged {
     min: Option<u64>,
     max: u64,
     present: Vec<bool>,
+    /// Per counter event: inclusive and exclusive counts by rank.
+    counters: BTreeMap<String, (Vec<u64>, Vec<u64>)>,
     children: Vec<Merged>,
 }
 
@@ -94,6 +96,7 @@ fn add(into: &mut Vec<Merged>, nodes: &[TreeNode], rank: usize, ranks: usize) {
                     min: None,
                     max: 0,
                     present: vec![false; ranks],
+                    counters: BTreeMap::new(),
                     children: Vec::new(),
                 });
                 into.len() - 1
@@ -106,6 +109,14 @@ fn add(into: &mut Vec<Merged>, nodes: &[TreeNode], rank: usize, ranks: usize) {
         m.min = Some(m.min.map_or(n.min_ns, |x| x.min(n.min_ns)));
         m.max = m.max.max(n.max_ns);
         m.present[rank] = true;
+        for (e, t) in n.counters.iter().flat_map(|c| &c.events) {
+            let (incl, excl) = m
+                .counters
+                .entry(e.clone())
+                .or_insert_with(|| (vec![0; ranks], vec![0; ranks]));
+            incl[rank] += t.inclusive;
+            excl[rank] += t.exclusive;
+        }
         add(&mut m.children, &n.children, rank, ranks);
     }
 }
@@ -118,6 +129,15 @@ fn to_json(list: &mut [Merged]) -> Vec<Value> {
     });
     list.iter_mut()
         .map(|m| {
+            let counters: Map<String, Value> = m
+                .counters
+                .iter()
+                .map(|(e, (incl, excl))| {
+                    let v = json!({"inclusive": stats(incl), "exclusive": stats(excl),
+                                   "by_rank": {"inclusive": incl, "exclusive": excl}});
+                    (e.clone(), v)
+                })
+                .collect();
             json!({
                 "name": m.name,
                 "kind": m.kind,
@@ -131,6 +151,7 @@ fn to_json(list: &mut [Merged]) -> Vec<Value> {
                 "min_ns": m.min.unwrap_or(0),
                 "max_ns": m.max,
                 "by_rank": {"count": m.count, "total_ns": m.total, "self_ns": m.self_ns},
+                "counters": counters,
                 "children": to_json(&mut m.children),
             })
         })
@@ -304,6 +325,20 @@ pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
     out.insert("memory".into(), json!(memory));
     if let Some(g) = gpu {
         out.insert("gpu".into(), g);
+    }
+    // The ranks' counter settings: the same program under one setting gives one
+    // entry; ranks that differ are listed as they are.
+    let mut counter_setups: Vec<&kprof_core::output::report::HardwareCounters> = Vec::new();
+    for hc in reports
+        .iter()
+        .filter_map(|(_, r)| r.hardware_counters.as_ref())
+    {
+        if !counter_setups.contains(&hc) {
+            counter_setups.push(hc);
+        }
+    }
+    if !counter_setups.is_empty() {
+        out.insert("hardware_counters".into(), json!(counter_setups));
     }
     out.insert("anomalies".into(), json!(anomalies));
     out.insert(

@@ -227,6 +227,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
         s.push_str(&t.render());
     }
     sections(&mut s, r, top, args);
+    kprof_core::output::counters::block(&mut s, r, top);
     if let Some(g) = &r.gpu {
         kprof_core::output::summary::gpu(&mut s, g, top);
     }

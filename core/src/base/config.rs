@@ -59,6 +59,12 @@ pub struct Config {
     /// Without a trace, each thread aggregates its own events where they happen
     /// (0: through records and the writer, as with a trace).
     pub in_place: bool,
+    /// PAPI events read at the begin and end of counted instances (comma list;
+    /// empty: none).
+    pub counters: String,
+    /// Kinds of instances counted (comma list of words, see
+    /// `crate::hot::counters::parse_kinds`).
+    pub counter_kinds: String,
 }
 
 impl Default for Config {
@@ -78,6 +84,8 @@ impl Default for Config {
             max_depth: 256,
             trace_max_mb: 2048,
             in_place: true,
+            counters: String::new(),
+            counter_kinds: "regions,kernels,parallel".into(),
         }
     }
 }
@@ -182,6 +190,18 @@ const SPECS: &[Spec] = &[
         help: "without a trace, each thread adds its events to its own profile as they happen: no records, no background work; 0: records processed by the writer thread, as with a trace (default 1)",
     },
     Spec {
+        arg: "counters",
+        env: "KPROF_COUNTERS",
+        value: Value::Text,
+        help: "comma list of PAPI events read at the begin and end of counted instances (PAPI_TOT_INS, perf::PAGE-FAULTS, sde:::lib::counter, ...; at most 8; needs libpapi at run time, or KPROF_PAPI_LIB); empty: none (default)",
+    },
+    Spec {
+        arg: "counter-kinds",
+        env: "KPROF_COUNTER_KINDS",
+        value: Value::Text,
+        help: "which instances get counters: comma list of regions, kernels, parallel, loops, tasks, sync, data, target, gpu_api, all (default regions,kernels,parallel)",
+    },
+    Spec {
         arg: "fork",
         env: "KPROF_FORK",
         value: Value::Flag,
@@ -239,12 +259,21 @@ impl Config {
         };
         let defaults = Config::default();
         match spec.value {
-            Value::Text => {
-                if value.is_empty() {
-                    return Err(invalid("must not be empty", defaults.output_dir));
+            Value::Text => match spec.arg {
+                "counters" => self.counters = value.trim().into(),
+                "counter-kinds" => {
+                    if value.trim().is_empty() {
+                        return Err(invalid("must not be empty", defaults.counter_kinds));
+                    }
+                    self.counter_kinds = value.trim().into();
                 }
-                self.output_dir = value.into();
-            }
+                _ => {
+                    if value.is_empty() {
+                        return Err(invalid("must not be empty", defaults.output_dir));
+                    }
+                    self.output_dir = value.into();
+                }
+            },
             Value::Formats => {
                 // The known formats are kept, so that one misspelt word does not
                 // lose the traces that were spelt right.

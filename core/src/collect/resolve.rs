@@ -5,6 +5,7 @@
 use kprof_abi::{Anomaly, Kind};
 
 use crate::base::anomaly::Anomalies;
+use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{
     count_unclosed, ended_at, Consumer, CopyInfo, DeviceActivity, Event, Extras, Global, Opening,
     SiteRef, Slice, Symbols, Transfer, ACTIVITY_ARGS, MAX_ARGS,
@@ -55,6 +56,8 @@ impl Nesting {
             args: [x.arg.unwrap_or((0, 0)), (0, 0), (0, 0), (0, 0)],
             nargs: u8::from(x.arg.is_some()),
             end_lost: false,
+            counters: x.counters,
+            counted: false,
         });
         if let Some(top) = self.stack.last() {
             began(top);
@@ -83,18 +86,31 @@ impl Nesting {
     /// every instance opened inside it that is still open (counted as an
     /// out-of-order end), handing each to `ended` with its end time; an end of
     /// nothing open is counted as unmatched.
+    /// `counters`: the thread's counters read at the end; each ended slice read
+    /// at its begin then holds what it counted.
     #[inline(always)]
     pub fn end(
         &mut self,
         ts: u64,
         kind: u8,
         guid: u64,
+        counters: Option<Values>,
         mut ended: impl FnMut(&Slice, u64),
         anomalies: &Anomalies,
     ) {
         let Some(pos) = ended_at(&self.stack, kind, guid, self.lost, anomalies) else {
             return;
         };
+        if let Some(at_end) = counters {
+            for s in &mut self.stack[pos..] {
+                if let Some(begin) = s.counters.as_mut() {
+                    for (b, e) in begin.iter_mut().zip(at_end) {
+                        *b = e.saturating_sub(*b);
+                    }
+                    s.counted = true;
+                }
+            }
+        }
         // Ended in place, then dropped: a slice is large, and moving it out of
         // the stack first was a sixth of the writer's CPU (a memmove per end).
         for s in self.stack[pos..].iter().rev() {
@@ -148,6 +164,11 @@ pub struct ThreadStream {
     base_ts: u64,
     /// The thread's code slots: address and its name id once asked for.
     codes: Box<[(u64, Option<u32>); CODE_SLOTS]>,
+    /// Counter values of the record just read, for the begin or end record that
+    /// follows it (any other record drops them: they belonged to a dropped one).
+    pending: Option<Values>,
+    /// Counter values of the record being decoded.
+    counters: Option<Values>,
 }
 
 impl ThreadStream {
@@ -162,6 +183,8 @@ impl ThreadStream {
             last_ts: 0,
             base_ts: 0,
             codes: Box::new([(0, None); CODE_SLOTS]),
+            pending: None,
+            counters: None,
         }
     }
 
@@ -222,7 +245,22 @@ impl ThreadStream {
                 self.base_ts = ts;
             }
             self.last_ts = self.last_ts.max(ts);
+            // Counter values belong to the begin or end record right after them
+            // (a begin by code address may come after its slot's definition).
+            self.counters = match op {
+                Op::Counters => {
+                    let mut v = [0; MAX_COUNTERS];
+                    for (k, x) in v.iter_mut().enumerate() {
+                        *x = if k % 2 == 0 { a(k / 2) } else { b(k / 2) };
+                    }
+                    self.pending = Some(v);
+                    continue;
+                }
+                Op::CodeDef => None,
+                _ => self.pending.take(),
+            };
             match op {
+                Op::Counters => {}
                 Op::Arg => self.nesting.arg(h.low(), a(0)),
                 Op::Begin => self.begin(ts, h, h.aux(), h.low(), 0, Extras::NONE, out),
                 Op::BeginParent => self.begin(ts, h, h.aux(), h.low(), a(0), Extras::NONE, out),
@@ -453,7 +491,10 @@ impl ThreadStream {
             name,
             dev,
             begin: ts,
-            extras,
+            extras: Extras {
+                counters: self.counters.take(),
+                ..extras
+            },
         };
         self.nesting.begin(o, |s| out.event(&Event::Begin(s)));
     }
@@ -471,6 +512,7 @@ impl ThreadStream {
             ts,
             kind,
             guid,
+            self.counters.take(),
             |s, t| out.event(&Event::End(s, t)),
             anomalies,
         );

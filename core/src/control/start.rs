@@ -13,6 +13,7 @@ use crate::base::flush;
 use crate::base::process::ProcessInfo;
 use crate::hot::buffer::Pool;
 use crate::hot::clock::Clock;
+use crate::hot::counters::{Counters, Setup};
 use crate::hot::intern::Interner;
 use crate::hot::runtime::{
     active, config, get, phase, set_starter, warn, Phase, Runtime, ACTIVE, FORK_OFF_NOTE, PHASE,
@@ -149,6 +150,21 @@ fn start() {
         // SAFETY: a box leaked by the fork handler, taken exactly once (swapped out).
         *unsafe { Box::from_raw(inherited) }
     };
+    // A forked child inherits PAPI's state but not its threads' event sets.
+    let setup = if !inherited.is_null() && !cfg.counters.is_empty() {
+        Setup {
+            counters: None,
+            problems: vec!["counters: not read in a forked child".into()],
+        }
+    } else {
+        let lib = std::env::var("KPROF_PAPI_LIB")
+            .ok()
+            .filter(|l| !l.is_empty());
+        Counters::setup(&cfg.counters, &cfg.counter_kinds, lib.as_deref())
+    };
+    for line in &setup.problems {
+        warn(line);
+    }
     let rt: &'static Runtime = Box::leak(Box::new(Runtime {
         clock,
         pool: Pool::new(cfg.buffer_mb, INITIAL_CHUNKS),
@@ -163,6 +179,8 @@ fn start() {
         process: ProcessInfo::current(),
         start_raw,
         end_raw: AtomicU64::new(0),
+        counters: setup.counters,
+        counter_problems: setup.problems,
         device_cost_ns: AtomicU64::new(0),
         shutdown: AtomicBool::new(false),
         done: AtomicBool::new(false),

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use kprof_abi::{Activity, Anomaly, CopyEnd, Kind, Site, SpaceName};
 
 use crate::base::devices::Device;
+use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{
     CopyInfo, DeviceActivity, Event, Extras, Opening, SiteRef, Transfer, ACTIVITY_ARGS,
 };
@@ -59,6 +60,7 @@ fn begin_named(
     let t = e.t();
     let name = name_id(t, rt);
     let guid = t.open();
+    let counters = t.read_counters(kind);
     // Timestamp last, so the lookup is not counted in the instance's time.
     let ts = rt.clock.now();
     if let Some(ip) = t.in_place() {
@@ -69,10 +71,14 @@ fn begin_named(
             name,
             dev,
             begin: ts,
-            extras: Extras::NONE,
+            extras: Extras {
+                counters,
+                ..Extras::NONE
+            },
         });
         return guid;
     }
+    push_counters(t, rt, counters);
     // Host instances of the first 2^16 names, close in time to the thread's last
     // event (nearly all): one word, or two with a parent.
     let short = match (t.delta(ts), u16::try_from(name)) {
@@ -94,6 +100,18 @@ fn begin_named(
         }
     }
     guid
+}
+
+/// Appends the thread's counters read for the begin or end record that follows
+/// (records mode).
+#[inline(always)]
+fn push_counters(t: &mut ThreadState, rt: &Runtime, counters: Option<Values>) {
+    if let Some(v) = counters {
+        let mut words = [0u64; 2 + MAX_COUNTERS];
+        words[0] = head(Op::Counters, 0, 0, 0);
+        words[2..].copy_from_slice(&v);
+        t.push_untimed(rt, words);
+    }
 }
 
 /// What a [`begin_at`] record carries besides the code address.
@@ -149,6 +167,14 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
                 ..Extras::NONE
             },
         };
+        let extras = Extras {
+            counters: t.read_counters(kind),
+            ..extras
+        };
+        // (`t` was borrowed for the counters: the profile again.)
+        let Some(ip) = t.in_place() else {
+            return guid;
+        };
         let ts = rt.clock.now();
         ip.open(&Opening {
             guid,
@@ -161,6 +187,8 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
         });
         return guid;
     }
+    let counters = t.read_counters(kind);
+    push_counters(t, rt, counters);
     let ts = rt.clock.now();
     // The common case of host constructs nested where they run, close in time to
     // the thread's last event: the address by its code slot, one word (two with a
@@ -242,6 +270,7 @@ pub unsafe fn begin_transfer_named(
     // SAFETY: forwarded from the caller.
     let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
     let guid = t.open();
+    let counters = t.read_counters(kind);
     let ts = rt.clock.now();
     if let Some(ip) = t.in_place() {
         ip.open(&Opening {
@@ -253,11 +282,13 @@ pub unsafe fn begin_transfer_named(
             begin: ts,
             extras: Extras {
                 transfer: Some(Transfer { bytes, direction }),
+                counters,
                 ..Extras::NONE
             },
         });
         return guid;
     }
+    push_counters(t, rt, counters);
     let [h, time] = long(ts, Op::BeginTransferNamed, kind, name, dev);
     let direction = u64::from(direction);
     t.push(rt, [h, time, parent, 0, bytes, direction], ts);
@@ -329,10 +360,12 @@ pub fn end(kind: u8, guid: u64) {
     let ts = rt.clock.now();
     let t = e.t();
     t.close();
+    let counters = t.read_counters(kind);
     if let Some(ip) = t.in_place() {
-        ip.close(ts, kind, guid);
+        ip.close(ts, kind, guid, counters.as_ref());
         return;
     }
+    push_counters(t, rt, counters);
     let back = if guid == 0 { Some(0) } else { t.back_ref(guid) };
     if let (Some(delta), Some(back)) = (t.delta(ts), back) {
         t.push(rt, [head(Op::EndShort, kind, delta, back)], ts);
@@ -423,6 +456,7 @@ pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
         )
     };
     let guid = t.open();
+    let counters = t.read_counters(Kind::DeepCopy as u8);
     let ts = rt.clock.now();
     if let Some(ip) = t.in_place() {
         let copy = CopyInfo {
@@ -440,11 +474,13 @@ pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
             begin: ts,
             extras: Extras {
                 copy: Some(copy),
+                counters,
                 ..Extras::NONE
             },
         });
         return guid;
     }
+    push_counters(t, rt, counters);
     let [h, time] = long(ts, Op::CopyBegin, Kind::DeepCopy as u8, dst_label, 0);
     let (dst_space, src_space) = (u64::from(dst_space), u64::from(src_space));
     let words = [h, time, bytes, u64::from(src_label), dst_space, src_space];

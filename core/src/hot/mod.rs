@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod arena;
 pub mod buffer;
 pub mod clock;
+pub mod counters;
 pub mod events;
 pub mod intern;
 pub mod nesting;

@@ -13,6 +13,7 @@
 use kprof_abi::{Anomaly, Kind};
 
 use crate::base::anomaly::Anomalies;
+use crate::hot::counters::Values;
 
 /// Extra fields of a memory copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +75,11 @@ pub struct Slice {
     /// Its end was among records dropped (the buffers were full): it is closed
     /// where recording resumed, so its duration is not known and must not count.
     pub end_lost: bool,
+    /// Counter values (`KPROF_COUNTERS`): read at its begin while it is open;
+    /// what it counted (end minus begin) once [`Slice::counted`] is set.
+    pub counters: Option<Values>,
+    /// `counters` holds what the instance counted (its end was read too).
+    pub counted: bool,
 }
 
 /// Arguments kept per slice.
@@ -88,6 +94,8 @@ pub struct Extras {
     pub transfer: Option<Transfer>,
     /// A first argument recorded with the begin.
     pub arg: Option<(u32, u64)>,
+    /// The thread's counters read at the begin (`KPROF_COUNTERS`).
+    pub counters: Option<Values>,
 }
 
 impl Extras {
@@ -96,10 +104,17 @@ impl Extras {
         copy: None,
         transfer: None,
         arg: None,
+        counters: None,
     };
 }
 
 impl Slice {
+    /// What the instance counted, in the order of the counters' names, once it
+    /// ended with its counters read.
+    pub fn counted(&self) -> Option<&Values> {
+        self.counters.as_ref().filter(|_| self.counted)
+    }
+
     /// The arguments attached to this slice.
     pub fn args(&self) -> &[(u32, u64)] {
         &self.args[..usize::from(self.nargs).min(MAX_ARGS)]

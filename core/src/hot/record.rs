@@ -35,6 +35,7 @@
 //! | BeginAtArg | argument key name id | device | (code address, value): nested in the innermost open instance |
 //! | BeginCode | code address bits 0..32 | bits 32..48 | —: device 0, nested in the innermost open instance |
 //! | Site | site number | — | —; timestamp 0: names the innermost open instance as a launch site |
+//! | Counters | — | — | `MAX_COUNTERS / 2` x (value, value): the thread's counters, for the begin or end record right after it; timestamp 0 |
 //! | Activity | name id | device | (end, bytes), (site, flow GUID), (direction and argument count, duration in ns), (start in ns, 0), `ACTIVITY_ARGS` x (key name id, value); the timestamp word is the device start: not the thread's time |
 //!
 //! Short events (the head's 32 bits: the timestamp delta):
@@ -117,6 +118,9 @@ pub enum Op {
     /// A device activity with its own start and end (see
     /// [`crate::hot::events::activity`]): not on the thread's timeline.
     Activity = 26,
+    /// The thread's counters (`KPROF_COUNTERS`) read for the begin or end record
+    /// that follows (untimed).
+    Counters = 27,
 }
 
 impl Op {
@@ -149,6 +153,7 @@ impl Op {
             24 => Op::CodeDef,
             25 => Op::Site,
             26 => Op::Activity,
+            27 => Op::Counters,
             _ => return None,
         })
     }
@@ -190,7 +195,7 @@ impl Op {
     pub fn is_timed(self) -> bool {
         !matches!(
             self,
-            Op::Arg | Op::Gap | Op::CodeDef | Op::Site | Op::Activity
+            Op::Arg | Op::Gap | Op::CodeDef | Op::Site | Op::Activity | Op::Counters
         )
     }
 
@@ -228,6 +233,7 @@ impl Op {
             | Op::BeginAtArg => 1,
             Op::Alloc | Op::Free | Op::CopyBegin | Op::BeginTransfer | Op::BeginTransferNamed => 2,
             Op::Activity => 4 + kprof_abi::ACTIVITY_ARGS,
+            Op::Counters => crate::hot::counters::MAX_COUNTERS / 2,
         }
     }
 }
@@ -295,7 +301,7 @@ mod tests {
             (ts, h.op(), h.kind(), h.low(), h.aux()),
             (123, Op::CopyBegin as u8, 6, 0xdead_beef, 0xabcd)
         );
-        for v in 1..=26 {
+        for v in 1..=27 {
             let op = Op::from_u8(v).unwrap();
             assert_eq!(op as u8, v);
             let short = matches!(v, 19..=24);
@@ -312,7 +318,8 @@ mod tests {
         assert_eq!(words, [1, 1, 2, 2, 4]);
         assert_eq!(Op::BeginTransfer.words(), 6);
         assert_eq!(Op::from_u8(0), None);
-        assert_eq!(Op::from_u8(27), None);
+        assert_eq!(Op::from_u8(28), None);
+        assert_eq!(Op::Counters.words(), 10);
         assert_eq!(Op::Activity.words(), 30);
         // Neighbouring call sites take different slots.
         let slots: std::collections::HashSet<u16> = (0..64)

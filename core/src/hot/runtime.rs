@@ -13,6 +13,7 @@ use crate::base::devices::Devices;
 use crate::base::process::ProcessInfo;
 use crate::hot::buffer::Pool;
 use crate::hot::clock::Clock;
+use crate::hot::counters::Counters;
 use crate::hot::intern::Interner;
 use crate::hot::thread::Registry;
 
@@ -70,6 +71,10 @@ pub struct Runtime {
     pub start_raw: u64,
     /// Raw clock when shutdown began.
     pub end_raw: AtomicU64,
+    /// The PAPI counters read on counted instances, if any.
+    pub counters: Option<Counters>,
+    /// What kept counters asked for from being counted, one line each.
+    pub counter_problems: Vec<String>,
     /// The GPU tool library's own overhead reported by GPU plugins, in ns.
     pub device_cost_ns: AtomicU64,
     /// Shutdown was requested (the writer finishes).

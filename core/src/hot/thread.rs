@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use crate::hot::aggregate::local::ThreadProfile;
 use crate::hot::buffer::{Chunk, CHUNK_WORDS};
+use crate::hot::counters::{ThreadCounters, Values};
 use crate::hot::intern::NameCache;
 use crate::hot::record::{self, Op, CODE_SLOTS};
 use crate::hot::runtime::Runtime;
@@ -317,6 +318,8 @@ pub struct ThreadState {
     pub names: NameCache,
     /// The in-place profile (null when events go to records).
     in_place: *mut ThreadProfile,
+    /// The thread's counters (`KPROF_COUNTERS`), when any are read.
+    counters: Option<ThreadCounters>,
 }
 
 impl ThreadState {
@@ -327,6 +330,15 @@ impl ThreadState {
         // once this thread is not inside an event and the runtime stopped
         // recording (see ThreadSlot::busy), so this is the only reference now.
         unsafe { self.in_place.as_mut() }
+    }
+
+    /// The thread's counters now, when instances of `kind` are counted.
+    #[inline(always)]
+    pub fn read_counters(&self, kind: u8) -> Option<Values> {
+        match &self.counters {
+            Some(c) => c.read_if(kind),
+            None => None,
+        }
     }
 
     /// What the writer and reports know of this thread.
@@ -515,6 +527,16 @@ impl Drop for ExitGuard {
         // SAFETY: the state belongs to this exiting thread and is never freed.
         let state = unsafe { &mut *p };
         state.slot.exited.store(true, Ordering::Release);
+        // PAPI binds an event set to its thread, which ends here: freed (a
+        // program that starts a thread per task must not keep a set per thread),
+        // unless an instance is still open, which a runtime's own thread-exit
+        // hook may end after this (libomp ends a worker's implicit task so): a
+        // set kept for the few threads that exit so.
+        if state.depth == 0 {
+            if let Some(c) = state.counters.take() {
+                c.release();
+            }
+        }
         if let Some(rt) = crate::hot::runtime::get() {
             state.retire(rt);
             // Only a state of the runtime now running is ever reused (a forked
@@ -694,6 +716,23 @@ fn enter_slow() -> Option<Entered> {
     Some(Entered { rt, state: p })
 }
 
+/// The calling thread's own counters, when the runtime reads any; a thread PAPI
+/// refuses is said once and goes uncounted.
+fn thread_counters(rt: &'static Runtime) -> Option<ThreadCounters> {
+    let c = rt.counters.as_ref()?;
+    match c.for_thread(&rt.anomalies) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                crate::hot::runtime::warn(&format!("counters: a thread is not counted: {e}"));
+            }
+            rt.anomalies.count(kprof_abi::Anomaly::CountersUnavailable);
+            None
+        }
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
@@ -731,8 +770,10 @@ fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
         codes: [0; CODE_SLOTS],
         names,
         in_place,
+        counters: thread_counters(rt),
     };
     let state: *mut ThreadState = match rt.threads.reusable() {
+        // (The gone thread's counters went with it: see ExitGuard.)
         Some(old) => {
             // SAFETY: a retired state whose thread is gone: nothing else uses it.
             let s = unsafe { &mut *old };

@@ -5,6 +5,7 @@
 //! ([`report`]), its flat view ([`flat`]), the summary ([`summary`]) and the CSV
 //! ([`csv`]).
 
+pub mod counters;
 pub mod csv;
 pub mod flat;
 pub mod report;

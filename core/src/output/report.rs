@@ -54,6 +54,9 @@ pub struct Report {
     /// GPU activity (absent when no device activity was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<Gpu>,
+    /// Hardware counters (absent when `KPROF_COUNTERS` was not set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware_counters: Option<HardwareCounters>,
 }
 
 /// What the GPUs did: kernels by device time, copies by direction, and per
@@ -303,8 +306,53 @@ pub struct TreeNode {
     /// Ranges of the numeric arguments its instances carried (team sizes, gangs).
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub args: BTreeMap<String, ArgRange>,
+    /// Hardware and software counters (`KPROF_COUNTERS`) by event name, when its
+    /// kind is counted.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub counters: Option<NodeCounters>,
     /// Nested nodes.
     pub children: Vec<TreeNode>,
+}
+
+/// What a node's counted instances counted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeCounters {
+    /// Instances whose counters were read at both ends.
+    pub instances: u64,
+    /// Per event.
+    pub events: BTreeMap<String, CounterTotal>,
+    /// Instructions per cycle (inclusive), when both `PAPI_TOT_INS` and
+    /// `PAPI_TOT_CYC` are counted.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ipc: Option<f64>,
+}
+
+/// One event's totals on a node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CounterTotal {
+    /// Counted inside its instances (nested counted instances included).
+    pub inclusive: u64,
+    /// Counted inside its instances outside the counted instances nested in them
+    /// on the same thread.
+    pub exclusive: u64,
+    /// Inclusive count per second of the node's inclusive time.
+    pub per_second: f64,
+}
+
+/// The counters of the run (`KPROF_COUNTERS`): what was asked, what is counted,
+/// and why the rest is not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HardwareCounters {
+    /// Where the values come from (`PAPI 7.0.1`; empty when PAPI could not be used).
+    pub source: String,
+    /// Events counted, in order.
+    pub events: Vec<String>,
+    /// Kinds of instances counted (`KPROF_COUNTER_KINDS`).
+    pub kinds: String,
+    /// The events share counters in turns: values are scaled estimates.
+    pub multiplexed: bool,
+    /// One line per event not counted, or other problem.
+    pub problems: Vec<String>,
 }
 
 /// The smallest and largest value an argument took.
@@ -450,6 +498,7 @@ impl TreeNode {
             stddev_ns: 0.0,
             threads: None,
             args: BTreeMap::new(),
+            counters: None,
             children,
         }
     }

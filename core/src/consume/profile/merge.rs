@@ -244,6 +244,7 @@ fn merge_children(
                 into.add_arg(k, min);
                 into.add_arg(k, max);
             }
+            into.merge_counters(n.counters.as_deref());
             todo.push((c, m));
         }
     }

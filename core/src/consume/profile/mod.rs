@@ -219,11 +219,12 @@ impl Profile {
         let devices = rt.devices.snapshot();
         let start = rt.start_raw;
         let end = rt.end();
+        let counter_names = rt.counters.as_ref().map_or(&[][..], |c| &c.names[..]);
 
         let tree = merged.tree.nodes[ROOT as usize]
             .children
             .iter()
-            .map(|&c| tree_node(merged, c, &text, &devices))
+            .map(|&c| tree_node(merged, c, &text, &devices, counter_names))
             .collect();
 
         // One row per section name, as regions are: a section created again and
@@ -442,7 +443,59 @@ impl Profile {
             counters,
             kprof: report::SelfCost::default(),
             gpu,
+            hardware_counters: hardware_counters(rt),
         }
+    }
+}
+
+/// The run's counters section: absent when none were asked for.
+fn hardware_counters(rt: &Runtime) -> Option<report::HardwareCounters> {
+    if rt.counters.is_none() && rt.counter_problems.is_empty() {
+        return None;
+    }
+    let c = rt.counters.as_ref();
+    Some(report::HardwareCounters {
+        source: c.map_or(String::new(), |c| format!("PAPI {}", c.version())),
+        events: c.map_or(Vec::new(), |c| c.names.clone()),
+        kinds: crate::hot::runtime::config().counter_kinds.clone(),
+        multiplexed: c.is_some_and(|c| c.multiplexed),
+        problems: rt.counter_problems.clone(),
+    })
+}
+
+/// A node's counter totals by event name, with the rates derived from them.
+fn node_counters(
+    c: &crate::hot::aggregate::tree::NodeCounters,
+    names: &[String],
+    total_ns: u64,
+) -> report::NodeCounters {
+    let seconds = total_ns as f64 / 1e9;
+    let events: std::collections::BTreeMap<String, report::CounterTotal> = names
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let inclusive = c.inclusive[k];
+            let per_second = if seconds > 0.0 {
+                inclusive as f64 / seconds
+            } else {
+                0.0
+            };
+            let total = report::CounterTotal {
+                inclusive,
+                exclusive: c.exclusive[k],
+                per_second,
+            };
+            (name.clone(), total)
+        })
+        .collect();
+    let ipc = match (events.get("PAPI_TOT_INS"), events.get("PAPI_TOT_CYC")) {
+        (Some(i), Some(c)) if c.inclusive > 0 => Some(i.inclusive as f64 / c.inclusive as f64),
+        _ => None,
+    };
+    report::NodeCounters {
+        instances: c.instances,
+        events,
+        ipc,
     }
 }
 
@@ -452,6 +505,7 @@ fn tree_node(
     n: u32,
     text: &dyn Fn(u32) -> String,
     devices: &[crate::base::devices::Device],
+    counter_names: &[String],
 ) -> TreeNode {
     let node = &merged.tree.nodes[n as usize];
     let dev = usize::from(node.dev)
@@ -478,11 +532,16 @@ fn tree_node(
         .iter()
         .map(|&(k, min, max)| (text(k), report::ArgRange { min, max }))
         .collect();
+    let counters = node
+        .counters
+        .as_deref()
+        .map(|c| node_counters(c, counter_names, s.total_ns));
     TreeNode {
         name: text(node.name),
         kind: node.kind.as_str().into(),
         threads,
         args,
+        counters,
         device: dev.map(|d| d.label()),
         device_index: dev.map(|d| d.index),
         instance: dev.map(|d| d.instance),
@@ -496,7 +555,7 @@ fn tree_node(
         children: node
             .children
             .iter()
-            .map(|&c| tree_node(merged, c, text, devices))
+            .map(|&c| tree_node(merged, c, text, devices, counter_names))
             .collect(),
     }
 }

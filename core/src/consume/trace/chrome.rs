@@ -244,6 +244,15 @@ impl ChromeWriter {
             };
             let _ = write!(a, r#""bytes":{},"direction":"{direction}""#, t.bytes);
         }
+        // What a counted slice counted (`KPROF_COUNTERS`).
+        if let (Some(counted), Some(c)) = (s.counted(), self.rt.counters.as_ref()) {
+            for (name, v) in c.names.iter().zip(counted) {
+                if !a.is_empty() {
+                    a.push(',');
+                }
+                let _ = write!(a, "{}:{v}", json(name));
+            }
+        }
         if s.end_lost {
             // Drawn up to where recording resumed: the real end is unknown.
             if !a.is_empty() {

@@ -71,6 +71,7 @@ use crate::consume::trace::perfetto_proto::{
     UNIT_SIZE_BYTES,
 };
 use crate::consume::trace::TraceWriter;
+use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, Slice};
 use crate::hot::runtime::Runtime;
 use crate::hot::thread::GUID_SEQ_BITS;
@@ -124,6 +125,11 @@ pub trait Source: Send {
     fn section(&self, id: u32) -> Option<u32>;
     /// The measured process.
     fn process(&self) -> &ProcessInfo;
+    /// Names of the counters read on counted slices (`KPROF_COUNTERS`), in the
+    /// order of their values.
+    fn counter_names(&self) -> &[String] {
+        &[]
+    }
 }
 
 impl Source for &'static Runtime {
@@ -155,6 +161,9 @@ impl Source for &'static Runtime {
     }
     fn process(&self) -> &ProcessInfo {
         &self.process
+    }
+    fn counter_names(&self) -> &[String] {
+        self.counters.as_ref().map_or(&[], |c| &c.names)
     }
 }
 
@@ -347,6 +356,8 @@ struct Thread {
     begins: Vec<BeginAt>,
     /// GUID of the latest begin seen (a thread's GUIDs grow with its begins).
     last_begun: u64,
+    /// Counter readings at the begins of the open counted slices, innermost last.
+    counted: Vec<Values>,
 }
 
 impl Thread {
@@ -660,6 +671,7 @@ const TRACK_COUNTER: u64 = 2;
 const TRACK_SECTION: u64 = 3;
 const TRACK_USER_COUNTER: u64 = 4;
 const TRACK_DEVICE: u64 = 5;
+const TRACK_HW_COUNTER: u64 = 6;
 
 /// The Perfetto trace writer.
 pub struct PerfettoWriter<S: Source = &'static Runtime> {
@@ -680,6 +692,8 @@ pub struct PerfettoWriter<S: Source = &'static Runtime> {
     spaces: FxHashMap<u32, (Space, u64)>,
     /// User counter name id -> its counter track.
     counters: FxHashMap<u32, u64>,
+    /// (thread, counter index) -> its counter track (`KPROF_COUNTERS`).
+    counter_tracks: FxHashMap<(u32, u8), u64>,
     sections: FxHashMap<u32, Section>,
     /// GPU API calls by GUID -> (thread track, begin ns), for the flows to the
     /// device work they launched; the oldest are forgotten past [`MAX_LAUNCHES`].
@@ -740,6 +754,7 @@ impl<S: Source> PerfettoWriter<S> {
             devices: FxHashMap::default(),
             spaces: FxHashMap::default(),
             counters: FxHashMap::default(),
+            counter_tracks: FxHashMap::default(),
             sections: FxHashMap::default(),
             launches: FxHashMap::default(),
             launch_order: std::collections::VecDeque::new(),
@@ -802,6 +817,7 @@ impl<S: Source> PerfettoWriter<S> {
                 open: Vec::new(),
                 begins: Vec::new(),
                 last_begun: 0,
+                counted: Vec::new(),
             },
         );
     }
@@ -891,6 +907,7 @@ impl<S: Source> PerfettoWriter<S> {
                 let delta = t.seq.advance(ns);
                 let at = raw_event(&mut enc.buf, t.seq.id, delta, &enc.scratch);
                 t.opened(s.guid, at);
+                self.begin_counters(s, ns);
                 return;
             }
         }
@@ -944,6 +961,57 @@ impl<S: Source> PerfettoWriter<S> {
         enc.te.flow_ids.extend_from_slice(&flows);
         let at = enc.event(seq, ns);
         t.opened(s.guid, at);
+        self.begin_counters(s, ns);
+    }
+
+    /// A counted slice began: the thread's counter tracks take the readings.
+    fn begin_counters(&mut self, s: &Slice, ns: u64) {
+        let Some(v) = s.counters else { return };
+        if let Some(t) = self.threads.get_mut(&s.thread) {
+            t.counted.push(v);
+        }
+        self.counter_values(s.thread, ns, &v);
+    }
+
+    /// The thread's counter readings `values` at `ns`, on a counter track per
+    /// event under the thread's track.
+    fn counter_values(&mut self, thread: u32, ns: u64, values: &Values) {
+        let n = self.src.counter_names().len().min(MAX_COUNTERS);
+        for (k, &value) in values.iter().enumerate().take(n) {
+            let key = (thread, k as u8);
+            let track = match self.counter_tracks.get(&key) {
+                Some(&t) => t,
+                None => {
+                    let uuid = self.uuid(TRACK_HW_COUNTER, u64::from(thread) << 8 | k as u64);
+                    let desc = TrackDescriptor {
+                        uuid: Some(uuid),
+                        parent_uuid: Some(self.uuid(TRACK_THREAD, u64::from(thread))),
+                        // Named per thread too: one track per (event, thread).
+                        name: Some(format!(
+                            "{} [{}]",
+                            self.src.counter_names()[k],
+                            self.src.thread(thread).map_or_else(
+                                || format!("thread {thread}"),
+                                |(_, name)| crate::consume::trace::thread_label(&name, thread)
+                            )
+                        )),
+                        counter: Some(CounterDescriptor { unit: None }),
+                        ..Default::default()
+                    };
+                    self.enc.packet(&descriptor_packet(PROCESS_SEQ, desc));
+                    self.counter_tracks.insert(key, uuid);
+                    uuid
+                }
+            };
+            let Some(t) = self.threads.get_mut(&thread) else {
+                return;
+            };
+            let (enc, seq) = (&mut self.enc, &mut t.seq);
+            enc.reset_event(TYPE_COUNTER);
+            enc.te.track_uuid = Some(track);
+            enc.te.counter_value = Some(i64::try_from(value).unwrap_or(i64::MAX));
+            enc.event(seq, ns);
+        }
     }
 
     fn end(&mut self, s: &Slice, end: u64) {
@@ -978,8 +1046,27 @@ impl<S: Source> PerfettoWriter<S> {
             // Drawn up to where recording resumed: the real end is unknown.
             put_uint_annotation(&mut enc.scratch, "end_lost", 1);
         }
+        // What a counted slice counted, as its arguments; the counter tracks
+        // take the reading at its end.
+        let begun = if s.counters.is_some() {
+            t.counted.pop()
+        } else {
+            None
+        };
+        let names = self.src.counter_names();
+        let at_end = s.counted().zip(begun).map(|(counted, begun)| {
+            let mut end = [0; MAX_COUNTERS];
+            for (k, name) in names.iter().enumerate().take(MAX_COUNTERS) {
+                put_uint_annotation(&mut enc.scratch, name, counted[k]);
+                end[k] = begun[k].saturating_add(counted[k]);
+            }
+            end
+        });
         let delta = t.seq.advance(ns);
         raw_event(&mut enc.buf, t.seq.id, delta, &enc.scratch);
+        if let Some(v) = at_end {
+            self.counter_values(s.thread, ns, &v);
+        }
     }
 
     fn instant(&mut self, thread: u32, kind: Kind, name: u32, a: u64, b: u64, ts: u64) {
@@ -1535,6 +1622,8 @@ mod tests {
             args: [(0, 0); crate::hot::nesting::MAX_ARGS],
             nargs: 0,
             end_lost: false,
+            counters: None,
+            counted: false,
         }
     }
 

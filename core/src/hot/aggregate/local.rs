@@ -13,6 +13,7 @@
 use kprof_abi::{Anomaly, Kind};
 use rustc_hash::FxHashMap;
 
+use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{
     count_unclosed, ended_at, DeviceActivity, Event, Extras, OpenInstance, Opening, Slice, MAX_ARGS,
 };
@@ -43,6 +44,26 @@ struct Frame {
     /// Deeper than the depth cap: its time is inside the frame at the cap and is
     /// counted there only.
     capped: bool,
+    /// Its counters were read at its begin: it has an entry on the counter stack.
+    counted: bool,
+}
+
+/// A counted open instance: its counters at begin, and what the counted
+/// instances inside it counted (taken out of its exclusive values).
+struct CounterFrame {
+    begin: Values,
+    children: Values,
+}
+
+/// How a closing instance's counters are known.
+#[derive(Clone, Copy)]
+enum CountersAtEnd<'a> {
+    /// Not read at its end.
+    None,
+    /// The thread's counters at its end (in place).
+    At(&'a Values),
+    /// What it counted (from records, where the writer subtracted).
+    Counted(&'a Values),
 }
 
 impl OpenInstance for Frame {
@@ -109,6 +130,8 @@ pub struct ThreadProfile {
     /// The thread's call paths; anchors are nodes outside the root's children.
     pub tree: Tree,
     frames: Vec<Frame>,
+    /// The counted ones among the frames, innermost last.
+    counter_frames: Vec<CounterFrame>,
     /// Another thread's node (thread index, node) -> the local anchor standing in
     /// for it.
     anchors: FxHashMap<(u32, u32), u32>,
@@ -152,6 +175,7 @@ impl ThreadProfile {
             max_depth: max_depth.max(1),
             tree: Tree::default(),
             frames: Vec::new(),
+            counter_frames: Vec::new(),
             anchors: FxHashMap::default(),
             last_anchor: ((0, 0), 0),
             anchored: Vec::new(),
@@ -243,6 +267,7 @@ impl ThreadProfile {
                 copy: s.copy,
                 transfer: s.transfer,
                 arg: None,
+                counters: s.counters,
             },
         };
         self.open_frame(&o, s.kind);
@@ -263,17 +288,19 @@ impl ThreadProfile {
     }
 
     /// Closes in place instance `guid` (0: the innermost of `kind`) at raw time
-    /// `ts`, with the instances opened inside it, by the nesting rules.
+    /// `ts`, with the instances opened inside it, by the nesting rules;
+    /// `counters`: the thread's counters read at this end.
     #[inline(always)]
-    pub fn close(&mut self, ts: u64, kind: u8, guid: u64) {
+    pub fn close(&mut self, ts: u64, kind: u8, guid: u64, counters: Option<&Values>) {
         self.events += 1;
         let Some(pos) = ended_at(&self.frames, kind, guid, false, &self.rt.anomalies) else {
             return;
         };
+        let at_end = counters.map_or(CountersAtEnd::None, CountersAtEnd::At);
         while self.frames.len() > pos {
             if let Some(f) = self.frames.pop() {
                 let end = ts.max(f.begin);
-                self.close_frame(f, end, &[], false);
+                self.close_frame(f, end, &[], false, at_end);
             }
         }
     }
@@ -359,7 +386,7 @@ impl ThreadProfile {
         while let Some(f) = self.frames.pop() {
             count_unclosed(f.kind, &self.rt.anomalies);
             let end = end.max(f.begin);
-            self.close_frame(f, end, &[], false);
+            self.close_frame(f, end, &[], false, CountersAtEnd::None);
         }
     }
 
@@ -413,6 +440,13 @@ impl ThreadProfile {
         if !capped {
             self.slot.open.publish(self.frames.len(), o.guid, node);
         }
+        let counted = x.counters.is_some();
+        if let Some(begin) = x.counters {
+            self.counter_frames.push(CounterFrame {
+                begin,
+                children: [0; MAX_COUNTERS],
+            });
+        }
         self.frames.push(Frame {
             guid: o.guid,
             kind,
@@ -422,6 +456,7 @@ impl ThreadProfile {
             child_ns: 0,
             copy,
             capped,
+            counted,
         });
     }
 
@@ -482,7 +517,10 @@ impl ThreadProfile {
     pub fn end(&mut self, s: &Slice, end: u64) {
         self.events += 1;
         if let Some(f) = self.frames.pop() {
-            self.close_frame(f, end, s.args(), s.end_lost);
+            let counted = s
+                .counted()
+                .map_or(CountersAtEnd::None, CountersAtEnd::Counted);
+            self.close_frame(f, end, s.args(), s.end_lost, counted);
         }
     }
 
@@ -490,7 +528,19 @@ impl ThreadProfile {
     /// (in place they were added as they came), `end_lost` that its end was
     /// among dropped records.
     #[inline(always)]
-    fn close_frame(&mut self, f: Frame, end: u64, args: &[(u32, u64)], end_lost: bool) {
+    fn close_frame(
+        &mut self,
+        f: Frame,
+        end: u64,
+        args: &[(u32, u64)],
+        end_lost: bool,
+        counters: CountersAtEnd<'_>,
+    ) {
+        let counted = if f.counted {
+            self.close_counters(counters)
+        } else {
+            None
+        };
         if f.capped {
             return;
         }
@@ -510,12 +560,36 @@ impl ThreadProfile {
         for &(key, value) in args {
             node.add_arg(key, value);
         }
+        if let Some((delta, children)) = counted {
+            node.add_counters(&delta, &children);
+        }
         if let Some(parent) = self.frames.last_mut() {
             parent.child_ns += dur;
         }
         if let Some(key) = f.copy {
             self.copies.entry(key).or_default().total_ns += dur;
         }
+    }
+
+    /// Pops the closing instance's counter frame: what it counted and what the
+    /// counted instances inside it counted, when its end was read; adds what it
+    /// counted to the enclosing counted instance's children.
+    #[inline(never)]
+    fn close_counters(&mut self, at_end: CountersAtEnd<'_>) -> Option<(Values, Values)> {
+        let frame = self.counter_frames.pop()?;
+        let delta = match at_end {
+            CountersAtEnd::None => return None,
+            CountersAtEnd::Counted(d) => *d,
+            CountersAtEnd::At(end) => {
+                std::array::from_fn(|k| end[k].saturating_sub(frame.begin[k]))
+            }
+        };
+        if let Some(outer) = self.counter_frames.last_mut() {
+            for (c, d) in outer.children.iter_mut().zip(delta) {
+                *c = c.saturating_add(d);
+            }
+        }
+        Some((delta, frame.children))
     }
 
     #[inline(never)]

@@ -5,6 +5,7 @@ use kprof_abi::Kind;
 use rustc_hash::FxHashMap;
 
 use super::stats::Stats;
+use crate::hot::counters::Values;
 
 /// Index of the virtual root.
 pub const ROOT: u32 = 0;
@@ -30,6 +31,8 @@ pub struct Node {
     pub per_thread: Vec<(u32, u64)>,
     /// Numeric arguments seen on its instances: (key name id, min, max).
     pub args: Vec<(u32, u64, u64)>,
+    /// What its counted instances counted (`KPROF_COUNTERS`); made on the first.
+    pub counters: Option<Box<NodeCounters>>,
     /// Children in creation order.
     pub children: Vec<u32>,
     /// (packed key, node) of the child looked up last, for the thread that owns
@@ -48,8 +51,31 @@ impl Node {
             stats: Stats::default(),
             per_thread: Vec::new(),
             args: Vec::new(),
+            counters: None,
             children: Vec::new(),
             last_child: (0, 0),
+        }
+    }
+
+    /// Adds what one instance counted: `delta` inclusive, of which `children`
+    /// was counted by the counted instances inside it on the same thread.
+    pub fn add_counters(&mut self, delta: &Values, children: &Values) {
+        let c = self.counters.get_or_insert_with(Box::default);
+        c.instances += 1;
+        for k in 0..delta.len() {
+            c.inclusive[k] = c.inclusive[k].saturating_add(delta[k]);
+            c.exclusive[k] = c.exclusive[k].saturating_add(delta[k].saturating_sub(children[k]));
+        }
+    }
+
+    /// Merges another node's counter totals into this one's.
+    pub fn merge_counters(&mut self, other: Option<&NodeCounters>) {
+        let Some(o) = other else { return };
+        let c = self.counters.get_or_insert_with(Box::default);
+        c.instances += o.instances;
+        for k in 0..o.inclusive.len() {
+            c.inclusive[k] = c.inclusive[k].saturating_add(o.inclusive[k]);
+            c.exclusive[k] = c.exclusive[k].saturating_add(o.exclusive[k]);
         }
     }
 
@@ -71,6 +97,18 @@ impl Node {
             None => self.per_thread.push((thread, ns)),
         }
     }
+}
+
+/// Counter totals of a node's instances, in the order of the counters' names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeCounters {
+    /// Instances whose counters were read at both ends.
+    pub instances: u64,
+    /// Counted inside its instances, nested counted instances included.
+    pub inclusive: Values,
+    /// Counted inside its instances but not inside a counted instance nested in
+    /// one on the same thread.
+    pub exclusive: Values,
 }
 
 /// The tree.
@@ -108,6 +146,7 @@ impl Tree {
                 n.children.capacity() * size_of::<u32>()
                     + n.per_thread.capacity() * size_of::<(u32, u64)>()
                     + n.args.capacity() * size_of::<(u32, u64, u64)>()
+                    + n.counters.as_ref().map_or(0, |_| size_of::<NodeCounters>())
             })
             .sum();
         let index = self.index.capacity() * (size_of::<((u32, u32, Kind, u16), u32)>() + 1);

@@ -299,6 +299,9 @@ pub struct Otf2Writer {
     arg_attrs: FxHashMap<u32, u32>,
     /// Names (string refs) of the argument attributes, in ref order.
     arg_attr_names: Vec<u32>,
+    /// Name ids of the counters read on counted slices (`KPROF_COUNTERS`): what
+    /// a slice counted is an attribute of its Leave, as its arguments are.
+    counter_keys: Vec<u32>,
     /// Device index -> string ref of its label.
     devices: FxHashMap<u16, u32>,
     /// Thread index -> location; the memory location is [`MEMORY_LOCATION`].
@@ -371,6 +374,12 @@ impl Otf2Writer {
             region_defs: Vec::new(),
             arg_attrs: FxHashMap::default(),
             arg_attr_names: Vec::new(),
+            counter_keys: rt.counters.as_ref().map_or_else(Vec::new, |c| {
+                c.names
+                    .iter()
+                    .map(|n| rt.names.intern(n.as_bytes(), &rt.anomalies).0)
+                    .collect()
+            }),
             devices: FxHashMap::default(),
             locations: FxHashMap::default(),
             spaces: FxHashMap::default(),
@@ -637,7 +646,14 @@ impl Otf2Writer {
     /// Fills the attribute list with the slice's arguments (complete at its end);
     /// whether it holds any.
     fn arg_attributes(&mut self, s: &Slice) -> bool {
-        for &(key, value) in s.args() {
+        let counted = s.counted().map_or(&[][..], |c| &c[..]);
+        let counters: Vec<(u32, u64)> = self
+            .counter_keys
+            .iter()
+            .zip(counted)
+            .map(|(&k, &v)| (k, v))
+            .collect();
+        for &(key, value) in s.args().iter().chain(&counters) {
             let attr = match self.arg_attrs.get(&key) {
                 Some(&a) => a,
                 None => {
@@ -655,7 +671,7 @@ impl Otf2Writer {
             };
             self.note(code);
         }
-        !s.args().is_empty()
+        !s.args().is_empty() || !counters.is_empty()
     }
 
     fn end(&mut self, s: &Slice, end: u64) {
