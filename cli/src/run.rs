@@ -85,6 +85,16 @@ pub struct RunArgs {
     /// every event is a record for the writer thread (KPROF_IN_PLACE, default 1).
     #[arg(long, value_name = "0|1")]
     pub in_place: Option<String>,
+    /// PAPI events read at the begin and end of each counted kernel and region:
+    /// comma list (PAPI_TOT_INS,PAPI_TOT_CYC,perf::PAGE-FAULTS,...; at most 8;
+    /// KPROF_COUNTERS; needs libpapi at run time).
+    #[arg(long, value_name = "EVENTS")]
+    pub counters: Option<String>,
+    /// Which instances get counters: comma list of regions, kernels, parallel,
+    /// loops, tasks, sync, data, target, gpu_api, all (KPROF_COUNTER_KINDS,
+    /// default regions,kernels,parallel).
+    #[arg(long, value_name = "KINDS")]
+    pub counter_kinds: Option<String>,
     /// Print what is set and why, then run.
     #[arg(short, long)]
     pub verbose: bool,
@@ -380,6 +390,8 @@ pub fn main(args: RunArgs) -> Outcome {
         ("max-depth", "KPROF_MAX_DEPTH", &args.max_depth),
         ("trace-max-mb", "KPROF_TRACE_MAX_MB", &args.trace_max_mb),
         ("in-place", "KPROF_IN_PLACE", &args.in_place),
+        ("counters", "KPROF_COUNTERS", &args.counters),
+        ("counter-kinds", "KPROF_COUNTER_KINDS", &args.counter_kinds),
     ] {
         if let Some(v) = value {
             cfg.apply_arg(&format!("--{name}={v}")).map_err(|e| {

@@ -414,3 +414,28 @@ fn report_diff_and_merge_show_counters() {
     );
     assert_eq!(u(&inner["counters"][EVENT]["inclusive"]["sum"]), 12288);
 }
+
+/// `kprof run --counters --counter-kinds` sets them for the program.
+#[test]
+fn kprof_run_takes_counter_flags() {
+    let Some(exe) = available() else { return };
+    let dir = scratch("counters_run");
+    let out = run(clean_cmd(&lib("kprof"))
+        .arg("run")
+        .arg(format!("--counters={EVENT}"))
+        .arg("--counter-kinds=regions")
+        .arg("-o")
+        .arg(dir.join("out"))
+        .arg("--")
+        .arg(&exe)
+        .args(["2", "1"]));
+    assert_ok(&out);
+    let p = read_profile(&dir.join("out"));
+    assert_eq!(counted(&p, &["outer", "inner"]), (4096, 4096, 1));
+    assert_eq!(p["hardware_counters"]["kinds"], "regions");
+    for (path, n) in nodes(&p) {
+        if n["kind"] == "omp_implicit_task" || n["kind"] == "omp_parallel" {
+            assert!(n.get("counters").is_none(), "{path:?}: not a region");
+        }
+    }
+}
