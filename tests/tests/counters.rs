@@ -105,7 +105,7 @@ fn software_events_are_exact_per_region_and_thread() {
     for threads in [1u32, 4] {
         for (mode, env) in [
             ("in_place", vec![]),
-            ("trace", vec![("KPROF_TRACE", "perfetto,json")]),
+            ("trace", vec![("KPROF_TRACE", "perfetto,json,otf2")]),
             ("records", vec![("KPROF_IN_PLACE", "0")]),
         ] {
             let what = format!("{threads} threads, {mode}");
@@ -229,6 +229,33 @@ fn check_traces(dir: &Path, threads: u32, what: &str) {
     for s in json.named("inner") {
         assert_eq!(value(s), Some(4096), "{what}: JSON inner {:?}", s.args);
     }
+    // OTF2: the attribute of each Leave, as otf2-print reads it back.
+    if skip_unless(have_otf2_print(), "otf2-print (otf2-tools)") {
+        return;
+    }
+    let out = run(Command::new("otf2-print").arg(dir.join("otf2/traces.otf2")));
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut leaves = 0;
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with("LEAVE") && l.contains("Region: \"inner\"") {
+            leaves += 1;
+            let attrs = lines.get(i + 1).copied().unwrap_or_default();
+            assert!(
+                attrs.contains(&format!("(\"{EVENT}\"")) && attrs.contains("UINT64; 4096)"),
+                "{what}: OTF2 {l} / {attrs}"
+            );
+        }
+    }
+    assert_eq!(leaves, 3, "{what}: OTF2 leaves of inner");
+}
+
+fn have_otf2_print() -> bool {
+    Command::new("otf2-print")
+        .arg("--help")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Events that do not exist, that exist but cannot be counted here (no PMU on
