@@ -33,6 +33,19 @@ void kprof_event(const char *name);
  * mean and last value in profile.json's "counters"). */
 void kprof_counter(const char *name, double value);
 
+/* Directions of kprof_message. */
+#define KPROF_SEND 0
+#define KPROF_RECEIVE 1
+
+/* Records `count` messages of `bytes` bytes in all, sent to (KPROF_SEND) or
+ * received from (KPROF_RECEIVE) peer `peer` (a rank, a PE) on `channel` (a
+ * communicator, a mailbox; a name): added to this process's row of the channel's
+ * message matrix (profile.json's "messages"; `kprof merge` of the processes'
+ * directories gives the whole matrix). For communication the runtimes kprof
+ * measures do not see. A count above 2^24 - 1 is cut to it. */
+void kprof_message(const char *channel, int direction, uint32_t peer, uint64_t count,
+                   uint64_t bytes);
+
 /* Records a key/value pair in the profile's metadata. */
 void kprof_metadata(const char *key, const char *value);
 

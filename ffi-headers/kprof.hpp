@@ -13,6 +13,7 @@
 #ifndef KPROF_HPP
 #define KPROF_HPP
 
+#include <cstdint>
 #include <string>
 
 #include "kprof.h"
@@ -51,6 +52,13 @@ inline void event(const std::string &name) noexcept { kprof_event(name.c_str());
 inline void counter(const char *name, double value) noexcept { kprof_counter(name, value); }
 inline void counter(const std::string &name, double value) noexcept {
     kprof_counter(name.c_str(), value);
+}
+
+/* `count` messages of `bytes` bytes in all sent to (KPROF_SEND) or received from
+ * (KPROF_RECEIVE) `peer` on `channel`: this process's row of the channel's matrix. */
+inline void message(const char *channel, int direction, std::uint32_t peer, std::uint64_t count,
+                    std::uint64_t bytes) noexcept {
+    kprof_message(channel, direction, peer, count, bytes);
 }
 
 /* A key/value pair in the profile's metadata. */

@@ -117,11 +117,35 @@ pub enum Kind {
     /// A GPU runtime or driver API call on the host thread that made it
     /// (`cudaLaunchKernel`, `cudaMemcpyAsync`, `cudaMalloc`, ...).
     GpuApi = 53,
+    /// Messages sent to or received from a peer on a channel (an instant: name =
+    /// channel, a = [`message::pack`]ed peer, direction and count, b = bytes),
+    /// aggregated into the channel's matrix row, not drawn one by one.
+    Message = 54,
+}
+
+/// The packing of a [`Kind::Message`] instant's first value.
+pub mod message {
+    /// Sent to the peer.
+    pub const SEND: u8 = 0;
+    /// Received from the peer.
+    pub const RECEIVE: u8 = 1;
+    /// Most messages one instant carries (24 bits).
+    pub const MAX_COUNT: u64 = (1 << 24) - 1;
+
+    /// Peer rank, direction and message count in one value.
+    pub fn pack(peer: u32, direction: u8, count: u64) -> u64 {
+        u64::from(peer) | u64::from(direction) << 32 | count.min(MAX_COUNT) << 40
+    }
+
+    /// The peer, direction and count of a packed value.
+    pub fn unpack(a: u64) -> (u32, u8, u64) {
+        (a as u32, (a >> 32) as u8, a >> 40)
+    }
 }
 
 impl Kind {
     /// Every kind, in discriminant order.
-    pub const ALL: [Kind; 53] = [
+    pub const ALL: [Kind; 54] = [
         Kind::ParallelFor,
         Kind::ParallelReduce,
         Kind::ParallelScan,
@@ -175,6 +199,7 @@ impl Kind {
         Kind::GpuMemset,
         Kind::GpuSync,
         Kind::GpuApi,
+        Kind::Message,
     ];
 
     /// The kind with discriminant `v`, if any.
@@ -238,6 +263,7 @@ impl Kind {
             Kind::GpuMemset => "gpu_memset",
             Kind::GpuSync => "gpu_sync",
             Kind::GpuApi => "gpu_api",
+            Kind::Message => "message",
         }
     }
 
@@ -287,6 +313,7 @@ impl Kind {
             Kind::GpuMemcpy | Kind::GpuMemset => "gpu.memory",
             Kind::GpuSync => "gpu.sync",
             Kind::GpuApi => "gpu.api",
+            Kind::Message => "message",
         }
     }
 
@@ -303,6 +330,7 @@ impl Kind {
     pub fn model(self) -> &'static str {
         match self as u8 {
             _ if matches!(self, Kind::UserRegion | Kind::UserCounter) => "user",
+            _ if self == Kind::Message => "message",
             k if k >= Kind::GpuKernel as u8 => "gpu",
             k if k >= Kind::RajaLaunch as u8 => "raja",
             k if k >= Kind::AccCompute as u8 => "openacc",
@@ -445,6 +473,15 @@ impl Anomaly {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn message_values_round_trip() {
+        let a = message::pack(0xdead_beef, message::RECEIVE, 12);
+        assert_eq!(message::unpack(a), (0xdead_beef, message::RECEIVE, 12));
+        let big = message::pack(1, message::SEND, u64::MAX);
+        assert_eq!(message::unpack(big), (1, message::SEND, message::MAX_COUNT));
+        assert_eq!(Kind::Message.model(), "message");
+    }
 
     #[test]
     fn discriminants_round_trip() {

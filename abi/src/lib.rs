@@ -17,7 +17,7 @@ pub mod loader;
 
 use std::ffi::c_char;
 
-pub use kind::{Anomaly, Kind};
+pub use kind::{message, Anomaly, Kind};
 
 /// Version of the [`CoreApi`] layout. Bumped when a function changes meaning;
 /// appending functions only grows [`CoreApi::size`].

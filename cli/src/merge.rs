@@ -326,6 +326,39 @@ pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
     if let Some(g) = gpu {
         out.insert("gpu".into(), g);
     }
+    // The job's message matrices: each rank's rows (sparse), and per channel
+    // the totals each rank sent or received.
+    let mut matrices: BTreeMap<(String, String), Vec<Value>> = BTreeMap::new();
+    for ((_, r), rank) in reports.iter().zip(ranks) {
+        for m in &r.messages {
+            let rows = matrices
+                .entry((m.channel.clone(), m.direction.clone()))
+                .or_default();
+            for p in &m.peers {
+                rows.push(
+                    json!({"rank": rank, "peer": p.peer, "count": p.count, "bytes": p.bytes}),
+                );
+            }
+        }
+    }
+    if !matrices.is_empty() {
+        let list: Vec<Value> = matrices
+            .into_iter()
+            .map(|((channel, direction), entries)| {
+                let count: u64 = entries
+                    .iter()
+                    .map(|e| e["count"].as_u64().unwrap_or(0))
+                    .sum();
+                let bytes: u64 = entries
+                    .iter()
+                    .map(|e| e["bytes"].as_u64().unwrap_or(0))
+                    .sum();
+                json!({"channel": channel, "direction": direction, "count": count,
+                       "bytes": bytes, "entries": entries})
+            })
+            .collect();
+        out.insert("messages".into(), json!(list));
+    }
     // The ranks' counter settings: the same program under one setting gives one
     // entry; ranks that differ are listed as they are.
     let mut counter_setups: Vec<&kprof_core::output::report::HardwareCounters> = Vec::new();

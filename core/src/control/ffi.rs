@@ -2,12 +2,12 @@
 //! public annotation API of `ffi-headers/kprof.h`. Every function is wrapped in
 //! [`guard`] so no panic reaches the caller.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, c_int, CStr};
 use std::sync::OnceLock;
 
 use kprof_abi::guard::guard;
 use kprof_abi::{
-    Activity, Anomaly, CopyEnd, CoreApi, DeviceDesc, Kind, Site, SpaceName, ABI_VERSION,
+    message, Activity, Anomaly, CopyEnd, CoreApi, DeviceDesc, Kind, Site, SpaceName, ABI_VERSION,
 };
 
 use crate::base::devices::Device;
@@ -393,6 +393,32 @@ pub unsafe extern "C" fn kprof_counter(name: *const c_char, value: f64) {
         attach_annotations();
         // SAFETY: forwarded from the caller.
         unsafe { events::instant(Kind::UserCounter as u8, name, value.to_bits(), 0) };
+    })
+}
+
+/// Records `count` messages of `bytes` bytes to (`direction` 0) or from (1) peer
+/// `peer` on `channel`: this process's row of the channel's message matrix.
+///
+/// # Safety
+/// `channel` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn kprof_message(
+    channel: *const c_char,
+    direction: c_int,
+    peer: u32,
+    count: u64,
+    bytes: u64,
+) {
+    guard((), || {
+        attach_annotations();
+        let direction = if direction == 1 {
+            message::RECEIVE
+        } else {
+            message::SEND
+        };
+        let a = message::pack(peer, direction, count);
+        // SAFETY: forwarded from the caller.
+        unsafe { events::instant(Kind::Message as u8, channel, a, bytes) };
     })
 }
 

@@ -8,6 +8,7 @@
 pub mod counters;
 pub mod csv;
 pub mod flat;
+pub mod messages;
 pub mod report;
 pub mod summary;
 

@@ -54,6 +54,9 @@ pub struct Report {
     /// GPU activity (absent when no device activity was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<Gpu>,
+    /// Messages this process sent and received, per channel (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<MessageChannel>,
     /// Hardware counters (absent when `KPROF_COUNTERS` was not set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware_counters: Option<HardwareCounters>,
@@ -312,6 +315,33 @@ pub struct TreeNode {
     pub counters: Option<NodeCounters>,
     /// Nested nodes.
     pub children: Vec<TreeNode>,
+}
+
+/// The messages of one channel (a communicator, a conveyor, a layer of one) one
+/// way: this process's row of the channel's matrix.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageChannel {
+    /// The channel's name, as the plugin gave it.
+    pub channel: String,
+    /// `send` (to each peer) or `receive` (from each peer).
+    pub direction: String,
+    /// Messages over all peers.
+    pub count: u64,
+    /// Bytes over all peers.
+    pub bytes: u64,
+    /// Per peer, by peer number.
+    pub peers: Vec<MessagePeer>,
+}
+
+/// Messages with one peer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessagePeer {
+    /// The peer's number (rank, PE).
+    pub peer: u32,
+    /// Messages.
+    pub count: u64,
+    /// Bytes.
+    pub bytes: u64,
 }
 
 /// What a node's counted instances counted.

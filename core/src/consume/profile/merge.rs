@@ -8,7 +8,9 @@ use rustc_hash::FxHashMap;
 use crate::hot::nesting::Symbols;
 
 use crate::hot::aggregate::busy::DeviceBusy;
-use crate::hot::aggregate::local::{CopyKey, CopyStats, CounterStats, ThreadProfile, ADDRESS_NAME};
+use crate::hot::aggregate::local::{
+    CopyKey, CopyStats, CounterStats, MessageKey, MessageStats, ThreadProfile, ADDRESS_NAME,
+};
 use crate::hot::aggregate::task_graph::TaskGraph;
 use crate::hot::aggregate::tree::{Tree, ROOT};
 
@@ -28,6 +30,8 @@ pub struct Merged {
     pub dual_views: FxHashMap<u32, [u64; 4]>,
     /// User counters by name id.
     pub counters: FxHashMap<u32, CounterStats>,
+    /// Messages by (channel, direction, peer).
+    pub messages: FxHashMap<MessageKey, MessageStats>,
     /// Device activity per device, by device label id.
     pub devices: FxHashMap<u32, DeviceBusy>,
     /// Device copies by device label id and direction.
@@ -180,6 +184,11 @@ fn merge_trees(
         }
         for (&k, &n) in &p.markers {
             *m.markers.entry(k).or_default() += n;
+        }
+        for (&k, x) in &p.messages {
+            let t = m.messages.entry(k).or_default();
+            t.count += x.count;
+            t.bytes += x.bytes;
         }
         for (&k, d) in &p.devices {
             m.devices.entry(k).or_default().merge(p.clock(), d);

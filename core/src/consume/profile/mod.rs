@@ -444,8 +444,40 @@ impl Profile {
             kprof: report::SelfCost::default(),
             gpu,
             hardware_counters: hardware_counters(rt),
+            messages: messages(merged, &text),
         }
     }
+}
+
+/// The message matrices' rows of this process: per channel and direction, by
+/// peer, channels and peers in order.
+fn messages(merged: &Merged, text: &dyn Fn(u32) -> String) -> Vec<report::MessageChannel> {
+    let mut rows: BTreeMap<(String, u8), Vec<report::MessagePeer>> = BTreeMap::new();
+    for (&(channel, direction, peer), m) in &merged.messages {
+        rows.entry((text(channel), direction))
+            .or_default()
+            .push(report::MessagePeer {
+                peer,
+                count: m.count,
+                bytes: m.bytes,
+            });
+    }
+    rows.into_iter()
+        .map(|((channel, direction), mut peers)| {
+            peers.sort_by_key(|p| p.peer);
+            report::MessageChannel {
+                channel,
+                direction: if direction == kprof_abi::message::RECEIVE {
+                    "receive".into()
+                } else {
+                    "send".into()
+                },
+                count: peers.iter().map(|p| p.count).sum(),
+                bytes: peers.iter().map(|p| p.bytes).sum(),
+                peers,
+            }
+        })
+        .collect()
 }
 
 /// The run's counters section: absent when none were asked for.

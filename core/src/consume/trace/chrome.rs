@@ -337,6 +337,11 @@ impl Consumer for ChromeWriter {
                     }
                 }
             }
+            // Messages are aggregated into the profile's matrices, not drawn.
+            Event::Instant {
+                kind: Kind::Message,
+                ..
+            } => {}
             Event::Instant {
                 thread,
                 kind,

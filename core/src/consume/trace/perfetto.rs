@@ -1443,6 +1443,11 @@ impl<S: Source> Consumer for PerfettoWriter<S> {
         match *ev {
             Event::Begin(s) => self.begin(s),
             Event::End(s, end) => self.end(s, end),
+            // Messages are aggregated into the profile's matrices, not drawn.
+            Event::Instant {
+                kind: Kind::Message,
+                ..
+            } => {}
             Event::Instant {
                 thread,
                 kind,

@@ -111,6 +111,19 @@ pub struct CounterStats {
     pub last_ts: u64,
 }
 
+/// A row of a message matrix: (channel name id, direction
+/// (`kprof_abi::message::SEND` or `RECEIVE`), peer).
+pub type MessageKey = (u32, u8, u32);
+
+/// Messages between this process and one peer on one channel, one way.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MessageStats {
+    /// Messages.
+    pub count: u64,
+    /// Bytes they carried.
+    pub bytes: u64,
+}
+
 /// Where a new instance goes.
 enum Parent {
     Root,
@@ -151,6 +164,8 @@ pub struct ThreadProfile {
     pub dual_views: FxHashMap<u32, [u64; 4]>,
     /// User counters by name id.
     pub counters: FxHashMap<u32, CounterStats>,
+    /// Messages by (channel name id, direction, peer): count and bytes.
+    pub messages: FxHashMap<MessageKey, MessageStats>,
     /// Device activity per device, by the name id of the device's label.
     pub devices: FxHashMap<u32, DeviceBusy>,
     /// Device copies by device label id and direction (`kprof_abi::direction`).
@@ -185,6 +200,7 @@ impl ThreadProfile {
             markers: FxHashMap::default(),
             dual_views: FxHashMap::default(),
             counters: FxHashMap::default(),
+            messages: FxHashMap::default(),
             devices: FxHashMap::default(),
             device_copies: FxHashMap::default(),
             task_graph: TaskGraph::default(),
@@ -615,6 +631,12 @@ impl ThreadProfile {
                     }
                 }
             }
+            Kind::Message => {
+                let (peer, direction, count) = kprof_abi::message::unpack(a);
+                let m = self.messages.entry((name, direction, peer)).or_default();
+                m.count += count;
+                m.bytes += b;
+            }
             Kind::DualViewSync | Kind::DualViewModify => {
                 let c = self.dual_views.entry(name).or_default();
                 let on_device = b != 0;
@@ -698,6 +720,7 @@ impl ThreadProfile {
             + self.frames.capacity() * size_of::<Frame>()
             + self.copies.capacity() * (size_of::<(CopyKey, CopyStats)>() + 1)
             + self.markers.capacity() * (size_of::<(u32, u64)>() + 1)
+            + self.messages.capacity() * (size_of::<(MessageKey, MessageStats)>() + 1)
             + self
                 .address_cache
                 .as_ref()
