@@ -18,11 +18,12 @@ demo=0
 # libopen-trace-format2-dev, otf2-tools: the OTF2 library kprof writes with, and
 # otf2-print to read the archives back; pkg-config: the install checks;
 # libpapi-dev: PAPI 7 and its software-defined events (sde_lib.h, libsde) for the
-# counters tests (tests/tests/counters.rs).
+# counters tests (tests/tests/counters.rs); openmpi-bin, libopenmpi-dev: Open MPI
+# 4.1 with OSHMEM (mpicc, mpirun, oshcc, oshrun) for the MPI and actor plugins.
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev)
+packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev openmpi-bin libopenmpi-dev)
 # The demo builds kprof and Kokkos (cmake, make, g++; pip fetches the sdist's build
 # requirements) and runs the example.
 [[ $demo == 1 ]] && packages=(cmake make gcc g++ python3 python3-pip)
