@@ -442,6 +442,8 @@ impl Profile {
             counters,
             kprof: report::SelfCost::default(),
             gpu,
+            // The writer adds the sampler's section.
+            system: None,
         }
     }
 }

@@ -60,6 +60,7 @@ use rustc_hash::FxHashMap;
 use crate::base::devices::Device;
 use crate::base::process::ProcessInfo;
 use crate::consume::profile::memory::Space;
+use crate::consume::system::{Metric, Unit};
 use crate::consume::trace::perfetto_proto::{
     debug_annotation::Value, trace_packet::Data, Clock, ClockSnapshot, CounterDescriptor,
     DebugAnnotation, InternedBytes, InternedData, InternedString, ProcessDescriptor,
@@ -96,6 +97,10 @@ const PROCESS_SEQ: u32 = 1;
 const DEVICE_SEQ: u32 = 0x4000_0000;
 /// Device activity sequences before the ids are used again.
 const DEVICE_SEQS: u32 = 0x3fff_0000;
+/// The sequence of the system metrics' samples (`KPROF_SAMPLE_MS`): their own,
+/// so that the process sequence's times (memory events, which a round may bring
+/// from before the last sample) never have to go back.
+const SYSTEM_SEQ: u32 = 0x7fff_fff0;
 /// GPU API calls remembered as sources of flows to device activities: the device
 /// reports a launch's work within a few buffers, far fewer launches later.
 const MAX_LAUNCHES: usize = 1 << 17;
@@ -660,6 +665,7 @@ const TRACK_COUNTER: u64 = 2;
 const TRACK_SECTION: u64 = 3;
 const TRACK_USER_COUNTER: u64 = 4;
 const TRACK_DEVICE: u64 = 5;
+const TRACK_SYSTEM: u64 = 6;
 
 /// The Perfetto trace writer.
 pub struct PerfettoWriter<S: Source = &'static Runtime> {
@@ -693,6 +699,9 @@ pub struct PerfettoWriter<S: Source = &'static Runtime> {
     device_tracks: FxHashMap<(u16, bool), u64>,
     /// [`SEGMENT_BYTES`] (smaller in tests).
     segment_bytes: usize,
+    /// The system metrics' sequence (from the first sample) and counter tracks.
+    system: Option<Seq>,
+    system_tracks: Vec<u64>,
 }
 
 impl PerfettoWriter<&'static Runtime> {
@@ -747,6 +756,8 @@ impl<S: Source> PerfettoWriter<S> {
             device_rounds: 0,
             device_tracks: FxHashMap::default(),
             segment_bytes: SEGMENT_BYTES,
+            system: None,
+            system_tracks: Vec::new(),
             src,
         };
         let uuid = w.uuid(TRACK_PROCESS, 0);
@@ -1038,6 +1049,7 @@ impl<S: Source> PerfettoWriter<S> {
                 name: Some(format!("memory {}", self.src.name(space))),
                 counter: Some(CounterDescriptor {
                     unit: Some(UNIT_SIZE_BYTES),
+                    unit_name: None,
                 }),
                 ..Default::default()
             };
@@ -1080,7 +1092,10 @@ impl<S: Source> PerfettoWriter<S> {
                     uuid: Some(uuid),
                     parent_uuid: Some(self.uuid(TRACK_PROCESS, 0)),
                     name: Some(self.src.name(name)),
-                    counter: Some(CounterDescriptor { unit: None }),
+                    counter: Some(CounterDescriptor {
+                        unit: None,
+                        unit_name: None,
+                    }),
                     ..Default::default()
                 };
                 self.enc.packet(&descriptor_packet(PROCESS_SEQ, desc));
@@ -1391,6 +1406,43 @@ impl<S: Source> Consumer for PerfettoWriter<S> {
 impl<S: Source> TraceWriter for PerfettoWriter<S> {
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn sample(&mut self, ts: u64, metrics: &[Metric], values: &[f64]) {
+        let ns = self.src.ns(ts);
+        if self.system.is_none() {
+            let process = self.uuid(TRACK_PROCESS, 0);
+            self.enc
+                .packet(&start_packet(SYSTEM_SEQ, ns, process, false));
+            for (i, m) in metrics.iter().enumerate() {
+                let uuid = self.uuid(TRACK_SYSTEM, i as u64);
+                let bytes = m.unit == Unit::Bytes;
+                let desc = TrackDescriptor {
+                    uuid: Some(uuid),
+                    parent_uuid: Some(process),
+                    name: Some(m.track_name()),
+                    counter: Some(CounterDescriptor {
+                        unit: bytes.then_some(UNIT_SIZE_BYTES),
+                        unit_name: (!bytes).then(|| m.unit.as_str().into()),
+                    }),
+                    ..Default::default()
+                };
+                self.enc.packet(&descriptor_packet(SYSTEM_SEQ, desc));
+                self.system_tracks.push(uuid);
+            }
+            self.system = Some(Seq::new(SYSTEM_SEQ, ns));
+        }
+        let (enc, Some(seq)) = (&mut self.enc, self.system.as_mut()) else {
+            return;
+        };
+        for (&track, &value) in self.system_tracks.iter().zip(values) {
+            if value.is_finite() {
+                enc.reset_event(TYPE_COUNTER);
+                enc.te.track_uuid = Some(track);
+                enc.te.double_counter_value = Some(value);
+                enc.event(seq, ns);
+            }
+        }
     }
 
     fn flush(&mut self) -> Result<(), OutputError> {
