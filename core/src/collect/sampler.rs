@@ -3,16 +3,20 @@
 //! otherwise naps (no thread of its own, nothing on application threads): the
 //! writer wakes at the sample period while sampling is on.
 //!
-//! Per sample: the process's CPU use (`getrusage`: user + system time of every
+//! Per sample: the program's CPU use (`getrusage`: user + system time of every
 //! thread, to the microsecond, as a number of cores and as a share of the cores
-//! the process may run on), its resident set, threads and page faults
-//! (`/proc/self/stat`), its context switches (`getrusage`: `/proc/self/status`
-//! counts only the main thread's), its I/O (`/proc/self/io`, when readable), the
+//! the process may run on; `/proc/self/stat` counts in clock ticks, 10 ms), its
+//! resident set, threads and page faults (`/proc/self/stat`), its context
+//! switches (`getrusage`: `/proc/self/status` counts only the main thread's), its
+//! I/O (`/proc/self/io`, when readable), the
 //! node's 1-minute load (`/proc/loadavg`) and available memory (`/proc/meminfo`),
 //! and the power of each RAPL zone (`/sys/class/powercap/intel-rapl:*`, where the
 //! node has them and they are readable). Counts that only grow become rates over
-//! the interval since the previous sample. Files are opened once and read again
-//! with `pread` into one buffer: a sample allocates nothing.
+//! the interval since the previous sample. CPU time, faults and context
+//! switches leave out the writer thread's own, and `rchar` the sampler's reads,
+//! so that an idle program shows idle (kprof's own cost is in the profile's
+//! `kprof` section). Files are opened once and read again with `pread` into one
+//! buffer: a sample allocates nothing.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -44,34 +48,34 @@ const FIXED: [(&str, Unit, &str); OPTIONAL] = [
     (
         "cpu_cores",
         Unit::Cores,
-        "CPU time of the process (all threads, user + system) per elapsed time",
+        "CPU time of the program's threads (user + system; kprof's writer left out) per elapsed time",
     ),
     (
         "cpu_share",
         Unit::Percent,
-        "CPU use of the process as a share of the cores it may run on",
+        "CPU use of the program as a share of the cores the process may run on",
     ),
     ("rss", Unit::Bytes, "resident set of the process"),
     ("threads", Unit::Count, "threads of the process"),
     (
         "minor_faults",
         Unit::PerSecond,
-        "page faults served without I/O, per second",
+        "page faults served without I/O, per second (kprof's writer left out)",
     ),
     (
         "major_faults",
         Unit::PerSecond,
-        "page faults that waited for I/O, per second",
+        "page faults that waited for I/O, per second (kprof's writer left out)",
     ),
     (
         "voluntary_switches",
         Unit::PerSecond,
-        "context switches of the process's threads that waited (I/O, locks, sleep), per second",
+        "context switches of the program's threads that waited (I/O, locks, sleep), per second",
     ),
     (
         "involuntary_switches",
         Unit::PerSecond,
-        "context switches of the process's threads that were preempted, per second",
+        "context switches of the program's threads that were preempted, per second",
     ),
     (
         "load",
@@ -100,7 +104,7 @@ const IO: [(&str, Unit, &str); 4] = [
     (
         "io_rchar",
         Unit::BytesPerSecond,
-        "bytes the process passed to read calls (files, pipes, sockets), per second",
+        "bytes the process passed to read calls (files, pipes, sockets; not the sampler's), per second",
     ),
     (
         "io_wchar",
@@ -148,12 +152,14 @@ pub struct Sampler {
     cores: f64,
     /// The writer's CPU time spent sampling.
     cpu_ns: u64,
+    /// Bytes the sampler read from files, taken out of the process's `rchar`.
+    read_bytes: u64,
 }
 
 impl Sampler {
     /// Opens the files and takes the first counters (the base of the first
-    /// sample's rates) at raw time `raw`; the first sample is due a period later.
-    pub fn new(period_ms: u64, raw: u64) -> Sampler {
+    /// sample's rates); the first sample is due a period later.
+    pub fn new(period_ms: u64, clock: &Clock) -> Sampler {
         let cpu0 = thread_cpu_ns();
         let mut buf = Box::new([0u8; READ_BYTES]);
         let proc_file = |name: &str, buf: &mut [u8; READ_BYTES]| {
@@ -223,13 +229,14 @@ impl Sampler {
             loadavg,
             meminfo,
             zones,
-            last_raw: raw,
+            last_raw: 0,
             last: Counts::default(),
             page_bytes: if page > 0 { page as f64 } else { 4096.0 },
             cores,
             cpu_ns: 0,
+            read_bytes: 0,
         };
-        s.last = s.counts();
+        (s.last_raw, s.last) = s.counts(clock);
         s.cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
         s
     }
@@ -249,9 +256,9 @@ impl Sampler {
         clock.delta_ns(self.last_raw, raw)
     }
 
-    /// Takes a sample at raw time `raw`: adds it to the ranges and returns the
+    /// Takes a sample now: adds it to the ranges and returns its raw time, the
     /// metrics and each one's value (NaN: none this time).
-    pub fn sample(&mut self, clock: &Clock, raw: u64) -> (&[Metric], &[f64]) {
+    pub fn sample(&mut self, clock: &Clock) -> (u64, &[Metric], &[f64]) {
         let cpu0 = thread_cpu_ns();
         let now = Instant::now();
         self.next += self.period;
@@ -259,11 +266,11 @@ impl Sampler {
             // Fell behind (a long round): the next period starts now.
             self.next = now + self.period;
         }
+        let before = self.last;
+        let (raw, now_counts) = self.counts(clock);
         let dt_ns = clock.delta_ns(self.last_raw, raw).max(1);
         let secs = dt_ns as f64 * 1e-9;
         let rate = |before: u64, after: u64| after.saturating_sub(before) as f64 / secs;
-        let before = self.last;
-        let now_counts = self.counts();
         let v = &mut self.values;
         v.fill(f64::NAN);
         let cores = (now_counts.cpu_us.saturating_sub(before.cpu_us) as f64 * 1e3) / dt_ns as f64;
@@ -288,17 +295,20 @@ impl Sampler {
             at += 4;
         }
         if let Some(r) = &self.loadavg {
-            if let Some(l) = r.read(&mut self.buf).and_then(procfs::parse_loadavg) {
+            let text = counted(r.read(&mut self.buf), &mut self.read_bytes);
+            if let Some(l) = text.and_then(procfs::parse_loadavg) {
                 v[LOAD] = l;
             }
         }
         if let Some(r) = &self.meminfo {
-            if let Some(m) = r.read(&mut self.buf).and_then(procfs::parse_mem_available) {
+            let text = counted(r.read(&mut self.buf), &mut self.read_bytes);
+            if let Some(m) = text.and_then(procfs::parse_mem_available) {
                 v[MEM_AVAILABLE] = m as f64;
             }
         }
         for z in &mut self.zones {
-            if let Some(e) = z.energy.read(&mut self.buf).and_then(procfs::parse_number) {
+            let text = counted(z.energy.read(&mut self.buf), &mut self.read_bytes);
+            if let Some(e) = text.and_then(procfs::parse_number) {
                 let uj = procfs::energy_delta(z.last, e, z.max_range);
                 z.last = e;
                 v[at] = uj as f64 * 1e-6 / secs;
@@ -309,40 +319,52 @@ impl Sampler {
         self.last_raw = raw;
         self.ranges.add(&self.values);
         self.cpu_ns += thread_cpu_ns().saturating_sub(cpu0);
-        (&self.metrics, &self.values)
+        (raw, &self.metrics, &self.values)
     }
 
-    /// The growing counters now; a figure that cannot be read keeps its last value.
-    fn counts(&mut self) -> Counts {
+    /// The growing counters now, and the raw time they are of (taken right
+    /// after the CPU times, which make the finest rate); a figure that cannot be
+    /// read keeps its last value.
+    /// CPU time, page faults and context switches are the program's: the
+    /// writer's own (this thread: sampling, napping, faulting in buffers,
+    /// writing traces) are taken out, as are the bytes the sampler reads from
+    /// `rchar` (kprof's cost is in the profile's `kprof` section).
+    fn counts(&mut self, clock: &Clock) -> (u64, Counts) {
         let mut c = self.last;
-        // SAFETY: getrusage writes one rusage into the zeroed struct we own.
-        let usage = unsafe {
-            let mut u: libc::rusage = std::mem::zeroed();
-            (libc::getrusage(libc::RUSAGE_SELF, &mut u) == 0).then_some(u)
+        let (process, writer) = (rusage(libc::RUSAGE_SELF), rusage(libc::RUSAGE_THREAD));
+        let raw = clock.now();
+        let (Some(process), Some(writer)) = (process, writer) else {
+            return (raw, c);
         };
-        if let Some(u) = usage {
-            let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-            c.cpu_us = us(u.ru_utime) + us(u.ru_stime);
-            c.voluntary = u.ru_nvcsw as u64;
-            c.involuntary = u.ru_nivcsw as u64;
-        }
-        if let Some(s) = self
+        let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+        let cpu = |u: &libc::rusage| us(u.ru_utime) + us(u.ru_stime);
+        c.cpu_us = cpu(&process).saturating_sub(cpu(&writer));
+        c.voluntary = (process.ru_nvcsw as u64).saturating_sub(writer.ru_nvcsw as u64);
+        c.involuntary = (process.ru_nivcsw as u64).saturating_sub(writer.ru_nivcsw as u64);
+        let (writer_minor, writer_major) = (writer.ru_minflt as u64, writer.ru_majflt as u64);
+        if let Some(mut s) = self
             .stat
             .as_ref()
-            .and_then(|r| r.read(&mut self.buf))
+            .and_then(|r| counted(r.read(&mut self.buf), &mut self.read_bytes))
             .and_then(procfs::parse_stat)
         {
+            s.minor_faults = s.minor_faults.saturating_sub(writer_minor);
+            s.major_faults = s.major_faults.saturating_sub(writer_major);
             c.stat = s;
         }
-        if let Some(io) = self
+        // `rchar` counts a read once it returns: every read of the sampler so
+        // far, not this one.
+        let read_before = self.read_bytes;
+        if let Some(mut io) = self
             .io
             .as_ref()
-            .and_then(|r| r.read(&mut self.buf))
+            .and_then(|r| counted(r.read(&mut self.buf), &mut self.read_bytes))
             .and_then(procfs::parse_io)
         {
+            io.rchar = io.rchar.saturating_sub(read_before);
             c.io = io;
         }
-        c
+        (raw, c)
     }
 
     /// The profile's `system` section.
@@ -351,6 +373,23 @@ impl Sampler {
         s.sampler_cpu_ns = self.cpu_ns;
         s
     }
+}
+
+/// `getrusage(who)`.
+fn rusage(who: libc::c_int) -> Option<libc::rusage> {
+    // SAFETY: getrusage writes one rusage into the zeroed struct we own.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(who, &mut u) == 0).then_some(u)
+    }
+}
+
+/// `text`, adding its length to `total` (the bytes the sampler read).
+fn counted<'a>(text: Option<&'a str>, total: &mut u64) -> Option<&'a str> {
+    if let Some(t) = text {
+        *total += t.len() as u64;
+    }
+    text
 }
 
 /// The readable RAPL zones under `root` (zones `intel-rapl:N` and their
@@ -441,7 +480,7 @@ mod tests {
     #[test]
     fn a_sample_of_this_process() {
         let clock = Clock::new();
-        let mut s = Sampler::new(10, clock.now());
+        let mut s = Sampler::new(10, &clock);
         // Busy for ~30 ms, touching 32 MiB.
         let t = Instant::now();
         let v = vec![1u8; 32 << 20];
@@ -451,7 +490,7 @@ mod tests {
         }
         let names: Vec<&str> = s.metrics().iter().map(|m| m.name.as_str()).collect();
         assert_eq!(&names[..OPTIONAL], FIXED.map(|f| f.0));
-        let v = s.sample(&clock, clock.now()).1.to_vec();
+        let v = s.sample(&clock).2.to_vec();
         assert!(v[CPU_CORES] > 0.5 && v[CPU_CORES] < 8.0, "{v:?}");
         assert!(v[RSS] >= (32 << 20) as f64, "{v:?}");
         assert!(v[MINOR_FAULTS] > 0.0 && v[THREADS] >= 1.0, "{v:?}");

@@ -335,7 +335,7 @@ impl Writer {
             reserve: (cfg.prefault_mb as usize)
                 .saturating_mul(1 << 20)
                 .div_ceil(buffer::CHUNK_BYTES),
-            sampler: (cfg.sample_ms > 0).then(|| Sampler::new(cfg.sample_ms, rt.clock.now())),
+            sampler: (cfg.sample_ms > 0).then(|| Sampler::new(cfg.sample_ms, &rt.clock)),
         }
     }
 
@@ -345,8 +345,7 @@ impl Writer {
         let Some(s) = &mut self.sampler else {
             return;
         };
-        let raw = self.rt.clock.now();
-        let (metrics, values) = s.sample(&self.rt.clock, raw);
+        let (raw, metrics, values) = s.sample(&self.rt.clock);
         for t in &mut self.sinks.traces {
             t.sample(raw, metrics, values);
         }

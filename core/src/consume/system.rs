@@ -119,8 +119,9 @@ impl Ranges {
                     unit: m.unit.as_str().into(),
                     samples: r.count,
                     min: if r.count > 0 { r.min } else { 0.0 },
+                    // A sum of equal values divided back can miss them by an ulp.
                     mean: if r.count > 0 {
-                        r.sum / r.count as f64
+                        (r.sum / r.count as f64).clamp(r.min, r.max)
                     } else {
                         0.0
                     },
@@ -167,5 +168,12 @@ mod tests {
         let p = &s.metrics[1];
         assert_eq!((p.samples, p.min, p.mean, p.max), (2, 12.0, 13.0, 14.0));
         assert_eq!(s.unavailable, ["x"]);
+        // The mean of equal values is that value, never an ulp beside it.
+        let mut r = Ranges::new(20, 1);
+        for _ in 0..75 {
+            r.add(&[4.4]);
+        }
+        let m = &r.report(&metrics[..1], Vec::new()).metrics[0];
+        assert_eq!((m.min, m.mean, m.max), (4.4, 4.4, 4.4));
     }
 }
