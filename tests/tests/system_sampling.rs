@@ -11,9 +11,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use kprof_tests::trace_check::{read_json, read_perfetto, Model};
-use kprof_tests::{
-    assert_ok, clean_cmd, core_harness, read_profile, run, scratch, skip_unless, u,
-};
+use kprof_tests::{assert_ok, clean_cmd, core_harness, read_profile, run, scratch, skip_unless, u};
 use serde_json::Value;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -84,7 +82,10 @@ fn check_section(p: &Value) -> u64 {
     ] {
         let m = metric(p, name);
         assert_eq!(u(&m["samples"]), samples, "{m}");
-        assert!(f(&m["min"]) <= f(&m["mean"]) && f(&m["mean"]) <= f(&m["max"]), "{m}");
+        assert!(
+            f(&m["min"]) <= f(&m["mean"]) && f(&m["mean"]) <= f(&m["max"]),
+            "{m}"
+        );
         assert!(f(&m["min"]) >= 0.0, "{m}");
     }
     assert_eq!(metric(p, "rss")["unit"], "bytes");
@@ -126,9 +127,23 @@ fn check_phases(m: &Model, p: &Value, out: &Output) {
     let rss = m.counter("rss");
     let cpu = m.counter("cpu_cores");
     let samples = u(&p["system"]["samples"]) as usize;
-    assert_eq!(rss.len(), samples, "{:?}: one rss value per sample", m.format);
-    assert_eq!(cpu.len(), samples, "{:?}: one cpu value per sample", m.format);
-    assert!(rss.windows(2).all(|w| w[0].0 < w[1].0), "{:?}: times grow", m.format);
+    assert_eq!(
+        rss.len(),
+        samples,
+        "{:?}: one rss value per sample",
+        m.format
+    );
+    assert_eq!(
+        cpu.len(),
+        samples,
+        "{:?}: one cpu value per sample",
+        m.format
+    );
+    assert!(
+        rss.windows(2).all(|w| w[0].0 < w[1].0),
+        "{:?}: times grow",
+        m.format
+    );
 
     // RSS before the allocation (the run starts at the first region); during the hold (after the first period, and
     // not in the last ms: the free follows the hold's end); after the free.
@@ -136,8 +151,14 @@ fn check_phases(m: &Model, p: &Value, out: &Output) {
     let base = before.iter().cloned().fold(f64::INFINITY, f64::min);
     let hold = within(rss, window(m, "hold"), 2_000_000);
     let freed = within(rss, window(m, "freed"), 0);
-    let what = format!("{:?}: rss before {before:?}, held {hold:?}, freed {freed:?}", m.format);
-    assert!(!before.is_empty() && hold.len() >= 3 && freed.len() >= 3, "{what}");
+    let what = format!(
+        "{:?}: rss before {before:?}, held {hold:?}, freed {freed:?}",
+        m.format
+    );
+    assert!(
+        !before.is_empty() && hold.len() >= 3 && freed.len() >= 3,
+        "{what}"
+    );
     // Every sample within the phases shows it: the rise and the fall are seen
     // within one sample period.
     assert!(hold.iter().all(|&v| v >= base + 180.0 * MIB), "{what}");
@@ -158,11 +179,17 @@ fn check_phases(m: &Model, p: &Value, out: &Output) {
         m.format
     );
     assert!(spin.len() >= 3 && sleep.len() >= 3, "{what}");
-    assert!(spin_self >= 0.15, "the machine left the spinning thread too little: {what}");
+    assert!(
+        spin_self >= 0.15,
+        "the machine left the spinning thread too little: {what}"
+    );
     // The program's own measure includes kprof's writer, the samples do not:
     // hardly any difference.
     assert!((mean(&spin) - spin_self).abs() <= 0.15, "{what}");
-    assert!(mean(&sleep) <= 0.05 && mean(&sleep) >= sleep_self - 0.02, "{what}");
+    assert!(
+        mean(&sleep) <= 0.05 && mean(&sleep) >= sleep_self - 0.02,
+        "{what}"
+    );
     // One thread spins: never much more than a core.
     assert!(spin.iter().all(|&v| v <= 1.2), "{what}");
 }
@@ -204,7 +231,10 @@ fn sampling_without_a_trace() {
     // Spinning then sleeping: the range spans both.
     let cpu = metric(&p, "cpu_cores");
     let spin = measured(&out, "spin");
-    assert!(f(&cpu["max"]) >= spin - 0.15 && f(&cpu["min"]) <= 0.1, "{cpu} {spin}");
+    assert!(
+        f(&cpu["max"]) >= spin - 0.15 && f(&cpu["min"]) <= 0.1,
+        "{cpu} {spin}"
+    );
     let err = stderr(&out);
     assert!(err.contains("System (sampled every 20 ms: "), "{err}");
     assert!(err.contains("  rss "), "{err}");
@@ -234,7 +264,10 @@ fn no_sampling_unless_asked() {
         let dir = scratch("system_sampling_invalid");
         let out = run_with(&dir, &["idle", "10"], &[("KPROF_SAMPLE_MS", bad)]);
         let err = stderr(&out);
-        let lines: Vec<&str> = err.lines().filter(|l| l.contains("KPROF_SAMPLE_MS")).collect();
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("KPROF_SAMPLE_MS"))
+            .collect();
         assert_eq!(
             lines,
             [format!(
@@ -267,7 +300,11 @@ fn otf2_metrics_on_a_system_location() {
     let print = |args: &[&str]| {
         let o = run(Command::new("otf2-print").args(args).arg(&anchor));
         assert_ok(&o);
-        assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     // The definitions: one metric location, each metric with its unit, and as
@@ -291,7 +328,10 @@ fn otf2_metrics_on_a_system_location() {
             .lines()
             .find(|l| l.starts_with("METRIC_MEMBER") && l.contains(&member))
             .unwrap_or_else(|| panic!("no metric member {member}"));
-        assert!(line.contains(&format!("Unit: \"{}\"", m["unit"].as_str().unwrap())), "{line}");
+        assert!(
+            line.contains(&format!("Unit: \"{}\"", m["unit"].as_str().unwrap())),
+            "{line}"
+        );
     }
     // The events: the rss values, their largest that of the profile.
     let events = print(&[]);
@@ -308,6 +348,52 @@ fn otf2_metrics_on_a_system_location() {
     let max = rss.iter().cloned().fold(0.0, f64::max);
     // otf2-print shows 6 significant digits.
     let expected = f(&metric(&p, "rss")["max"]);
-    assert!((max - expected).abs() <= expected * 1e-5, "{max} vs {expected}");
+    assert!(
+        (max - expected).abs() <= expected * 1e-5,
+        "{max} vs {expected}"
+    );
     assert!(max >= 200.0 * MIB);
+}
+
+#[test]
+fn kprof_run_and_report() {
+    let kprof = kprof_tests::lib("kprof");
+    let dir = scratch("system_sampling_cli");
+    let o = run(clean_cmd(&kprof)
+        .current_dir(&dir)
+        .args(["run", "--sample-ms", "20", "-o", "out", "--"])
+        .arg(harness())
+        .arg("phases"));
+    assert_ok(&o);
+    let p = read_profile(&dir.join("out"));
+    check_section(&p);
+    // `kprof report` shows the same block as the summary.
+    let o = run(clean_cmd(&kprof)
+        .current_dir(&dir)
+        .args(["report", "out/profile.json"]));
+    assert_ok(&o);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let samples = u(&p["system"]["samples"]);
+    assert!(
+        text.contains(&format!("System (sampled every 20 ms: {samples} samples, ")),
+        "{text}"
+    );
+    let rss = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("rss "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(rss.contains("MiB"), "{rss}");
+
+    // An invalid period: one line, exit 2, the program not run.
+    let o = run(clean_cmd(&kprof)
+        .current_dir(&dir)
+        .args(["run", "--sample-ms", "5", "-o", "bad", "--"])
+        .arg(harness())
+        .arg("phases"));
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim(),
+        "kprof: --sample-ms=5 is invalid (milliseconds, 10 to 60000, or 0 (off))"
+    );
+    assert!(!dir.join("bad").exists());
 }
