@@ -55,7 +55,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "MS")]
     pub flush_ms: Option<String>,
     /// Milliseconds between samples of the process and the node: CPU use, RSS,
-    /// page faults, context switches, I/O, load, free memory, power
+    /// page faults, context switches, I/O, load, free memory, RAPL and GPU power
     /// (KPROF_SAMPLE_MS, 10 to 60000; default 0: off).
     #[arg(long, value_name = "MS")]
     pub sample_ms: Option<String>,

@@ -397,3 +397,112 @@ fn kprof_run_and_report() {
     );
     assert!(!dir.join("bad").exists());
 }
+
+/// NVML's header from the nvidia-nvml-dev wheel (tests/scripts/install-cupti.sh).
+fn nvml_include() -> PathBuf {
+    kprof_tests::openmp::deps_dir().join("nvml/nvidia/nvml_dev/include")
+}
+
+#[test]
+fn nvml_power_of_each_gpu() {
+    let include = nvml_include();
+    if skip_unless(
+        include.join("nvml.h").is_file(),
+        "NVML's header (install-cupti.sh)",
+    ) {
+        return;
+    }
+    let dir = scratch("system_sampling_nvml");
+    let lib = kprof_tests::compile(
+        &[&kprof_tests::test_file("harness/nvml_standin.c")],
+        &dir.join("libnvidia-ml.so.1"),
+        &["-shared", "-fPIC", "-I", include.to_str().unwrap()],
+    );
+    let log = dir.join("nvml.log");
+    run_with(
+        &dir,
+        &["idle", "300"],
+        &[
+            ("KPROF_SAMPLE_MS", "20"),
+            ("KPROF_TRACE", "perfetto,json"),
+            ("KPROF_NVML_LIB", lib.to_str().unwrap()),
+            ("KPROF_TEST_NVML_LOG", log.to_str().unwrap()),
+        ],
+    );
+    let p = read_profile(&dir.join("out"));
+    let samples = check_section(&p);
+    // Devices 0 and 1 report their power, device 2 does not: no metric for it.
+    // The k-th query of device i answers 100 + i W + k * 10 mW; the first was
+    // the probe at start, so sample j reads query j + 1.
+    for i in 0..2u64 {
+        let m = metric(&p, &format!("power gpu{i}"));
+        assert_eq!(
+            (m["unit"].as_str(), u(&m["samples"])),
+            (Some("W"), samples),
+            "{m}"
+        );
+        let watts = |k: u64| (100 + i) as f64 + k as f64 * 0.01;
+        assert!((f(&m["min"]) - watts(2)).abs() < 1e-9, "{m}");
+        assert!((f(&m["max"]) - watts(samples + 1)).abs() < 1e-9, "{m}");
+        let want: Vec<f64> = (2..samples + 2).map(watts).collect();
+        let mut traces = vec![read_json(&dir.join("out"))];
+        traces.extend(read_perfetto(&dir.join("out")));
+        for t in &traces {
+            let got: Vec<f64> = t
+                .counter(&format!("gpu{i}"))
+                .iter()
+                .map(|&(_, v)| v)
+                .collect();
+            assert_eq!(got.len(), want.len(), "{:?}", t.format);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-9, "{:?}: gpu{i} {got:?}", t.format);
+            }
+        }
+    }
+    let names: Vec<&str> = p["system"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .filter(|n| n.starts_with("power gpu"))
+        .collect();
+    assert_eq!(names, ["power gpu0", "power gpu1"]);
+    // NVML initialized once, and shut down at the end.
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "init\nshutdown\n");
+
+    // NVML there but failing: one line in the section, no power, the run goes on.
+    let dir = scratch("system_sampling_nvml_fail");
+    let out = run_with(
+        &dir,
+        &["idle", "50"],
+        &[
+            ("KPROF_SAMPLE_MS", "20"),
+            ("KPROF_NVML_LIB", lib.to_str().unwrap()),
+            ("KPROF_TEST_NVML", "init_fail"),
+        ],
+    );
+    let p = read_profile(&dir.join("out"));
+    let unavailable = &p["system"]["unavailable"];
+    assert!(
+        unavailable
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l == "NVML's nvmlInit_v2 failed (error 9): no GPU power"),
+        "{unavailable}"
+    );
+    assert!(stderr(&out).contains("(NVML's nvmlInit_v2 failed (error 9): no GPU power)"));
+    // No NVML at all (no NVIDIA driver): nothing said about it.
+    let dir = scratch("system_sampling_no_nvml");
+    run_with(
+        &dir,
+        &["idle", "50"],
+        &[
+            ("KPROF_SAMPLE_MS", "20"),
+            ("KPROF_NVML_LIB", "/nonexistent/libnvidia-ml.so.1"),
+        ],
+    );
+    let p = read_profile(&dir.join("out"));
+    let sys = p["system"].to_string();
+    assert!(!sys.contains("gpu") && !sys.contains("NVML"), "{sys}");
+}

@@ -147,7 +147,7 @@ const SPECS: &[Spec] = &[
         arg: "sample-ms",
         env: "KPROF_SAMPLE_MS",
         value: Value::Count { min: 0, max: 60_000 },
-        help: "ms between samples of the process and the node (CPU use, RSS, page faults, context switches, I/O, load, free memory, RAPL power), taken by the writer thread: counter tracks in traces, min/mean/max in profile.json's system section; 10 to 60000, 0: off (default 0)",
+        help: "ms between samples of the process and the node (CPU use, RSS, page faults, context switches, I/O, load, free memory, RAPL and NVML power), taken by the writer thread: counter tracks in traces, min/mean/max in profile.json's system section; 10 to 60000, 0: off (default 0)",
     },
     Spec {
         arg: "max-depth",

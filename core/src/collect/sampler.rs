@@ -10,8 +10,9 @@
 //! switches (`getrusage`: `/proc/self/status` counts only the main thread's), its
 //! I/O (`/proc/self/io`, when readable), the
 //! node's 1-minute load (`/proc/loadavg`) and available memory (`/proc/meminfo`),
-//! and the power of each RAPL zone (`/sys/class/powercap/intel-rapl:*`, where the
-//! node has them and they are readable). Counts that only grow become rates over
+//! the power of each RAPL zone (`/sys/class/powercap/intel-rapl:*`, where the
+//! node has them and they are readable) and of each NVIDIA GPU (NVML, where the
+//! driver is installed). Counts that only grow become rates over
 //! the interval since the previous sample. CPU time, faults and context
 //! switches leave out the writer thread's own, and `rchar` the sampler's reads,
 //! so that an idle program shows idle (kprof's own cost is in the profile's
@@ -21,6 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::collect::nvml::Nvml;
 use crate::collect::procfs::{self, Reader, READ_BYTES};
 use crate::consume::system::{Metric, Ranges, Unit};
 use crate::hot::clock::{thread_cpu_ns, Clock};
@@ -145,6 +147,7 @@ pub struct Sampler {
     loadavg: Option<Reader>,
     meminfo: Option<Reader>,
     zones: Vec<Zone>,
+    nvml: Option<Nvml>,
     /// Raw time of the previous sample.
     last_raw: u64,
     last: Counts,
@@ -211,6 +214,21 @@ impl Sampler {
                  (root only on this node): no power for them"
             ));
         }
+        let nvml = match Nvml::open() {
+            None => None,
+            Some(Ok(n)) => Some(n),
+            Some(Err(e)) => {
+                unavailable.push(format!("{e}: no GPU power"));
+                None
+            }
+        };
+        if let Some(n) = &nvml {
+            metrics.extend(n.indices().map(|i| Metric {
+                name: format!("power gpu{i}"),
+                unit: Unit::Watts,
+                description: "power draw of an NVIDIA GPU (NVML)",
+            }));
+        }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -229,6 +247,7 @@ impl Sampler {
             loadavg,
             meminfo,
             zones,
+            nvml,
             last_raw: 0,
             last: Counts::default(),
             page_bytes: if page > 0 { page as f64 } else { 4096.0 },
@@ -314,6 +333,9 @@ impl Sampler {
                 v[at] = uj as f64 * 1e-6 / secs;
             }
             at += 1;
+        }
+        if let Some(n) = &self.nvml {
+            n.watts(&mut v[at..]);
         }
         self.last = now_counts;
         self.last_raw = raw;

@@ -1125,10 +1125,12 @@ impl TraceWriter for Otf2Writer {
                 })
                 .collect();
         }
-        for i in 0..self.system.len().min(values.len()) {
-            if values[i].is_finite() {
-                let metric = self.system[i];
-                self.metric(SYSTEM_LOCATION, ts, metric, MetricValue::F64(values[i]));
+        for (i, &value) in values.iter().enumerate() {
+            let Some(&metric) = self.system.get(i) else {
+                break;
+            };
+            if value.is_finite() {
+                self.metric(SYSTEM_LOCATION, ts, metric, MetricValue::F64(value));
             }
         }
     }
