@@ -239,12 +239,19 @@ fn sampling_without_a_trace() {
     assert!(err.contains("System (sampled every 20 ms: "), "{err}");
     assert!(err.contains("  rss "), "{err}");
 
-    // A short run still gets its last sample at the end.
+    // A run shorter than the period gets its last sample at the end, and its
+    // exit does not wait for the next sample (a minute away): the writer naps
+    // until then, and the end wakes it.
     let dir = scratch("system_sampling_short");
-    run_with(&dir, &["idle", "50"], &[("KPROF_SAMPLE_MS", "1000")]);
+    let started = std::time::Instant::now();
+    run_with(&dir, &["idle", "50"], &[("KPROF_SAMPLE_MS", "60000")]);
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
     let p = read_profile(&dir.join("out"));
     assert_eq!(u(&p["system"]["samples"]), 1, "{}", p["system"]);
+    assert_eq!(u(&p["system"]["period_ms"]), 60000);
     assert!(f(&metric(&p, "rss")["max"]) > 0.0);
+    assert!(f(&metric(&p, "mem_available")["max"]) > 0.0);
 }
 
 #[test]

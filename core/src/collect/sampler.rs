@@ -265,6 +265,11 @@ impl Sampler {
         &self.metrics
     }
 
+    /// Samples taken so far.
+    pub fn samples(&self) -> u64 {
+        self.ranges.samples()
+    }
+
     /// How long until the next sample is due (zero: now).
     pub fn until_next(&self) -> Duration {
         self.next.saturating_duration_since(Instant::now())
@@ -503,22 +508,36 @@ mod tests {
     fn a_sample_of_this_process() {
         let clock = Clock::new();
         let mut s = Sampler::new(10, &clock);
-        // Busy for ~30 ms, touching 32 MiB.
-        let t = Instant::now();
-        let v = vec![1u8; 32 << 20];
-        std::hint::black_box(&v);
-        while t.elapsed() < Duration::from_millis(30) {
-            std::hint::black_box(0);
-        }
+        // Another thread busy for ~30 ms, touching 32 MiB (the sampling thread's
+        // own CPU time is left out, as the writer's is).
+        let worker = std::thread::spawn(|| {
+            let t = Instant::now();
+            let v = vec![1u8; 32 << 20];
+            std::hint::black_box(&v);
+            while t.elapsed() < Duration::from_millis(30) {
+                std::hint::black_box(0);
+            }
+            (v, thread_cpu_ns())
+        });
+        let (kept, worker_ns) = worker.join().unwrap();
         let names: Vec<&str> = s.metrics().iter().map(|m| m.name.as_str()).collect();
         assert_eq!(&names[..OPTIONAL], FIXED.map(|f| f.0));
+        let since = s.since_last(&clock, clock.now()) as f64;
         let v = s.sample(&clock).2.to_vec();
-        assert!(v[CPU_CORES] > 0.5 && v[CPU_CORES] < 8.0, "{v:?}");
+        // Other tests' threads may add to it, never take away (within the
+        // microsecond rounding of getrusage).
+        let worker_cores = worker_ns as f64 / since;
+        assert!(
+            v[CPU_CORES] >= worker_cores * 0.9 && v[CPU_CORES] < 8.0,
+            "{worker_cores} {v:?}"
+        );
         assert!(v[RSS] >= (32 << 20) as f64, "{v:?}");
-        assert!(v[MINOR_FAULTS] > 0.0 && v[THREADS] >= 1.0, "{v:?}");
+        assert!(v[MINOR_FAULTS] > 0.0 && v[THREADS] >= 2.0, "{v:?}");
         assert!(v[MEM_AVAILABLE] > 0.0 && v[LOAD] >= 0.0, "{v:?}");
+        drop(kept);
         let r = s.report();
-        assert_eq!(r.samples, 1);
+        assert_eq!((r.samples, s.samples()), (1, 1));
         assert_eq!(r.metrics[RSS].samples, 1);
+        assert!(r.sampler_cpu_ns > 0);
     }
 }

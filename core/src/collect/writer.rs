@@ -100,6 +100,9 @@ fn run(rt: &'static Runtime) {
         }
         let stocking = w.stock_reserve();
         let quiet = !stocking && w.top_up();
+        // After the first look at the pool: opening the sampler's files (and
+        // NVML, whose start can take long) never keeps the first chunks waiting.
+        w.start_sampler();
         let streaming = !w.sinks.traces.is_empty();
         let due = last_round.elapsed() >= period;
         // In place, records are only memory and section events: processed when
@@ -132,9 +135,10 @@ fn run(rt: &'static Runtime) {
     }
     let run_cpu = clock::thread_cpu_ns();
     // The last sample, at the end of the run (unless one was just taken: rates
-    // over a sliver of time say little).
+    // over a sliver of time say little; a run too short for any still gets one).
+    w.start_sampler();
     if let Some(s) = &w.sampler {
-        if s.since_last(&rt.clock, rt.clock.now()) >= LAST_SAMPLE_MIN_NS {
+        if s.samples() == 0 || s.since_last(&rt.clock, rt.clock.now()) >= LAST_SAMPLE_MIN_NS {
             w.sample();
         }
     }
@@ -257,6 +261,8 @@ struct Writer {
     reserve: usize,
     /// The system sampler (`KPROF_SAMPLE_MS`), when sampling is on.
     sampler: Option<Sampler>,
+    /// `KPROF_SAMPLE_MS` until the sampler is started (then 0).
+    sample_ms: u64,
 }
 
 /// The rate at which threads take chunks, in chunks per [`NAP`]: the highest rate
@@ -335,7 +341,16 @@ impl Writer {
             reserve: (cfg.prefault_mb as usize)
                 .saturating_mul(1 << 20)
                 .div_ceil(buffer::CHUNK_BYTES),
-            sampler: (cfg.sample_ms > 0).then(|| Sampler::new(cfg.sample_ms, &rt.clock)),
+            sampler: None,
+            sample_ms: cfg.sample_ms,
+        }
+    }
+
+    /// Starts the system sampler, if sampling is on and it has not started yet.
+    fn start_sampler(&mut self) {
+        if self.sample_ms > 0 {
+            self.sampler = Some(Sampler::new(self.sample_ms, &self.rt.clock));
+            self.sample_ms = 0;
         }
     }
 

@@ -92,6 +92,11 @@ impl Ranges {
         }
     }
 
+    /// Samples added so far.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
     /// Adds one sample: `values[i]` is metric `i`'s value, NaN where it had none
     /// this time.
     pub fn add(&mut self, values: &[f64]) {
