@@ -266,6 +266,30 @@ fn no_sampling_unless_asked() {
         assert!(m.assert_valid().counters.is_empty(), "{:?}", m.counters);
     }
 
+    // Off, the writer does no sampling work: in place it naps, and its CPU time
+    // while the program ran is a small part of what sampling every 10 ms costs.
+    let writer_cpu = |sample: Option<&str>| {
+        let dir = scratch("system_sampling_cost");
+        let mut env = vec![];
+        if let Some(ms) = sample {
+            env.push(("KPROF_SAMPLE_MS", ms));
+        }
+        run_with(&dir, &["idle", "500"], &env);
+        let p = read_profile(&dir.join("out"));
+        (
+            u(&p["kprof"]["writer_run_cpu_ns"]),
+            p["system"]["samples"].as_u64(),
+        )
+    };
+    let (off, none) = writer_cpu(None);
+    let (on, samples) = writer_cpu(Some("10"));
+    assert_eq!(none, None);
+    assert!(samples.unwrap() >= 20, "{samples:?}");
+    assert!(
+        off * 4 < on,
+        "writer CPU: {off} ns without sampling, {on} ns with"
+    );
+
     // An invalid period: one line, and the default (off).
     for bad in ["5", "60001", "often"] {
         let dir = scratch("system_sampling_invalid");
