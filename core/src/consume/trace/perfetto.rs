@@ -1603,6 +1603,7 @@ mod tests {
         flows: Vec<u64>,
         terminating: Vec<u64>,
         counter: Option<i64>,
+        value: Option<f64>,
     }
 
     /// The decoded file: outer packets must each hold one compressed round.
@@ -1726,6 +1727,7 @@ mod tests {
                         flows: te.flow_ids.clone(),
                         terminating: te.terminating_flow_ids.clone(),
                         counter: te.counter_value,
+                        value: te.double_counter_value,
                     });
                 }
                 other => panic!("unexpected packet {other:?}"),
@@ -1744,6 +1746,75 @@ mod tests {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn system_samples_on_counter_tracks_of_their_own_sequence() {
+        let (mut w, path) = writer("system");
+        let metrics = [
+            Metric {
+                name: "rss".into(),
+                unit: Unit::Bytes,
+                description: "",
+            },
+            Metric {
+                name: "cpu_cores".into(),
+                unit: Unit::Cores,
+                description: "",
+            },
+        ];
+        // A memory event at 300 on the process sequence, then samples at 200 and
+        // 400: each sequence's times grow on their own.
+        w.global(
+            300,
+            &Global::Alloc {
+                space: 3,
+                label: 4,
+                ptr: 0x10,
+                bytes: 8,
+            },
+        );
+        w.sample(200, &metrics, &[1000.0, f64::NAN]);
+        w.flush().unwrap();
+        w.sample(400, &metrics, &[2000.0, 0.5]);
+        Box::new(w).finish().unwrap();
+        let d = decode(&path);
+        let _ = std::fs::remove_file(&path);
+        let process = d.tracks.iter().find(|t| t.process.is_some()).unwrap();
+        let track = |name: &str| {
+            d.tracks
+                .iter()
+                .find(|t| t.name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("no track {name}: {:?}", d.tracks))
+        };
+        let (rss, cpu) = (track("rss (bytes)"), track("cpu_cores (cores)"));
+        for t in [rss, cpu] {
+            assert_eq!(t.parent_uuid, process.uuid);
+        }
+        let unit = |t: &TrackDescriptor| {
+            let c = t.counter.clone().unwrap();
+            (c.unit, c.unit_name)
+        };
+        assert_eq!(unit(rss), (Some(UNIT_SIZE_BYTES), None));
+        assert_eq!(unit(cpu), (None, Some("cores".into())));
+        let series = |t: &TrackDescriptor| {
+            d.events
+                .iter()
+                .filter(|e| Some(e.track) == t.uuid)
+                .map(|e| (e.seq, e.ty, e.ts - BASE, e.value))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            series(rss),
+            [
+                (SYSTEM_SEQ, TYPE_COUNTER, 200, Some(1000.0)),
+                (SYSTEM_SEQ, TYPE_COUNTER, 400, Some(2000.0))
+            ]
+        );
+        // No value (NaN): no event.
+        assert_eq!(series(cpu), [(SYSTEM_SEQ, TYPE_COUNTER, 400, Some(0.5))]);
+        let memory = d.events.iter().find(|e| e.counter == Some(8)).unwrap();
+        assert_eq!((memory.seq, memory.ts - BASE), (PROCESS_SEQ, 300));
     }
 
     #[test]
