@@ -359,7 +359,7 @@ fn header(r: &Report, path: &std::path::Path) -> String {
     s
 }
 
-/// Deep copies, memory, sections, events, counters, anomalies.
+/// Deep copies, memory, sections, events, counters, system samples, anomalies.
 fn sections(s: &mut String, r: &Report, top: usize, args: &ReportArgs) {
     if !r.deep_copies.is_empty() {
         let mut copies: Vec<_> = r.deep_copies.iter().collect();
@@ -492,6 +492,9 @@ fn sections(s: &mut String, r: &Report, top: usize, args: &ReportArgs) {
             ]);
         }
         s.push_str(&t.render());
+    }
+    if let Some(sys) = &r.system {
+        kprof_core::output::summary::system(s, sys);
     }
     let anomalies: Vec<String> = r
         .anomalies

@@ -54,6 +54,11 @@ pub struct RunArgs {
     /// Milliseconds between writer rounds (KPROF_FLUSH_MS, default 1000).
     #[arg(long, value_name = "MS")]
     pub flush_ms: Option<String>,
+    /// Milliseconds between samples of the process and the node: CPU use, RSS,
+    /// page faults, context switches, I/O, load, free memory, RAPL and GPU power
+    /// (KPROF_SAMPLE_MS, 10 to 60000; default 0: off).
+    #[arg(long, value_name = "MS")]
+    pub sample_ms: Option<String>,
     /// 0: no summary on stderr at exit (KPROF_SUMMARY, default 1).
     #[arg(long, value_name = "0|1")]
     pub summary: Option<String>,
@@ -381,6 +386,7 @@ pub fn main(args: RunArgs) -> Outcome {
         ("buffer-mb", "KPROF_BUFFER_MB", &args.buffer_mb),
         ("prefault-mb", "KPROF_PREFAULT_MB", &args.prefault_mb),
         ("flush-ms", "KPROF_FLUSH_MS", &args.flush_ms),
+        ("sample-ms", "KPROF_SAMPLE_MS", &args.sample_ms),
         ("summary", "KPROF_SUMMARY", &args.summary),
         ("summary-top", "KPROF_SUMMARY_TOP", &args.summary_top),
         ("signals", "KPROF_SIGNALS", &args.signals),

@@ -16,11 +16,15 @@
 #                               compiler binaries are removed)
 #   $KPROF_DEPS_DIR/cupti/13/   CUDA 13: nvidia-cuda-cupti, nvidia-cuda-runtime and
 #                               nvidia-cuda-crt, all under nvidia/cu13/{include,lib}
+#   $KPROF_DEPS_DIR/nvml/       NVML's header (nvidia-nvml-dev-cu12:
+#                               nvidia/nvml_dev/include/nvml.h), for the stand-in
+#                               libnvidia-ml.so of the system sampler's test
+#                               (tests/harness/nvml_standin.c)
 # Each is `pip install --no-deps --target`; nothing goes into the system Python.
 # Versions are pinned so that every machine compiles the stand-in against the same
 # record layouts. Idempotent: <dir>/.kprof-installed records what was installed.
-# CUDA 13 is best effort (the tests that need it skip without it, and fail under
-# KPROF_REQUIRE_ALL_TESTS=1).
+# CUDA 13 and NVML are best effort (the tests that need them skip without them,
+# and fail under KPROF_REQUIRE_ALL_TESTS=1).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -63,3 +67,4 @@ install "$DEPS/cupti/12" 1 \
     nvidia-cuda-cupti-cu12==12.9.79 nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.86
 install "$DEPS/cupti/13" 0 \
     nvidia-cuda-cupti==13.5.25 nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37
+install "$DEPS/nvml" 0 nvidia-nvml-dev-cu12==12.9.79

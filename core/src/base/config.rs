@@ -65,6 +65,9 @@ pub struct Config {
     /// Kinds of instances counted (comma list of words, see
     /// `crate::hot::counters::parse_kinds`).
     pub counter_kinds: String,
+    /// Milliseconds between samples of the process and the node (CPU, memory,
+    /// faults, I/O, load, power) taken by the writer thread; 0: no sampling.
+    pub sample_ms: u64,
 }
 
 impl Default for Config {
@@ -86,6 +89,7 @@ impl Default for Config {
             in_place: true,
             counters: String::new(),
             counter_kinds: "regions,kernels,parallel".into(),
+            sample_ms: 0,
         }
     }
 }
@@ -146,6 +150,12 @@ const SPECS: &[Spec] = &[
             max: 3_600_000,
         },
         help: "ms between trace flushes (the writer's processing rounds); without a trace, records wait until half the buffer budget holds them, or exit (default 1000)",
+    },
+    Spec {
+        arg: "sample-ms",
+        env: "KPROF_SAMPLE_MS",
+        value: Value::Count { min: 0, max: 60_000 },
+        help: "ms between samples of the process and the node (CPU use, RSS, page faults, context switches, I/O, load, free memory, RAPL and NVML power), taken by the writer thread: counter tracks in traces, min/mean/max in profile.json's system section; 10 to 60000, 0: off (default 0)",
     },
     Spec {
         arg: "max-depth",
@@ -323,6 +333,7 @@ impl Config {
                     "prefault-mb" => (defaults.prefault_mb, "a whole number of MiB, 0 to 65536"),
                     "flush-ms" => (defaults.flush_ms, "milliseconds, 10 to 3600000"),
                     "max-depth" => (defaults.max_depth, "a whole number, 1 to 100000"),
+                    "sample-ms" => (defaults.sample_ms, "milliseconds, 10 to 60000, or 0 (off)"),
                     "trace-max-mb" => (
                         defaults.trace_max_mb,
                         "a whole number of MiB, 0 (no limit) to 1073741824",
@@ -334,6 +345,8 @@ impl Config {
                     .parse::<u64>()
                     .ok()
                     .filter(|v| (min..=max).contains(v))
+                    // Sampling faster than every 10 ms would cost more than it shows.
+                    .filter(|&v| spec.arg != "sample-ms" || v == 0 || v >= 10)
                     .ok_or_else(|| invalid(expected, default.to_string()))?;
                 match spec.arg {
                     "buffer-mb" => self.buffer_mb = v,
@@ -341,6 +354,7 @@ impl Config {
                     "flush-ms" => self.flush_ms = v,
                     "max-depth" => self.max_depth = v,
                     "trace-max-mb" => self.trace_max_mb = v,
+                    "sample-ms" => self.sample_ms = v,
                     _ => self.summary_top = v as usize,
                 }
             }
@@ -458,6 +472,28 @@ mod tests {
             Err(ConfigError::Malformed(_))
         ));
         assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn sample_period() {
+        let mut c = Config::default();
+        assert_eq!(c.sample_ms, 0);
+        c.apply_arg("KPROF_SAMPLE_MS=20").unwrap();
+        assert_eq!(c.sample_ms, 20);
+        c.apply_arg("--sample-ms=60000").unwrap();
+        assert_eq!(c.sample_ms, 60000);
+        c.apply_arg("--sample-ms=0").unwrap();
+        assert_eq!(c.sample_ms, 0);
+        for bad in ["5", "60001", "abc", "-1"] {
+            let e = c.apply_arg(&format!("KPROF_SAMPLE_MS={bad}")).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "KPROF_SAMPLE_MS={bad} is invalid (milliseconds, 10 to 60000, or 0 (off)); using 0"
+                )
+            );
+            assert_eq!(c.sample_ms, 0);
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ use rustc_hash::FxHashMap;
 use crate::base::config::Config;
 use crate::base::signals::{block_all_signals, restore_signals};
 use crate::collect::resolve::ThreadStream;
+use crate::collect::sampler::Sampler;
 use crate::collect::symbolize::Symbolizer;
 use crate::consume::profile::{merge, Profile};
 use crate::consume::trace::{self, TraceWriter};
@@ -41,6 +42,9 @@ const IDLE_NAP: Duration = Duration::from_millis(500);
 /// How long the shutdown waits for threads still inside an event (descheduled
 /// in the middle of one) before it leaves them out.
 const QUIESCE_WAIT: Duration = Duration::from_millis(200);
+
+/// The shortest interval since the previous sample for a last one at the end.
+const LAST_SAMPLE_MIN_NS: u64 = 1_000_000;
 
 /// OS thread id of the writer thread (0 before it runs).
 static WRITER_TID: AtomicI32 = AtomicI32::new(0);
@@ -91,8 +95,14 @@ fn run(rt: &'static Runtime) {
     while !rt.shutdown_requested() {
         // A terminating signal's GPU flush (see base::flush).
         crate::base::flush::serve();
+        if w.sampler.as_ref().is_some_and(|s| s.until_next().is_zero()) {
+            w.sample();
+        }
         let stocking = w.stock_reserve();
         let quiet = !stocking && w.top_up();
+        // After the first look at the pool: opening the sampler's files (and
+        // NVML, whose start can take long) never keeps the first chunks waiting.
+        w.start_sampler();
         let streaming = !w.sinks.traces.is_empty();
         let due = last_round.elapsed() >= period;
         // In place, records are only memory and section events: processed when
@@ -112,6 +122,11 @@ fn run(rt: &'static Runtime) {
         } else {
             NAP
         };
+        // Sampling wakes the writer at its period, whatever else it waits for.
+        let nap = match &w.sampler {
+            Some(s) => nap.min(s.until_next()),
+            None => nap,
+        };
         // While stocking, no nap: the next block at once (one block per pass, so
         // shutdown, pressure and trace rounds wait for one block at most).
         if !stocking {
@@ -119,6 +134,14 @@ fn run(rt: &'static Runtime) {
         }
     }
     let run_cpu = clock::thread_cpu_ns();
+    // The last sample, at the end of the run (unless one was just taken: rates
+    // over a sliver of time say little; a run too short for any still gets one).
+    w.start_sampler();
+    if let Some(s) = &w.sampler {
+        if s.samples() == 0 || s.since_last(&rt.clock, rt.clock.now()) >= LAST_SAMPLE_MIN_NS {
+            w.sample();
+        }
+    }
     // Recording stopped; every event that saw it still recording completes
     // before anything is read (see ThreadSlot::busy), and no thread joins now.
     let slots = rt.threads.seal();
@@ -236,6 +259,10 @@ struct Writer {
     /// Chunks to have allocated before the writer settles into its rhythm
     /// (`KPROF_PREFAULT_MB`); 0 once stocked.
     reserve: usize,
+    /// The system sampler (`KPROF_SAMPLE_MS`), when sampling is on.
+    sampler: Option<Sampler>,
+    /// `KPROF_SAMPLE_MS` until the sampler is started (then 0).
+    sample_ms: u64,
 }
 
 /// The rate at which threads take chunks, in chunks per [`NAP`]: the highest rate
@@ -314,6 +341,28 @@ impl Writer {
             reserve: (cfg.prefault_mb as usize)
                 .saturating_mul(1 << 20)
                 .div_ceil(buffer::CHUNK_BYTES),
+            sampler: None,
+            sample_ms: cfg.sample_ms,
+        }
+    }
+
+    /// Starts the system sampler, if sampling is on and it has not started yet.
+    fn start_sampler(&mut self) {
+        if self.sample_ms > 0 {
+            self.sampler = Some(Sampler::new(self.sample_ms, &self.rt.clock));
+            self.sample_ms = 0;
+        }
+    }
+
+    /// Takes a sample of the process and the node now and hands it to every
+    /// trace (the profile's ranges are in the sampler).
+    fn sample(&mut self) {
+        let Some(s) = &mut self.sampler else {
+            return;
+        };
+        let (raw, metrics, values) = s.sample(&self.rt.clock);
+        for t in &mut self.sinks.traces {
+            t.sample(raw, metrics, values);
         }
     }
 
@@ -477,6 +526,7 @@ impl Writer {
     fn finish(mut self, slots: &[&'static ThreadSlot], busy: &[bool], run_cpu: u64) {
         let rt = self.rt;
         let end = rt.end();
+        let system = self.sampler.take().map(|s| s.report());
         let mut records = FxHashMap::default();
         let mut words = 0;
         for (&index, s) in self.streams.iter_mut() {
@@ -533,6 +583,7 @@ impl Writer {
         let call_paths = merged.thread_nodes;
         drop(threads);
         let mut report = profile.report(&merged, &records);
+        report.system = system;
         // The report holds all the profile says: free the trees before writing (a
         // million call paths are hundreds of MiB).
         drop(merged);

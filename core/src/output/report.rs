@@ -60,6 +60,43 @@ pub struct Report {
     /// Hardware counters (absent when `KPROF_COUNTERS` was not set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware_counters: Option<HardwareCounters>,
+    /// Samples of the process and the node (`KPROF_SAMPLE_MS`; absent when off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<System>,
+}
+
+/// What the system sampler saw: per metric, its range over the samples.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct System {
+    /// Milliseconds between samples (`KPROF_SAMPLE_MS`).
+    pub period_ms: u64,
+    /// Samples taken (the last one at the end of the run).
+    pub samples: u64,
+    /// Each metric, in a fixed order (process, then node, then power).
+    pub metrics: Vec<SystemMetric>,
+    /// CPU time the writer thread spent taking the samples, in ns.
+    #[serde(default)]
+    pub sampler_cpu_ns: u64,
+    /// Figures that could not be read on this node, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<String>,
+}
+
+/// One sampled metric over the run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SystemMetric {
+    /// Name (`rss`, `cpu_cores`, `power package-0`, ...).
+    pub name: String,
+    /// Unit of the values (`bytes`, `cores`, `%`, `/s`, `bytes/s`, `W`, ...).
+    pub unit: String,
+    /// Samples that had a value.
+    pub samples: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Mean over the samples.
+    pub mean: f64,
+    /// Largest value.
+    pub max: f64,
 }
 
 /// What the GPUs did: kernels by device time, copies by direction, and per

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::output::flat::flatten;
-use crate::output::report::{Report, SelfCost, TreeNode};
+use crate::output::report::{Report, SelfCost, System, TreeNode};
 use crate::output::Written;
 
 /// A JSON trace from this size on is said to be the slow format.
@@ -273,6 +273,9 @@ pub fn render(
             r.dropped_records
         );
     }
+    if let Some(sys) = &r.system {
+        system(&mut s, sys);
+    }
     let _ = writeln!(s, "\n{}", self_cost_line(&r.kprof));
     for t in traces {
         // An OTF2 archive is the directory around its anchor file.
@@ -368,6 +371,50 @@ pub fn gpu(s: &mut String, g: &crate::output::report::Gpu, top: usize) {
             bytes(d.leaked_bytes),
             d.leaked_allocations
         );
+    }
+}
+
+/// The system block: each sampled metric's range over the run, and what this
+/// node could not show (the summary's and `kprof report`'s).
+pub fn system(s: &mut String, sys: &System) {
+    let _ = writeln!(
+        s,
+        "\nSystem (sampled every {} ms: {} samples, {} of writer CPU):\n  {:<28} {:>12} {:>12} {:>12}",
+        sys.period_ms,
+        sys.samples,
+        duration(sys.sampler_cpu_ns as f64),
+        "metric",
+        "min",
+        "mean",
+        "max"
+    );
+    for m in sys.metrics.iter().filter(|m| m.samples > 0) {
+        let _ = writeln!(
+            s,
+            "  {:<28} {:>12} {:>12} {:>12}",
+            short(&m.name),
+            value(m.min, &m.unit),
+            value(m.mean, &m.unit),
+            value(m.max, &m.unit)
+        );
+    }
+    for u in &sys.unavailable {
+        let _ = writeln!(s, "  ({u})");
+    }
+}
+
+/// A sampled value with its unit, for a table cell.
+pub fn value(v: f64, unit: &str) -> String {
+    match unit {
+        "bytes" => bytes(v.max(0.0) as u64),
+        "bytes/s" => format!("{}/s", bytes(v.max(0.0) as u64)),
+        "cores" => format!("{v:.2} cores"),
+        "%" => format!("{v:.1}%"),
+        "/s" => format!("{v:.0}/s"),
+        "W" => format!("{v:.1} W"),
+        "count" if v.fract() == 0.0 => format!("{v:.0}"),
+        "count" => format!("{v:.2}"),
+        other => format!("{v:.3} {other}"),
     }
 }
 

@@ -445,6 +445,8 @@ impl Profile {
             gpu,
             hardware_counters: hardware_counters(rt),
             messages: messages(merged, &text),
+            // The writer adds the sampler's section.
+            system: None,
         }
     }
 }

@@ -32,6 +32,7 @@ use kprof_abi::Kind;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::consume::profile::memory::Space;
+use crate::consume::system::Metric;
 use crate::consume::trace::TraceWriter;
 use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, Slice};
 use crate::hot::runtime::Runtime;
@@ -75,6 +76,8 @@ pub struct ChromeWriter {
     /// Threads whose metadata was written: index -> OS tid.
     threads: FxHashMap<u32, i32>,
     spaces: FxHashMap<u32, Space>,
+    /// JSON-escaped counter names of the system metrics (`KPROF_SAMPLE_MS`).
+    system_names: Vec<String>,
     first: bool,
     pid: u32,
     /// A write that failed between flushes, reported by the next flush.
@@ -98,6 +101,7 @@ impl ChromeWriter {
             names: FxHashMap::default(),
             threads: FxHashMap::default(),
             spaces: FxHashMap::default(),
+            system_names: Vec::new(),
             first: true,
             pid: rt.process.pid,
             error: None,
@@ -438,6 +442,23 @@ impl Consumer for ChromeWriter {
 impl TraceWriter for ChromeWriter {
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn sample(&mut self, ts: u64, metrics: &[Metric], values: &[f64]) {
+        if self.system_names.len() != metrics.len() {
+            self.system_names = metrics.iter().map(|m| json(&m.track_name())).collect();
+        }
+        let (ts, pid) = (self.us(ts), self.pid);
+        let names = std::mem::take(&mut self.system_names);
+        for (name, &value) in names.iter().zip(values) {
+            // JSON has no NaN: a metric without a value this time is left out.
+            if value.is_finite() {
+                self.emit(format_args!(
+                    r#"{{"ph":"C","name":{name},"cat":"system","ts":{ts},"pid":{pid},"args":{{"value":{value}}}}}"#
+                ));
+            }
+        }
+        self.system_names = names;
     }
 
     fn flush(&mut self) -> Result<(), OutputError> {

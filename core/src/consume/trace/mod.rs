@@ -15,6 +15,7 @@ pub mod perfetto_proto;
 use std::path::{Path, PathBuf};
 
 pub use crate::base::config::TraceFormat;
+use crate::consume::system::Metric;
 use crate::hot::nesting::Consumer;
 use crate::hot::runtime::Runtime;
 use crate::output::OutputError;
@@ -33,6 +34,11 @@ pub fn thread_label(name: &str, index: u32) -> String {
 pub trait TraceWriter: Consumer + Send {
     /// Writes everything consumed so far to the file (at the end of each round).
     fn flush(&mut self) -> Result<(), OutputError>;
+    /// One sample of the system metrics at raw time `ts` (`KPROF_SAMPLE_MS`):
+    /// `values[i]` is `metrics[i]`'s, NaN where it had none; the metrics are the
+    /// same at every call and samples come in time order. Each metric is a
+    /// counter track of the process.
+    fn sample(&mut self, ts: u64, metrics: &[Metric], values: &[f64]);
     /// Completes the file at shutdown (closes open structures, final flush).
     fn finish(self: Box<Self>) -> Result<PathBuf, OutputError>;
     /// The file (or, for OTF2, the directory) it writes.

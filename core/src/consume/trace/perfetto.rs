@@ -60,6 +60,7 @@ use rustc_hash::FxHashMap;
 use crate::base::devices::Device;
 use crate::base::process::ProcessInfo;
 use crate::consume::profile::memory::Space;
+use crate::consume::system::{Metric, Unit};
 use crate::consume::trace::perfetto_proto::{
     debug_annotation::Value, trace_packet::Data, Clock, ClockSnapshot, CounterDescriptor,
     DebugAnnotation, InternedBytes, InternedData, InternedString, ProcessDescriptor,
@@ -97,6 +98,10 @@ const PROCESS_SEQ: u32 = 1;
 const DEVICE_SEQ: u32 = 0x4000_0000;
 /// Device activity sequences before the ids are used again.
 const DEVICE_SEQS: u32 = 0x3fff_0000;
+/// The sequence of the system metrics' samples (`KPROF_SAMPLE_MS`): their own,
+/// so that the process sequence's times (memory events, which a round may bring
+/// from before the last sample) never have to go back.
+const SYSTEM_SEQ: u32 = 0x7fff_fff0;
 /// GPU API calls remembered as sources of flows to device activities: the device
 /// reports a launch's work within a few buffers, far fewer launches later.
 const MAX_LAUNCHES: usize = 1 << 17;
@@ -671,7 +676,8 @@ const TRACK_COUNTER: u64 = 2;
 const TRACK_SECTION: u64 = 3;
 const TRACK_USER_COUNTER: u64 = 4;
 const TRACK_DEVICE: u64 = 5;
-const TRACK_HW_COUNTER: u64 = 6;
+const TRACK_SYSTEM: u64 = 6;
+const TRACK_HW_COUNTER: u64 = 7;
 
 /// The Perfetto trace writer.
 pub struct PerfettoWriter<S: Source = &'static Runtime> {
@@ -707,6 +713,9 @@ pub struct PerfettoWriter<S: Source = &'static Runtime> {
     device_tracks: FxHashMap<(u16, bool), u64>,
     /// [`SEGMENT_BYTES`] (smaller in tests).
     segment_bytes: usize,
+    /// The system metrics' sequence (from the first sample) and counter tracks.
+    system: Option<Seq>,
+    system_tracks: Vec<u64>,
 }
 
 impl PerfettoWriter<&'static Runtime> {
@@ -762,6 +771,8 @@ impl<S: Source> PerfettoWriter<S> {
             device_rounds: 0,
             device_tracks: FxHashMap::default(),
             segment_bytes: SEGMENT_BYTES,
+            system: None,
+            system_tracks: Vec::new(),
             src,
         };
         let uuid = w.uuid(TRACK_PROCESS, 0);
@@ -995,7 +1006,10 @@ impl<S: Source> PerfettoWriter<S> {
                                 |(_, name)| crate::consume::trace::thread_label(&name, thread)
                             )
                         )),
-                        counter: Some(CounterDescriptor { unit: None }),
+                        counter: Some(CounterDescriptor {
+                            unit: None,
+                            unit_name: None,
+                        }),
                         ..Default::default()
                     };
                     self.enc.packet(&descriptor_packet(PROCESS_SEQ, desc));
@@ -1125,6 +1139,7 @@ impl<S: Source> PerfettoWriter<S> {
                 name: Some(format!("memory {}", self.src.name(space))),
                 counter: Some(CounterDescriptor {
                     unit: Some(UNIT_SIZE_BYTES),
+                    unit_name: None,
                 }),
                 ..Default::default()
             };
@@ -1167,7 +1182,10 @@ impl<S: Source> PerfettoWriter<S> {
                     uuid: Some(uuid),
                     parent_uuid: Some(self.uuid(TRACK_PROCESS, 0)),
                     name: Some(self.src.name(name)),
-                    counter: Some(CounterDescriptor { unit: None }),
+                    counter: Some(CounterDescriptor {
+                        unit: None,
+                        unit_name: None,
+                    }),
                     ..Default::default()
                 };
                 self.enc.packet(&descriptor_packet(PROCESS_SEQ, desc));
@@ -1485,6 +1503,43 @@ impl<S: Source> TraceWriter for PerfettoWriter<S> {
         &self.path
     }
 
+    fn sample(&mut self, ts: u64, metrics: &[Metric], values: &[f64]) {
+        let ns = self.src.ns(ts);
+        if self.system.is_none() {
+            let process = self.uuid(TRACK_PROCESS, 0);
+            self.enc
+                .packet(&start_packet(SYSTEM_SEQ, ns, process, false));
+            for (i, m) in metrics.iter().enumerate() {
+                let uuid = self.uuid(TRACK_SYSTEM, i as u64);
+                let bytes = m.unit == Unit::Bytes;
+                let desc = TrackDescriptor {
+                    uuid: Some(uuid),
+                    parent_uuid: Some(process),
+                    name: Some(m.track_name()),
+                    counter: Some(CounterDescriptor {
+                        unit: bytes.then_some(UNIT_SIZE_BYTES),
+                        unit_name: (!bytes).then(|| m.unit.as_str().into()),
+                    }),
+                    ..Default::default()
+                };
+                self.enc.packet(&descriptor_packet(SYSTEM_SEQ, desc));
+                self.system_tracks.push(uuid);
+            }
+            self.system = Some(Seq::new(SYSTEM_SEQ, ns));
+        }
+        let (enc, Some(seq)) = (&mut self.enc, self.system.as_mut()) else {
+            return;
+        };
+        for (&track, &value) in self.system_tracks.iter().zip(values) {
+            if value.is_finite() {
+                enc.reset_event(TYPE_COUNTER);
+                enc.te.track_uuid = Some(track);
+                enc.te.double_counter_value = Some(value);
+                enc.event(seq, ns);
+            }
+        }
+    }
+
     fn flush(&mut self) -> Result<(), OutputError> {
         self.write_devices();
         self.seal();
@@ -1645,6 +1700,7 @@ mod tests {
         flows: Vec<u64>,
         terminating: Vec<u64>,
         counter: Option<i64>,
+        value: Option<f64>,
     }
 
     /// The decoded file: outer packets must each hold one compressed round.
@@ -1768,6 +1824,7 @@ mod tests {
                         flows: te.flow_ids.clone(),
                         terminating: te.terminating_flow_ids.clone(),
                         counter: te.counter_value,
+                        value: te.double_counter_value,
                     });
                 }
                 other => panic!("unexpected packet {other:?}"),
@@ -1786,6 +1843,75 @@ mod tests {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn system_samples_on_counter_tracks_of_their_own_sequence() {
+        let (mut w, path) = writer("system");
+        let metrics = [
+            Metric {
+                name: "rss".into(),
+                unit: Unit::Bytes,
+                description: "",
+            },
+            Metric {
+                name: "cpu_cores".into(),
+                unit: Unit::Cores,
+                description: "",
+            },
+        ];
+        // A memory event at 300 on the process sequence, then samples at 200 and
+        // 400: each sequence's times grow on their own.
+        w.global(
+            300,
+            &Global::Alloc {
+                space: 3,
+                label: 4,
+                ptr: 0x10,
+                bytes: 8,
+            },
+        );
+        w.sample(200, &metrics, &[1000.0, f64::NAN]);
+        w.flush().unwrap();
+        w.sample(400, &metrics, &[2000.0, 0.5]);
+        Box::new(w).finish().unwrap();
+        let d = decode(&path);
+        let _ = std::fs::remove_file(&path);
+        let process = d.tracks.iter().find(|t| t.process.is_some()).unwrap();
+        let track = |name: &str| {
+            d.tracks
+                .iter()
+                .find(|t| t.name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("no track {name}: {:?}", d.tracks))
+        };
+        let (rss, cpu) = (track("rss (bytes)"), track("cpu_cores (cores)"));
+        for t in [rss, cpu] {
+            assert_eq!(t.parent_uuid, process.uuid);
+        }
+        let unit = |t: &TrackDescriptor| {
+            let c = t.counter.clone().unwrap();
+            (c.unit, c.unit_name)
+        };
+        assert_eq!(unit(rss), (Some(UNIT_SIZE_BYTES), None));
+        assert_eq!(unit(cpu), (None, Some("cores".into())));
+        let series = |t: &TrackDescriptor| {
+            d.events
+                .iter()
+                .filter(|e| Some(e.track) == t.uuid)
+                .map(|e| (e.seq, e.ty, e.ts - BASE, e.value))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            series(rss),
+            [
+                (SYSTEM_SEQ, TYPE_COUNTER, 200, Some(1000.0)),
+                (SYSTEM_SEQ, TYPE_COUNTER, 400, Some(2000.0))
+            ]
+        );
+        // No value (NaN): no event.
+        assert_eq!(series(cpu), [(SYSTEM_SEQ, TYPE_COUNTER, 400, Some(0.5))]);
+        let memory = d.events.iter().find(|e| e.counter == Some(8)).unwrap();
+        assert_eq!((memory.seq, memory.ts - BASE), (PROCESS_SEQ, 300));
     }
 
     #[test]

@@ -205,6 +205,9 @@ pub struct CounterDescriptor {
     /// `optional Unit unit = 3`.
     #[prost(int32, optional, tag = "3")]
     pub unit: Option<i32>,
+    /// `optional string unit_name = 6`: a unit that `Unit` has no value for.
+    #[prost(string, optional, tag = "6")]
+    pub unit_name: Option<String>,
 }
 
 /// `CounterDescriptor.Unit.UNIT_SIZE_BYTES`.

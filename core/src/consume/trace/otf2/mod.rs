@@ -45,6 +45,7 @@ use kprof_abi::Kind;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::consume::profile::memory::Space;
+use crate::consume::system::Metric;
 use crate::consume::trace::TraceWriter;
 use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, Slice};
 use crate::hot::runtime::Runtime;
@@ -76,6 +77,8 @@ const MEMORY_LOCATION: u64 = 0;
 /// Device streams' locations: this bit, the device index, and bit 16 for a
 /// stream's synchronizations (they overlap the stream's work).
 const DEVICE_LOCATION: u64 = 1 << 40;
+/// The location of the system metrics (`KPROF_SAMPLE_MS`).
+const SYSTEM_LOCATION: u64 = 1 << 41;
 /// Device activities held for sorting before they are written (within a round).
 const MAX_DEVICE_PENDING: usize = 1 << 16;
 
@@ -310,6 +313,8 @@ pub struct Otf2Writer {
     spaces: FxHashMap<u32, (u32, Space)>,
     /// User counter name id -> metric ref.
     counters: FxHashMap<u32, u32>,
+    /// Metric refs of the system metrics, in their order (from the first sample).
+    system: Vec<u32>,
     metrics: Vec<MetricDef>,
     /// (metric, location) pairs that recorded the metric.
     recorders: FxHashSet<(u32, u64)>,
@@ -384,6 +389,7 @@ impl Otf2Writer {
             locations: FxHashMap::default(),
             spaces: FxHashMap::default(),
             counters: FxHashMap::default(),
+            system: Vec::new(),
             metrics: Vec::new(),
             recorders: FxHashSet::default(),
             min_ts: u64::MAX,
@@ -841,7 +847,7 @@ impl Otf2Writer {
         let loc_names: Vec<(u64, u64, u32, u32)> = locs
             .iter()
             .map(|&(id, n)| {
-                let ty = if id == MEMORY_LOCATION {
+                let ty = if id == MEMORY_LOCATION || id == SYSTEM_LOCATION {
                     OTF2_LOCATION_TYPE_METRIC
                 } else if id & DEVICE_LOCATION != 0 {
                     OTF2_LOCATION_TYPE_GPU
@@ -850,6 +856,8 @@ impl Otf2Writer {
                 };
                 let name = if id == MEMORY_LOCATION {
                     "memory".to_string()
+                } else if id == SYSTEM_LOCATION {
+                    "system".to_string()
                 } else if id & DEVICE_LOCATION != 0 {
                     let dev = id as u16;
                     let sync = id & 1 << 16 != 0;
@@ -1116,6 +1124,31 @@ impl TraceWriter for Otf2Writer {
     fn path(&self) -> &Path {
         // The archive is the directory around the anchor file.
         self.anchor.parent().unwrap_or(&self.anchor)
+    }
+
+    fn sample(&mut self, ts: u64, metrics: &[Metric], values: &[f64]) {
+        if self.system.len() != metrics.len() {
+            self.system = metrics
+                .iter()
+                .map(|m| {
+                    self.new_metric(
+                        &m.name,
+                        m.description,
+                        m.unit.as_str(),
+                        OTF2_TYPE_DOUBLE,
+                        OTF2_METRIC_TYPE_OTHER,
+                    )
+                })
+                .collect();
+        }
+        for (i, &value) in values.iter().enumerate() {
+            let Some(&metric) = self.system.get(i) else {
+                break;
+            };
+            if value.is_finite() {
+                self.metric(SYSTEM_LOCATION, ts, metric, MetricValue::F64(value));
+            }
+        }
     }
 
     fn flush(&mut self) -> Result<(), OutputError> {
