@@ -227,6 +227,9 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
         s.push_str(&t.render());
     }
     sections(&mut s, r, top, args);
+    if let Some(c) = &r.concurrency {
+        kprof_core::output::summary::concurrency(&mut s, c, top);
+    }
     if let Some(g) = &r.gpu {
         kprof_core::output::summary::gpu(&mut s, g, top);
     }

@@ -1,5 +1,6 @@
-//! What events become: the [`profile`] (aggregated statistics) and the timeline
-//! traces ([`trace`]).
+//! What events become: the [`profile`] (aggregated statistics), the timeline
+//! traces ([`trace`]) and the [`concurrency`] view (threads per kind of work).
 
+pub mod concurrency;
 pub mod profile;
 pub mod trace;

@@ -442,6 +442,7 @@ impl Profile {
             counters,
             kprof: report::SelfCost::default(),
             gpu,
+            concurrency: None,
         }
     }
 }

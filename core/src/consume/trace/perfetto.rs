@@ -59,6 +59,7 @@ use rustc_hash::FxHashMap;
 
 use crate::base::devices::Device;
 use crate::base::process::ProcessInfo;
+use crate::consume::concurrency::{Category, Point, CATEGORIES};
 use crate::consume::profile::memory::Space;
 use crate::consume::trace::perfetto_proto::{
     debug_annotation::Value, trace_packet::Data, Clock, ClockSnapshot, CounterDescriptor,
@@ -96,6 +97,9 @@ const PROCESS_SEQ: u32 = 1;
 const DEVICE_SEQ: u32 = 0x4000_0000;
 /// Device activity sequences before the ids are used again.
 const DEVICE_SEQS: u32 = 0x3fff_0000;
+/// The sequence of the concurrency counters (after the device sequences): absolute
+/// times, so they never clamp against the process sequence's.
+const CONCURRENCY_SEQ: u32 = DEVICE_SEQ + DEVICE_SEQS;
 /// GPU API calls remembered as sources of flows to device activities: the device
 /// reports a launch's work within a few buffers, far fewer launches later.
 const MAX_LAUNCHES: usize = 1 << 17;
@@ -660,6 +664,7 @@ const TRACK_COUNTER: u64 = 2;
 const TRACK_SECTION: u64 = 3;
 const TRACK_USER_COUNTER: u64 = 4;
 const TRACK_DEVICE: u64 = 5;
+const TRACK_CONCURRENCY: u64 = 6;
 
 /// The Perfetto trace writer.
 pub struct PerfettoWriter<S: Source = &'static Runtime> {
@@ -693,6 +698,8 @@ pub struct PerfettoWriter<S: Source = &'static Runtime> {
     device_tracks: FxHashMap<(u16, bool), u64>,
     /// [`SEGMENT_BYTES`] (smaller in tests).
     segment_bytes: usize,
+    /// Per category: its counter track (0: not written yet) and last value.
+    concurrency: [(u64, u32); CATEGORIES],
 }
 
 impl PerfettoWriter<&'static Runtime> {
@@ -747,6 +754,7 @@ impl<S: Source> PerfettoWriter<S> {
             device_rounds: 0,
             device_tracks: FxHashMap::default(),
             segment_bytes: SEGMENT_BYTES,
+            concurrency: [(0, 0); CATEGORIES],
             src,
         };
         let uuid = w.uuid(TRACK_PROCESS, 0);
@@ -1070,6 +1078,48 @@ impl<S: Source> PerfettoWriter<S> {
         enc.event(seq, ns);
     }
 
+    /// Threads per category of work from `p.ts` on: one counter track per
+    /// category (`"threads wait"`), made at its first non-zero value; only the
+    /// values that changed are written.
+    fn concurrency_point(&mut self, p: &Point) {
+        let ns = self.src.ns(p.ts);
+        for c in Category::ALL {
+            let i = c as usize;
+            let (track, last) = self.concurrency[i];
+            let value = p.counts[i];
+            if value == last {
+                continue;
+            }
+            let track = if track != 0 {
+                track
+            } else {
+                let uuid = self.uuid(TRACK_CONCURRENCY, i as u64);
+                let desc = TrackDescriptor {
+                    uuid: Some(uuid),
+                    parent_uuid: Some(self.uuid(TRACK_PROCESS, 0)),
+                    name: Some(c.track_name()),
+                    counter: Some(CounterDescriptor { unit: None }),
+                    ..Default::default()
+                };
+                self.enc.packet(&descriptor_packet(PROCESS_SEQ, desc));
+                uuid
+            };
+            self.concurrency[i] = (track, value);
+            let te = TrackEvent {
+                r#type: Some(TYPE_COUNTER),
+                track_uuid: Some(track),
+                counter_value: Some(i64::from(value)),
+                ..Default::default()
+            };
+            frame(
+                &mut self.enc.buf,
+                &device_packet(ns, CONCURRENCY_SEQ),
+                Some(&te),
+            );
+        }
+        self.check_size();
+    }
+
     /// A value of a user counter, on its own counter track (process-level).
     fn user_counter(&mut self, ns: u64, name: u32, value: f64) {
         let track = match self.counters.get(&name) {
@@ -1391,6 +1441,10 @@ impl<S: Source> Consumer for PerfettoWriter<S> {
 impl<S: Source> TraceWriter for PerfettoWriter<S> {
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn concurrency(&mut self, p: &Point) {
+        self.concurrency_point(p);
     }
 
     fn flush(&mut self) -> Result<(), OutputError> {
