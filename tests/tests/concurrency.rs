@@ -8,16 +8,30 @@
 
 use kprof_tests::openmp::{build, kprof_cmd, libomp19, Compiler, Runtime};
 use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model};
-use kprof_tests::{assert_ok, read_profile, run, scratch, skip_unless, u};
+use std::path::PathBuf;
+use std::process::Command;
+
+use kprof_tests::{assert_ok, lib, read_profile, run, scratch, skip_unless, u};
 use serde_json::Value;
 
 /// Regions in the program, and how long thread 1 sleeps in each.
 const ROUNDS: u64 = 3;
 const SLEEP_NS: u64 = 200_000_000;
 
+/// One run of the imbalance program.
+struct Run {
+    profile: Value,
+    /// Decoded traces.
+    models: Vec<Model>,
+    /// kprof's summary.
+    stderr: String,
+    /// The output directory.
+    out: PathBuf,
+}
+
 /// Runs the imbalance program on `runtime`, with the traces `trace` (empty: none,
-/// the profile aggregated in place); returns the profile and the decoded traces.
-fn imbalance(runtime: Runtime, trace: &str, label: &str) -> (Value, Vec<Model>) {
+/// the profile aggregated in place).
+fn imbalance(runtime: Runtime, trace: &str, label: &str) -> Run {
     let exe = build("imbalance", Compiler::Clang);
     let dir = scratch(&format!("concurrency-{}-{label}", runtime.name()));
     let mut cmd = kprof_cmd(&exe, &dir, runtime, false);
@@ -47,7 +61,50 @@ fn imbalance(runtime: Runtime, trace: &str, label: &str) -> (Value, Vec<Model>) 
         m.assert_valid();
         models.push(m);
     }
-    (profile, models)
+    Run {
+        profile,
+        models,
+        stderr: stderr.into_owned(),
+        out: outdir,
+    }
+}
+
+/// The summary's concurrency block, and `kprof report`'s of the same profile, are
+/// the section's numbers: the overall line and one row per thread.
+fn check_text(r: &Run) {
+    let c = &r.profile["concurrency"];
+    let block = |text: &str| -> Vec<String> {
+        let mut lines = text.lines().skip_while(|l| !l.starts_with("Concurrency:"));
+        let mut out: Vec<String> = lines.next().into_iter().map(String::from).collect();
+        out.extend(lines.take_while(|l| l.starts_with("  ")).map(String::from));
+        out
+    };
+    let summary = block(&r.stderr);
+    let (wait, _) = category(&c["categories"], "wait");
+    let (parallel, _) = category(&c["categories"], "parallel");
+    assert_eq!(summary.len(), 3, "{summary:?}");
+    assert!(
+        summary[0].starts_with("Concurrency: 2 threads (")
+            && summary[0].contains(&format!("{wait:.1}% wait"))
+            && summary[0].contains(&format!("{parallel:.1}% parallel")),
+        "{summary:?}"
+    );
+    for t in c["per_thread"].as_array().unwrap() {
+        let row = format!("  {} ({}): ", t["name"].as_str().unwrap(), t["index"]);
+        let line = summary
+            .iter()
+            .find(|l| l.starts_with(&row))
+            .unwrap_or_else(|| panic!("no row {row:?} in {summary:?}"));
+        // Shares under 0.05% are left out of the line.
+        for cat in ["wait", "parallel"] {
+            let (pct, _) = category(&t["categories"], cat);
+            let shown = line.contains(&format!("{pct:.1}% {cat}"));
+            assert_eq!(shown, pct >= 0.05, "{cat} {pct}: {line}");
+        }
+    }
+    let o = run(Command::new(lib("kprof")).arg("report").arg(&r.out));
+    assert_ok(&o);
+    assert_eq!(block(&String::from_utf8_lossy(&o.stdout)), summary);
 }
 
 /// The share (percent) and time of `category` in a list of category times.
@@ -149,26 +206,29 @@ fn imbalance_waits_in_the_barrier_in_place() {
         runtimes.push(Runtime::Llvm19);
     }
     for rt in runtimes {
-        let (p, _) = imbalance(rt, "", "in-place");
+        let r = imbalance(rt, "", "in-place");
+        let p = &r.profile;
         assert!(
             u(&p["kprof"]["events_in_place"]) > 0,
             "not aggregated in place"
         );
-        check_section(&p);
+        check_section(p);
+        check_text(&r);
     }
 }
 
 #[test]
 fn imbalance_waits_in_the_barrier_in_traces() {
-    let (p, models) = imbalance(Runtime::Llvm14, "perfetto,json", "traces");
+    let r = imbalance(Runtime::Llvm14, "perfetto,json", "traces");
+    let p = &r.profile;
     assert_eq!(
         u(&p["kprof"]["events_in_place"]),
         0,
         "a trace takes records"
     );
-    let wait_ns = check_section(&p);
-    assert!(!models.is_empty());
-    for m in &models {
+    let wait_ns = check_section(p);
+    assert!(!r.models.is_empty());
+    for m in &r.models {
         let names: Vec<&String> = m
             .counters
             .keys()
