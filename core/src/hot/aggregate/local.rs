@@ -277,7 +277,8 @@ impl ThreadProfile {
     #[inline(always)]
     pub fn close(&mut self, ts: u64, kind: u8, guid: u64) {
         self.events += 1;
-        self.last_ts = self.last_ts.max(ts);
+        // One thread's clock readings only grow: a plain store.
+        self.last_ts = ts;
         let Some(pos) = ended_at(&self.frames, kind, guid, false, &self.rt.anomalies) else {
             return;
         };
@@ -490,13 +491,14 @@ impl ThreadProfile {
         Some(Parent::Anchor((thread, node)))
     }
 
-    /// Notes a begin at raw time `ts`: the first one starts the thread's span.
+    /// Notes a begin at raw time `ts`: the first one starts the thread's span
+    /// (the span ends at an end: every instance ends, at the latest in
+    /// [`ThreadProfile::close_all`]).
     #[inline(always)]
     fn seen_begin(&mut self, ts: u64) {
         if self.first_ts == 0 {
             self.first_ts = ts;
         }
-        self.last_ts = self.last_ts.max(ts);
     }
 
     /// Takes the end of instance `s` at raw time `end` (from records: the
