@@ -229,6 +229,9 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
     sections(&mut s, r, top, args);
     kprof_core::output::counters::block(&mut s, r, top);
     kprof_core::output::messages::block(&mut s, r, top);
+    if let Some(c) = &r.concurrency {
+        kprof_core::output::summary::concurrency(&mut s, c, top);
+    }
     if let Some(g) = &r.gpu {
         kprof_core::output::summary::gpu(&mut s, g, top);
     }

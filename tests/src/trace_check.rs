@@ -1192,14 +1192,45 @@ impl<'p> PerfettoReader<'p> {
                 self.real_clocks
             ));
         }
-        // Counters by track name.
-        for (uuid, series) in std::mem::take(&mut self.counter_tracks) {
-            let name = self
-                .m
-                .tracks
-                .get(&uuid)
+        // Counters by track name. Several processes in one trace (ranks merged by
+        // `kprof merge`) may each have a counter of the same name (the trace
+        // processor keeps them apart under their processes): such a name is
+        // qualified by the process, `"threads idle [pid 42]"`.
+        let counter_tracks = std::mem::take(&mut self.counter_tracks);
+        let named = |uuid: u64| -> (String, Option<i64>) {
+            let t = self.m.tracks.get(&uuid);
+            let name = t
                 .map(|t| t.name.clone())
                 .unwrap_or_else(|| format!("track {uuid}"));
+            let pid = t
+                .and_then(|t| t.parent)
+                .and_then(|p| self.m.tracks.get(&p))
+                .and_then(|p| match p.kind {
+                    TrackKind::Process { pid } => Some(pid),
+                    _ => None,
+                });
+            (name, pid)
+        };
+        let mut processes: HashMap<String, BTreeSet<Option<i64>>> = HashMap::new();
+        for &uuid in counter_tracks.keys() {
+            let (name, pid) = named(uuid);
+            processes.entry(name).or_default().insert(pid);
+        }
+        let keys: Vec<(u64, String)> = counter_tracks
+            .keys()
+            .map(|&uuid| {
+                let (name, pid) = named(uuid);
+                match pid {
+                    Some(pid) if processes[&name].len() > 1 => {
+                        (uuid, format!("{name} [pid {pid}]"))
+                    }
+                    _ => (uuid, name),
+                }
+            })
+            .collect();
+        let mut counter_tracks = counter_tracks;
+        for (uuid, name) in keys {
+            let series = counter_tracks.remove(&uuid).unwrap_or_default();
             if self.m.counters.insert(name.clone(), series).is_some() {
                 self.m
                     .errors

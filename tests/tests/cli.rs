@@ -1272,6 +1272,17 @@ fn merge_traces_one_process_per_rank() {
     let mut counts: Vec<usize> = per_track.values().copied().collect();
     counts.sort();
     assert_eq!(counts, [2, 3, 4]);
+    // Each rank keeps its own concurrency counters, under its own process.
+    let idle: Vec<&String> = model
+        .counters
+        .keys()
+        .filter(|k| k.starts_with("threads idle [pid "))
+        .collect();
+    assert_eq!(idle.len(), 3, "{:?}", model.counters.keys());
+    for pid in &pids {
+        let key = format!("threads idle [pid {pid}]");
+        assert!(model.counters.contains_key(&key), "{key}");
+    }
 }
 
 // ---------------------------------------------------------------- install

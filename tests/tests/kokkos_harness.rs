@@ -1345,3 +1345,76 @@ fn chained_tool_sees_the_device_fences() {
         );
     }
 }
+
+/// The concurrency view of the one-thread `basic` scenario: each category's time
+/// is exactly the exclusive time of the tree's nodes of its kinds (kernels,
+/// regions, fences as waiting, deep copies as data), the rest of the thread's
+/// span idle; in place and from records alike. With a trace, the JSON counter
+/// points always account for exactly one thread.
+#[test]
+fn concurrency_divides_the_thread_by_kind() {
+    let b = built();
+    for trace in ["", "json"] {
+        let dir = scratch(&format!("kokkos_concurrency_{trace}"));
+        let mut cmd = host_cmd(&b.host, &dir, &["4", "basic"]);
+        cmd.env("KPROF_TRACE", trace);
+        run_ok(&mut cmd);
+        let p = read_profile(&dir.join("out"));
+        let in_place = u(&p["kprof"]["events_in_place"]) > 0;
+        assert_eq!(in_place, trace.is_empty(), "trace {trace:?}");
+        let mut want: BTreeMap<&str, u64> = BTreeMap::new();
+        for (path, n) in nodes(&p) {
+            let cat = match n["kind"].as_str().unwrap() {
+                "parallel_for" | "parallel_reduce" | "parallel_scan" => "kernel",
+                "region" | "user_region" => "region",
+                "fence" => "wait",
+                "deep_copy" => "data",
+                other => panic!("unexpected kind {other} at {path:?}"),
+            };
+            *want.entry(cat).or_default() += u(&n["self_ns"]);
+        }
+        let c = &p["concurrency"];
+        assert_eq!(u(&c["threads"]), 1, "{c}");
+        let got: BTreeMap<&str, u64> = c["categories"]
+            .as_array()
+            .expect("categories")
+            .iter()
+            .map(|x| (x["category"].as_str().unwrap(), u(&x["ns"])))
+            .filter(|&(k, ns)| k != "idle" && ns > 0)
+            .collect();
+        assert_eq!(got, want, "trace {trace:?}: {c}");
+        for k in ["kernel", "region", "wait", "data"] {
+            assert!(want.get(k).copied().unwrap_or(0) > 0, "no {k} time: {c}");
+        }
+        let busy: u64 = want.values().sum();
+        let span = u(&c["thread_ns"]);
+        let idle = c["categories"][7]["ns"].as_u64().unwrap();
+        assert_eq!(c["categories"][7]["category"], "idle");
+        assert_eq!(busy + idle, span, "{c}");
+        assert_eq!(u(&c["per_thread"][0]["span_ns"]), span);
+        if trace == "json" {
+            let m = kprof_tests::trace_check::read_json(&dir.join("out"));
+            m.assert_valid();
+            let series: Vec<&Vec<(u64, f64)>> = m
+                .counters
+                .iter()
+                .filter(|(k, _)| k.starts_with("threads "))
+                .map(|(_, v)| v)
+                .collect();
+            assert_eq!(series.len(), 8, "{:?}", m.counters.keys());
+            let points = series[0].len();
+            assert!(points > 2, "{points} points");
+            for i in 0..points {
+                let threads: f64 = series.iter().map(|s| s[i].1).sum();
+                assert_eq!(threads, 1.0, "point {i}");
+            }
+            assert_eq!(
+                m.counters["threads kernel"]
+                    .iter()
+                    .map(|p| p.1)
+                    .fold(0.0, f64::max),
+                1.0
+            );
+        }
+    }
+}

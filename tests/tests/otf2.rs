@@ -209,6 +209,46 @@ impl Archive {
     }
 }
 
+/// The concurrency metrics of a one-thread run: after the changes at each time,
+/// the thread is in exactly one category; and each category's values are the
+/// JSON trace's counter (the same points, only changes written).
+fn check_concurrency(a: &Archive, out: &Path, categories: &[String]) {
+    let loc = *a
+        .locations()
+        .iter()
+        .find(|(_, l)| l.0 == "concurrency")
+        .unwrap()
+        .0;
+    let mut now: BTreeMap<String, u64> = BTreeMap::new();
+    let mut at = None;
+    let mut groups = 0;
+    for e in a.events.iter().filter(|e| e.location == loc) {
+        assert_eq!(e.kind, "METRIC", "{e:?}");
+        if at.is_some_and(|t| t != e.time) {
+            assert_eq!(now.values().sum::<u64>(), 1, "at {at:?}: {now:?}");
+            groups += 1;
+        }
+        at = Some(e.time);
+        let name = quoted(&e.text, "(");
+        let v = e.text.rsplit("; ").next().unwrap();
+        now.insert(name, v.trim_end_matches(')').trim().parse().unwrap());
+    }
+    assert_eq!(now.values().sum::<u64>(), 1, "{now:?}");
+    assert!(groups > 2, "{groups} points");
+    let json = kprof_tests::trace_check::read_json(out);
+    for c in categories {
+        let mut changes = Vec::new();
+        let mut last = 0.0;
+        for &(_, v) in &json.counters[c] {
+            if v != last {
+                changes.push(v as u64);
+                last = v;
+            }
+        }
+        assert_eq!(a.metric(c), changes, "{c}");
+    }
+}
+
 /// The text after `key` up to the line's end.
 fn after<'a>(line: &'a str, key: &str) -> &'a str {
     line.split_once(key)
@@ -375,9 +415,14 @@ fn kokkos_basic() {
         [8000, 16000, 20096, 120096, 20096, 12096, 4096]
     );
     assert_eq!(a.metric("memory Cuda"), [8000, 0]);
-    let memory: Vec<&(String, String, u64)> = locs.values().filter(|l| l.1 == "METRIC").collect();
-    assert_eq!(memory.len(), 1, "{locs:?}");
-    assert_eq!((memory[0].0.as_str(), memory[0].2), ("memory", 9));
+    let metric_locs: Vec<&str> = locs
+        .values()
+        .filter(|l| l.1 == "METRIC")
+        .map(|l| l.0.as_str())
+        .collect();
+    assert_eq!(metric_locs, ["memory", "concurrency"], "{locs:?}");
+    let memory = locs.values().find(|l| l.0 == "memory").unwrap();
+    assert_eq!(memory.2, 9);
     let profile = read_profile(&dir.join("out"));
     let host = profile["memory"]
         .as_array()
@@ -386,10 +431,36 @@ fn kokkos_basic() {
         .find(|e| e["space"] == "Host")
         .unwrap();
     assert_eq!(host["current_bytes"], 4096);
-    assert_eq!(a.defs["METRIC_CLASS"].len(), 2);
-    assert!(a.defs["METRIC_MEMBER"]
+    // Two memory metrics, and one per category of work the thread was in.
+    let members = &a.defs["METRIC_MEMBER"];
+    assert!(members.iter().all(|l| l.contains("Mode: ABSOLUTE_POINT")));
+    let memory_members = members
         .iter()
-        .all(|l| l.contains("Mode: ABSOLUTE_POINT") && l.contains("Unit: \"bytes\"")));
+        .filter(|l| quoted(l, "Name: ").starts_with("memory "))
+        .count();
+    assert_eq!(memory_members, 2);
+    assert!(members
+        .iter()
+        .filter(|l| quoted(l, "Name: ").starts_with("memory "))
+        .all(|l| l.contains("Unit: \"bytes\"")));
+    let mut categories: Vec<String> = members
+        .iter()
+        .filter(|l| l.contains("Unit: \"threads\""))
+        .map(|l| quoted(l, "Name: "))
+        .collect();
+    categories.sort();
+    // A fence or a copy shorter than the coalescing (1 us) may not show.
+    for c in &categories {
+        assert!(
+            ["data", "idle", "kernel", "region", "wait"].contains(&&c["threads ".len()..]),
+            "{categories:?}"
+        );
+    }
+    for c in ["threads idle", "threads kernel", "threads region"] {
+        assert!(categories.iter().any(|x| x == c), "{c}: {categories:?}");
+    }
+    assert_eq!(a.defs["METRIC_CLASS"].len(), 2 + categories.len());
+    check_concurrency(&a, &dir.join("out"), &categories);
 
     // Clock and system tree.
     let clock = &a.defs["CLOCK_PROPERTIES"][0];
@@ -458,7 +529,9 @@ fn openmp_loops() {
         by_name("OpenMP initial thread"),
         by_name("OpenMP worker thread"),
     );
-    assert_eq!(locs.len(), 2, "{locs:?}");
+    let kinds: Vec<&str> = locs.values().map(|l| l.1.as_str()).collect();
+    assert_eq!(kinds, ["CPU_THREAD", "CPU_THREAD", "METRIC"], "{locs:?}");
+    assert_eq!(locs[&(1 << 42)].0, "concurrency");
     // Per region: parallel region, implicit task, loop, barrier; the worker without
     // the parallel region. 4 regions x 3 repetitions.
     let mut want_initial = BTreeMap::new();

@@ -199,6 +199,24 @@ fn content(m: &Model) -> BTreeMap<String, usize> {
         ));
     }
     for (name, series) in &m.counters {
+        if let Some(category) = name.strip_prefix("threads ") {
+            // The concurrency view: JSON repeats every category at every point (a
+            // stacked area), Perfetto writes a value only when it changed (and a
+            // category's track at its first non-zero value): the same step
+            // function, compared as its changes from 0.
+            let mut last = 0.0;
+            let mut changes = Vec::new();
+            for &(_, v) in series {
+                if v != last {
+                    changes.push(v);
+                    last = v;
+                }
+            }
+            if !changes.is_empty() {
+                add(format!("concurrency {category} {changes:?}"));
+            }
+            continue;
+        }
         let word = name
             .split_whitespace()
             .find(|w| *w != "memory" && *w != "bytes");

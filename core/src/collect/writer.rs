@@ -21,6 +21,7 @@ use crate::base::signals::{block_all_signals, restore_signals};
 use crate::collect::resolve::ThreadStream;
 use crate::collect::sampler::Sampler;
 use crate::collect::symbolize::Symbolizer;
+use crate::consume::concurrency::{self, Timeline};
 use crate::consume::profile::{merge, Profile};
 use crate::consume::trace::{self, TraceWriter};
 use crate::hot::aggregate::local::ThreadProfile;
@@ -171,6 +172,9 @@ struct Stream {
 struct Sinks {
     profile: Profile,
     traces: Vec<Box<dyn TraceWriter>>,
+    /// Threads per kind of work over time, for the traces' counter tracks (only
+    /// with a trace).
+    concurrency: Option<Timeline>,
     /// Traces completed early, at their size limit.
     stopped: Vec<std::path::PathBuf>,
     /// Bytes after which a trace stops (0: none).
@@ -185,6 +189,14 @@ impl Consumer for Sinks {
         self.profile.event(ev);
         for t in &mut self.traces {
             t.event(ev);
+        }
+        if let Some(c) = &mut self.concurrency {
+            c.event(ev);
+            if let Some(p) = c.take() {
+                for t in &mut self.traces {
+                    t.concurrency(&p);
+                }
+            }
         }
         // A round can hold millions of events: the size limit is also looked at
         // within it (a file's size, once per 64Ki events).
@@ -206,6 +218,7 @@ impl Sinks {
     /// Ends a round: every trace writer writes what it has. A writer that fails
     /// (a full disk) says so once and is dropped; the profile and the program go on.
     fn flush(&mut self) {
+        self.flush_concurrency();
         self.traces.retain_mut(|t| match t.flush() {
             Ok(()) => true,
             Err(e) => {
@@ -214,6 +227,15 @@ impl Sinks {
             }
         });
         self.stop_full_traces();
+    }
+
+    /// Hands the traces the concurrency counts changed since their last point.
+    fn flush_concurrency(&mut self) {
+        if let Some(p) = self.concurrency.as_mut().and_then(Timeline::flush) {
+            for t in &mut self.traces {
+                t.concurrency(&p);
+            }
+        }
     }
 
     /// Completes and stops every trace that passed the size limit: its file is
@@ -330,6 +352,7 @@ impl Writer {
             streams: FxHashMap::default(),
             sinks: Sinks {
                 profile: Profile::new(rt),
+                concurrency: (!traces.is_empty()).then(|| Timeline::new(&rt.clock)),
                 traces,
                 stopped: Vec::new(),
                 trace_max: cfg.trace_max_mb.saturating_mul(1 << 20),
@@ -558,6 +581,7 @@ impl Writer {
             events_in_place += tp.events;
             in_place.push(tp);
         }
+        self.sinks.flush_concurrency();
         let Sinks {
             mut profile,
             traces,
@@ -579,11 +603,14 @@ impl Writer {
         let mut threads: Vec<&mut ThreadProfile> =
             profile.thread_profiles().chain(in_place).collect();
         let profile_bytes = threads.iter().map(|t| t.bytes()).sum();
+        let times = concurrency::tally_all(&threads, &rt.clock);
         let merged = merge::merge(&mut threads, &mut self.symbols);
         let call_paths = merged.thread_nodes;
         drop(threads);
         let mut report = profile.report(&merged, &records);
         report.system = system;
+        report.concurrency =
+            concurrency::section(&times, &report.threads, report.clock.duration_ns);
         // The report holds all the profile says: free the trees before writing (a
         // million call paths are hundreds of MiB).
         drop(merged);

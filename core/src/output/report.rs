@@ -63,6 +63,10 @@ pub struct Report {
     /// Samples of the process and the node (`KPROF_SAMPLE_MS`; absent when off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<System>,
+    /// How the threads' time divides into kinds of work, waiting and idle
+    /// (absent when no thread opened an instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Concurrency>,
 }
 
 /// What the system sampler saw: per metric, its range over the samples.
@@ -97,6 +101,48 @@ pub struct SystemMetric {
     pub mean: f64,
     /// Largest value.
     pub max: f64,
+}
+
+/// The concurrency view: each thread's observed span (first begin to last end)
+/// divided by the category of its innermost open instance (exclusive time by
+/// kind), the rest idle. Categories: `kernel`, `parallel`, `task`, `wait`,
+/// `data`, `region`, `runtime`, `idle` (see `kprof_core::consume::concurrency`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Concurrency {
+    /// Threads that opened an instance.
+    pub threads: u32,
+    /// The run's wall time (`clock.duration_ns`).
+    pub wall_ns: u64,
+    /// The threads' spans added up: the base of the shares.
+    pub thread_ns: u64,
+    /// Every category, idle included, over all threads.
+    pub categories: Vec<CategoryTime>,
+    /// The same per thread.
+    pub per_thread: Vec<ThreadConcurrency>,
+}
+
+/// Time in one category.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CategoryTime {
+    /// Category (`"wait"`).
+    pub category: String,
+    /// Time, summed over threads.
+    pub ns: u64,
+    /// Share of the threads' spans (percent).
+    pub pct: f64,
+}
+
+/// One thread's concurrency view.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ThreadConcurrency {
+    /// kprof's thread index (as in `threads`).
+    pub index: u32,
+    /// OS thread name.
+    pub name: String,
+    /// From its first begin to its last end.
+    pub span_ns: u64,
+    /// Every category, idle included; shares of `span_ns`.
+    pub categories: Vec<CategoryTime>,
 }
 
 /// What the GPUs did: kernels by device time, copies by direction, and per

@@ -190,6 +190,9 @@ pub fn render(
     openmp(&mut s, &r.tree, top);
     crate::output::counters::block(&mut s, r, top);
     crate::output::messages::block(&mut s, r, top);
+    if let Some(c) = &r.concurrency {
+        concurrency(&mut s, c, top);
+    }
 
     if !r.deep_copies.is_empty() {
         let _ = writeln!(s, "\nDeep copies:");
@@ -316,6 +319,54 @@ pub fn render(
         (None, _) => {}
     }
     s
+}
+
+/// The categories of `list` with a share, largest first: `"61.0% kernel, 30.0%
+/// wait, 9.0% idle"`.
+fn shares(list: &[crate::output::report::CategoryTime]) -> String {
+    let mut l: Vec<_> = list.iter().filter(|c| c.pct >= 0.05).collect();
+    l.sort_by(|a, b| {
+        b.pct
+            .total_cmp(&a.pct)
+            .then_with(|| a.category.cmp(&b.category))
+    });
+    let parts: Vec<String> = l
+        .iter()
+        .map(|c| format!("{:.1}% {}", c.pct, c.category))
+        .collect();
+    if parts.is_empty() {
+        "no time".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The concurrency block: the threads' time by kind of work (the summary's and
+/// `kprof report`'s); per thread when there are at most `top` threads.
+pub fn concurrency(s: &mut String, c: &crate::output::report::Concurrency, top: usize) {
+    let _ = writeln!(
+        s,
+        "\nConcurrency: {} thread{} ({} of thread time): {}",
+        c.threads,
+        if c.threads == 1 { "" } else { "s" },
+        duration(c.thread_ns as f64),
+        shares(&c.categories)
+    );
+    if c.threads as usize <= top && c.threads > 1 {
+        for t in &c.per_thread {
+            let name = if t.name.is_empty() {
+                format!("thread {}", t.index)
+            } else {
+                format!("{} ({})", short(&t.name), t.index)
+            };
+            let _ = writeln!(
+                s,
+                "  {name}: {} over {}",
+                shares(&t.categories),
+                duration(t.span_ns as f64)
+            );
+        }
+    }
 }
 
 /// The GPU block: kernels by device time, copies by direction, each device (the

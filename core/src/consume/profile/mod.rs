@@ -447,6 +447,7 @@ impl Profile {
             messages: messages(merged, &text),
             // The writer adds the sampler's section.
             system: None,
+            concurrency: None,
         }
     }
 }

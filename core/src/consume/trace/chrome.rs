@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use kprof_abi::Kind;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::consume::concurrency::{Category, Point};
 use crate::consume::profile::memory::Space;
 use crate::consume::system::Metric;
 use crate::consume::trace::TraceWriter;
@@ -459,6 +460,21 @@ impl TraceWriter for ChromeWriter {
             }
         }
         self.system_names = names;
+    }
+
+    /// One `C` event named `threads` with a value per category: a stacked area.
+    fn concurrency(&mut self, p: &Point) {
+        let (ts, pid) = (self.us(p.ts), self.pid);
+        let mut args = String::with_capacity(128);
+        for c in Category::ALL {
+            if !args.is_empty() {
+                args.push(',');
+            }
+            let _ = write!(args, r#""{}":{}"#, c.as_str(), p.counts[c as usize]);
+        }
+        self.emit(format_args!(
+            r#"{{"ph":"C","name":"threads","cat":"kprof.concurrency","ts":{ts},"pid":{pid},"args":{{{args}}}}}"#
+        ));
     }
 
     fn flush(&mut self) -> Result<(), OutputError> {

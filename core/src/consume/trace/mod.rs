@@ -15,6 +15,7 @@ pub mod perfetto_proto;
 use std::path::{Path, PathBuf};
 
 pub use crate::base::config::TraceFormat;
+use crate::consume::concurrency::Point;
 use crate::consume::system::Metric;
 use crate::hot::nesting::Consumer;
 use crate::hot::runtime::Runtime;
@@ -43,6 +44,9 @@ pub trait TraceWriter: Consumer + Send {
     fn finish(self: Box<Self>) -> Result<PathBuf, OutputError>;
     /// The file (or, for OTF2, the directory) it writes.
     fn path(&self) -> &Path;
+    /// The number of threads in each category of work from `p.ts` on (made by
+    /// [`crate::consume::concurrency::Timeline`], in time order): counter tracks.
+    fn concurrency(&mut self, _p: &Point) {}
 }
 
 /// Opens the writer of `format` in `dir`.

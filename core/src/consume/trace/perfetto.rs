@@ -59,6 +59,7 @@ use rustc_hash::FxHashMap;
 
 use crate::base::devices::Device;
 use crate::base::process::ProcessInfo;
+use crate::consume::concurrency::{Category, Point, CATEGORIES};
 use crate::consume::profile::memory::Space;
 use crate::consume::system::{Metric, Unit};
 use crate::consume::trace::perfetto_proto::{
@@ -102,6 +103,9 @@ const DEVICE_SEQS: u32 = 0x3fff_0000;
 /// so that the process sequence's times (memory events, which a round may bring
 /// from before the last sample) never have to go back.
 const SYSTEM_SEQ: u32 = 0x7fff_fff0;
+/// The sequence of the concurrency counters (after the device sequences): absolute
+/// times, so they never clamp against the process sequence's.
+const CONCURRENCY_SEQ: u32 = DEVICE_SEQ + DEVICE_SEQS;
 /// GPU API calls remembered as sources of flows to device activities: the device
 /// reports a launch's work within a few buffers, far fewer launches later.
 const MAX_LAUNCHES: usize = 1 << 17;
@@ -678,6 +682,7 @@ const TRACK_USER_COUNTER: u64 = 4;
 const TRACK_DEVICE: u64 = 5;
 const TRACK_SYSTEM: u64 = 6;
 const TRACK_HW_COUNTER: u64 = 7;
+const TRACK_CONCURRENCY: u64 = 8;
 
 /// The Perfetto trace writer.
 pub struct PerfettoWriter<S: Source = &'static Runtime> {
@@ -716,6 +721,8 @@ pub struct PerfettoWriter<S: Source = &'static Runtime> {
     /// The system metrics' sequence (from the first sample) and counter tracks.
     system: Option<Seq>,
     system_tracks: Vec<u64>,
+    /// Per category: its counter track (0: not written yet) and last value.
+    concurrency: [(u64, u32); CATEGORIES],
 }
 
 impl PerfettoWriter<&'static Runtime> {
@@ -773,6 +780,7 @@ impl<S: Source> PerfettoWriter<S> {
             segment_bytes: SEGMENT_BYTES,
             system: None,
             system_tracks: Vec::new(),
+            concurrency: [(0, 0); CATEGORIES],
             src,
         };
         let uuid = w.uuid(TRACK_PROCESS, 0);
@@ -1172,6 +1180,51 @@ impl<S: Source> PerfettoWriter<S> {
         enc.event(seq, ns);
     }
 
+    /// Threads per category of work from `p.ts` on: one counter track per
+    /// category (`"threads wait"`), made at its first non-zero value; only the
+    /// values that changed are written.
+    fn concurrency_point(&mut self, p: &Point) {
+        let ns = self.src.ns(p.ts);
+        for c in Category::ALL {
+            let i = c as usize;
+            let (track, last) = self.concurrency[i];
+            let value = p.counts[i];
+            if value == last {
+                continue;
+            }
+            let track = if track != 0 {
+                track
+            } else {
+                let uuid = self.uuid(TRACK_CONCURRENCY, i as u64);
+                let desc = TrackDescriptor {
+                    uuid: Some(uuid),
+                    parent_uuid: Some(self.uuid(TRACK_PROCESS, 0)),
+                    name: Some(c.track_name()),
+                    counter: Some(CounterDescriptor {
+                        unit: None,
+                        unit_name: None,
+                    }),
+                    ..Default::default()
+                };
+                self.enc.packet(&descriptor_packet(PROCESS_SEQ, desc));
+                uuid
+            };
+            self.concurrency[i] = (track, value);
+            let te = TrackEvent {
+                r#type: Some(TYPE_COUNTER),
+                track_uuid: Some(track),
+                counter_value: Some(i64::from(value)),
+                ..Default::default()
+            };
+            frame(
+                &mut self.enc.buf,
+                &device_packet(ns, CONCURRENCY_SEQ),
+                Some(&te),
+            );
+        }
+        self.check_size();
+    }
+
     /// A value of a user counter, on its own counter track (process-level).
     fn user_counter(&mut self, ns: u64, name: u32, value: f64) {
         let track = match self.counters.get(&name) {
@@ -1538,6 +1591,10 @@ impl<S: Source> TraceWriter for PerfettoWriter<S> {
                 enc.event(seq, ns);
             }
         }
+    }
+
+    fn concurrency(&mut self, p: &Point) {
+        self.concurrency_point(p);
     }
 
     fn flush(&mut self) -> Result<(), OutputError> {

@@ -179,6 +179,12 @@ pub struct ThreadProfile {
     address_cache: Option<Box<[(u64, u32); ADDRESS_CACHE]>>,
     /// Events taken (begins, ends, instants, edges).
     pub events: u64,
+    /// Raw time of the first begin (0: none yet) and of the latest end: the
+    /// thread's observed span, for the concurrency view
+    /// ([`crate::consume::concurrency`]). The times the events carry anyway.
+    pub first_ts: u64,
+    /// See [`ThreadProfile::first_ts`].
+    pub last_ts: u64,
 }
 
 impl ThreadProfile {
@@ -208,6 +214,8 @@ impl ThreadProfile {
             address_ids: FxHashMap::default(),
             address_cache: None,
             events: 0,
+            first_ts: 0,
+            last_ts: 0,
         }
     }
 
@@ -272,6 +280,7 @@ impl ThreadProfile {
     #[inline]
     pub fn begin(&mut self, s: &Slice) {
         self.events += 1;
+        self.seen_begin(s.begin);
         let o = Opening {
             guid: s.guid,
             parent: s.parent,
@@ -294,6 +303,7 @@ impl ThreadProfile {
     #[inline(always)]
     pub fn open(&mut self, o: &Opening) {
         self.events += 1;
+        self.seen_begin(o.begin);
         let Some(kind) = Kind::from_u8(o.kind) else {
             return;
         };
@@ -309,6 +319,8 @@ impl ThreadProfile {
     #[inline(always)]
     pub fn close(&mut self, ts: u64, kind: u8, guid: u64, counters: Option<&Values>) {
         self.events += 1;
+        // One thread's clock readings only grow: a plain store.
+        self.last_ts = ts;
         let Some(pos) = ended_at(&self.frames, kind, guid, false, &self.rt.anomalies) else {
             return;
         };
@@ -399,6 +411,9 @@ impl ThreadProfile {
     /// Closes in place every instance still open at raw time `end` (the run
     /// ended).
     pub fn close_all(&mut self, end: u64) {
+        if !self.frames.is_empty() {
+            self.last_ts = self.last_ts.max(end);
+        }
         while let Some(f) = self.frames.pop() {
             count_unclosed(f.kind, &self.rt.anomalies);
             let end = end.max(f.begin);
@@ -527,11 +542,22 @@ impl ThreadProfile {
         Some(Parent::Anchor((thread, node)))
     }
 
+    /// Notes a begin at raw time `ts`: the first one starts the thread's span
+    /// (the span ends at an end: every instance ends, at the latest in
+    /// [`ThreadProfile::close_all`]).
+    #[inline(always)]
+    fn seen_begin(&mut self, ts: u64) {
+        if self.first_ts == 0 {
+            self.first_ts = ts;
+        }
+    }
+
     /// Takes the end of instance `s` at raw time `end` (from records: the
     /// innermost frame).
     #[inline]
     pub fn end(&mut self, s: &Slice, end: u64) {
         self.events += 1;
+        self.last_ts = self.last_ts.max(end);
         if let Some(f) = self.frames.pop() {
             let counted = s
                 .counted()

@@ -13,7 +13,8 @@
 //!   at the run's start, and the wall-clock time of that start;
 //! - the system tree: the machine (host name) with the process as its location group
 //!   (`exe (pid N[, rank R])`), one CPU-thread location per OS thread that recorded
-//!   (named like the other traces' thread tracks), and a metric location `memory`;
+//!   (named like the other traces' thread tracks), a metric location `memory`,
+//!   and one `concurrency` for the threads per category of work;
 //! - a region per distinct (name, kind) with its role and paradigm (Kokkos kinds:
 //!   paradigm KOKKOS, OpenMP: OPENMP, OpenACC: OPENACC, annotations and RAJA: USER),
 //!   deep copies named `dst <- src`, OpenMP source locations (`name (file:line)`)
@@ -24,7 +25,10 @@
 //!   region on the encountering thread; explicit tasks as regions of role TASK;
 //! - memory in use per space (a metric class per space, bytes, absolute) as Metric
 //!   events on the `memory` location, after every allocation and deallocation; user
-//!   counters (`kprof_counter`) as metric classes recorded on their threads.
+//!   counters (`kprof_counter`) as metric classes recorded on their threads;
+//! - the concurrency view ([`crate::consume::concurrency`]): a metric class per
+//!   category of work (`threads wait`, threads, absolute) on the `concurrency`
+//!   location, written when its value changes.
 //!
 //! Memory stays bounded: OTF2 gets its chunks from [`pool_allocate`], which hands out at most
 //! [`EVT_CHUNKS`] chunks per event buffer; when a buffer has used them OTF2 flushes
@@ -44,6 +48,7 @@ use std::ptr;
 use kprof_abi::Kind;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::consume::concurrency::{Category, Point, CATEGORIES};
 use crate::consume::profile::memory::Space;
 use crate::consume::system::Metric;
 use crate::consume::trace::TraceWriter;
@@ -81,6 +86,8 @@ const DEVICE_LOCATION: u64 = 1 << 40;
 const SYSTEM_LOCATION: u64 = 1 << 41;
 /// Device activities held for sorting before they are written (within a round).
 const MAX_DEVICE_PENDING: usize = 1 << 16;
+/// The location of the concurrency metrics (threads per category of work).
+const CONCURRENCY_LOCATION: u64 = 1 << 42;
 
 /// Attribute refs (defined in this order).
 const ATTR_BYTES: u32 = 0;
@@ -318,6 +325,9 @@ pub struct Otf2Writer {
     metrics: Vec<MetricDef>,
     /// (metric, location) pairs that recorded the metric.
     recorders: FxHashSet<(u32, u64)>,
+    /// Per category of work: its metric ref (made at its first non-zero value)
+    /// and the last value written.
+    concurrency: [(Option<u32>, u32); CATEGORIES],
     min_ts: u64,
     max_ts: u64,
     start_ns: u64,
@@ -391,6 +401,7 @@ impl Otf2Writer {
             counters: FxHashMap::default(),
             system: Vec::new(),
             metrics: Vec::new(),
+            concurrency: [(None, 0); CATEGORIES],
             recorders: FxHashSet::default(),
             min_ts: u64::MAX,
             max_ts: 0,
@@ -847,17 +858,21 @@ impl Otf2Writer {
         let loc_names: Vec<(u64, u64, u32, u32)> = locs
             .iter()
             .map(|&(id, n)| {
-                let ty = if id == MEMORY_LOCATION || id == SYSTEM_LOCATION {
-                    OTF2_LOCATION_TYPE_METRIC
-                } else if id & DEVICE_LOCATION != 0 {
-                    OTF2_LOCATION_TYPE_GPU
-                } else {
-                    OTF2_LOCATION_TYPE_CPU_THREAD
-                };
+                let ty =
+                    if id == MEMORY_LOCATION || id == SYSTEM_LOCATION || id == CONCURRENCY_LOCATION
+                    {
+                        OTF2_LOCATION_TYPE_METRIC
+                    } else if id & DEVICE_LOCATION != 0 {
+                        OTF2_LOCATION_TYPE_GPU
+                    } else {
+                        OTF2_LOCATION_TYPE_CPU_THREAD
+                    };
                 let name = if id == MEMORY_LOCATION {
                     "memory".to_string()
                 } else if id == SYSTEM_LOCATION {
                     "system".to_string()
+                } else if id == CONCURRENCY_LOCATION {
+                    "concurrency".to_string()
                 } else if id & DEVICE_LOCATION != 0 {
                     let dev = id as u16;
                     let sync = id & 1 << 16 != 0;
@@ -1148,6 +1163,32 @@ impl TraceWriter for Otf2Writer {
             if value.is_finite() {
                 self.metric(SYSTEM_LOCATION, ts, metric, MetricValue::F64(value));
             }
+        }
+    }
+
+    /// Threads per category as metrics (`threads wait`, absolute points) on the
+    /// `concurrency` location; only the values that changed.
+    fn concurrency(&mut self, p: &Point) {
+        for c in Category::ALL {
+            let i = c as usize;
+            let (metric, last) = self.concurrency[i];
+            let value = p.counts[i];
+            if value == last {
+                continue;
+            }
+            let metric = match metric {
+                Some(m) => m,
+                None => self.new_metric(
+                    &c.track_name(),
+                    "threads whose innermost open instance is of this category of work",
+                    "threads",
+                    OTF2_TYPE_UINT64,
+                    OTF2_METRIC_TYPE_OTHER,
+                ),
+            };
+            self.concurrency[i] = (Some(metric), value);
+            let value = MetricValue::U64(u64::from(value));
+            self.metric(CONCURRENCY_LOCATION, p.ts, metric, value);
         }
     }
 
