@@ -359,6 +359,29 @@ pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
             .collect();
         out.insert("messages".into(), json!(list));
     }
+    // The ranks' system samples: per metric, the range over ranks of each rank's
+    // range, and each rank's mean.
+    let mut system: BTreeMap<(String, String), (f64, f64, Vec<Option<f64>>)> = BTreeMap::new();
+    for (i, (_, r)) in reports.iter().enumerate() {
+        for m in r.system.iter().flat_map(|s| &s.metrics) {
+            let e = system
+                .entry((m.name.clone(), m.unit.clone()))
+                .or_insert_with(|| (f64::INFINITY, f64::NEG_INFINITY, vec![None; n]));
+            e.0 = e.0.min(m.min);
+            e.1 = e.1.max(m.max);
+            e.2[i] = Some(m.mean);
+        }
+    }
+    if !system.is_empty() {
+        let metrics: Vec<Value> = system
+            .into_iter()
+            .map(|((name, unit), (min, max, means))| {
+                json!({"name": name, "unit": unit, "min": min, "max": max,
+                       "by_rank": {"mean": means}})
+            })
+            .collect();
+        out.insert("system".into(), json!({ "metrics": metrics }));
+    }
     // The ranks' counter settings: the same program under one setting gives one
     // entry; ranks that differ are listed as they are.
     let mut counter_setups: Vec<&kprof_core::output::report::HardwareCounters> = Vec::new();

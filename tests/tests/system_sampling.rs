@@ -429,6 +429,47 @@ fn kprof_run_and_report() {
     assert!(!dir.join("bad").exists());
 }
 
+/// `kprof merge` of two sampled runs: per metric the range over both runs'
+/// ranges, and each run's mean.
+#[test]
+fn merge_keeps_each_ranks_samples() {
+    let kprof = kprof_tests::lib("kprof");
+    let dir = scratch("system_sampling_merge");
+    let mut profiles = Vec::new();
+    for r in ["r0", "r1"] {
+        let o = run(clean_cmd(&kprof)
+            .current_dir(&dir)
+            .args(["run", "--sample-ms", "20", "--summary", "0", "-o", r, "--"])
+            .arg(harness())
+            .arg("phases"));
+        assert_ok(&o);
+        profiles.push(read_profile(&dir.join(r)));
+    }
+    let o = run(clean_cmd(&kprof).current_dir(&dir).args([
+        "merge",
+        "r0",
+        "r1",
+        "-o",
+        "merged",
+        "--no-trace",
+    ]));
+    assert_ok(&o);
+    let m = read_profile(&dir.join("merged"));
+    let rss = m["system"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "rss")
+        .expect("rss");
+    let (a, b) = (metric(&profiles[0], "rss"), metric(&profiles[1], "rss"));
+    assert_eq!(f(&rss["min"]), f(&a["min"]).min(f(&b["min"])));
+    assert_eq!(f(&rss["max"]), f(&a["max"]).max(f(&b["max"])));
+    assert_eq!(
+        rss["by_rank"]["mean"],
+        serde_json::json!([f(&a["mean"]), f(&b["mean"])])
+    );
+}
+
 /// NVML's header from the nvidia-nvml-dev wheel (tests/scripts/install-cupti.sh).
 fn nvml_include() -> PathBuf {
     kprof_tests::openmp::deps_dir().join("nvml/nvidia/nvml_dev/include")
