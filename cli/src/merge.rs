@@ -361,7 +361,9 @@ pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
     }
     // The ranks' system samples: per metric, the range over ranks of each rank's
     // range, and each rank's mean.
-    let mut system: BTreeMap<(String, String), (f64, f64, Vec<Option<f64>>)> = BTreeMap::new();
+    // (name, unit) -> (min, max, mean per rank)
+    type Ranges = BTreeMap<(String, String), (f64, f64, Vec<Option<f64>>)>;
+    let mut system: Ranges = BTreeMap::new();
     for (i, (_, r)) in reports.iter().enumerate() {
         for m in r.system.iter().flat_map(|s| &s.metrics) {
             let e = system
