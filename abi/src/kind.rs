@@ -122,7 +122,7 @@ pub enum Kind {
     /// aggregated into the channel's matrix row, not drawn one by one.
     Message = 54,
     /// An MPI call (`MPI_Send`, `MPI_Allreduce`, ...) on the thread that made it,
-    /// named by the function; arguments `bytes`, `peer` (point-to-point, in
+    /// named by the function; arguments `bytes_sent`, `bytes_received`, `peer` (in
     /// `MPI_COMM_WORLD` ranks) and `comm_size` (collectives).
     Mpi = 55,
 }

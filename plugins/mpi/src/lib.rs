@@ -8,7 +8,7 @@
 //! (the plugin never links `libmpi`). Results and return codes are MPI's own.
 //!
 //! Per call: a node of kind `mpi` named by the function, under the caller's call
-//! path, with the arguments `bytes_sent`, `bytes_received`, `peer` (point-to-point,
+//! path, with the arguments `bytes_sent`, `bytes_received`, `peer` (one message,
 //! in `MPI_COMM_WORLD` ranks) and `comm_size` (collectives). Point-to-point
 //! messages go to the profile's message matrix (channel `MPI p2p`): sends when
 //! posted, receives when completed (`MPI_Recv`, `MPI_Sendrecv`, or the wait or test
@@ -176,8 +176,18 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 
 // ---- point to point ----
 
-/// Records a send of `count` x `dtype` to `dest` of `comm`: arguments and message.
-fn sent(a: &Active, p: &Pmpi, dtype: Datatype, count: c_int, dest: c_int, comm: Comm) {
+/// Records a send of `count` x `dtype` to `dest` of `comm`: arguments (`peer`
+/// when `with_peer`: the nonblocking posts leave it to the matrix, which has it)
+/// and the message.
+fn sent(
+    a: &Active,
+    p: &Pmpi,
+    dtype: Datatype,
+    count: c_int,
+    dest: c_int,
+    comm: Comm,
+    with_peer: bool,
+) {
     let bytes = nonneg(count) * state::type_size(p, dtype);
     a.arg(c"bytes_sent", bytes);
     if dest < 0 {
@@ -185,7 +195,9 @@ fn sent(a: &Active, p: &Pmpi, dtype: Datatype, count: c_int, dest: c_int, comm: 
     }
     let view = a.view(p, comm);
     if let Some(peer) = Active::world_rank_of(view, dest) {
-        a.arg(c"peer", u64::from(peer));
+        if with_peer {
+            a.arg(c"peer", u64::from(peer));
+        }
         a.message(peer, message::SEND, bytes);
     }
 }
@@ -209,7 +221,7 @@ pub unsafe extern "C" fn MPI_Send(
         |p| unsafe { (p.send)(buf, count, dtype, dest, tag, comm) },
         |a, p, rc| {
             if rc == sys::SUCCESS {
-                sent(a, p, dtype, count, dest, comm);
+                sent(a, p, dtype, count, dest, comm, true);
             }
         },
     )
@@ -237,7 +249,7 @@ pub unsafe extern "C" fn MPI_Isend(
             if rc == sys::SUCCESS && !req.is_null() {
                 // SAFETY: MPI wrote the new request.
                 state::untrack(unsafe { *req });
-                sent(a, p, dtype, count, dest, comm);
+                sent(a, p, dtype, count, dest, comm, false);
             }
         },
     )
@@ -314,11 +326,6 @@ pub unsafe extern "C" fn MPI_Irecv(
                 let view = a.view(p, comm);
                 // SAFETY: MPI wrote the new request.
                 state::track(unsafe { *req }, view, dtype);
-                if source >= 0 {
-                    if let Some(peer) = Active::world_rank_of(view, source) {
-                        a.arg(c"peer", u64::from(peer));
-                    }
-                }
             }
         },
     )
@@ -365,7 +372,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
             if rc != sys::SUCCESS {
                 return;
             }
-            sent(a, p, sendtype, sendcount, dest, comm);
+            sent(a, p, sendtype, sendcount, dest, comm, false);
             if !st.is_null() {
                 let view = a.view(p, comm);
                 // SAFETY: MPI filled the status.
@@ -416,17 +423,24 @@ struct Scan {
 }
 
 impl Scan {
-    /// # Safety
-    /// `reqs` holds `count` requests (or is NULL).
-    #[inline]
-    unsafe fn new(reqs: *const Request, count: c_int) -> Scan {
-        let mut s = Scan {
+    /// An empty scan (nothing written: the arrays stay uninitialized).
+    #[inline(always)]
+    fn new() -> Scan {
+        Scan {
             inline: [const { MaybeUninit::uninit() }; INLINE],
             n: 0,
             spill: Vec::new(),
-        };
+        }
+    }
+
+    /// Finds the tracked receives among `count` requests at `reqs`.
+    ///
+    /// # Safety
+    /// `reqs` holds `count` requests (or is NULL).
+    #[inline]
+    unsafe fn fill(&mut self, reqs: *const Request, count: c_int) {
         if reqs.is_null() || count <= 0 {
-            return s;
+            return;
         }
         // SAFETY: the caller's contract.
         let all = unsafe { std::slice::from_raw_parts(reqs, count as usize) };
@@ -438,15 +452,14 @@ impl Scan {
                     req,
                     pending,
                 };
-                if s.n < INLINE {
-                    s.inline[s.n] = MaybeUninit::new(t);
-                    s.n += 1;
+                if self.n < INLINE {
+                    self.inline[self.n] = MaybeUninit::new(t);
+                    self.n += 1;
                 } else {
-                    s.spill.push(t);
+                    self.spill.push(t);
                 }
             }
         }
-        s
     }
 
     fn is_empty(&self) -> bool {
@@ -477,7 +490,7 @@ struct Statuses {
 }
 
 impl Statuses {
-    #[inline]
+    #[inline(always)]
     fn new() -> Statuses {
         Statuses {
             inline: [const { MaybeUninit::uninit() }; INLINE],
@@ -547,17 +560,15 @@ fn completion(
         return fwd(p, statuses);
     };
     guard((), || a.begin(name));
+    // Built in place and never moved: they are arrays of a few KiB.
+    let mut scan = Scan::new();
     // SAFETY: the program passes `count` requests.
-    let scan = guard(None, || Some(unsafe { Scan::new(reqs, count) }));
-    let need = scan.as_ref().is_some_and(|s| !s.is_empty());
+    guard((), || unsafe { scan.fill(reqs, count) });
     let mut st = Statuses::new();
-    let ptr = st.set(statuses, count, need);
+    let ptr = st.set(statuses, count, !scan.is_empty());
     let rc = fwd(p, ptr);
     guard((), || {
-        let Some(scan) = scan.filter(|s| !s.is_empty()) else {
-            return;
-        };
-        if rc != sys::SUCCESS {
+        if scan.is_empty() || rc != sys::SUCCESS {
             return;
         }
         let (mut n, mut bytes, mut peer) = (0u32, 0u64, None);

@@ -396,7 +396,7 @@ impl Active {
     #[inline(always)]
     pub fn arg(&self, key: &'static CStr, value: u64) {
         // SAFETY: a static NUL-terminated key.
-        unsafe { (self.api.arg)(key.as_ptr(), value) };
+        unsafe { (self.api.arg_static)(key.as_ptr(), value) };
     }
 
     /// One message to or from world rank `peer`.
@@ -404,7 +404,7 @@ impl Active {
     pub fn message(&self, peer: u32, direction: u8, bytes: u64) {
         // SAFETY: a static NUL-terminated channel.
         unsafe {
-            (self.api.instant)(
+            (self.api.instant_static)(
                 Kind::Message as u8,
                 CHANNEL.as_ptr(),
                 message::pack(peer, direction, 1),
@@ -435,7 +435,7 @@ impl Active {
 
 /// Bytes of a completed receive.
 #[inline]
-pub fn received_bytes(p: &Pmpi, dtype: Datatype, st: &Status) -> u64 {
+pub(crate) fn received_bytes(p: &Pmpi, dtype: Datatype, st: &Status) -> u64 {
     let mut count: c_int = 0;
     // SAFETY: a status MPI filled and the receive's datatype; out-pointer to a local.
     if unsafe { (p.get_count)(st, dtype, &mut count) } != sys::SUCCESS || count < 0 {
@@ -446,7 +446,7 @@ pub fn received_bytes(p: &Pmpi, dtype: Datatype, st: &Status) -> u64 {
 
 /// Size in bytes of one element of `dtype` (0 when MPI refuses it).
 #[inline]
-pub fn type_size(p: &Pmpi, dtype: Datatype) -> u64 {
+pub(crate) fn type_size(p: &Pmpi, dtype: Datatype) -> u64 {
     let mut size: c_int = 0;
     // SAFETY: the program's datatype; out-pointer to a local.
     if unsafe { (p.type_size)(dtype, &mut size) } != sys::SUCCESS {
@@ -463,7 +463,7 @@ static REQ_COMM: [AtomicPtr<Ranks>; REQ_SLOTS] =
     [const { AtomicPtr::new(ptr::null_mut()) }; REQ_SLOTS];
 static REQ_TYPE: [AtomicUsize; REQ_SLOTS] = [const { AtomicUsize::new(0) }; REQ_SLOTS];
 /// `REQ_COMM` of a receive on `MPI_COMM_WORLD`.
-const WORLD_MARK: *mut Ranks = 1 as *mut Ranks;
+const WORLD_MARK: *mut Ranks = std::ptr::dangling_mut::<Ranks>();
 
 /// A receive in flight: its communicator's translation and its datatype.
 #[derive(Clone, Copy)]

@@ -30,6 +30,8 @@ pub const PROC_NULL: c_int = -2;
 /// `MPI_UNDEFINED` (Open MPI's value).
 pub const UNDEFINED: c_int = -32766;
 /// `MPI_IN_PLACE` (Open MPI's value).
+// The value is Open MPI's, not an alignment: `ptr::dangling` would say otherwise.
+#[allow(clippy::manual_dangling_ptr)]
 pub const IN_PLACE: *const c_void = 1 as *const c_void;
 /// `MPI_ERR_OTHER` (Open MPI's value): returned only when the MPI library itself
 /// cannot be found, which a program calling MPI cannot meet.
