@@ -18,9 +18,10 @@
 //!
 //! Open MPI only (its ABI is declared in [`sys`]): under another MPI (MPICH and
 //! its derivatives) the plugin says so in one line at `MPI_Init` and only
-//! forwards. No lock, allocation or system call on a call (a wait over more than
-//! 64 requests whose statuses the program ignores borrows a heap buffer); no panic
-//! reaches the program ([`kprof_abi::guard`]).
+//! forwards. No lock, allocation or system call on a call, except the first use
+//! of a communicator (its translation) and a wait or test that completes more than
+//! 64 tracked receives, or ignores the statuses of more than 64 requests (a heap
+//! buffer then); no panic reaches the program ([`kprof_abi::guard`]).
 
 // The exported names are the MPI standard's.
 #![allow(non_snake_case)]

@@ -550,3 +550,80 @@ pub fn untrack(req: Request) {
         release(slot, req);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(i: usize) -> Request {
+        // Aligned like the heap objects Open MPI's handles point to.
+        (0x7f00_0000_0000 + i * 0x40) as Request
+    }
+
+    #[test]
+    fn receives_in_flight_are_found_until_released() {
+        let dtype = 0x1234_5670 as Datatype;
+        for i in 0..100 {
+            track(req(i), CommView::World, dtype);
+        }
+        for i in 0..100 {
+            let (slot, p) = lookup(req(i)).expect("tracked");
+            assert!(matches!(p.view, CommView::World));
+            assert_eq!(p.dtype, dtype);
+            if i % 2 == 0 {
+                release(slot, req(i));
+            }
+        }
+        for i in 0..100 {
+            assert_eq!(lookup(req(i)).is_some(), i % 2 == 1, "{i}");
+            untrack(req(i));
+            assert!(lookup(req(i)).is_none());
+        }
+        // Handles that are no pointers are never tracked.
+        track(std::ptr::null_mut(), CommView::World, dtype);
+        assert!(lookup(std::ptr::null_mut()).is_none());
+    }
+
+    #[test]
+    fn a_full_bucket_counts_what_it_cannot_track() {
+        // Keys of one bucket, which no key of the other test (run in parallel,
+        // same table) falls in.
+        let other: Vec<usize> = (0..100)
+            .map(|i| bucket(req(i) as usize, REQ_SLOTS))
+            .collect();
+        let want = (5000..)
+            .map(|i| bucket(req(i) as usize, REQ_SLOTS))
+            .find(|b| !other.contains(b))
+            .unwrap();
+        let same: Vec<Request> = (5000..200_000)
+            .map(req)
+            .filter(|&r| bucket(r as usize, REQ_SLOTS) == want)
+            .take(BUCKET + 3)
+            .collect();
+        assert_eq!(same.len(), BUCKET + 3);
+        let before = UNTRACKED.load(Ordering::Relaxed);
+        for &r in &same {
+            track(r, CommView::World, std::ptr::null_mut());
+        }
+        assert_eq!(UNTRACKED.load(Ordering::Relaxed) - before, 3);
+        for &r in &same {
+            untrack(r);
+        }
+    }
+
+    #[test]
+    fn translated_ranks() {
+        let r: &'static Ranks = Box::leak(Box::new(Ranks {
+            world: vec![6, 4, u32::MAX].into_boxed_slice(),
+            size: 3,
+            me: 1,
+        }));
+        assert_eq!(Active::world_rank_of(CommView::World, 3), Some(3));
+        assert_eq!(Active::world_rank_of(CommView::Other(r), 0), Some(6));
+        assert_eq!(Active::world_rank_of(CommView::Other(r), 1), Some(4));
+        assert_eq!(Active::world_rank_of(CommView::Other(r), 2), None);
+        assert_eq!(Active::world_rank_of(CommView::Other(r), 3), None);
+        assert_eq!(Active::world_rank_of(CommView::Unknown, 0), None);
+        assert_eq!(Active::world_rank_of(CommView::World, -2), None);
+    }
+}
