@@ -6,7 +6,9 @@
 //! `tests/bench/mpi_count_tool.c`); kprof (`libkprof_mpi.so` preloaded: a node per
 //! call, its byte arguments, and a matrix row per message). The program is
 //! `tests/bench/mpi_driver.c`; each run checks that kprof counted every call and
-//! message.
+//! message. The same two loops also run on 1 rank (messages to itself): no partner
+//! to wait for, so the figure is kprof's own cost without the scheduling noise of
+//! two busy-polling ranks on a shared machine.
 //!
 //! A benchmark, not a test: every number is measured in the same run, and the
 //! verdict is a difference against the baselines. Run with
@@ -57,23 +59,29 @@ fn main() {
         ("PMPI count tool", Some(&count_tool)),
         ("kprof", Some(&plugin)),
     ];
-    for (mode, calls_per_iter) in [("p2p", 3u64), ("allreduce", 1)] {
+    for (ranks, mode, calls_per_iter) in [
+        (2, "p2p", 3u64),
+        (2, "allreduce", 1),
+        (1, "p2p", 3),
+        (1, "allreduce", 1),
+    ] {
         let mut rows: Vec<(&str, Vec<f64>)> = variants.iter().map(|v| (v.0, Vec::new())).collect();
         for round in 0..s.rounds {
             for (i, &(name, preload)) in variants.iter().enumerate() {
-                let out = dir.join(format!("{mode}-{round}-{i}"));
+                let out = dir.join(format!("{ranks}-{mode}-{round}-{i}"));
                 let mut cmd = clean_cmd(Path::new("mpirun"));
                 cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                     .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
                     .env("KPROF_SUMMARY", "0")
                     .env("KPROF_OUTPUT_DIR", out.join("r%r"))
-                    .args(["-np", "2"]);
+                    .args(["-np", &ranks.to_string()]);
                 if let Some(p) = preload {
                     cmd.arg("-x").arg(format!("LD_PRELOAD={}", p.display()));
                 }
                 cmd.arg(&exe)
                     .args([mode, &iters.to_string(), &s.reps.to_string()]);
-                let ns = run_for(&mut cmd, &format!("{mode}, {name}"), "ns_per_call");
+                let label = format!("{mode} on {ranks} rank(s), {name}");
+                let ns = run_for(&mut cmd, &label, "ns_per_call");
                 if name == "kprof" {
                     check(&out, mode, iters * (s.reps + 1));
                 }
@@ -82,7 +90,7 @@ fn main() {
         }
         println!(
             "mpi_overhead {mode}: {iters} iterations x {calls_per_iter} MPI call(s) per \
-             repetition, 2 ranks, shared memory"
+             repetition, {ranks} rank(s), shared memory"
         );
         let raw: Vec<Vec<f64>> = rows.iter().map(|r| r.1.clone()).collect();
         print_rounds("call", "no tool", &mut rows);
