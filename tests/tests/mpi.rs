@@ -398,3 +398,43 @@ fn preloaded_into_a_program_without_mpi_calls_records_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Linked instead of preloaded (`-lkprof_mpi` before the MPI library, as the
+/// CMake target `kprof::mpi` does): the same exact rows, no `kprof run`.
+#[test]
+fn linked_before_libmpi_without_kprof_run() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_linked");
+    let libdir = lib_dir();
+    let exe = compile_with(
+        "mpicc",
+        &[&test_file("mpi/patterns.c")],
+        &dir.join("patterns_linked"),
+        &[
+            &format!("-L{}", libdir.display()),
+            "-lkprof_mpi",
+            "-lkprof_core",
+            &format!("-Wl,-rpath,{}", libdir.display()),
+            "-lpthread",
+        ],
+    );
+    let _one = JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    std::fs::create_dir_all(dir.join("expect")).unwrap();
+    let mut cmd = clean_cmd(Path::new("mpirun"));
+    let out = run(mpi_env(&mut cmd)
+        .current_dir(&dir)
+        .env("KPROF_SUMMARY", "0")
+        .env("KPROF_OUTPUT_DIR", dir.join("r%r"))
+        .args(["-np", &RANKS.to_string(), "--oversubscribe"])
+        .arg(&exe)
+        .arg(dir.join("expect"))
+        .args(["ring", "subcomm"]));
+    assert_ok(&out);
+    for r in 0..RANKS {
+        let p = read_profile(&dir.join(format!("r{r}")));
+        assert_eq!(rows(&p), expected(&dir.join("expect"), r), "rank {r}");
+        assert_eq!(count(&nodes(&p), &["ring", "MPI_Send"]), 3);
+    }
+}
