@@ -438,3 +438,44 @@ fn linked_before_libmpi_without_kprof_run() {
         assert_eq!(count(&nodes(&p), &["ring", "MPI_Send"]), 3);
     }
 }
+
+/// An MPI library the plugin does not know, lacking functions the plugin uses
+/// (`tests/mpi/fake_mpi.c`): every call is forwarded with its arguments and
+/// return code intact, one line says why nothing is measured, nothing is written.
+/// Needs no MPI installed.
+#[test]
+fn an_unknown_mpi_library_is_forwarded_untouched() {
+    let dir = scratch("mpi_fake");
+    compile_with(
+        "gcc",
+        &[&test_file("mpi/fake_mpi.c")],
+        &dir.join("libfakempi.so"),
+        &["-shared", "-fPIC"],
+    );
+    let app = compile_with(
+        "gcc",
+        &[&test_file("mpi/fake_app.c")],
+        &dir.join("fake_app"),
+        &[
+            &format!("-L{}", dir.display()),
+            "-lfakempi",
+            &format!("-Wl,-rpath,{}", dir.display()),
+        ],
+    );
+    let plain = run(clean_cmd(&app).arg("x"));
+    let with = run(clean_cmd(&app)
+        .arg("x")
+        .env("LD_PRELOAD", lib("libkprof_mpi.so"))
+        .env("KPROF_OUTPUT_DIR", dir.join("out")));
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stdout),
+        "init 2 x\nsend 42 1 0x1234 3 9 0x5678\nrc 7\nfinalize\n"
+    );
+    assert_eq!(with.stdout, plain.stdout);
+    assert_eq!(with.status.code(), plain.status.code());
+    assert_eq!(
+        String::from_utf8_lossy(&with.stderr),
+        "kprof: the MPI library has no PMPI_Init_thread: MPI calls are not measured\n"
+    );
+    assert!(!dir.join("out").exists());
+}

@@ -127,7 +127,7 @@ fn init(
     let Some(p) = pmpi() else {
         return sys::ERR_OTHER;
     };
-    let api = guard(None, state::start);
+    let api = guard(None, || state::start(p));
     if let Some(api) = api {
         // SAFETY: a static NUL-terminated name.
         guard((), || unsafe {

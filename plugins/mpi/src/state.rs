@@ -34,8 +34,7 @@ pub(crate) fn warn(msg: &str) {
     let _ = writeln!(std::io::stderr(), "kprof: {msg}");
 }
 
-/// The `PMPI_*` functions (resolved at the first call); `None` when the process
-/// has no MPI library, which a program calling MPI cannot meet.
+/// The `PMPI_*` functions (resolved at the first call).
 #[inline(always)]
 pub fn pmpi() -> Option<&'static Pmpi> {
     // SAFETY: PMPI holds null or a leaked, never freed table.
@@ -48,25 +47,15 @@ pub fn pmpi() -> Option<&'static Pmpi> {
 #[cold]
 #[inline(never)]
 fn resolve_pmpi() -> Option<&'static Pmpi> {
-    match Pmpi::resolve() {
-        Ok(p) => {
-            let fresh = Box::into_raw(Box::new(p));
-            match PMPI.compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire)
-            {
-                // SAFETY: just leaked.
-                Ok(_) => Some(unsafe { &*fresh }),
-                Err(won) => {
-                    // SAFETY: ours, never published.
-                    drop(unsafe { Box::from_raw(fresh) });
-                    // SAFETY: the winner's leaked table.
-                    Some(unsafe { &*won })
-                }
-            }
-        }
-        Err(missing) => {
-            static SAID: std::sync::Once = std::sync::Once::new();
-            SAID.call_once(|| warn(&format!("{missing} not found: is this an MPI program?")));
-            None
+    let fresh = Box::into_raw(Box::new(Pmpi::resolve()));
+    match PMPI.compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just leaked.
+        Ok(_) => Some(unsafe { &*fresh }),
+        Err(won) => {
+            // SAFETY: ours, never published.
+            drop(unsafe { Box::from_raw(fresh) });
+            // SAFETY: the winner's leaked table.
+            Some(unsafe { &*won })
         }
     }
 }
@@ -101,7 +90,13 @@ fn anchor() -> usize {
 
 /// Before the real `MPI_Init`: detects the MPI family and attaches the core
 /// (Open MPI only). Returns the core's table when calls are to be measured.
-pub fn start() -> Option<&'static CoreApi> {
+pub fn start(p: &Pmpi) -> Option<&'static CoreApi> {
+    if let Some(missing) = p.missing {
+        warn(&format!(
+            "the MPI library has no {missing}: MPI calls are not measured"
+        ));
+        return None;
+    }
     match Family::detect() {
         Family::OpenMpi => {}
         Family::Mpich => {

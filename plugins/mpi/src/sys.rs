@@ -33,8 +33,8 @@ pub const UNDEFINED: c_int = -32766;
 // The value is Open MPI's, not an alignment: `ptr::dangling` would say otherwise.
 #[allow(clippy::manual_dangling_ptr)]
 pub const IN_PLACE: *const c_void = 1 as *const c_void;
-/// `MPI_ERR_OTHER` (Open MPI's value): returned only when the MPI library itself
-/// cannot be found, which a program calling MPI cannot meet.
+/// `MPI_ERR_OTHER` (Open MPI's value): returned only by the stand-in of a `PMPI_*`
+/// function the library lacks, which the program cannot be calling.
 pub const ERR_OTHER: c_int = 16;
 
 /// Open MPI's `MPI_Status` (`struct ompi_status_public_t`).
@@ -62,24 +62,37 @@ macro_rules! pmpi_table {
                 #[doc = concat!("`", $sym, "`.")]
                 pub $field: unsafe extern "C" fn($($arg),*) -> c_int,
             )*
+            /// The first function the library lacks (then a stand-in returning
+            /// `MPI_ERR_OTHER` takes its place, and calls are not measured).
+            pub missing: Option<&'static str>,
         }
 
         impl Pmpi {
             /// Every function, from the next library after this one (`RTLD_NEXT`: the
-            /// MPI library a preloaded plugin interposes), else from the global scope;
-            /// `Err` names the first one missing.
-            pub fn resolve() -> Result<Pmpi, &'static str> {
-                Ok(Pmpi {
+            /// MPI library a preloaded plugin interposes), else from the global scope.
+            /// A function the library lacks cannot be one the program calls (it would
+            /// not link without kprof), so only measuring depends on all of them.
+            pub fn resolve() -> Pmpi {
+                let mut missing = None;
+                Pmpi {
                     $(
-                        // SAFETY: the symbol is the MPI standard's C binding of that name,
-                        // whose signature is the one declared here.
-                        $field: unsafe {
-                            std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) -> c_int>(
-                                lookup(concat!($sym, "\0")).ok_or($sym)?,
-                            )
+                        $field: match lookup(concat!($sym, "\0")) {
+                            // SAFETY: the symbol is the MPI standard's C binding of that
+                            // name, whose signature is the one declared here.
+                            Some(f) => unsafe {
+                                std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) -> c_int>(f)
+                            },
+                            None => {
+                                missing = missing.or(Some($sym));
+                                unsafe extern "C" fn absent($(_: $arg),*) -> c_int {
+                                    ERR_OTHER
+                                }
+                                absent
+                            }
                         },
                     )*
-                })
+                    missing,
+                }
             }
         }
     };
