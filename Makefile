@@ -18,7 +18,7 @@ TARGET_DIR ?= $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
 RELEASE := $(TARGET_DIR)/release
 VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
-PLUGINS := libkprof_core.so libkprof.so libkprof_ompt.so libkprof_acc.so libkprof_raja.so libkprof_cuda.so libkprof_rocm.so libkprof_actor.so
+PLUGINS := libkprof_core.so libkprof.so libkprof_ompt.so libkprof_acc.so libkprof_raja.so libkprof_cuda.so libkprof_rocm.so libkprof_mpi.so libkprof_actor.so
 HEADERS := ffi-headers/kprof.h ffi-headers/kprof.hpp ffi-headers/kprof.f90
 
 D := $(DESTDIR)$(PREFIX)
@@ -27,7 +27,7 @@ D := $(DESTDIR)$(PREFIX)
 all: build
 
 build:
-	$(CARGO) build --release -p kprof-core -p kprof-kokkos -p kprof-ompt -p kprof-openacc -p kprof-raja -p kprof-cuda -p kprof-rocm -p kprof-cli
+	$(CARGO) build --release -p kprof-core -p kprof-kokkos -p kprof-ompt -p kprof-openacc -p kprof-raja -p kprof-cuda -p kprof-rocm -p kprof-mpi -p kprof-cli
 
 test:
 	bash tests/test.sh

@@ -121,6 +121,10 @@ pub enum Kind {
     /// channel, a = [`message::pack`]ed peer, direction and count, b = bytes),
     /// aggregated into the channel's matrix row, not drawn one by one.
     Message = 54,
+    /// An MPI call (`MPI_Send`, `MPI_Allreduce`, ...) on the thread that made it,
+    /// named by the function; arguments `bytes_sent`, `bytes_received`, `peer` (in
+    /// `MPI_COMM_WORLD` ranks) and `comm_size` (collectives).
+    Mpi = 55,
 }
 
 /// The packing of a [`Kind::Message`] instant's first value.
@@ -145,7 +149,7 @@ pub mod message {
 
 impl Kind {
     /// Every kind, in discriminant order.
-    pub const ALL: [Kind; 54] = [
+    pub const ALL: [Kind; 55] = [
         Kind::ParallelFor,
         Kind::ParallelReduce,
         Kind::ParallelScan,
@@ -200,6 +204,7 @@ impl Kind {
         Kind::GpuSync,
         Kind::GpuApi,
         Kind::Message,
+        Kind::Mpi,
     ];
 
     /// The kind with discriminant `v`, if any.
@@ -264,6 +269,7 @@ impl Kind {
             Kind::GpuSync => "gpu_sync",
             Kind::GpuApi => "gpu_api",
             Kind::Message => "message",
+            Kind::Mpi => "mpi",
         }
     }
 
@@ -314,6 +320,7 @@ impl Kind {
             Kind::GpuSync => "gpu.sync",
             Kind::GpuApi => "gpu.api",
             Kind::Message => "message",
+            Kind::Mpi => "mpi",
         }
     }
 
@@ -331,6 +338,7 @@ impl Kind {
         match self as u8 {
             _ if matches!(self, Kind::UserRegion | Kind::UserCounter) => "user",
             _ if self == Kind::Message => "message",
+            _ if self == Kind::Mpi => "mpi",
             k if k >= Kind::GpuKernel as u8 => "gpu",
             k if k >= Kind::RajaLaunch as u8 => "raja",
             k if k >= Kind::AccCompute as u8 => "openacc",
@@ -496,6 +504,11 @@ mod tests {
         assert_eq!(Kind::UserCounter.model(), "user");
         assert_eq!(Kind::Fence.model(), "kokkos");
         assert_eq!(Kind::GpuApi.model(), "gpu");
+        assert_eq!(Kind::from_u8(55), Some(Kind::Mpi));
+        assert_eq!(
+            (Kind::Mpi.as_str(), Kind::Mpi.category(), Kind::Mpi.model()),
+            ("mpi", "mpi", "mpi")
+        );
         assert!(Kind::GpuKernel.is_device_activity() && !Kind::GpuApi.is_device_activity());
         assert_eq!(Kind::from_u8(200), None);
         for a in Anomaly::ALL {

@@ -40,6 +40,8 @@ pub struct Models {
     pub cuda: bool,
     /// The HIP runtime (AMD GPUs): libamdhip64 is needed.
     pub hip: bool,
+    /// An MPI library: libmpi (Open MPI, and MPICH's newer name) or libmpich.
+    pub mpi: bool,
     /// Why, one entry per finding.
     pub reasons: Vec<String>,
 }
@@ -258,6 +260,11 @@ fn classify(name: &str, resolved: Option<&Path>, models: &mut Models, via: &str,
             models.reasons.push(why("hip"));
         }
         models.hip = true;
+    } else if base.starts_with("libmpi.") || base.starts_with("libmpich.") {
+        if !models.mpi {
+            models.reasons.push(why("mpi"));
+        }
+        models.mpi = true;
     } else if base.starts_with("libcudart.") || base.starts_with("libcuda.") {
         if !models.cuda {
             models.reasons.push(why("cuda"));

@@ -32,10 +32,12 @@ struct Cli {
 enum Command {
     /// Runs a program with the kprof plugins for the runtimes it uses.
     ///
-    /// Without --kokkos/--openmp/--openacc/--raja/--cuda/--hip, the models are detected from the
+    /// Without --kokkos/--openmp/--openacc/--raja/--cuda/--hip/--mpi, the models are detected from the
     /// program's ELF file (the libraries it links, statically built Kokkos).
     /// The program keeps its stdin, stdout, stderr and exit status.
-    #[command(after_help = "Example: kprof run --trace perfetto -o run1 -- ./app input.txt")]
+    #[command(
+        after_help = "Example: kprof run --trace perfetto -o run1 -- ./app input.txt\n         MPI: mpirun -np 4 kprof run -- ./app   (one directory per rank: kprof-app-rank<N>)"
+    )]
     Run(run::RunArgs),
     /// Prints readable tables from a profile (a kprof output directory or profile.json).
     Report(report::ReportArgs),

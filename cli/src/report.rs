@@ -228,6 +228,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
     }
     sections(&mut s, r, top, args);
     kprof_core::output::counters::block(&mut s, r, top);
+    kprof_core::output::mpi::block(&mut s, r);
     kprof_core::output::messages::block(&mut s, r, top);
     if let Some(c) = &r.concurrency {
         kprof_core::output::summary::concurrency(&mut s, c, top);

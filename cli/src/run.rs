@@ -37,6 +37,10 @@ pub struct RunArgs {
     /// program links the HIP runtime (libamdhip64).
     #[arg(long)]
     pub hip: bool,
+    /// Load the MPI plugin (libkprof_mpi.so, through LD_PRELOAD; Open MPI).
+    /// Detected when the program links an MPI library (libmpi, libmpich).
+    #[arg(long)]
+    pub mpi: bool,
     /// Timeline traces: comma list of perfetto, json, otf2 (KPROF_TRACE).
     #[arg(long, value_name = "FORMATS")]
     pub trace: Option<String>,
@@ -96,7 +100,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "EVENTS")]
     pub counters: Option<String>,
     /// Which instances get counters: comma list of regions, kernels, parallel,
-    /// loops, tasks, sync, data, target, gpu_api, all (KPROF_COUNTER_KINDS,
+    /// loops, tasks, sync, data, target, gpu_api, mpi, all (KPROF_COUNTER_KINDS,
     /// default regions,kernels,parallel).
     #[arg(long, value_name = "KINDS")]
     pub counter_kinds: Option<String>,
@@ -365,6 +369,13 @@ fn nothing_written(
     line
 }
 
+/// This process's rank when an MPI launcher started it (Open MPI, PMI, PMIx).
+fn mpi_rank() -> Option<u32> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
 /// Entry point.
 pub fn main(args: RunArgs) -> Outcome {
     let say = |msg: &str| {
@@ -411,10 +422,14 @@ pub fn main(args: RunArgs) -> Outcome {
 
     // The output directory: exact, so that we can say where the files are; the
     // default carries the program's pid (as the summary does), known once it runs.
-    let out = match &args.output {
-        Some(o) if o.contains('%') => OutDir::Pattern(PathBuf::from(o)),
-        Some(o) => OutDir::Exact(unused(Path::new(o))),
-        None => OutDir::ProgramPid(PathBuf::from(format!("kprof-{exe_name}-"))),
+    // Under an MPI launcher (`mpirun -np 4 kprof run -- ./app`) each rank gets
+    // kprof-<program>-rank<N>, so that `kprof merge kprof-app-rank*` finds the job.
+    let rank = mpi_rank();
+    let out = match (&args.output, rank) {
+        (Some(o), _) if o.contains('%') => OutDir::Pattern(PathBuf::from(o)),
+        (Some(o), _) => OutDir::Exact(unused(Path::new(o))),
+        (None, Some(r)) => OutDir::Exact(unused(Path::new(&format!("kprof-{exe_name}-rank{r}")))),
+        (None, None) => OutDir::ProgramPid(PathBuf::from(format!("kprof-{exe_name}-"))),
     };
     env.push((
         "KPROF_OUTPUT_DIR",
@@ -428,14 +443,20 @@ pub fn main(args: RunArgs) -> Outcome {
 
     // Models: asked for, or detected. The program is read either way: what it is
     // tells which variable its Kokkos reads.
-    let asked = args.kokkos || args.openmp || args.openacc || args.raja || args.cuda || args.hip;
+    let asked = args.kokkos
+        || args.openmp
+        || args.openacc
+        || args.raja
+        || args.cuda
+        || args.hip
+        || args.mpi;
     let path = find_program(&program).map_err(Failure)?;
     let detected = match detect(&path) {
         Ok(m) => Some(m),
         Err(e) => {
             if !asked {
                 say(&format!(
-                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc, --raja, --cuda or --hip"
+                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc, --raja, --cuda, --hip or --mpi"
                 ));
             }
             None
@@ -449,6 +470,7 @@ pub fn main(args: RunArgs) -> Outcome {
             raja: args.raja,
             cuda: args.cuda,
             hip: args.hip,
+            mpi: args.mpi,
             kokkos_tools_libs: detected.as_ref().is_some_and(|m| m.kokkos_tools_libs),
             reasons: detected
                 .as_ref()
@@ -490,6 +512,9 @@ pub fn main(args: RunArgs) -> Outcome {
     }
     if models.hip {
         wanted.push(("hip", "libkprof_rocm.so"));
+    }
+    if models.mpi {
+        wanted.push(("mpi", "libkprof_mpi.so"));
     }
     let mut missing = Vec::new();
     for (model, libname) in wanted {
@@ -544,6 +569,12 @@ pub fn main(args: RunArgs) -> Outcome {
             )),
             "raja" => env.push(("RAJA_PLUGINS", lib)),
             "cuda" => env.push(("CUDA_INJECTION64_PATH", lib)),
+            // The program's MPI calls bind to the plugin's MPI_* functions, which
+            // forward to the library's PMPI_* ones.
+            "mpi" => env.push((
+                "LD_PRELOAD",
+                chain_list(&lib, std::env::var("LD_PRELOAD").ok().as_deref(), ':'),
+            )),
             // rocprofiler-sdk loads every tool of the list.
             "hip" => env.push((
                 "ROCP_TOOL_LIBRARIES",
@@ -581,9 +612,9 @@ pub fn main(args: RunArgs) -> Outcome {
     if loaded.is_empty() && !models.annotations {
         if missing.is_empty() && !models.gomp_only {
             say(&format!(
-                "no Kokkos, OpenMP, OpenACC, RAJA, CUDA or HIP runtime found in {program}: nothing will \
-                 be measured unless it uses the annotation API (give --kokkos, --openmp, \
-                 --openacc, --raja, --cuda or --hip to force)"
+                "no Kokkos, OpenMP, OpenACC, RAJA, CUDA, HIP or MPI runtime found in {program}: \
+                 nothing will be measured unless it uses the annotation API (give --kokkos, \
+                 --openmp, --openacc, --raja, --cuda, --hip or --mpi to force)"
             ));
         }
     } else if !args.quiet {

@@ -53,7 +53,7 @@ pub enum Category {
     /// Named regions (Kokkos profile regions, `kprof_region_begin`) with nothing
     /// finer open inside.
     Region = 5,
-    /// Inside a runtime's own calls: GPU API calls, device initialization and
+    /// Inside a runtime's own calls: GPU API calls, MPI calls, device initialization and
     /// shutdown.
     Runtime = 6,
     /// Inside no instance: the thread is known (it recorded) but between
@@ -125,9 +125,11 @@ impl Category {
             | Kind::DualViewModify
             | Kind::UserCounter
             | Kind::Message => Region,
-            Kind::GpuApi | Kind::AccDeviceInit | Kind::AccDeviceShutdown | Kind::OmpDevice => {
-                Runtime
-            }
+            Kind::GpuApi
+            | Kind::Mpi
+            | Kind::AccDeviceInit
+            | Kind::AccDeviceShutdown
+            | Kind::OmpDevice => Runtime,
             Kind::GpuKernel | Kind::GpuMemcpy | Kind::GpuMemset | Kind::GpuSync => return None,
         })
     }

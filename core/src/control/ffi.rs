@@ -234,6 +234,16 @@ unsafe extern "C" fn arg(key: *const c_char, value: u64) {
     guard((), || unsafe { events::arg(key, value) })
 }
 
+unsafe extern "C" fn arg_static(key: *const c_char, value: u64) {
+    // SAFETY: the ABI requires key to be NULL or a NUL-terminated literal.
+    guard((), || unsafe { events::arg_static(key, value) })
+}
+
+unsafe extern "C" fn instant_static(kind: u8, name: *const c_char, a: u64, b: u64) {
+    // SAFETY: the ABI requires name to be NULL or a NUL-terminated literal.
+    guard((), || unsafe { events::instant_static(kind, name, a, b) })
+}
+
 unsafe extern "C" fn begin_transfer_named(
     kind: u8,
     name: *const c_char,
@@ -322,6 +332,8 @@ static API: CoreApi = CoreApi {
     on_flush,
     gpu_activity,
     device_cost,
+    arg_static,
+    instant_static,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

@@ -327,13 +327,32 @@ pub fn edge(kind: u8, from: u64, to: u64) {
 /// `key` is NULL or NUL-terminated.
 #[inline]
 pub unsafe fn arg(key: *const c_char, value: u64) {
+    arg_named(value, |t, rt| {
+        // SAFETY: forwarded from the caller.
+        unsafe { t.names.lookup(key, &rt.names, &rt.anomalies) }
+    })
+}
+
+/// [`arg`] for a `key` that is never freed nor changed (a literal).
+///
+/// # Safety
+/// `key` is NULL or NUL-terminated, and never changes.
+#[inline]
+pub unsafe fn arg_static(key: *const c_char, value: u64) {
+    arg_named(value, |t, rt| {
+        // SAFETY: forwarded from the caller.
+        unsafe { t.names.lookup_static(key, &rt.names, &rt.anomalies) }
+    })
+}
+
+#[inline(always)]
+fn arg_named(value: u64, key_id: impl FnOnce(&mut ThreadState, &Runtime) -> u32) {
     let Some(mut e) = thread::enter() else {
         return;
     };
     let rt = e.rt;
     let t = e.t();
-    // SAFETY: forwarded from the caller.
-    let key = unsafe { t.names.lookup(key, &rt.names, &rt.anomalies) };
+    let key = key_id(t, rt);
     if let Some(ip) = t.in_place() {
         ip.arg(key, value);
         return;
@@ -384,14 +403,43 @@ pub fn end(kind: u8, guid: u64) {
 /// # Safety
 /// `name` is NULL or NUL-terminated.
 pub unsafe fn instant(kind: u8, name: *const c_char, a: u64, b: u64) {
+    instant_named(kind, a, b, |t, rt| {
+        // SAFETY: forwarded from the caller.
+        unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) }
+    })
+}
+
+/// [`instant`] for a `name` that is never freed nor changed (a literal).
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated, and never changes.
+pub unsafe fn instant_static(kind: u8, name: *const c_char, a: u64, b: u64) {
+    instant_named(kind, a, b, |t, rt| {
+        // SAFETY: forwarded from the caller.
+        unsafe { t.names.lookup_static(name, &rt.names, &rt.anomalies) }
+    })
+}
+
+#[inline(always)]
+fn instant_named(
+    kind: u8,
+    a: u64,
+    b: u64,
+    name_id: impl FnOnce(&mut ThreadState, &Runtime) -> u32,
+) {
     let Some(mut e) = thread::enter() else {
         return;
     };
     let rt = e.rt;
-    let ts = rt.clock.now();
     let t = e.t();
-    // SAFETY: forwarded from the caller.
-    let name = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
+    // A message aggregated in place has no time (it joins its matrix row, never
+    // a timeline): no clock read, the larger part of its cost.
+    let ts = if kind == Kind::Message as u8 && t.in_place().is_some() {
+        0
+    } else {
+        rt.clock.now()
+    };
+    let name = name_id(t, rt);
     let thread = t.index();
     if let Some(ip) = t.in_place() {
         if let Some(kind) = Kind::from_u8(kind) {

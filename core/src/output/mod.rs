@@ -9,6 +9,7 @@ pub mod counters;
 pub mod csv;
 pub mod flat;
 pub mod messages;
+pub mod mpi;
 pub mod report;
 pub mod summary;
 

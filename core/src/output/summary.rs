@@ -189,6 +189,7 @@ pub fn render(
 
     openmp(&mut s, &r.tree, top);
     crate::output::counters::block(&mut s, r, top);
+    crate::output::mpi::block(&mut s, r);
     crate::output::messages::block(&mut s, r, top);
     if let Some(c) = &r.concurrency {
         concurrency(&mut s, c, top);

@@ -82,6 +82,7 @@ const KIND_WORDS: &[(&str, &[Kind])] = &[
     ),
     ("target", &[Kind::OmpTarget]),
     ("gpu_api", &[Kind::GpuApi]),
+    ("mpi", &[Kind::Mpi]),
 ];
 
 /// The kinds named by a comma list of [`KIND_WORDS`] (`all`: every kind that has

@@ -1222,6 +1222,7 @@ fn role(kind: Kind) -> (u32, u32) {
         UserRegion | RajaLaunch | RajaCapture => OTF2_PARADIGM_USER,
         k if k.category().starts_with("openmp.") => OTF2_PARADIGM_OPENMP,
         k if k.category().starts_with("openacc.") => OTF2_PARADIGM_OPENACC,
+        Mpi => OTF2_PARADIGM_MPI,
         _ => OTF2_PARADIGM_USER,
     };
     let role = match kind {

@@ -1,0 +1,1272 @@
+//! `libkprof_mpi.so`: kprof's MPI plugin, through the MPI standard's profiling
+//! interface (PMPI).
+//!
+//! The library defines the C functions `MPI_Init`, `MPI_Send`, `MPI_Waitall`, ...
+//! Preloaded (`kprof run` sets `LD_PRELOAD`) or linked before the MPI library, the
+//! program's calls bind to them; each records the call and forwards to the MPI
+//! library's `PMPI_*` function of the same name, found at run time with `dlsym`
+//! (the plugin never links `libmpi`). Results and return codes are MPI's own.
+//!
+//! Per call: a node of kind `mpi` named by the function, under the caller's call
+//! path, with the arguments `bytes_sent`, `bytes_received`, `peer` (one message,
+//! in `MPI_COMM_WORLD` ranks) and `comm_size` (collectives). Point-to-point
+//! messages go to the profile's message matrix (channel `MPI p2p`): sends when
+//! posted, receives when completed (`MPI_Recv`, `MPI_Sendrecv`, or the wait or test
+//! that completes an `MPI_Irecv`: source from the status, bytes from
+//! `PMPI_Get_count` x the type's size), peers translated to `MPI_COMM_WORLD` ranks
+//! with `PMPI_Group_translate_ranks` once per communicator.
+//!
+//! Open MPI only (its ABI is declared in [`sys`]): under another MPI (MPICH and
+//! its derivatives) the plugin says so in one line at `MPI_Init` and only
+//! forwards. No lock, allocation or system call on a call, except the first use
+//! of a communicator (its translation) and a wait or test that completes more than
+//! 64 tracked receives, or ignores the statuses of more than 64 requests (a heap
+//! buffer then); no panic reaches the program ([`kprof_abi::guard`]).
+
+// The exported names are the MPI standard's.
+#![allow(non_snake_case)]
+
+pub mod state;
+pub mod sys;
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::mem::MaybeUninit;
+
+use kprof_abi::guard::guard;
+use kprof_abi::message;
+
+use state::{active, pmpi, Active, CommView, Pending};
+use sys::{Comm, Datatype, Op, Pmpi, Request, Status};
+
+/// Records a call: opens its node, forwards (`fwd`), lets `after` add what the
+/// result tells, and closes the node. Not measuring: only forwards.
+#[inline(always)]
+fn measured(
+    name: &'static CStr,
+    fwd: impl FnOnce(&'static Pmpi) -> c_int,
+    after: impl FnOnce(&'static Active, &'static Pmpi, c_int),
+) -> c_int {
+    let Some(p) = pmpi() else {
+        return sys::ERR_OTHER;
+    };
+    let Some(a) = active() else {
+        return fwd(p);
+    };
+    guard((), || a.begin(name));
+    let rc = fwd(p);
+    guard((), || after(a, p, rc));
+    guard((), || a.end());
+    rc
+}
+
+fn nonneg(v: c_int) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// Sum of `n` counts at `counts` (0 when NULL).
+///
+/// # Safety
+/// `counts` is NULL or holds `n` integers.
+unsafe fn sum(counts: *const c_int, n: c_int) -> u64 {
+    if counts.is_null() || n <= 0 {
+        return 0;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(counts, n as usize) }
+        .iter()
+        .map(|&c| nonneg(c))
+        .sum()
+}
+
+/// The count at index `i` of `counts` (0 when NULL or out of range).
+///
+/// # Safety
+/// `counts` is NULL or holds more than `i` integers when `0 <= i < n`.
+unsafe fn at(counts: *const c_int, i: c_int, n: c_int) -> u64 {
+    if counts.is_null() || i < 0 || i >= n {
+        return 0;
+    }
+    // SAFETY: the caller's contract.
+    nonneg(unsafe { *counts.add(i as usize) })
+}
+
+// ---- start and end ----
+
+/// `MPI_Init`: attaches kprof (Open MPI), then initializes MPI.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    // SAFETY: forwarded as received.
+    init(c"MPI_Init", None, |p| unsafe { (p.init)(argc, argv) })
+}
+
+/// `MPI_Init_thread`: as [`MPI_Init`]; the level provided goes to the metadata.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    init(c"MPI_Init_thread", Some(provided), |p| {
+        // SAFETY: forwarded as received.
+        unsafe { (p.init_thread)(argc, argv, required, provided) }
+    })
+}
+
+fn init(
+    name: &'static CStr,
+    provided: Option<*mut c_int>,
+    fwd: impl FnOnce(&'static Pmpi) -> c_int,
+) -> c_int {
+    let Some(p) = pmpi() else {
+        return sys::ERR_OTHER;
+    };
+    let api = guard(None, || state::start(p));
+    if let Some(api) = api {
+        // SAFETY: a static NUL-terminated name.
+        guard((), || unsafe {
+            (api.begin_static)(kprof_abi::Kind::Mpi as u8, name.as_ptr(), 0, 0);
+        });
+    }
+    let rc = fwd(p);
+    if let Some(api) = api {
+        guard((), || {
+            // SAFETY: plain values.
+            unsafe { (api.end)(kprof_abi::Kind::Mpi as u8, 0) };
+            if rc == sys::SUCCESS {
+                // SAFETY: MPI wrote the level it provides.
+                let level = provided.filter(|q| !q.is_null()).map(|q| unsafe { *q });
+                state::activate(api, p, level);
+            }
+        });
+    }
+    rc
+}
+
+/// `MPI_Finalize`: records it, finalizes MPI, then kprof's part (the core writes
+/// when its last plugin is done).
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    let Some(p) = pmpi() else {
+        return sys::ERR_OTHER;
+    };
+    let Some(a) = active() else {
+        // SAFETY: no arguments.
+        return unsafe { (p.finalize)() };
+    };
+    guard((), || a.begin(c"MPI_Finalize"));
+    // SAFETY: no arguments.
+    let rc = unsafe { (p.finalize)() };
+    guard((), || {
+        a.end();
+        state::deactivate(a);
+        // SAFETY: no arguments; called once (ACTIVE is now null).
+        unsafe { (a.api.finalize)() };
+    });
+    rc
+}
+
+// ---- point to point ----
+
+/// Records a send of `count` x `dtype` to `dest` of `comm`: arguments (`peer`
+/// when `with_peer`: the nonblocking posts leave it to the matrix, which has it)
+/// and the message.
+fn sent(
+    a: &Active,
+    p: &Pmpi,
+    dtype: Datatype,
+    count: c_int,
+    dest: c_int,
+    comm: Comm,
+    with_peer: bool,
+) {
+    let bytes = nonneg(count) * state::type_size(p, dtype);
+    a.arg(c"bytes_sent", bytes);
+    if dest < 0 {
+        return; // MPI_PROC_NULL
+    }
+    let view = a.view(p, comm);
+    if let Some(peer) = Active::world_rank_of(view, dest) {
+        if with_peer {
+            a.arg(c"peer", u64::from(peer));
+        }
+        a.message(peer, message::SEND, bytes);
+    }
+}
+
+/// `MPI_Send`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    dtype: Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Send",
+        // SAFETY: forwarded as received.
+        |p| unsafe { (p.send)(buf, count, dtype, dest, tag, comm) },
+        |a, p, rc| {
+            if rc == sys::SUCCESS {
+                sent(a, p, dtype, count, dest, comm, true);
+            }
+        },
+    )
+}
+
+/// `MPI_Isend`: the message counts when posted.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    dtype: Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: Comm,
+    req: *mut Request,
+) -> c_int {
+    measured(
+        c"MPI_Isend",
+        // SAFETY: forwarded as received.
+        |p| unsafe { (p.isend)(buf, count, dtype, dest, tag, comm, req) },
+        |a, p, rc| {
+            if rc == sys::SUCCESS && !req.is_null() {
+                // SAFETY: MPI wrote the new request.
+                state::untrack(unsafe { *req });
+                sent(a, p, dtype, count, dest, comm, false);
+            }
+        },
+    )
+}
+
+/// `MPI_Recv`: the message counts from the status (kprof's own when the program
+/// ignores it).
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    dtype: Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: Comm,
+    status: *mut Status,
+) -> c_int {
+    let mut own = Status::default();
+    let measuring = active().is_some();
+    let st = if status.is_null() && measuring {
+        &mut own as *mut Status
+    } else {
+        status
+    };
+    measured(
+        c"MPI_Recv",
+        // SAFETY: forwarded, with a status of kprof's own in place of
+        // MPI_STATUS_IGNORE.
+        |p| unsafe { (p.recv)(buf, count, dtype, source, tag, comm, st) },
+        |a, p, rc| {
+            if rc == sys::SUCCESS && !st.is_null() {
+                let view = a.view(p, comm);
+                // SAFETY: MPI filled the status.
+                let st = unsafe { &*st };
+                received_args(a, a.received(p, view, dtype, st), true);
+            }
+        },
+    )
+}
+
+/// Arguments of a call that completed one receive (`peer` when `one`).
+fn received_args(a: &Active, got: Option<(u32, u64)>, one: bool) {
+    if let Some((peer, bytes)) = got {
+        a.arg(c"bytes_received", bytes);
+        if one {
+            a.arg(c"peer", u64::from(peer));
+        }
+    }
+}
+
+/// `MPI_Irecv`: remembered until a wait or test completes it.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    dtype: Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: Comm,
+    req: *mut Request,
+) -> c_int {
+    measured(
+        c"MPI_Irecv",
+        // SAFETY: forwarded as received.
+        |p| unsafe { (p.irecv)(buf, count, dtype, source, tag, comm, req) },
+        |a, p, rc| {
+            if rc == sys::SUCCESS && !req.is_null() {
+                let view = a.view(p, comm);
+                // SAFETY: MPI wrote the new request.
+                state::track(unsafe { *req }, view, dtype);
+            }
+        },
+    )
+}
+
+/// `MPI_Sendrecv`: a send and a receive.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: Comm,
+    status: *mut Status,
+) -> c_int {
+    let mut own = Status::default();
+    let st = if status.is_null() && active().is_some() {
+        &mut own as *mut Status
+    } else {
+        status
+    };
+    measured(
+        c"MPI_Sendrecv",
+        |p| {
+            // SAFETY: forwarded, with a status of kprof's own in place of
+            // MPI_STATUS_IGNORE.
+            unsafe {
+                (p.sendrecv)(
+                    sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                    source, recvtag, comm, st,
+                )
+            }
+        },
+        |a, p, rc| {
+            if rc != sys::SUCCESS {
+                return;
+            }
+            sent(a, p, sendtype, sendcount, dest, comm, false);
+            if !st.is_null() {
+                let view = a.view(p, comm);
+                // SAFETY: MPI filled the status.
+                let got = a.received(p, view, recvtype, unsafe { &*st });
+                received_args(a, got, false);
+            }
+        },
+    )
+}
+
+/// `MPI_Request_free`: a freed receive is no longer tracked.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(req: *mut Request) -> c_int {
+    let Some(p) = pmpi() else {
+        return sys::ERR_OTHER;
+    };
+    if active().is_some() && !req.is_null() {
+        // SAFETY: the program's request.
+        let r = unsafe { *req };
+        guard((), || state::untrack(r));
+    }
+    // SAFETY: forwarded as received.
+    unsafe { (p.request_free)(req) }
+}
+
+// ---- completion ----
+
+/// Tracked receives a wait or test can complete, by request index.
+const INLINE: usize = 64;
+
+#[derive(Clone, Copy)]
+struct Tracked {
+    index: c_int,
+    slot: usize,
+    req: Request,
+    pending: Pending,
+}
+
+/// The tracked receives among the requests of one wait or test, in index order
+/// (taken before the call: MPI resets completed handles).
+struct Scan {
+    inline: [MaybeUninit<Tracked>; INLINE],
+    n: usize,
+    spill: Vec<Tracked>,
+}
+
+impl Scan {
+    /// An empty scan (nothing written: the arrays stay uninitialized).
+    #[inline(always)]
+    fn new() -> Scan {
+        Scan {
+            inline: [const { MaybeUninit::uninit() }; INLINE],
+            n: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    /// Finds the tracked receives among `count` requests at `reqs`.
+    ///
+    /// # Safety
+    /// `reqs` holds `count` requests (or is NULL).
+    #[inline]
+    unsafe fn fill(&mut self, reqs: *const Request, count: c_int) {
+        if reqs.is_null() || count <= 0 {
+            return;
+        }
+        // SAFETY: the caller's contract.
+        let all = unsafe { std::slice::from_raw_parts(reqs, count as usize) };
+        for (i, &req) in all.iter().enumerate() {
+            if let Some((slot, pending)) = state::lookup(req) {
+                let t = Tracked {
+                    index: i as c_int,
+                    slot,
+                    req,
+                    pending,
+                };
+                if self.n < INLINE {
+                    self.inline[self.n] = MaybeUninit::new(t);
+                    self.n += 1;
+                } else {
+                    self.spill.push(t);
+                }
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The tracked receive of request `index`.
+    fn find(&self, index: c_int) -> Option<&Tracked> {
+        // SAFETY: the first `n` are initialized.
+        let inline =
+            unsafe { std::slice::from_raw_parts(self.inline.as_ptr().cast::<Tracked>(), self.n) };
+        for part in [inline, self.spill.as_slice()] {
+            if let Ok(k) = part.binary_search_by_key(&index, |t| t.index) {
+                return Some(&part[k]);
+            }
+        }
+        None
+    }
+}
+
+/// Statuses for a wait or test: the program's, or kprof's own when it passed
+/// `MPI_STATUSES_IGNORE` and a tracked receive needs one. Not moved once
+/// [`Statuses::set`] handed out a pointer into it.
+struct Statuses {
+    inline: [MaybeUninit<Status>; INLINE],
+    heap: Vec<Status>,
+    ptr: *mut Status,
+}
+
+impl Statuses {
+    #[inline(always)]
+    fn new() -> Statuses {
+        Statuses {
+            inline: [const { MaybeUninit::uninit() }; INLINE],
+            heap: Vec::new(),
+            ptr: std::ptr::null_mut(),
+        }
+    }
+
+    /// The statuses to pass to MPI for `count` requests.
+    #[inline]
+    fn set(&mut self, given: *mut Status, count: c_int, need: bool) -> *mut Status {
+        self.ptr = given;
+        if given.is_null() && need && count > 0 {
+            if count as usize <= INLINE {
+                self.ptr = self.inline.as_mut_ptr().cast();
+            } else {
+                self.heap = vec![Status::default(); count as usize];
+                self.ptr = self.heap.as_mut_ptr();
+            }
+        }
+        self.ptr
+    }
+
+    /// Status `i`, which MPI filled.
+    ///
+    /// # Safety
+    /// `i` is below the count and MPI filled that status.
+    unsafe fn get(&self, i: c_int) -> Option<&Status> {
+        // SAFETY: the caller's contract.
+        unsafe { self.ptr.add(i as usize).as_ref() }
+    }
+}
+
+/// Records the completion of tracked receive `t` with status `st`; returns its
+/// (peer, bytes).
+fn completed(a: &Active, p: &Pmpi, t: &Tracked, st: Option<&Status>) -> Option<(u32, u64)> {
+    state::release(t.slot, t.req);
+    a.received(p, t.pending.view, t.pending.dtype, st?)
+}
+
+/// Adds the arguments of a call that completed `got` receives.
+fn completion_args(a: &Active, n: u32, bytes: u64, peer: Option<u32>) {
+    if n == 0 {
+        return;
+    }
+    a.arg(c"bytes_received", bytes);
+    if let (1, Some(peer)) = (n, peer) {
+        a.arg(c"peer", u64::from(peer));
+    }
+}
+
+/// A wait or test: scan, forward with statuses, record what completed.
+/// `fwd` gets the statuses pointer; `done` lists the completed (request index,
+/// status index) pairs after a successful call.
+fn completion(
+    name: &'static CStr,
+    reqs: *const Request,
+    count: c_int,
+    statuses: *mut Status,
+    fwd: impl FnOnce(&'static Pmpi, *mut Status) -> c_int,
+    done: impl FnOnce(&mut dyn FnMut(c_int, c_int)),
+) -> c_int {
+    let Some(p) = pmpi() else {
+        return sys::ERR_OTHER;
+    };
+    let Some(a) = active() else {
+        return fwd(p, statuses);
+    };
+    guard((), || a.begin(name));
+    // Built in place and never moved: they are arrays of a few KiB.
+    let mut scan = Scan::new();
+    // SAFETY: the program passes `count` requests.
+    guard((), || unsafe { scan.fill(reqs, count) });
+    let mut st = Statuses::new();
+    let ptr = st.set(statuses, count, !scan.is_empty());
+    let rc = fwd(p, ptr);
+    guard((), || {
+        if scan.is_empty() || rc != sys::SUCCESS {
+            return;
+        }
+        let (mut n, mut bytes, mut peer) = (0u32, 0u64, None);
+        done(&mut |index, status| {
+            if let Some(t) = scan.find(index) {
+                // SAFETY: MPI filled the status of each completed request.
+                if let Some((w, b)) = completed(a, p, t, unsafe { st.get(status) }) {
+                    n += 1;
+                    bytes += b;
+                    peer = Some(w);
+                }
+            }
+        });
+        completion_args(a, n, bytes, peer);
+    });
+    guard((), || a.end());
+    rc
+}
+
+/// `MPI_Wait`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(req: *mut Request, status: *mut Status) -> c_int {
+    completion(
+        c"MPI_Wait",
+        req,
+        1,
+        status,
+        // SAFETY: forwarded, statuses possibly kprof's own.
+        |p, st| unsafe { (p.wait)(req, st) },
+        |f| f(0, 0),
+    )
+}
+
+/// `MPI_Waitall`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    reqs: *mut Request,
+    statuses: *mut Status,
+) -> c_int {
+    completion(
+        c"MPI_Waitall",
+        reqs,
+        count,
+        statuses,
+        // SAFETY: forwarded, statuses possibly kprof's own.
+        |p, st| unsafe { (p.waitall)(count, reqs, st) },
+        |f| (0..count).for_each(|i| f(i, i)),
+    )
+}
+
+/// `MPI_Waitany`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    reqs: *mut Request,
+    index: *mut c_int,
+    status: *mut Status,
+) -> c_int {
+    completion(
+        c"MPI_Waitany",
+        reqs,
+        count,
+        status,
+        // SAFETY: forwarded, status possibly kprof's own.
+        |p, st| unsafe { (p.waitany)(count, reqs, index, st) },
+        |f| {
+            // SAFETY: MPI wrote the index.
+            let i = if index.is_null() {
+                sys::UNDEFINED
+            } else {
+                unsafe { *index }
+            };
+            if i >= 0 {
+                f(i, 0);
+            }
+        },
+    )
+}
+
+/// `MPI_Waitsome`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    reqs: *mut Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut Status,
+) -> c_int {
+    completion(
+        c"MPI_Waitsome",
+        reqs,
+        incount,
+        statuses,
+        // SAFETY: forwarded, statuses possibly kprof's own.
+        |p, st| unsafe { (p.waitsome)(incount, reqs, outcount, indices, st) },
+        // SAFETY: MPI wrote `outcount` indices.
+        |f| unsafe { some(outcount, indices, incount, f) },
+    )
+}
+
+/// The completed pairs of a `Waitsome`/`Testsome`.
+///
+/// # Safety
+/// `outcount` and `indices` as MPI filled them.
+unsafe fn some(
+    outcount: *const c_int,
+    indices: *const c_int,
+    incount: c_int,
+    f: &mut dyn FnMut(c_int, c_int),
+) {
+    if outcount.is_null() || indices.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let n = unsafe { *outcount };
+    if n == sys::UNDEFINED || n <= 0 {
+        return;
+    }
+    for j in 0..n.min(incount) {
+        // SAFETY: MPI wrote `n` indices.
+        f(unsafe { *indices.add(j as usize) }, j);
+    }
+}
+
+/// `MPI_Test`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    req: *mut Request,
+    flag: *mut c_int,
+    status: *mut Status,
+) -> c_int {
+    completion(
+        c"MPI_Test",
+        req,
+        1,
+        status,
+        // SAFETY: forwarded, status possibly kprof's own.
+        |p, st| unsafe { (p.test)(req, flag, st) },
+        // SAFETY: MPI wrote the flag.
+        |f| {
+            if !flag.is_null() && unsafe { *flag } != 0 {
+                f(0, 0);
+            }
+        },
+    )
+}
+
+/// `MPI_Testall`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    reqs: *mut Request,
+    flag: *mut c_int,
+    statuses: *mut Status,
+) -> c_int {
+    completion(
+        c"MPI_Testall",
+        reqs,
+        count,
+        statuses,
+        // SAFETY: forwarded, statuses possibly kprof's own.
+        |p, st| unsafe { (p.testall)(count, reqs, flag, st) },
+        // SAFETY: MPI wrote the flag.
+        |f| {
+            if !flag.is_null() && unsafe { *flag } != 0 {
+                (0..count).for_each(|i| f(i, i));
+            }
+        },
+    )
+}
+
+/// `MPI_Testsome`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    reqs: *mut Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut Status,
+) -> c_int {
+    completion(
+        c"MPI_Testsome",
+        reqs,
+        incount,
+        statuses,
+        // SAFETY: forwarded, statuses possibly kprof's own.
+        |p, st| unsafe { (p.testsome)(incount, reqs, outcount, indices, st) },
+        // SAFETY: MPI wrote `outcount` indices.
+        |f| unsafe { some(outcount, indices, incount, f) },
+    )
+}
+
+// ---- collectives ----
+
+/// Arguments of a collective: bytes this rank sent and received, and the
+/// communicator's size.
+fn collective(a: &Active, size: c_int, sent: u64, received: u64) {
+    a.arg(c"bytes_sent", sent);
+    a.arg(c"bytes_received", received);
+    a.arg(c"comm_size", nonneg(size));
+}
+
+/// `MPI_Barrier`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier(comm: Comm) -> c_int {
+    measured(
+        c"MPI_Barrier",
+        // SAFETY: forwarded as received.
+        |p| unsafe { (p.barrier)(comm) },
+        |a, p, _| {
+            let (size, _) = a.size_and_rank(a.view(p, comm));
+            a.arg(c"comm_size", nonneg(size));
+        },
+    )
+}
+
+/// `MPI_Bcast`: the root sends, the others receive.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast(
+    buf: *mut c_void,
+    count: c_int,
+    dtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Bcast",
+        // SAFETY: forwarded as received.
+        |p| unsafe { (p.bcast)(buf, count, dtype, root, comm) },
+        |a, p, _| {
+            let (size, me) = a.size_and_rank(a.view(p, comm));
+            let bytes = nonneg(count) * state::type_size(p, dtype);
+            let (s, r) = if me == root { (bytes, 0) } else { (0, bytes) };
+            collective(a, size, s, r);
+        },
+    )
+}
+
+/// `MPI_Reduce`: every rank sends its vector, the root receives the result.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dtype: Datatype,
+    op: Op,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Reduce",
+        // SAFETY: forwarded as received.
+        |p| unsafe { (p.reduce)(sendbuf, recvbuf, count, dtype, op, root, comm) },
+        |a, p, _| {
+            let (size, me) = a.size_and_rank(a.view(p, comm));
+            let bytes = nonneg(count) * state::type_size(p, dtype);
+            collective(a, size, bytes, if me == root { bytes } else { 0 });
+        },
+    )
+}
+
+/// `MPI_Allreduce`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dtype: Datatype,
+    op: Op,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Allreduce",
+        // SAFETY: forwarded as received.
+        |p| unsafe { (p.allreduce)(sendbuf, recvbuf, count, dtype, op, comm) },
+        |a, p, _| {
+            let (size, _) = a.size_and_rank(a.view(p, comm));
+            let bytes = nonneg(count) * state::type_size(p, dtype);
+            collective(a, size, bytes, bytes);
+        },
+    )
+}
+
+/// `MPI_Allgather`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Allgather",
+        // SAFETY: forwarded as received.
+        |p| unsafe {
+            (p.allgather)(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        },
+        |a, p, _| {
+            let (size, _) = a.size_and_rank(a.view(p, comm));
+            let block = nonneg(recvcount) * state::type_size(p, recvtype);
+            let sent = if sendbuf == sys::IN_PLACE {
+                block
+            } else {
+                nonneg(sendcount) * state::type_size(p, sendtype)
+            };
+            collective(a, size, sent, block * nonneg(size));
+        },
+    )
+}
+
+/// `MPI_Allgatherv`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Allgatherv",
+        // SAFETY: forwarded as received.
+        |p| unsafe {
+            (p.allgatherv)(
+                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+            )
+        },
+        |a, p, _| {
+            let (size, me) = a.size_and_rank(a.view(p, comm));
+            let ts = state::type_size(p, recvtype);
+            // SAFETY: recvcounts holds `size` counts at every rank.
+            let (all, mine) = unsafe { (sum(recvcounts, size), at(recvcounts, me, size)) };
+            let sent = if sendbuf == sys::IN_PLACE {
+                mine * ts
+            } else {
+                nonneg(sendcount) * state::type_size(p, sendtype)
+            };
+            collective(a, size, sent, all * ts);
+        },
+    )
+}
+
+/// `MPI_Alltoall`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Alltoall",
+        // SAFETY: forwarded as received.
+        |p| unsafe {
+            (p.alltoall)(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+            )
+        },
+        |a, p, _| {
+            let (size, _) = a.size_and_rank(a.view(p, comm));
+            let received = nonneg(recvcount) * state::type_size(p, recvtype) * nonneg(size);
+            let sent = if sendbuf == sys::IN_PLACE {
+                received
+            } else {
+                nonneg(sendcount) * state::type_size(p, sendtype) * nonneg(size)
+            };
+            collective(a, size, sent, received);
+        },
+    )
+}
+
+/// `MPI_Alltoallv`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: Datatype,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Alltoallv",
+        // SAFETY: forwarded as received.
+        |p| unsafe {
+            (p.alltoallv)(
+                sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                comm,
+            )
+        },
+        |a, p, _| {
+            let (size, _) = a.size_and_rank(a.view(p, comm));
+            // SAFETY: both count arrays hold `size` counts (sendcounts unless in place).
+            let received = unsafe { sum(recvcounts, size) } * state::type_size(p, recvtype);
+            let sent = if sendbuf == sys::IN_PLACE {
+                received
+            } else {
+                // SAFETY: as above.
+                let n = unsafe { sum(sendcounts, size) };
+                n * state::type_size(p, sendtype)
+            };
+            collective(a, size, sent, received);
+        },
+    )
+}
+
+/// `MPI_Gather`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Gather",
+        // SAFETY: forwarded as received.
+        |p| unsafe {
+            (p.gather)(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            )
+        },
+        |a, p, _| {
+            let (size, me) = a.size_and_rank(a.view(p, comm));
+            let block = if me == root {
+                nonneg(recvcount) * state::type_size(p, recvtype)
+            } else {
+                0
+            };
+            let sent = if sendbuf == sys::IN_PLACE {
+                block
+            } else {
+                nonneg(sendcount) * state::type_size(p, sendtype)
+            };
+            collective(a, size, sent, block * nonneg(size));
+        },
+    )
+}
+
+/// `MPI_Gatherv`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Gatherv",
+        // SAFETY: forwarded as received.
+        |p| unsafe {
+            (p.gatherv)(
+                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+            )
+        },
+        |a, p, _| {
+            let (size, me) = a.size_and_rank(a.view(p, comm));
+            let (received, mine) = if me == root {
+                let ts = state::type_size(p, recvtype);
+                // SAFETY: recvcounts holds `size` counts at the root.
+                unsafe { (sum(recvcounts, size) * ts, at(recvcounts, me, size) * ts) }
+            } else {
+                (0, 0)
+            };
+            let sent = if sendbuf == sys::IN_PLACE {
+                mine
+            } else {
+                nonneg(sendcount) * state::type_size(p, sendtype)
+            };
+            collective(a, size, sent, received);
+        },
+    )
+}
+
+/// `MPI_Scatter`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Scatter",
+        // SAFETY: forwarded as received.
+        |p| unsafe {
+            (p.scatter)(
+                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            )
+        },
+        |a, p, _| {
+            let (size, me) = a.size_and_rank(a.view(p, comm));
+            let block = if me == root {
+                nonneg(sendcount) * state::type_size(p, sendtype)
+            } else {
+                0
+            };
+            let received = if recvbuf.cast_const() == sys::IN_PLACE {
+                block
+            } else {
+                nonneg(recvcount) * state::type_size(p, recvtype)
+            };
+            collective(a, size, block * nonneg(size), received);
+        },
+    )
+}
+
+/// `MPI_Scatterv`.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) -> c_int {
+    measured(
+        c"MPI_Scatterv",
+        // SAFETY: forwarded as received.
+        |p| unsafe {
+            (p.scatterv)(
+                sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            )
+        },
+        |a, p, _| {
+            let (size, me) = a.size_and_rank(a.view(p, comm));
+            let (sent, mine) = if me == root {
+                let ts = state::type_size(p, sendtype);
+                // SAFETY: sendcounts holds `size` counts at the root.
+                unsafe { (sum(sendcounts, size) * ts, at(sendcounts, me, size) * ts) }
+            } else {
+                (0, 0)
+            };
+            let received = if recvbuf.cast_const() == sys::IN_PLACE {
+                mine
+            } else {
+                nonneg(recvcount) * state::type_size(p, recvtype)
+            };
+            collective(a, size, sent, received);
+        },
+    )
+}
+
+// ---- communicators ----
+
+/// `MPI_Comm_split`: the new communicator's translation is built now.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split(
+    comm: Comm,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut Comm,
+) -> c_int {
+    measured(
+        c"MPI_Comm_split",
+        // SAFETY: forwarded as received.
+        |p| unsafe { (p.comm_split)(comm, color, key, newcomm) },
+        // SAFETY: MPI wrote the new communicator.
+        |a, p, rc| learn_new(a, p, rc, newcomm),
+    )
+}
+
+/// `MPI_Comm_dup`: the new communicator's translation is built now.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup(comm: Comm, newcomm: *mut Comm) -> c_int {
+    measured(
+        c"MPI_Comm_dup",
+        // SAFETY: forwarded as received.
+        |p| unsafe { (p.comm_dup)(comm, newcomm) },
+        |a, p, rc| learn_new(a, p, rc, newcomm),
+    )
+}
+
+fn learn_new(a: &Active, p: &Pmpi, rc: c_int, newcomm: *mut Comm) {
+    if rc != sys::SUCCESS || newcomm.is_null() {
+        return;
+    }
+    // SAFETY: MPI wrote the new communicator (MPI_COMM_NULL for MPI_UNDEFINED).
+    let c = unsafe { *newcomm };
+    if c != a.null && c != a.world {
+        // A handle reused from a freed communicator is translated afresh.
+        a.forget(c);
+        let _: CommView = a.learn(p, c);
+    }
+}
+
+/// `MPI_Comm_free`: the handle may name another communicator later.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Comm) -> c_int {
+    let Some(p) = pmpi() else {
+        return sys::ERR_OTHER;
+    };
+    if let Some(a) = active() {
+        if !comm.is_null() {
+            // SAFETY: the program's communicator.
+            let c = unsafe { *comm };
+            guard((), || a.forget(c));
+        }
+    }
+    // SAFETY: forwarded as received.
+    unsafe { (p.comm_free)(comm) }
+}

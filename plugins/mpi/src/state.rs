@@ -1,0 +1,624 @@
+//! The plugin's state: the `PMPI_*` table, whether calls are measured (the core's
+//! table, `MPI_COMM_WORLD` and its group), the per-communicator translation of
+//! ranks to `MPI_COMM_WORLD` ranks, and the table of receives in flight.
+//!
+//! Both tables are fixed arrays of atomics, probed in buckets of 8 keys (one
+//! cache line): no lock and no allocation on a call. A communicator's
+//! translation is built once, at its creation or first sight (the cold path), and
+//! kept for the life of the process, so a request posted on a communicator freed
+//! before it completes still translates.
+
+use std::ffi::{c_int, CStr, CString};
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use kprof_abi::{message, CoreApi, Kind};
+
+use crate::sys::{self, Comm, Datatype, Family, Group, Pmpi, Request, Status};
+
+/// The `PMPI_*` table once resolved (leaked); null before the first call.
+static PMPI: AtomicPtr<Pmpi> = AtomicPtr::new(ptr::null_mut());
+/// What measuring needs, while calls are measured (from `MPI_Init` to
+/// `MPI_Finalize`); null otherwise.
+static ACTIVE: AtomicPtr<Active> = AtomicPtr::new(ptr::null_mut());
+/// Receives whose request found no free slot (their messages are not counted).
+static UNTRACKED: AtomicU64 = AtomicU64::new(0);
+/// Peers that could not be translated to `MPI_COMM_WORLD` ranks.
+static UNTRANSLATED: AtomicU64 = AtomicU64::new(0);
+
+/// The channel of point-to-point messages in the profile's `messages`.
+pub const CHANNEL: &CStr = c"MPI p2p";
+
+pub(crate) fn warn(msg: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "kprof: {msg}");
+}
+
+/// The `PMPI_*` functions (resolved at the first call).
+#[inline(always)]
+pub fn pmpi() -> Option<&'static Pmpi> {
+    // SAFETY: PMPI holds null or a leaked, never freed table.
+    match unsafe { PMPI.load(Ordering::Acquire).as_ref() } {
+        Some(p) => Some(p),
+        None => resolve_pmpi(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn resolve_pmpi() -> Option<&'static Pmpi> {
+    let fresh = Box::into_raw(Box::new(Pmpi::resolve()));
+    match PMPI.compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just leaked.
+        Ok(_) => Some(unsafe { &*fresh }),
+        Err(won) => {
+            // SAFETY: ours, never published.
+            drop(unsafe { Box::from_raw(fresh) });
+            // SAFETY: the winner's leaked table.
+            Some(unsafe { &*won })
+        }
+    }
+}
+
+/// What measuring needs.
+pub struct Active {
+    /// The core's table (attached).
+    pub api: &'static CoreApi,
+    /// `MPI_COMM_WORLD`.
+    pub world: Comm,
+    /// `MPI_COMM_NULL`.
+    pub null: Comm,
+    /// The group of `MPI_COMM_WORLD`.
+    pub world_group: Group,
+    /// This process's rank in `MPI_COMM_WORLD`.
+    pub world_rank: c_int,
+    /// Ranks in `MPI_COMM_WORLD`.
+    pub world_size: c_int,
+}
+
+/// The state while measuring.
+#[inline(always)]
+pub fn active() -> Option<&'static Active> {
+    // SAFETY: ACTIVE holds null or a leaked, never freed `Active`.
+    unsafe { ACTIVE.load(Ordering::Acquire).as_ref() }
+}
+
+/// Address of a function of this library that it does not export.
+fn anchor() -> usize {
+    start as *const () as usize
+}
+
+/// Before the real `MPI_Init`: detects the MPI family and attaches the core
+/// (Open MPI only). Returns the core's table when calls are to be measured.
+pub fn start(p: &Pmpi) -> Option<&'static CoreApi> {
+    if let Some(missing) = p.missing {
+        warn(&format!(
+            "the MPI library has no {missing}: MPI calls are not measured"
+        ));
+        return None;
+    }
+    match Family::detect() {
+        Family::OpenMpi => {}
+        Family::Mpich => {
+            warn(
+                "MPICH-family MPI is not supported yet (Open MPI only); MPI calls are not measured",
+            );
+            return None;
+        }
+        Family::Unknown => {
+            warn("unknown MPI library (not Open MPI); MPI calls are not measured");
+            return None;
+        }
+    }
+    let api = match kprof_abi::loader::load_core(anchor()) {
+        Ok(api) => api,
+        Err(e) => {
+            warn(&format!("{e}; MPI runs without kprof"));
+            return None;
+        }
+    };
+    // SAFETY: NUL-terminated literals.
+    unsafe {
+        if (api.option_flag)(c"enable".as_ptr()) == 0 || !(api.attach)(c"mpi".as_ptr()) {
+            return None;
+        }
+    }
+    Some(api)
+}
+
+/// After the real `MPI_Init` succeeded: `MPI_COMM_WORLD`, its group, rank and size;
+/// from now on calls are measured.
+pub fn activate(api: &'static CoreApi, p: &Pmpi, thread_level: Option<c_int>) {
+    let (Some(world), Some(null)) = (sys::comm_world(), sys::data("ompi_mpi_comm_null\0")) else {
+        warn("Open MPI's MPI_COMM_WORLD not found; MPI calls are not measured");
+        return;
+    };
+    let (mut rank, mut size, mut group): (c_int, c_int, Group) = (0, 0, ptr::null_mut());
+    // SAFETY: MPI is initialized; out-pointers to locals.
+    unsafe {
+        (p.comm_rank)(world, &mut rank);
+        (p.comm_size)(world, &mut size);
+        (p.comm_group)(world, &mut group);
+    }
+    metadata(api, "MPI family", "Open MPI");
+    let mut buf = vec![0u8; 8192];
+    let mut len: c_int = 0;
+    // SAFETY: MPI_MAX_LIBRARY_VERSION_STRING is 256 in Open MPI; the buffer is larger.
+    if unsafe { (p.get_library_version)(buf.as_mut_ptr().cast(), &mut len) } == sys::SUCCESS {
+        let text =
+            String::from_utf8_lossy(&buf[..usize::try_from(len).unwrap_or(0).min(buf.len())]);
+        let first = text
+            .split([',', '\n'])
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        metadata(api, "MPI library", &first);
+    }
+    metadata(api, "MPI rank", &rank.to_string());
+    metadata(api, "MPI size", &size.to_string());
+    if let Some(level) = thread_level {
+        let name = match level {
+            0 => "MPI_THREAD_SINGLE",
+            1 => "MPI_THREAD_FUNNELED",
+            2 => "MPI_THREAD_SERIALIZED",
+            3 => "MPI_THREAD_MULTIPLE",
+            _ => "unknown",
+        };
+        metadata(api, "MPI thread level", name);
+    }
+    let a = Box::into_raw(Box::new(Active {
+        api,
+        world,
+        null,
+        world_group: group,
+        world_rank: rank,
+        world_size: size,
+    }));
+    ACTIVE.store(a, Ordering::Release);
+}
+
+/// At `MPI_Finalize`, before the real one: calls are no longer measured; what was
+/// lost is recorded.
+pub fn deactivate(a: &Active) {
+    ACTIVE.store(ptr::null_mut(), Ordering::Release);
+    for (key, n) in [
+        (
+            "MPI receives not tracked",
+            UNTRACKED.load(Ordering::Relaxed),
+        ),
+        (
+            "MPI peers not translated",
+            UNTRANSLATED.load(Ordering::Relaxed),
+        ),
+    ] {
+        if n > 0 {
+            metadata(a.api, key, &n.to_string());
+        }
+    }
+}
+
+/// Records a metadata pair.
+pub fn metadata(api: &CoreApi, key: &str, value: &str) {
+    let (Ok(k), Ok(v)) = (CString::new(key), CString::new(value)) else {
+        return;
+    };
+    // SAFETY: NUL-terminated strings living across the call.
+    unsafe { (api.metadata)(k.as_ptr(), v.as_ptr()) };
+}
+
+// ---- communicators: ranks in MPI_COMM_WORLD ----
+
+/// A communicator's ranks translated to `MPI_COMM_WORLD` (of the remote group for
+/// an inter-communicator, whose point-to-point peers are there).
+pub struct Ranks {
+    /// World rank of each peer rank (`u32::MAX`: none).
+    pub world: Box<[u32]>,
+    /// Size of the local group.
+    pub size: c_int,
+    /// This process's rank in the communicator.
+    pub me: c_int,
+}
+
+/// A communicator as calls use it: the world itself (no translation) or its
+/// translation.
+#[derive(Clone, Copy)]
+pub enum CommView {
+    /// `MPI_COMM_WORLD`.
+    World,
+    /// Another communicator.
+    Other(&'static Ranks),
+    /// A communicator kprof could not look up (`MPI_COMM_NULL`, an error).
+    Unknown,
+}
+
+const COMM_SLOTS: usize = 1024;
+const BUCKET: usize = 8;
+static COMM_KEYS: [AtomicUsize; COMM_SLOTS] = [const { AtomicUsize::new(0) }; COMM_SLOTS];
+static COMM_VALS: [AtomicPtr<Ranks>; COMM_SLOTS] =
+    [const { AtomicPtr::new(ptr::null_mut()) }; COMM_SLOTS];
+/// A slot being filled (never a handle: handles are aligned pointers).
+const RESERVED: usize = 1;
+
+#[inline(always)]
+fn bucket(key: usize, slots: usize) -> usize {
+    let h = (key >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 40) % (slots / BUCKET) * BUCKET
+}
+
+impl Active {
+    /// How `comm` translates.
+    #[inline]
+    pub fn view(&self, p: &Pmpi, comm: Comm) -> CommView {
+        if comm == self.world {
+            return CommView::World;
+        }
+        let key = comm as usize;
+        if key <= RESERVED || comm == self.null {
+            return CommView::Unknown;
+        }
+        let b = bucket(key, COMM_SLOTS);
+        for i in b..b + BUCKET {
+            if COMM_KEYS[i].load(Ordering::Acquire) == key {
+                // SAFETY: a published slot holds a leaked `Ranks`.
+                if let Some(r) = unsafe { COMM_VALS[i].load(Ordering::Acquire).as_ref() } {
+                    return CommView::Other(r);
+                }
+            }
+        }
+        self.learn(p, comm)
+    }
+
+    /// First sight of a communicator: its translation, cached.
+    #[cold]
+    #[inline(never)]
+    pub fn learn(&self, p: &Pmpi, comm: Comm) -> CommView {
+        let Some(r) = self.translate(p, comm) else {
+            return CommView::Unknown;
+        };
+        let r: &'static Ranks = Box::leak(Box::new(r));
+        let key = comm as usize;
+        let b = bucket(key, COMM_SLOTS);
+        for i in b..b + BUCKET {
+            if COMM_KEYS[i]
+                .compare_exchange(0, RESERVED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                COMM_VALS[i].store(r as *const Ranks as *mut Ranks, Ordering::Release);
+                COMM_KEYS[i].store(key, Ordering::Release);
+                break;
+            }
+        }
+        // A full bucket: this communicator is translated again at its next use.
+        CommView::Other(r)
+    }
+
+    fn translate(&self, p: &Pmpi, comm: Comm) -> Option<Ranks> {
+        let (mut inter, mut size, mut me, mut group): (c_int, c_int, c_int, Group) =
+            (0, 0, 0, ptr::null_mut());
+        // SAFETY: `comm` is a communicator the program passed to MPI; out-pointers
+        // to locals.
+        unsafe {
+            if (p.comm_test_inter)(comm, &mut inter) != sys::SUCCESS
+                || (p.comm_size)(comm, &mut size) != sys::SUCCESS
+                || (p.comm_rank)(comm, &mut me) != sys::SUCCESS
+            {
+                return None;
+            }
+            let rc = if inter != 0 {
+                (p.comm_remote_group)(comm, &mut group)
+            } else {
+                (p.comm_group)(comm, &mut group)
+            };
+            if rc != sys::SUCCESS {
+                return None;
+            }
+        }
+        let mut n: c_int = 0;
+        // SAFETY: a valid group; out-pointer to a local.
+        unsafe { (p.group_size)(group, &mut n) };
+        let n = n.max(0);
+        let from: Vec<c_int> = (0..n).collect();
+        let mut to: Vec<c_int> = vec![sys::UNDEFINED; from.len()];
+        // SAFETY: both arrays hold `n` ranks; groups are valid.
+        unsafe {
+            (p.group_translate_ranks)(group, n, from.as_ptr(), self.world_group, to.as_mut_ptr());
+            (p.group_free)(&mut group);
+        }
+        let world = to
+            .iter()
+            .map(|&w| u32::try_from(w).unwrap_or(u32::MAX))
+            .collect();
+        Some(Ranks { world, size, me })
+    }
+
+    /// A communicator is being freed: its handle may be reused by another one.
+    pub fn forget(&self, comm: Comm) {
+        let key = comm as usize;
+        if key <= RESERVED {
+            return;
+        }
+        let b = bucket(key, COMM_SLOTS);
+        for k in &COMM_KEYS[b..b + BUCKET] {
+            let _ = k.compare_exchange(key, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    }
+
+    /// The `MPI_COMM_WORLD` rank of `rank` in the communicator seen as `view`.
+    #[inline]
+    pub fn world_rank_of(view: CommView, rank: c_int) -> Option<u32> {
+        let r = match view {
+            CommView::World => u32::try_from(rank).ok(),
+            CommView::Other(t) => usize::try_from(rank)
+                .ok()
+                .and_then(|i| t.world.get(i).copied())
+                .filter(|&w| w != u32::MAX),
+            CommView::Unknown => None,
+        };
+        if r.is_none() {
+            UNTRANSLATED.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// Size of the communicator and this process's rank in it.
+    #[inline]
+    pub fn size_and_rank(&self, view: CommView) -> (c_int, c_int) {
+        match view {
+            CommView::World => (self.world_size, self.world_rank),
+            CommView::Other(t) => (t.size, t.me),
+            CommView::Unknown => (0, -1),
+        }
+    }
+
+    // ---- recording ----
+
+    /// Opens the call's node.
+    #[inline(always)]
+    pub fn begin(&self, name: &'static CStr) {
+        // SAFETY: a static NUL-terminated name.
+        unsafe { (self.api.begin_static)(Kind::Mpi as u8, name.as_ptr(), 0, 0) };
+    }
+
+    /// Closes the call's node.
+    #[inline(always)]
+    pub fn end(&self) {
+        // SAFETY: plain values.
+        unsafe { (self.api.end)(Kind::Mpi as u8, 0) };
+    }
+
+    /// An argument of the call's node (`key` a static literal).
+    #[inline(always)]
+    pub fn arg(&self, key: &'static CStr, value: u64) {
+        // SAFETY: a static NUL-terminated key.
+        unsafe { (self.api.arg_static)(key.as_ptr(), value) };
+    }
+
+    /// One message to or from world rank `peer`.
+    #[inline(always)]
+    pub fn message(&self, peer: u32, direction: u8, bytes: u64) {
+        // SAFETY: a static NUL-terminated channel.
+        unsafe {
+            (self.api.instant_static)(
+                Kind::Message as u8,
+                CHANNEL.as_ptr(),
+                message::pack(peer, direction, 1),
+                bytes,
+            )
+        };
+    }
+
+    /// A received message, from its status (source in `view`, bytes by
+    /// `PMPI_Get_count` x the type's size); returns its (world peer, bytes).
+    #[inline]
+    pub fn received(
+        &self,
+        p: &Pmpi,
+        view: CommView,
+        dtype: Datatype,
+        st: &Status,
+    ) -> Option<(u32, u64)> {
+        if st.source < 0 || st.source == sys::PROC_NULL || st.cancelled != 0 {
+            return None;
+        }
+        let bytes = received_bytes(p, dtype, st);
+        let peer = Active::world_rank_of(view, st.source)?;
+        self.message(peer, message::RECEIVE, bytes);
+        Some((peer, bytes))
+    }
+}
+
+/// Bytes of a completed receive.
+#[inline]
+pub(crate) fn received_bytes(p: &Pmpi, dtype: Datatype, st: &Status) -> u64 {
+    let mut count: c_int = 0;
+    // SAFETY: a status MPI filled and the receive's datatype; out-pointer to a local.
+    if unsafe { (p.get_count)(st, dtype, &mut count) } != sys::SUCCESS || count < 0 {
+        return 0;
+    }
+    count as u64 * type_size(p, dtype)
+}
+
+/// Size in bytes of one element of `dtype` (0 when MPI refuses it).
+#[inline]
+pub(crate) fn type_size(p: &Pmpi, dtype: Datatype) -> u64 {
+    let mut size: c_int = 0;
+    // SAFETY: the program's datatype; out-pointer to a local.
+    if unsafe { (p.type_size)(dtype, &mut size) } != sys::SUCCESS {
+        return 0;
+    }
+    u64::try_from(size).unwrap_or(0)
+}
+
+// ---- receives in flight ----
+
+const REQ_SLOTS: usize = 8192;
+static REQ_KEYS: [AtomicUsize; REQ_SLOTS] = [const { AtomicUsize::new(0) }; REQ_SLOTS];
+static REQ_COMM: [AtomicPtr<Ranks>; REQ_SLOTS] =
+    [const { AtomicPtr::new(ptr::null_mut()) }; REQ_SLOTS];
+static REQ_TYPE: [AtomicUsize; REQ_SLOTS] = [const { AtomicUsize::new(0) }; REQ_SLOTS];
+/// `REQ_COMM` of a receive on `MPI_COMM_WORLD`.
+const WORLD_MARK: *mut Ranks = std::ptr::dangling_mut::<Ranks>();
+
+/// A receive in flight: its communicator's translation and its datatype.
+#[derive(Clone, Copy)]
+pub struct Pending {
+    /// How the source translates.
+    pub view: CommView,
+    /// The receive's datatype.
+    pub dtype: Datatype,
+}
+
+/// Remembers the receive posted as `req` (until a wait or test completes it).
+#[inline]
+pub fn track(req: Request, view: CommView, dtype: Datatype) {
+    let key = req as usize;
+    let comm = match view {
+        CommView::World => WORLD_MARK,
+        CommView::Other(r) => r as *const Ranks as *mut Ranks,
+        CommView::Unknown => return,
+    };
+    if key <= RESERVED {
+        return;
+    }
+    let b = bucket(key, REQ_SLOTS);
+    // A handle MPI reuses after an untracked completion replaces its old entry.
+    for i in b..b + BUCKET {
+        if REQ_KEYS[i].load(Ordering::Relaxed) == key {
+            REQ_COMM[i].store(comm, Ordering::Relaxed);
+            REQ_TYPE[i].store(dtype as usize, Ordering::Relaxed);
+            return;
+        }
+    }
+    for i in b..b + BUCKET {
+        if REQ_KEYS[i]
+            .compare_exchange(0, RESERVED, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            REQ_COMM[i].store(comm, Ordering::Relaxed);
+            REQ_TYPE[i].store(dtype as usize, Ordering::Relaxed);
+            REQ_KEYS[i].store(key, Ordering::Release);
+            return;
+        }
+    }
+    UNTRACKED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The receive posted as `req`, if it is one kprof tracks: its slot and what it
+/// needs at completion.
+#[inline]
+pub fn lookup(req: Request) -> Option<(usize, Pending)> {
+    let key = req as usize;
+    if key <= RESERVED {
+        return None;
+    }
+    let b = bucket(key, REQ_SLOTS);
+    for i in b..b + BUCKET {
+        if REQ_KEYS[i].load(Ordering::Acquire) == key {
+            let comm = REQ_COMM[i].load(Ordering::Relaxed);
+            let view = if comm == WORLD_MARK {
+                CommView::World
+            } else {
+                // SAFETY: a tracked receive's slot holds a leaked `Ranks`.
+                match unsafe { comm.as_ref() } {
+                    Some(r) => CommView::Other(r),
+                    None => CommView::Unknown,
+                }
+            };
+            let dtype = REQ_TYPE[i].load(Ordering::Relaxed) as Datatype;
+            return Some((i, Pending { view, dtype }));
+        }
+    }
+    None
+}
+
+/// The receive in `slot` completed (or its request was freed).
+#[inline]
+pub fn release(slot: usize, req: Request) {
+    let _ = REQ_KEYS[slot].compare_exchange(req as usize, 0, Ordering::AcqRel, Ordering::Relaxed);
+}
+
+/// A request handle now names something else (a send): forget a stale receive.
+#[inline]
+pub fn untrack(req: Request) {
+    if let Some((slot, _)) = lookup(req) {
+        release(slot, req);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(i: usize) -> Request {
+        // Aligned like the heap objects Open MPI's handles point to.
+        (0x7f00_0000_0000 + i * 0x40) as Request
+    }
+
+    #[test]
+    fn receives_in_flight_are_found_until_released() {
+        let dtype = 0x1234_5670 as Datatype;
+        for i in 0..100 {
+            track(req(i), CommView::World, dtype);
+        }
+        for i in 0..100 {
+            let (slot, p) = lookup(req(i)).expect("tracked");
+            assert!(matches!(p.view, CommView::World));
+            assert_eq!(p.dtype, dtype);
+            if i % 2 == 0 {
+                release(slot, req(i));
+            }
+        }
+        for i in 0..100 {
+            assert_eq!(lookup(req(i)).is_some(), i % 2 == 1, "{i}");
+            untrack(req(i));
+            assert!(lookup(req(i)).is_none());
+        }
+        // Handles that are no pointers are never tracked.
+        track(std::ptr::null_mut(), CommView::World, dtype);
+        assert!(lookup(std::ptr::null_mut()).is_none());
+    }
+
+    #[test]
+    fn a_full_bucket_counts_what_it_cannot_track() {
+        // Keys of one bucket, which no key of the other test (run in parallel,
+        // same table) falls in.
+        let other: Vec<usize> = (0..100)
+            .map(|i| bucket(req(i) as usize, REQ_SLOTS))
+            .collect();
+        let want = (5000..)
+            .map(|i| bucket(req(i) as usize, REQ_SLOTS))
+            .find(|b| !other.contains(b))
+            .unwrap();
+        let same: Vec<Request> = (5000..200_000)
+            .map(req)
+            .filter(|&r| bucket(r as usize, REQ_SLOTS) == want)
+            .take(BUCKET + 3)
+            .collect();
+        assert_eq!(same.len(), BUCKET + 3);
+        let before = UNTRACKED.load(Ordering::Relaxed);
+        for &r in &same {
+            track(r, CommView::World, std::ptr::null_mut());
+        }
+        assert_eq!(UNTRACKED.load(Ordering::Relaxed) - before, 3);
+        for &r in &same {
+            untrack(r);
+        }
+    }
+
+    #[test]
+    fn translated_ranks() {
+        let r: &'static Ranks = Box::leak(Box::new(Ranks {
+            world: vec![6, 4, u32::MAX].into_boxed_slice(),
+            size: 3,
+            me: 1,
+        }));
+        assert_eq!(Active::world_rank_of(CommView::World, 3), Some(3));
+        assert_eq!(Active::world_rank_of(CommView::Other(r), 0), Some(6));
+        assert_eq!(Active::world_rank_of(CommView::Other(r), 1), Some(4));
+        assert_eq!(Active::world_rank_of(CommView::Other(r), 2), None);
+        assert_eq!(Active::world_rank_of(CommView::Other(r), 3), None);
+        assert_eq!(Active::world_rank_of(CommView::Unknown, 0), None);
+        assert_eq!(Active::world_rank_of(CommView::World, -2), None);
+    }
+}

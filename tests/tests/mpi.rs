@@ -1,0 +1,481 @@
+//! The MPI plugin on real Open MPI: `mpirun -np 4 kprof run -- patterns ...`
+//! (`tests/mpi/patterns.c`, whose phases count their own messages per peer).
+//! Asserts, per rank: the message rows equal the program's own counts exactly;
+//! each MPI call is a node under the region that made it, with exact counts and
+//! byte arguments; the sleeping rank's lateness shows as the others' wait; and
+//! `kprof merge` of the 4 rank directories gives the job's matrix exactly. The
+//! program's output and exit status are the same without kprof.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock};
+
+use kprof_tests::openmp::have;
+use kprof_tests::{
+    assert_ok, clean_cmd, compile_with, lib, lib_dir, node, nodes, read_profile, run, scratch,
+    skip_unless, test_file, u,
+};
+use serde_json::Value;
+
+const RANKS: u32 = 4;
+
+fn available() -> bool {
+    !skip_unless(have("mpicc") && have("mpirun"), "Open MPI (mpicc, mpirun)")
+}
+
+/// `tests/mpi/patterns.c`, built once with mpicc and linked with the core (its
+/// phases are kprof regions).
+fn program() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = scratch("mpi_build");
+            let libdir = lib_dir();
+            compile_with(
+                "mpicc",
+                &[&test_file("mpi/patterns.c")],
+                &dir.join("patterns"),
+                &[
+                    &format!("-L{}", libdir.display()),
+                    "-lkprof_core",
+                    &format!("-Wl,-rpath,{}", libdir.display()),
+                    "-lpthread",
+                ],
+            )
+        })
+        .clone()
+}
+
+/// One job at a time: 4 ranks already oversubscribe the 2 cores of CI.
+static JOBS: Mutex<()> = Mutex::new(());
+
+/// The environment of every MPI run: as root too; idle ranks yield their core
+/// (they busy-poll by default, which starves the others when oversubscribed).
+fn mpi_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_osc", "^rdma")
+        .env("OMPI_MCA_mpi_yield_when_idle", "1")
+}
+
+/// `mpirun -np 4` of `argv` in `cwd` (oversubscribing 2 cores).
+fn mpirun(cwd: &Path, argv: &[&Path], phases: &[&str]) -> Output {
+    let _one = JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cmd = clean_cmd(Path::new("mpirun"));
+    mpi_env(&mut cmd)
+        .current_dir(cwd)
+        .env("KPROF_SUMMARY", "0")
+        .args(["-np", &RANKS.to_string(), "--oversubscribe"])
+        .args(argv)
+        .arg(cwd.join("expect"))
+        .args(phases);
+    let _ = std::fs::create_dir_all(cwd.join("expect"));
+    run(&mut cmd)
+}
+
+/// Runs `phases` under kprof (`mpirun ... kprof run -- patterns`) and without;
+/// checks output and exit status are the same; returns each rank's profile and
+/// its own counts, and the directory holding the rank directories.
+fn measured(name: &str, phases: &[&str]) -> (Vec<(Value, BTreeSet<Row>)>, PathBuf) {
+    let base = scratch(name);
+    let (plain_dir, kprof_dir) = (base.join("plain"), base.join("kprof"));
+    for d in [&plain_dir, &kprof_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let prog = program();
+    let plain = mpirun(&plain_dir, &[&prog], phases);
+    let kprof = lib("kprof");
+    let with = mpirun(
+        &kprof_dir,
+        &[&kprof, Path::new("run"), Path::new("--"), &prog],
+        phases,
+    );
+    assert_eq!(
+        with.status.code(),
+        plain.status.code(),
+        "exit status changed:\n{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    let lines = |o: &Output| -> BTreeSet<String> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(lines(&with), lines(&plain), "program output changed");
+    assert_eq!(lines(&plain).len(), RANKS as usize, "{plain:?}");
+    let ranks = (0..RANKS)
+        .map(|r| {
+            let p = read_profile(&kprof_dir.join(format!("kprof-patterns-rank{r}")));
+            assert_eq!(p["metadata"]["MPI rank"], r.to_string());
+            assert_eq!(p["metadata"]["MPI family"], "Open MPI");
+            (p, expected(&kprof_dir.join("expect"), r))
+        })
+        .collect();
+    (ranks, kprof_dir)
+}
+
+/// (direction, world peer, count, bytes).
+type Row = (String, u64, u64, u64);
+
+/// The program's own counts of rank `r`.
+fn expected(dir: &Path, r: u32) -> BTreeSet<Row> {
+    std::fs::read_to_string(dir.join(format!("expect.{r}")))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let dir = if f[0] == "send" { "send" } else { "receive" };
+            (
+                dir.to_string(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[3].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The profile's rows of channel `MPI p2p`.
+fn rows(p: &Value) -> BTreeSet<Row> {
+    let mut out = BTreeSet::new();
+    for m in p["messages"].as_array().expect("messages") {
+        assert_eq!(m["channel"], "MPI p2p");
+        for x in m["peers"].as_array().unwrap() {
+            out.insert((
+                m["direction"].as_str().unwrap().to_string(),
+                u(&x["peer"]),
+                u(&x["count"]),
+                u(&x["bytes"]),
+            ));
+        }
+    }
+    out
+}
+
+/// An argument's (min, max) at a node.
+fn arg(n: &Value, key: &str) -> (u64, u64) {
+    let a = &n["args"][key];
+    assert!(a.is_object(), "no argument {key} at {n}");
+    (u(&a["min"]), u(&a["max"]))
+}
+
+fn count(all: &[(Vec<String>, Value)], path: &[&str]) -> u64 {
+    let n = node(all, path);
+    assert_eq!(n["kind"], "mpi", "{path:?}");
+    u(&n["count"])
+}
+
+#[test]
+fn point_to_point_and_collectives_exact_per_rank_and_merged() {
+    if !available() {
+        return;
+    }
+    let (ranks, dir) = measured(
+        "mpi_patterns",
+        &["ring", "alltoall", "subcomm", "collectives", "exit3"],
+    );
+    let n = u64::from(RANKS);
+    for (r, (p, want)) in ranks.iter().enumerate() {
+        let r = r as u64;
+        assert_eq!(&rows(p), want, "rank {r}: messages");
+        let all = nodes(p);
+        // Ring: 3 sends of 8(r+1) bytes to the right, 3 receives from the left.
+        let left = (r + n - 1) % n;
+        let send = node(&all, &["ring", "MPI_Send"]);
+        assert_eq!(u(&send["count"]), 3);
+        assert_eq!(arg(send, "bytes_sent"), (8 * (r + 1), 8 * (r + 1)));
+        assert_eq!(arg(send, "peer"), ((r + 1) % n, (r + 1) % n));
+        let recv = node(&all, &["ring", "MPI_Recv"]);
+        assert_eq!(u(&recv["count"]), 3);
+        assert_eq!(
+            arg(recv, "bytes_received"),
+            (8 * (left + 1), 8 * (left + 1))
+        );
+        assert_eq!(arg(recv, "peer"), (left, left));
+        assert_eq!(count(&all, &["ring", "MPI_Sendrecv"]), 1);
+        // All to all: r+1 receives from each other rank, q+1 sends to each q.
+        assert_eq!(count(&all, &["alltoall", "MPI_Irecv"]), (n - 1) * (r + 1));
+        let sends: u64 = (0..n).filter(|&q| q != r).map(|q| q + 1).sum();
+        assert_eq!(count(&all, &["alltoall", "MPI_Isend"]), sends);
+        assert_eq!(count(&all, &["alltoall", "MPI_Waitall"]), 1);
+        assert!(count(&all, &["alltoall", "MPI_Testsome"]) >= 1);
+        // Sub-communicator and a duplicate of the world.
+        assert_eq!(count(&all, &["subcomm", "MPI_Comm_split"]), 1);
+        assert_eq!(count(&all, &["subcomm", "MPI_Comm_dup"]), 1);
+        assert_eq!(count(&all, &["subcomm", "MPI_Wait"]), 2);
+        // The sub-rank's world rank is in the rows above (expect.<rank>).
+        assert_eq!(count(&all, &["subcomm", "MPI_Isend"]), 1);
+        if r == 0 {
+            let any = node(&all, &["subcomm", "MPI_Waitany"]);
+            assert_eq!((u(&any["count"]), arg(any, "bytes_received")), (3, (4, 4)));
+        } else {
+            assert_eq!(arg(node(&all, &["subcomm", "MPI_Send"]), "peer"), (0, 0));
+        }
+        // Collectives: (sent, received) bytes of this rank, communicator of 4.
+        let d = 8;
+        let root = |k: u64, v: u64| if r == k { v } else { 0 };
+        for (name, sent, received) in [
+            ("MPI_Bcast", root(1, 100 * d), 100 * d - root(1, 100 * d)),
+            ("MPI_Reduce", 10 * d, root(0, 10 * d)),
+            ("MPI_Allreduce", d, d),
+            ("MPI_Allgather", 4 * d, 4 * d * n),
+            ("MPI_Allgatherv", (r + 1) * d, 10 * d),
+            ("MPI_Alltoall", 2 * d * n, 2 * d * n),
+            ("MPI_Alltoallv", 10 * d, (r + 1) * d * n),
+            ("MPI_Gather", 3 * d, root(2, 3 * d * n)),
+            ("MPI_Gatherv", (r + 1) * d, root(2, 10 * d)),
+            ("MPI_Scatter", root(3, 5 * d * n), 5 * d),
+            ("MPI_Scatterv", root(3, 10 * d), (r + 1) * d),
+        ] {
+            let c = node(&all, &["collectives", name]);
+            assert_eq!(u(&c["count"]), 1, "{name}");
+            assert_eq!(arg(c, "bytes_sent"), (sent, sent), "rank {r} {name}");
+            assert_eq!(
+                arg(c, "bytes_received"),
+                (received, received),
+                "rank {r} {name}"
+            );
+            assert_eq!(arg(c, "comm_size"), (n, n), "{name}");
+        }
+        assert_eq!(count(&all, &["collectives", "MPI_Barrier"]), 1);
+        assert_eq!(count(&all, &["MPI_Init_thread"]), 1);
+        assert_eq!(count(&all, &["MPI_Finalize"]), 1);
+        assert_eq!(p["metadata"]["MPI thread level"], "MPI_THREAD_MULTIPLE");
+        assert!(p["metadata"]["MPI receives not tracked"].is_null());
+    }
+
+    // The job's matrix: every rank's own counts, exactly.
+    let merged = dir.join("merged");
+    let mut cmd = clean_cmd(&lib("kprof"));
+    cmd.arg("merge");
+    for r in 0..RANKS {
+        cmd.arg(dir.join(format!("kprof-patterns-rank{r}")));
+    }
+    assert_ok(&run(cmd.arg("-o").arg(&merged).arg("--no-trace")));
+    let m = read_profile(&merged);
+    let mut got = BTreeSet::new();
+    for ch in m["messages"].as_array().unwrap() {
+        assert_eq!(ch["channel"], "MPI p2p");
+        for e in ch["entries"].as_array().unwrap() {
+            got.insert((
+                u(&e["rank"]),
+                ch["direction"].as_str().unwrap().to_string(),
+                u(&e["peer"]),
+                u(&e["count"]),
+                u(&e["bytes"]),
+            ));
+        }
+    }
+    let want: BTreeSet<_> = ranks
+        .iter()
+        .enumerate()
+        .flat_map(|(r, (_, rows))| {
+            rows.iter()
+                .map(move |(d, peer, c, b)| (r as u64, d.clone(), *peer, *c, *b))
+        })
+        .collect();
+    assert_eq!(got, want);
+    // What each rank sent is what its peers received.
+    let sent: BTreeSet<_> = want
+        .iter()
+        .filter(|x| x.1 == "send")
+        .map(|x| (x.0, x.2, x.3, x.4))
+        .collect();
+    let received: BTreeSet<_> = want
+        .iter()
+        .filter(|x| x.1 == "receive")
+        .map(|x| (x.2, x.0, x.3, x.4))
+        .collect();
+    assert_eq!(sent, received);
+}
+
+#[test]
+fn late_rank_shows_as_wait_and_threads_count_exactly() {
+    if !available() {
+        return;
+    }
+    let (ranks, dir) = measured("mpi_sleep_threads", &["sleep", "threads"]);
+    for (r, (p, want)) in ranks.iter().enumerate() {
+        // Two threads x 50 exchanges of 16 bytes with rank ^ 1, from the threads.
+        assert_eq!(&rows(p), want, "rank {r}");
+        let partner = (r ^ 1) as u64;
+        assert_eq!(
+            want.iter().cloned().collect::<Vec<_>>(),
+            vec![
+                ("receive".to_string(), partner, 100, 1600),
+                ("send".to_string(), partner, 100, 1600)
+            ]
+        );
+        let all = nodes(p);
+        assert_eq!(count(&all, &["MPI_Isend"]), 100, "rank {r}");
+        assert_eq!(count(&all, &["MPI_Irecv"]), 100, "rank {r}");
+        assert_eq!(count(&all, &["MPI_Waitall"]), 100, "rank {r}");
+        assert_eq!(
+            arg(node(&all, &["MPI_Waitall"]), "bytes_received"),
+            (16, 16)
+        );
+        // Rank 3 sleeps 300 ms before the allreduce: the others wait there.
+        let wait = u(&node(&all, &["sleep", "MPI_Allreduce"])["total_ns"]);
+        if r == 3 {
+            assert!(wait < 150_000_000, "the late rank waited {wait} ns");
+        } else {
+            assert!(wait >= 250_000_000, "rank {r} waited only {wait} ns");
+        }
+        // The time in MPI, in `kprof report`.
+        let calls: u64 = all
+            .iter()
+            .filter(|(_, n)| n["kind"] == "mpi")
+            .map(|(_, n)| u(&n["count"]))
+            .sum();
+        let out = run(clean_cmd(&lib("kprof"))
+            .arg("report")
+            .arg(dir.join(format!("kprof-patterns-rank{r}"))));
+        assert_ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("MPI: "))
+            .unwrap_or_else(|| panic!("no MPI line in\n{text}"));
+        assert!(line.starts_with(&format!("MPI: {calls} calls, ")), "{line}");
+    }
+}
+
+#[test]
+fn kprof_run_detects_mpi_and_preloads_the_plugin() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_detect");
+    std::fs::create_dir_all(dir.join("expect")).unwrap();
+    // A singleton (no launcher): one rank.
+    let _one = JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cmd = clean_cmd(&lib("kprof"));
+    let out = run(mpi_env(&mut cmd)
+        .current_dir(&dir)
+        .env("KPROF_SUMMARY", "0")
+        .args(["run", "--verbose", "-o", "out", "--"])
+        .arg(program())
+        .arg(dir.join("expect"))
+        .arg("sleep"));
+    assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("kprof: detected mpi: links libmpi.so"),
+        "{err}"
+    );
+    assert!(
+        err.contains("kprof: measuring mpi, annotations (detected)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("LD_PRELOAD=") && err.contains("libkprof_mpi.so"),
+        "{err}"
+    );
+    let p = read_profile(&dir.join("out"));
+    let all = nodes(&p);
+    let allreduce = node(&all, &["sleep", "MPI_Allreduce"]);
+    assert_eq!(
+        (u(&allreduce["count"]), arg(allreduce, "comm_size")),
+        (1, (1, 1))
+    );
+    assert!(p["plugins"].as_array().unwrap().iter().any(|x| x == "mpi"));
+}
+
+/// Without MPI_Init the plugin stays out of the way: an MPI program that never
+/// calls MPI, or a non-MPI program with the plugin preloaded, runs unchanged.
+#[test]
+fn preloaded_into_a_program_without_mpi_calls_records_nothing() {
+    if !available() {
+        return;
+    }
+    let out = run(Command::new("true").env("LD_PRELOAD", lib("libkprof_mpi.so")));
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Linked instead of preloaded (`-lkprof_mpi` before the MPI library, as the
+/// CMake target `kprof::mpi` does): the same exact rows, no `kprof run`.
+#[test]
+fn linked_before_libmpi_without_kprof_run() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_linked");
+    let libdir = lib_dir();
+    let exe = compile_with(
+        "mpicc",
+        &[&test_file("mpi/patterns.c")],
+        &dir.join("patterns_linked"),
+        &[
+            &format!("-L{}", libdir.display()),
+            "-lkprof_mpi",
+            "-lkprof_core",
+            &format!("-Wl,-rpath,{}", libdir.display()),
+            "-lpthread",
+        ],
+    );
+    let _one = JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    std::fs::create_dir_all(dir.join("expect")).unwrap();
+    let mut cmd = clean_cmd(Path::new("mpirun"));
+    let out = run(mpi_env(&mut cmd)
+        .current_dir(&dir)
+        .env("KPROF_SUMMARY", "0")
+        .env("KPROF_OUTPUT_DIR", dir.join("r%r"))
+        .args(["-np", &RANKS.to_string(), "--oversubscribe"])
+        .arg(&exe)
+        .arg(dir.join("expect"))
+        .args(["ring", "subcomm"]));
+    assert_ok(&out);
+    for r in 0..RANKS {
+        let p = read_profile(&dir.join(format!("r{r}")));
+        assert_eq!(rows(&p), expected(&dir.join("expect"), r), "rank {r}");
+        assert_eq!(count(&nodes(&p), &["ring", "MPI_Send"]), 3);
+    }
+}
+
+/// An MPI library the plugin does not know, lacking functions the plugin uses
+/// (`tests/mpi/fake_mpi.c`): every call is forwarded with its arguments and
+/// return code intact, one line says why nothing is measured, nothing is written.
+/// Needs no MPI installed.
+#[test]
+fn an_unknown_mpi_library_is_forwarded_untouched() {
+    let dir = scratch("mpi_fake");
+    compile_with(
+        "gcc",
+        &[&test_file("mpi/fake_mpi.c")],
+        &dir.join("libfakempi.so"),
+        &["-shared", "-fPIC"],
+    );
+    let app = compile_with(
+        "gcc",
+        &[&test_file("mpi/fake_app.c")],
+        &dir.join("fake_app"),
+        &[
+            &format!("-L{}", dir.display()),
+            "-lfakempi",
+            &format!("-Wl,-rpath,{}", dir.display()),
+        ],
+    );
+    let plain = run(clean_cmd(&app).arg("x"));
+    let with = run(clean_cmd(&app)
+        .arg("x")
+        .env("LD_PRELOAD", lib("libkprof_mpi.so"))
+        .env("KPROF_OUTPUT_DIR", dir.join("out")));
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stdout),
+        "init 2 x\nsend 42 1 0x1234 3 9 0x5678\nrc 7\nfinalize\n"
+    );
+    assert_eq!(with.stdout, plain.stdout);
+    assert_eq!(with.status.code(), plain.status.code());
+    assert_eq!(
+        String::from_utf8_lossy(&with.stderr),
+        "kprof: the MPI library has no PMPI_Init_thread: MPI calls are not measured\n"
+    );
+    assert!(!dir.join("out").exists());
+}
