@@ -352,15 +352,14 @@ impl ThreadCounters {
         self.read()
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn read(&self) -> Option<Values> {
-        let mut v = [0i64; MAX_COUNTERS];
+        let mut v = [0u64; MAX_COUNTERS];
         if !self.counters.papi.read(self.set, &mut v) {
             self.anomalies.count(Anomaly::CounterReadFailed);
             return None;
         }
-        // PAPI's counts are non-negative 64-bit values in a signed type.
-        Some(v.map(|x| x as u64))
+        Some(v)
     }
 
     /// Stops the set and frees PAPI's record of the thread (it is exiting).

@@ -181,9 +181,10 @@ impl Papi {
     /// Reads the running counters of `set` (at most [`MAX_COUNTERS`] events) into
     /// `out`: the hot path's one call. False when PAPI failed (out unchanged).
     #[inline(always)]
-    pub fn read(&self, set: EventSet, out: &mut [i64; MAX_COUNTERS]) -> bool {
+    pub fn read(&self, set: EventSet, out: &mut [u64; MAX_COUNTERS]) -> bool {
         // SAFETY: `set` holds at most MAX_COUNTERS events (Counters::setup adds no
-        // more), so PAPI writes within `out`; it is this thread's set.
+        // more), so PAPI writes within `out`; it is this thread's set. PAPI's
+        // counts are non-negative 64-bit values in a signed type of the same size.
         let r = unsafe { (self.sys.PAPI_read)(set.0, out.as_mut_ptr().cast::<c_longlong>()) };
         r == sys::PAPI_OK as c_int
     }
