@@ -40,6 +40,12 @@ pub struct Models {
     pub cuda: bool,
     /// The HIP runtime (AMD GPUs): libamdhip64 is needed.
     pub hip: bool,
+    /// An FA-BSP (HClib-Actor / Conveyors) program: bale's Conveyors built in
+    /// (`convey_begin` in its symbols) or OpenSHMEM (liboshmem) linked.
+    pub actor: bool,
+    /// Conveyors is built in but its entries are not wrapped (the program was
+    /// not linked with kprof's `__wrap_convey_*`): the logical layer is not seen.
+    pub conveyors_unwrapped: bool,
     /// Why, one entry per finding.
     pub reasons: Vec<String>,
 }
@@ -60,6 +66,10 @@ struct ElfInfo {
     goacc: bool,
     /// The static CUDA runtime is built in (it names `libcuda.so.1` to load it).
     static_cudart: bool,
+    /// bale's Conveyors is built in (`convey_begin` is defined).
+    conveyors: bool,
+    /// kprof's link-time wrapper of `convey_push` is built in.
+    conveyors_wrapped: bool,
 }
 
 /// RAJA's runtime plugin loader (`RAJA::util::RuntimePluginLoader`), mangled.
@@ -99,6 +109,12 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
                     || name.starts_with(b"_ZN6Kokkos9Profiling"))
             {
                 info.static_kokkos = true;
+            }
+            if defined && (name == b"convey_begin" || name == b"__real_convey_begin") {
+                info.conveyors = true;
+            }
+            if defined && name == b"__wrap_convey_push" {
+                info.conveyors_wrapped = true;
             }
             if name.starts_with(b"GOACC_") {
                 info.goacc = true;
@@ -253,6 +269,11 @@ fn classify(name: &str, resolved: Option<&Path>, models: &mut Models, via: &str,
             models.reasons.push(why("raja"));
         }
         models.raja = true;
+    } else if base.starts_with("liboshmem.") {
+        if !models.actor {
+            models.reasons.push(why("actor"));
+        }
+        models.actor = true;
     } else if base.starts_with("libamdhip64.") {
         if !models.hip {
             models.reasons.push(why("hip"));
@@ -284,6 +305,13 @@ pub fn detect(program: &Path) -> Result<Models, String> {
             .push(format!("raja: built into the program ({how})"));
     }
     models.raja_without_loader = top.raja_symbols && top.static_raja.is_none();
+    models.conveyors_unwrapped = top.conveyors && !top.conveyors_wrapped;
+    if top.conveyors {
+        models.actor = true;
+        models
+            .reasons
+            .push("actor: Conveyors (convey_begin) is built into the program".into());
+    }
     if top.static_cudart {
         models.cuda = true;
         models

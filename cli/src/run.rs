@@ -37,6 +37,13 @@ pub struct RunArgs {
     /// program links the HIP runtime (libamdhip64).
     #[arg(long)]
     pub hip: bool,
+    /// Load the HClib-Actor / Conveyors plugin (libkprof_actor.so, preloaded):
+    /// message matrices and the MAIN/PROC/COMM breakdown of FA-BSP programs.
+    /// Detected when the program holds Conveyors (convey_begin) or links
+    /// OpenSHMEM. Conveyors' entries are seen when the program was linked with
+    /// kprof's wrappers (see ffi-headers/kprof_actor.h).
+    #[arg(long)]
+    pub actor: bool,
     /// Timeline traces: comma list of perfetto, json, otf2 (KPROF_TRACE).
     #[arg(long, value_name = "FORMATS")]
     pub trace: Option<String>,
@@ -422,14 +429,20 @@ pub fn main(args: RunArgs) -> Outcome {
 
     // Models: asked for, or detected. The program is read either way: what it is
     // tells which variable its Kokkos reads.
-    let asked = args.kokkos || args.openmp || args.openacc || args.raja || args.cuda || args.hip;
+    let asked = args.kokkos
+        || args.openmp
+        || args.openacc
+        || args.raja
+        || args.cuda
+        || args.hip
+        || args.actor;
     let path = find_program(&program).map_err(Failure)?;
     let detected = match detect(&path) {
         Ok(m) => Some(m),
         Err(e) => {
             if !asked {
                 say(&format!(
-                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc, --raja, --cuda or --hip"
+                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc, --raja, --cuda, --hip or --actor"
                 ));
             }
             None
@@ -443,6 +456,8 @@ pub fn main(args: RunArgs) -> Outcome {
             raja: args.raja,
             cuda: args.cuda,
             hip: args.hip,
+            actor: args.actor,
+            conveyors_unwrapped: detected.as_ref().is_some_and(|m| m.conveyors_unwrapped),
             kokkos_tools_libs: detected.as_ref().is_some_and(|m| m.kokkos_tools_libs),
             reasons: detected
                 .as_ref()
@@ -484,6 +499,9 @@ pub fn main(args: RunArgs) -> Outcome {
     }
     if models.hip {
         wanted.push(("hip", "libkprof_rocm.so"));
+    }
+    if models.actor {
+        wanted.push(("actor", "libkprof_actor.so"));
     }
     let mut missing = Vec::new();
     for (model, libname) in wanted {
@@ -538,6 +556,12 @@ pub fn main(args: RunArgs) -> Outcome {
             )),
             "raja" => env.push(("RAJA_PLUGINS", lib)),
             "cuda" => env.push(("CUDA_INJECTION64_PATH", lib)),
+            // Preloaded: its shmem_* come before liboshmem's weak ones, and the
+            // wrappers linked into the program find it with dlsym.
+            "actor" => env.push((
+                "LD_PRELOAD",
+                chain_list(&lib, std::env::var("LD_PRELOAD").ok().as_deref(), ':'),
+            )),
             // rocprofiler-sdk loads every tool of the list.
             "hip" => env.push((
                 "ROCP_TOOL_LIBRARIES",
@@ -565,6 +589,14 @@ pub fn main(args: RunArgs) -> Outcome {
              -DRAJA_ENABLE_RUNTIME_PLUGINS=ON to measure its kernels"
         ));
     }
+    if models.actor && models.conveyors_unwrapped {
+        say(&format!(
+            "{exe_name} holds Conveyors without kprof's link-time wrappers: its messages \
+             are not counted (only OpenSHMEM calls are); link it with kprof_actor_wrap.c and \
+             -Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,--wrap=convey_pull,\
+             --wrap=convey_advance,--wrap=convey_free (see kprof_actor.h)"
+        ));
+    }
     if models.gomp_only && !models.openmp {
         say(&format!(
             "{exe_name} runs on GCC's libgomp, which has no OpenMP tool interface: OpenMP \
@@ -577,7 +609,7 @@ pub fn main(args: RunArgs) -> Outcome {
             say(&format!(
                 "no Kokkos, OpenMP, OpenACC, RAJA, CUDA or HIP runtime found in {program}: nothing will \
                  be measured unless it uses the annotation API (give --kokkos, --openmp, \
-                 --openacc, --raja, --cuda or --hip to force)"
+                 --openacc, --raja, --cuda, --hip or --actor to force)"
             ));
         }
     } else if !args.quiet {

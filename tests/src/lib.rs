@@ -62,6 +62,8 @@ pub fn lib_dir() -> PathBuf {
                     "-p",
                     "kprof-rocm",
                     "-p",
+                    "kprof-actor",
+                    "-p",
                     "kprof-cli",
                 ])
                 .status()

@@ -1,0 +1,81 @@
+//! Route 2: what the link-time wrappers of Conveyors' entries
+//! (`ffi-headers/kprof_actor_wrap.c`) call. They find
+//! [`kprof_actor_wrap_hooks_v1`] with `dlsym` once; the table hands them the
+//! "current conveyor" word and [`leave`], called after every entry with the
+//! clock read before it.
+
+use std::ffi::{c_int, c_long, c_void};
+use std::sync::OnceLock;
+
+use kprof_abi::guard::guard;
+
+use crate::state;
+
+/// `struct kprof_actor_wrap_hooks` of `kprof_actor.h`.
+#[repr(C)]
+pub struct WrapHooks {
+    /// `size_of::<WrapHooks>()`.
+    pub size: u32,
+    /// [`WRAP_VERSION`].
+    pub version: u32,
+    /// The conveyor whose entry runs now ([`state::CURRENT`]).
+    pub current: *mut *mut c_void,
+    /// After each entry.
+    pub leave: unsafe extern "C" fn(
+        conveyor: *mut c_void,
+        op: c_int,
+        rc: c_long,
+        pe: i64,
+        arg: u64,
+        t0: u64,
+    ),
+}
+
+/// `KPROF_ACTOR_WRAP_VERSION`.
+pub const WRAP_VERSION: u32 = 1;
+
+struct Shared(WrapHooks);
+// SAFETY: the table is immutable once built; `current` points to an atomic word
+// (state::CURRENT) that lives for the whole process.
+unsafe impl Sync for Shared {}
+// SAFETY: as above.
+unsafe impl Send for Shared {}
+
+static TABLE: OnceLock<Shared> = OnceLock::new();
+
+/// The wrappers' table, or NULL while kprof is disabled (the wrappers then
+/// only forward).
+#[no_mangle]
+pub extern "C" fn kprof_actor_wrap_hooks_v1() -> *const WrapHooks {
+    guard(std::ptr::null(), || {
+        if crate::api_or_connect().is_none() {
+            return std::ptr::null();
+        }
+        &TABLE
+            .get_or_init(|| {
+                Shared(WrapHooks {
+                    size: std::mem::size_of::<WrapHooks>() as u32,
+                    version: WRAP_VERSION,
+                    current: state::CURRENT.as_ptr() as *mut *mut c_void,
+                    leave,
+                })
+            })
+            .0
+    })
+}
+
+/// A Conveyors entry returned.
+unsafe extern "C" fn leave(
+    conveyor: *mut c_void,
+    op: c_int,
+    rc: c_long,
+    pe: i64,
+    arg: u64,
+    t0: u64,
+) {
+    guard((), || {
+        if crate::api().is_some() {
+            state::leave(conveyor as usize, op, rc as i64, pe, arg, t0);
+        }
+    })
+}
