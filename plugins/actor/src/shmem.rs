@@ -91,6 +91,8 @@ fn done(f: F, t0: u64, put: Option<(i64, u64)>) {
         if crate::api_or_connect().is_none() {
             return;
         }
+        // Inside an OpenSHMEM call: initialized, so its PE numbers can be asked.
+        state::learn_pes();
         let now = state::shmem_call(t0, put);
         bump(&CALLS[f as usize], 1);
         bump(&TICKS[f as usize], now.saturating_sub(t0));

@@ -7,7 +7,7 @@
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use kprof_abi::{message, CoreApi, Kind};
 
@@ -202,16 +202,21 @@ pub static DIRECT: OnceLock<(Row, Row)> = OnceLock::new();
 /// OpenSHMEM puts made outside Conveyors, per destination.
 pub static OUTSIDE_PUTS: OnceLock<Row> = OnceLock::new();
 
-/// The job's PEs, asking OpenSHMEM once (0 when unknown).
-pub fn n_pes() -> usize {
-    let n = N_PES.load(Ordering::Relaxed);
-    if n >= 0 {
-        return n as usize;
+/// Asks OpenSHMEM for this PE and the job's PEs, once. Call only while
+/// OpenSHMEM is surely initialized (from a wrapped OpenSHMEM call or a
+/// Conveyors entry): `shmem_my_pe` aborts the program before `shmem_init` and
+/// after `shmem_finalize`.
+pub fn learn_pes() {
+    if N_PES.load(Ordering::Relaxed) < 0 {
+        let (me, n) = crate::shmem::my_pe_n_pes();
+        MY_PE.store(me, Ordering::Relaxed);
+        N_PES.store(n, Ordering::Relaxed);
     }
-    let (me, n) = crate::shmem::my_pe_n_pes();
-    MY_PE.store(me, Ordering::Relaxed);
-    N_PES.store(n, Ordering::Relaxed);
-    n.max(0) as usize
+}
+
+/// The job's PEs as learnt ([`learn_pes`]; 0 when unknown).
+pub fn n_pes() -> usize {
+    N_PES.load(Ordering::Relaxed).max(0) as usize
 }
 
 /// The slot of conveyor `key`, if measured.
@@ -247,6 +252,7 @@ fn register(key: usize, item: u64, t0: u64) -> Option<usize> {
                 return None;
             };
             let c = &CONVS[s];
+            learn_pes();
             let npes = n_pes();
             if c.rows().is_none_or(|r| r.send.count.len() != npes) {
                 let rows = Box::new(Rows {
@@ -344,14 +350,12 @@ pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
             }
         }
         op::FREE => {
-            if let Some(api) = crate::api() {
-                emit(api, c, now);
-            }
+            retire(c, now);
             c.key.store(0, Ordering::Relaxed);
             CACHE_KEY.store(0, Ordering::Relaxed);
             end_active(now);
             if ACTIVE.load(Ordering::Relaxed) > 0 {
-                // Delivering the rows is part of this convey_free for the
+                // Keeping the rows is part of this convey_free for the
                 // conveyors still alive: COMM, not the MAIN that follows.
                 let after = clock::ticks();
                 bump(&TOTALS.comm, after.saturating_sub(now));
@@ -458,47 +462,64 @@ pub fn emit_row(api: &CoreApi, channel: &str, direction: u8, rows: Vec<(u32, u64
     }
 }
 
-/// Delivers conveyor `c`'s rows and times (it is freed at `now`, or the run ends).
-fn emit(api: &CoreApi, c: &Conv, now: u64) {
-    let n = c.index.load(Ordering::Relaxed);
-    if let Some(rows) = c.rows() {
-        emit_row(
-            api,
-            &format!("conveyor {n} logical"),
-            message::SEND,
-            rows.send.take(),
-        );
-        emit_row(
-            api,
-            &format!("conveyor {n} logical"),
-            message::RECEIVE,
-            rows.recv.take(),
-        );
-        emit_row(
-            api,
-            &format!("conveyor {n} physical remote"),
-            message::SEND,
-            rows.phys.take(),
-        );
-    }
-    let k = clock::ns_per_tick();
-    let ns = |t: u64| ((t as f64) * k).round() as u64;
-    let life = now.saturating_sub(c.begin.load(Ordering::Relaxed));
-    let comm = c.comm.load(Ordering::Relaxed);
-    let proc_ = c.proc_.load(Ordering::Relaxed);
-    let p = format!("actor.conveyor.{n}");
-    meta(
+/// What a freed conveyor measured, kept until the end of the run: delivering
+/// it inside `convey_free` would put kprof's own work (and the core's first
+/// calls on the thread) inside the program's phase.
+pub struct Retired {
+    index: u32,
+    item: u64,
+    send: Vec<(u32, u64, u64)>,
+    recv: Vec<(u32, u64, u64)>,
+    phys: Vec<(u32, u64, u64)>,
+    /// Ticks: its life, its COMM, its PROC.
+    life: u64,
+    comm: u64,
+    proc_: u64,
+}
+
+static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
+
+/// Takes conveyor `c`'s rows and times (it is freed at `now`, or the run ends).
+fn retire(c: &Conv, now: u64) {
+    let r = Retired {
+        index: c.index.load(Ordering::Relaxed),
+        item: c.item.load(Ordering::Relaxed),
+        send: c.rows().map(|r| r.send.take()).unwrap_or_default(),
+        recv: c.rows().map(|r| r.recv.take()).unwrap_or_default(),
+        phys: c.rows().map(|r| r.phys.take()).unwrap_or_default(),
+        life: now.saturating_sub(c.begin.load(Ordering::Relaxed)),
+        comm: c.comm.load(Ordering::Relaxed),
+        proc_: c.proc_.load(Ordering::Relaxed),
+    };
+    RETIRED.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+}
+
+/// Delivers a retired conveyor (`k`: nanoseconds per tick).
+fn emit(api: &CoreApi, r: Retired, k: f64) {
+    let n = r.index;
+    emit_row(api, &format!("conveyor {n} logical"), message::SEND, r.send);
+    emit_row(
         api,
-        &format!("{p}.item_bytes"),
-        &c.item.load(Ordering::Relaxed).to_string(),
+        &format!("conveyor {n} logical"),
+        message::RECEIVE,
+        r.recv,
     );
-    meta(api, &format!("{p}.life_ns"), &ns(life).to_string());
-    meta(api, &format!("{p}.comm_ns"), &ns(comm).to_string());
-    meta(api, &format!("{p}.proc_ns"), &ns(proc_).to_string());
+    emit_row(
+        api,
+        &format!("conveyor {n} physical remote"),
+        message::SEND,
+        r.phys,
+    );
+    let ns = |t: u64| ((t as f64) * k).round() as u64;
+    let p = format!("actor.conveyor.{n}");
+    meta(api, &format!("{p}.item_bytes"), &r.item.to_string());
+    meta(api, &format!("{p}.life_ns"), &ns(r.life).to_string());
+    meta(api, &format!("{p}.comm_ns"), &ns(r.comm).to_string());
+    meta(api, &format!("{p}.proc_ns"), &ns(r.proc_).to_string());
     meta(
         api,
         &format!("{p}.main_ns"),
-        &ns(life.saturating_sub(comm + proc_)).to_string(),
+        &ns(r.life.saturating_sub(r.comm + r.proc_)).to_string(),
     );
 }
 
@@ -512,12 +533,17 @@ pub fn finish(api: &CoreApi) {
                 close_segment(now);
                 LAST.store(now, Ordering::Relaxed);
             }
-            emit(api, c, now);
+            retire(c, now);
             c.key.store(0, Ordering::Relaxed);
             end_active(now);
         }
     }
     CACHE_KEY.store(0, Ordering::Relaxed);
+    let k = clock::ns_per_tick();
+    let retired = std::mem::take(&mut *RETIRED.lock().unwrap_or_else(|p| p.into_inner()));
+    for r in retired {
+        emit(api, r, k);
+    }
     if let Some((send, recv)) = DIRECT.get() {
         emit_row(api, "actor direct", message::SEND, send.take());
         emit_row(api, "actor direct", message::RECEIVE, recv.take());
@@ -525,9 +551,7 @@ pub fn finish(api: &CoreApi) {
     if let Some(puts) = OUTSIDE_PUTS.get() {
         emit_row(api, "openshmem put", message::SEND, puts.take());
     }
-    let k = clock::ns_per_tick();
     let ns = |a: &AtomicU64| ((a.load(Ordering::Relaxed) as f64) * k).round() as u64;
-    n_pes();
     meta(api, "actor.pe", &MY_PE.load(Ordering::Relaxed).to_string());
     meta(
         api,

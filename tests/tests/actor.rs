@@ -1,0 +1,446 @@
+//! The HClib-Actor / Conveyors plugin (`libkprof_actor.so`) on 4 OpenSHMEM PEs
+//! (Open MPI's OSHMEM, `oshrun`), with the stand-in Conveyors of
+//! `tests/actor/convey/` built as a static library into FA-BSP programs
+//! (`tests/actor/histo.c`, `tests/actor/ig.c`) linked with kprof's link-time
+//! wrappers. The programs count their own logical sends, the stand-in counts its
+//! own physical buffers, and both measure their phase: kprof's matrices must
+//! equal those counts exactly, its MAIN + PROC + COMM the phase.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use kprof_tests::{assert_ok, lib, read_profile, scratch, skip_unless, test_file, workspace_root};
+use serde_json::Value;
+
+const NP: usize = 4;
+
+/// Both programs built with the wrappers, and the histogram without them.
+struct Programs {
+    histo: PathBuf,
+    ig: PathBuf,
+    histo_unwrapped: PathBuf,
+}
+
+fn have_oshmem() -> bool {
+    Command::new("oshcc")
+        .arg("--showme:version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        && Command::new("oshrun")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+}
+
+fn oshcc(args: &[&str]) {
+    let out = Command::new("oshcc")
+        .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror"])
+        .args(args)
+        .output()
+        .expect("run oshcc");
+    assert!(
+        out.status.success(),
+        "oshcc {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The wrapped entries (the link line kprof_actor.h documents).
+const WRAP: &str = "-Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,--wrap=convey_pull,--wrap=convey_advance,--wrap=convey_free";
+
+fn programs() -> &'static Programs {
+    static BUILT: OnceLock<Programs> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = scratch("actor_build");
+        let d = |f: &str| dir.join(f).display().to_string();
+        let src = |f: &str| test_file(&format!("actor/{f}")).display().to_string();
+        let headers = workspace_root().join("ffi-headers").display().to_string();
+        let wrap_c = workspace_root()
+            .join("ffi-headers/kprof_actor_wrap.c")
+            .display()
+            .to_string();
+        let inc = format!("-I{}", test_file("actor").display());
+        oshcc(&["-c", &src("convey/convey.c"), "-o", &d("convey.o")]);
+        let ar = Command::new("ar")
+            .args(["rcs", &d("libconvey.a"), &d("convey.o")])
+            .status()
+            .expect("run ar");
+        assert!(ar.success());
+        let libdir = format!("-L{}", dir.display());
+        for (name, wrapped) in [("histo", true), ("ig", true), ("histo", false)] {
+            let out = if wrapped {
+                d(name)
+            } else {
+                d(&format!("{name}_unwrapped"))
+            };
+            let s = src(&format!("{name}.c"));
+            let mut args = vec![inc.as_str(), "-I", &headers, &s];
+            if wrapped {
+                args.push(&wrap_c);
+                args.push(WRAP);
+            }
+            args.extend([libdir.as_str(), "-lconvey", "-o", &out]);
+            oshcc(&args);
+        }
+        Programs {
+            histo: dir.join("histo"),
+            ig: dir.join("ig"),
+            histo_unwrapped: dir.join("histo_unwrapped"),
+        }
+    })
+}
+
+/// One `oshrun` at a time: 4 busy-polling PEs per run already fill a small
+/// machine, and the phase times are compared within 1%.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `oshrun -np 4` of `args`, with what Open MPI needs to run 4 PEs as root on
+/// one machine.
+fn oshrun(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cmd = Command::new("timeout");
+    cmd.args(["120", "oshrun", "-np", &NP.to_string()]);
+    for (k, _) in env {
+        cmd.args(["-x", k]);
+    }
+    cmd.args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("OMPI_MCA_osc", "^rdma")
+        .env_remove("LD_PRELOAD");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("KPROF_") {
+            cmd.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run oshrun")
+}
+
+/// The program under `kprof run --actor` on 4 PEs, one directory per PE
+/// (`<dir>/pe<rank>`).
+fn under_kprof(dir: &Path, prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let kprof = lib("kprof").display().to_string();
+    let pattern = dir.join("pe%r").display().to_string();
+    let p = prog.display().to_string();
+    let mut all = vec![
+        kprof.as_str(),
+        "run",
+        "--actor",
+        "--summary",
+        "0",
+        "-o",
+        &pattern,
+        "--",
+        &p,
+    ];
+    all.extend(args);
+    let out = oshrun(&all, env);
+    assert_ok(&out);
+    out
+}
+
+/// The program's lines starting with `word`, split into fields (after the word).
+fn lines(out: &Output, word: &str) -> Vec<Vec<String>> {
+    let mut v: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            (f.next() == Some(word)).then(|| f.map(String::from).collect())
+        })
+        .collect();
+    // The PEs' lines arrive in any order.
+    v.sort();
+    v
+}
+
+fn n(s: &str) -> u64 {
+    s.parse().unwrap_or_else(|_| panic!("not a number: {s}"))
+}
+
+/// (channel, direction) -> {(rank, peer): (count, bytes)} from a merged profile.
+type Matrix = BTreeMap<(String, String), BTreeMap<(u64, u64), (u64, u64)>>;
+
+fn merged_matrix(dir: &Path) -> Matrix {
+    let dirs: Vec<String> = (0..NP)
+        .map(|r| dir.join(format!("pe{r}")).display().to_string())
+        .collect();
+    let out_dir = dir.join("merged");
+    let out = Command::new(lib("kprof"))
+        .arg("merge")
+        .args(&dirs)
+        .arg("-o")
+        .arg(&out_dir)
+        .output()
+        .expect("run kprof merge");
+    assert_ok(&out);
+    let p = read_profile(&out_dir);
+    let mut m = Matrix::new();
+    for row in p["messages"].as_array().expect("merged messages") {
+        let key = (
+            row["channel"].as_str().unwrap().to_string(),
+            row["direction"].as_str().unwrap().to_string(),
+        );
+        let cells = m.entry(key).or_default();
+        for e in row["entries"].as_array().unwrap() {
+            let prev = cells.insert(
+                (e["rank"].as_u64().unwrap(), e["peer"].as_u64().unwrap()),
+                (e["count"].as_u64().unwrap(), e["bytes"].as_u64().unwrap()),
+            );
+            assert!(prev.is_none(), "a cell twice: {e}");
+        }
+    }
+    m
+}
+
+/// The programs' own logical counts: conveyor -> {(src, dst): (count, bytes)}.
+fn program_logical(out: &Output) -> BTreeMap<u64, BTreeMap<(u64, u64), (u64, u64)>> {
+    let mut m: BTreeMap<u64, BTreeMap<(u64, u64), (u64, u64)>> = BTreeMap::new();
+    for f in lines(out, "logical") {
+        // me conveyor dst count bytes
+        if n(&f[3]) > 0 {
+            m.entry(n(&f[1]))
+                .or_default()
+                .insert((n(&f[0]), n(&f[2])), (n(&f[3]), n(&f[4])));
+        }
+    }
+    m
+}
+
+/// The stand-in's physical counts on `path` ("local"/"remote"): {(src, dst): (buffers, bytes)}.
+fn program_physical(out: &Output, path: &str) -> BTreeMap<(u64, u64), (u64, u64)> {
+    lines(out, "physical")
+        .into_iter()
+        .filter(|f| f[1] == path && n(&f[3]) > 0)
+        .map(|f| ((n(&f[0]), n(&f[2])), (n(&f[3]), n(&f[4]))))
+        .collect()
+}
+
+/// Per PE: what the program printed after `word` (one number).
+fn per_pe(out: &Output, word: &str) -> BTreeMap<u64, u64> {
+    lines(out, word)
+        .into_iter()
+        .map(|f| (n(&f[0]), n(&f[1])))
+        .collect()
+}
+
+fn meta(p: &Value, key: &str) -> u64 {
+    p["metadata"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no metadata {key}"))
+        .parse()
+        .unwrap()
+}
+
+/// Checks one PE's breakdown against the phase the program measured: MAIN +
+/// PROC + COMM is kprof's phase (to rounding), and within 1% of the program's.
+fn check_breakdown(p: &Value, program_phase_ns: u64) -> (u64, u64, u64) {
+    let (main, proc_, comm) = (
+        meta(p, "actor.main_ns"),
+        meta(p, "actor.proc_ns"),
+        meta(p, "actor.comm_ns"),
+    );
+    let phase = meta(p, "actor.phase_ns");
+    assert!(
+        (main + proc_ + comm).abs_diff(phase) <= 3,
+        "MAIN {main} + PROC {proc_} + COMM {comm} != phase {phase}"
+    );
+    let diff = phase.abs_diff(program_phase_ns) as f64 / program_phase_ns as f64;
+    assert!(
+        diff < 0.01,
+        "kprof's phase {phase} ns vs the program's {program_phase_ns} ns: {:.3}%",
+        diff * 100.0
+    );
+    assert_eq!(meta(p, "actor.phases"), 1);
+    (main, proc_, comm)
+}
+
+/// Histogram on the local path: the merged logical matrix (sends, and receives
+/// as their transpose) equals the program's own counts exactly; nothing went
+/// through non-blocking puts (as the stand-in says); MAIN + PROC + COMM = the
+/// phase on every PE; results and exit status as without kprof.
+#[test]
+fn histogram_logical_matrix_and_breakdown() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let dir = scratch("actor_histo");
+    let plain = oshrun(&[&progs.histo.display().to_string(), "4000"], &[]);
+    assert_ok(&plain);
+    let out = under_kprof(&dir, &progs.histo, &["4000"], &[]);
+    assert_eq!(lines(&out, "result"), lines(&plain, "result"));
+    assert_eq!(lines(&out, "logical"), lines(&plain, "logical"));
+
+    let own = program_logical(&out);
+    assert_eq!(own.len(), 1);
+    let total: u64 = own[&0].values().map(|c| c.0).sum();
+    assert_eq!(total, 4000 * NP as u64);
+    let m = merged_matrix(&dir);
+    let send = &m[&("conveyor 0 logical".to_string(), "send".to_string())];
+    assert_eq!(send, &own[&0]);
+    let recv = &m[&("conveyor 0 logical".to_string(), "receive".to_string())];
+    let transposed: BTreeMap<_, _> = own[&0].iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+    assert_eq!(recv, &transposed);
+    // Local path only: the stand-in put nothing, kprof saw no physical put.
+    assert!(program_physical(&out, "remote").is_empty());
+    assert!(!program_physical(&out, "local").is_empty());
+    assert!(!m.keys().any(|(c, _)| c.contains("physical")), "{m:?}");
+
+    let phases = per_pe(&out, "phase");
+    for pe in 0..NP as u64 {
+        let p = read_profile(&dir.join(format!("pe{pe}")));
+        assert_eq!(meta(&p, "actor.pe"), pe);
+        assert_eq!(meta(&p, "actor.npes"), NP as u64);
+        let (_, _, comm) = check_breakdown(&p, phases[&pe]);
+        // One conveyor: its COMM is the PE's (no OpenSHMEM call outside it).
+        assert_eq!(meta(&p, "actor.conveyor.0.comm_ns"), comm);
+        assert_eq!(meta(&p, "actor.conveyor.0.item_bytes"), 8);
+        assert_eq!(meta(&p, "actor.comm_openshmem_ns"), 0);
+    }
+}
+
+/// Index-gather on the remote path (CONVEY_NLOCAL=1): two conveyors, their
+/// logical matrices equal the program's counts, and the physical matrix (the
+/// non-blocking puts kprof saw inside Conveyors, summed over the conveyors)
+/// equals the stand-in's own count of buffers and bytes.
+#[test]
+fn index_gather_remote_path_physical_matrix() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let dir = scratch("actor_ig");
+    let env = [("CONVEY_NLOCAL", "1")];
+    let plain = oshrun(&[&progs.ig.display().to_string(), "3000"], &env);
+    assert_ok(&plain);
+    let out = under_kprof(&dir, &progs.ig, &["3000"], &env);
+    assert_eq!(lines(&out, "result"), lines(&plain, "result"));
+    for f in lines(&out, "result") {
+        assert_eq!(f[2], "0", "wrong values gathered: {f:?}");
+    }
+    let own = program_logical(&out);
+    let m = merged_matrix(&dir);
+    for conv in 0..2u64 {
+        let ch = format!("conveyor {conv} logical");
+        assert_eq!(m[&(ch, "send".to_string())], own[&conv], "conveyor {conv}");
+    }
+    // Every request is answered: conveyor 1's matrix is conveyor 0's transposed.
+    let t: BTreeMap<_, _> = own[&0].iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+    assert_eq!(own[&1], t);
+
+    let standin = program_physical(&out, "remote");
+    assert!(!standin.is_empty());
+    assert!(program_physical(&out, "local").is_empty());
+    let mut seen: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
+    for conv in 0..2 {
+        let key = (
+            format!("conveyor {conv} physical remote"),
+            "send".to_string(),
+        );
+        for (&cell, &(c, b)) in m.get(&key).expect("physical rows") {
+            let e = seen.entry(cell).or_default();
+            e.0 += c;
+            e.1 += b;
+        }
+    }
+    assert_eq!(seen, standin);
+    // Buffers carry a 16-byte header and 8-byte items.
+    let items: u64 = own.values().flat_map(|r| r.values()).map(|c| c.0).sum();
+    let (bufs, bytes) = seen.values().fold((0, 0), |a, &(c, b)| (a.0 + c, a.1 + b));
+    assert_eq!(bytes, 16 * bufs + 8 * items);
+
+    let phases = per_pe(&out, "phase");
+    for pe in 0..NP as u64 {
+        let p = read_profile(&dir.join(format!("pe{pe}")));
+        check_breakdown(&p, phases[&pe]);
+        // The remote path's completions: one quiet per advance at least.
+        assert!(meta(&p, "actor.openshmem.shmem_quiet.calls") > 0);
+        let puts = meta(&p, "actor.openshmem.shmem_putmem_nbi.calls");
+        let mine: u64 = standin
+            .iter()
+            .filter(|((s, _), _)| *s == pe)
+            .map(|(_, c)| c.0)
+            .sum();
+        assert_eq!(puts, mine);
+    }
+}
+
+/// A handler that sleeps a known time (2 ms on every 64th message): the time
+/// shows in PROC, at least what the program slept and not much more.
+#[test]
+fn sleeping_handler_shows_in_proc() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let dir = scratch("actor_sleep");
+    let out = under_kprof(&dir, &progs.histo, &["1000", "2000"], &[]);
+    let slept = per_pe(&out, "slept");
+    let phases = per_pe(&out, "phase");
+    for pe in 0..NP as u64 {
+        let p = read_profile(&dir.join(format!("pe{pe}")));
+        let (_, proc_, _) = check_breakdown(&p, phases[&pe]);
+        let s = slept[&pe];
+        assert!(s >= 2_000_000, "PE {pe} slept only {s} ns");
+        assert!(proc_ >= s, "PE {pe}: PROC {proc_} ns < slept {s} ns");
+        assert!(
+            proc_ <= s + s / 10 + 20_000_000,
+            "PE {pe}: PROC {proc_} ns, slept {s} ns"
+        );
+        assert_eq!(meta(&p, "actor.conveyor.0.proc_ns"), proc_);
+    }
+}
+
+/// Detection: a program holding Conveyors with kprof's wrappers is measured as
+/// an actor program; one without them gets the one line saying how to link it,
+/// and still its OpenSHMEM calls.
+#[test]
+fn detection_and_the_unwrapped_line() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let dir = scratch("actor_detect");
+    let kprof = lib("kprof").display().to_string();
+    for (prog, wrapped) in [(&progs.histo, true), (&progs.histo_unwrapped, false)] {
+        let sub = dir.join(if wrapped { "w" } else { "u" });
+        let pattern = sub.join("pe%r").display().to_string();
+        let out = oshrun(
+            &[
+                &kprof,
+                "run",
+                "-v",
+                "--summary",
+                "0",
+                "-o",
+                &pattern,
+                "--",
+                &prog.display().to_string(),
+                "500",
+            ],
+            &[],
+        );
+        assert_ok(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("actor: Conveyors (convey_begin) is built into the program"),
+            "{err}"
+        );
+        assert_eq!(
+            err.matches("without kprof's link-time wrappers").count(),
+            if wrapped { 0 } else { NP },
+            "{err}"
+        );
+        let p = read_profile(&sub.join("pe0"));
+        // profile.json has no `messages` when there were none.
+        let rows = p["messages"].as_array().map_or(0, Vec::len);
+        assert_eq!(rows > 0, wrapped, "{}", p["messages"]);
+        assert!(meta(&p, "actor.openshmem.shmem_barrier_all.calls") > 0);
+    }
+}
