@@ -163,8 +163,11 @@ fn n(s: &str) -> u64 {
     s.parse().unwrap_or_else(|_| panic!("not a number: {s}"))
 }
 
-/// (channel, direction) -> {(rank, peer): (count, bytes)} from a merged profile.
-type Matrix = BTreeMap<(String, String), BTreeMap<(u64, u64), (u64, u64)>>;
+/// {(rank, peer): (count, bytes)}.
+type Cells = BTreeMap<(u64, u64), (u64, u64)>;
+
+/// (channel, direction) -> cells, from a merged profile.
+type Matrix = BTreeMap<(String, String), Cells>;
 
 fn merged_matrix(dir: &Path) -> Matrix {
     let dirs: Vec<String> = (0..NP)
@@ -199,8 +202,8 @@ fn merged_matrix(dir: &Path) -> Matrix {
 }
 
 /// The programs' own logical counts: conveyor -> {(src, dst): (count, bytes)}.
-fn program_logical(out: &Output) -> BTreeMap<u64, BTreeMap<(u64, u64), (u64, u64)>> {
-    let mut m: BTreeMap<u64, BTreeMap<(u64, u64), (u64, u64)>> = BTreeMap::new();
+fn program_logical(out: &Output) -> BTreeMap<u64, Cells> {
+    let mut m: BTreeMap<u64, Cells> = BTreeMap::new();
     for f in lines(out, "logical") {
         // me conveyor dst count bytes
         if n(&f[3]) > 0 {
@@ -213,7 +216,7 @@ fn program_logical(out: &Output) -> BTreeMap<u64, BTreeMap<(u64, u64), (u64, u64
 }
 
 /// The stand-in's physical counts on `path` ("local"/"remote"): {(src, dst): (buffers, bytes)}.
-fn program_physical(out: &Output, path: &str) -> BTreeMap<(u64, u64), (u64, u64)> {
+fn program_physical(out: &Output, path: &str) -> Cells {
     lines(out, "physical")
         .into_iter()
         .filter(|f| f[1] == path && n(&f[3]) > 0)
@@ -337,7 +340,7 @@ fn index_gather_remote_path_physical_matrix() {
     let standin = program_physical(&out, "remote");
     assert!(!standin.is_empty());
     assert!(program_physical(&out, "local").is_empty());
-    let mut seen: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
+    let mut seen = Cells::new();
     for conv in 0..2 {
         let key = (
             format!("conveyor {conv} physical remote"),

@@ -75,7 +75,10 @@ unsafe extern "C" fn leave(
 ) {
     guard((), || {
         if crate::api().is_some() {
-            state::leave(conveyor as usize, op, rc as i64, pe, arg, t0);
+            // c_long is i64 on LP64 Linux but 32 bits on other ABIs.
+            #[allow(clippy::unnecessary_cast)]
+            let rc = rc as i64;
+            state::leave(conveyor as usize, op, rc, pe, arg, t0);
         }
     })
 }
