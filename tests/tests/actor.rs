@@ -447,3 +447,68 @@ fn detection_and_the_unwrapped_line() {
         assert!(meta(&p, "actor.openshmem.shmem_barrier_all.calls") > 0);
     }
 }
+
+/// Route 3 (`kprof_actor.h`, linked with -lkprof_actor): a mailbox name, a
+/// phase name, sends that bypass Conveyors in their own channel, OpenSHMEM puts
+/// outside Conveyors in theirs, and a send to a PE that does not exist counted.
+#[test]
+fn hook_header_functions() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let dir = scratch("actor_direct");
+    let build = dir.join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    let lib_dir = lib("libkprof_actor.so")
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let exe = build.join("direct").display().to_string();
+    let headers = workspace_root().join("ffi-headers").display().to_string();
+    // The stand-in Conveyors library of the other programs.
+    let convey_dir = programs().histo.parent().unwrap().display().to_string();
+    oshcc(&[
+        &format!("-I{}", test_file("actor").display()),
+        "-I",
+        &headers,
+        &test_file("actor/direct.c").display().to_string(),
+        // Its conveyor is seen through the link-time wrappers.
+        &workspace_root()
+            .join("ffi-headers/kprof_actor_wrap.c")
+            .display()
+            .to_string(),
+        WRAP,
+        &format!("-L{convey_dir}"),
+        "-lconvey",
+        &format!("-L{lib_dir}"),
+        &format!("-Wl,-rpath,{lib_dir}"),
+        "-lkprof_actor",
+        "-o",
+        &exe,
+    ]);
+    let out = under_kprof(&dir, Path::new(&exe), &["7"], &[]);
+    let m = merged_matrix(&dir);
+    let mut want = Cells::new();
+    for f in lines(&out, "direct") {
+        want.insert((n(&f[0]), n(&f[1])), (n(&f[2]), n(&f[3])));
+    }
+    assert_eq!(want.len(), NP);
+    assert_eq!(m[&("actor direct".to_string(), "send".to_string())], want);
+    let recv: Cells = want.iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+    assert_eq!(
+        m[&("actor direct".to_string(), "receive".to_string())],
+        recv
+    );
+    assert_eq!(m[&("openshmem put".to_string(), "send".to_string())], want);
+    for pe in 0..NP as u64 {
+        let p = read_profile(&dir.join(format!("pe{pe}")));
+        assert_eq!(
+            p["metadata"]["actor.conveyor.0.mailbox"],
+            "selector 3 mailbox 1"
+        );
+        assert_eq!(p["metadata"]["actor.phase"], "ring");
+        assert_eq!(meta(&p, "actor.bad_peer"), 1);
+        assert_eq!(meta(&p, "actor.openshmem.shmem_putmem.calls"), 7);
+    }
+}
