@@ -512,3 +512,69 @@ fn hook_header_functions() {
         assert_eq!(meta(&p, "actor.openshmem.shmem_putmem.calls"), 7);
     }
 }
+
+/// CMake: `find_package(kprof)` + `kprof_actor_link(histo)` in a project built
+/// with oshcc (`tests/actor/cmake`) links the wrappers in: the program's
+/// messages are counted under `kprof run --actor`.
+#[test]
+fn cmake_kprof_actor_link() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)")
+        || skip_unless(
+            Command::new("cmake").arg("--version").output().is_ok(),
+            "cmake",
+        )
+    {
+        return;
+    }
+    kprof_tests::lib_dir();
+    let dir = scratch("actor_cmake");
+    let prefix = dir.join("usr");
+    let o = Command::new("make")
+        .current_dir(workspace_root())
+        .arg("install")
+        .arg(format!("PREFIX={}", prefix.display()))
+        .env("CARGO_TARGET_DIR", kprof_tests::target_dir())
+        .output()
+        .expect("run make install");
+    assert_ok(&o);
+    for f in [
+        "include/kprof/kprof_actor.h",
+        "include/kprof/kprof_actor_wrap.c",
+        "lib/libkprof_actor.so",
+    ] {
+        assert!(prefix.join(f).is_file(), "{f} not installed");
+    }
+    let build = dir.join("build");
+    let o = Command::new("cmake")
+        .arg("-S")
+        .arg(test_file("actor/cmake"))
+        .arg("-B")
+        .arg(&build)
+        .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+        .env("CC", "oshcc")
+        .output()
+        .expect("run cmake");
+    assert_ok(&o);
+    assert_ok(
+        &Command::new("cmake")
+            .arg("--build")
+            .arg(&build)
+            .output()
+            .unwrap(),
+    );
+    let exe = build.join("histo");
+    let syms = Command::new("nm").arg(&exe).output().expect("run nm");
+    let syms = String::from_utf8_lossy(&syms.stdout);
+    assert!(
+        syms.contains(" T __wrap_convey_push\n"),
+        "no wrapper in {}",
+        exe.display()
+    );
+    let out = under_kprof(&dir.join("run"), &exe, &["300"], &[]);
+    let own = program_logical(&out);
+    let m = merged_matrix(&dir.join("run"));
+    assert_eq!(
+        m[&("conveyor 0 logical".to_string(), "send".to_string())],
+        own[&0]
+    );
+}
