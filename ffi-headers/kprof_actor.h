@@ -59,6 +59,9 @@ struct kprof_actor_wrap_hooks {
    * peer PE (push, pull; else 0), an op-specific argument, and the clock
    * (kprof_actor_ticks) read just before the real call. */
   void (*leave)(void *conveyor, int op, long rc, int64_t pe, uint64_t arg, uint64_t t0);
+  /* 0: the MAIN/PROC/COMM breakdown is off (KPROF_ACTOR_BREAKDOWN=0): the
+   * wrappers pass t0 = 0 and read no clock; only messages are counted. */
+  uint32_t timing;
 };
 
 /* The clock the wrappers and the plugin share: the time-stamp counter on

@@ -55,7 +55,7 @@ static const struct kprof_actor_wrap_hooks *kprof_actor__hooks(void) {
 #define KPROF_ACTOR_AROUND(conv, op, pe, arg, rc_expr, CALL) \
   const struct kprof_actor_wrap_hooks *h = kprof_actor__hooks(); \
   if (!h) return CALL;                                           \
-  uint64_t t0 = kprof_actor_ticks();                             \
+  uint64_t t0 = h->timing ? kprof_actor_ticks() : 0;            \
   *h->current = (void *)(conv);                                  \
   __typeof__(CALL) rc = CALL;                                    \
   *h->current = NULL;                                            \
@@ -65,7 +65,7 @@ static const struct kprof_actor_wrap_hooks *kprof_actor__hooks(void) {
 convey_t *__wrap_convey_new(size_t capacity, size_t n_local, size_t n_buffers, uint64_t options) {
   const struct kprof_actor_wrap_hooks *h = kprof_actor__hooks();
   if (!h) return __real_convey_new(capacity, n_local, n_buffers, options);
-  uint64_t t0 = kprof_actor_ticks();
+  uint64_t t0 = h->timing ? kprof_actor_ticks() : 0;
   convey_t *c = __real_convey_new(capacity, n_local, n_buffers, options);
   h->leave(c, KPROF_ACTOR_NEW, c != NULL, 0, 0, t0);
   return c;
@@ -85,7 +85,7 @@ int __wrap_convey_pull(convey_t *c, void *item, int64_t *from) {
   int64_t *where = from ? from : &src;
   const struct kprof_actor_wrap_hooks *h = kprof_actor__hooks();
   if (!h) return __real_convey_pull(c, item, from);
-  uint64_t t0 = kprof_actor_ticks();
+  uint64_t t0 = h->timing ? kprof_actor_ticks() : 0;
   *h->current = (void *)c;
   int rc = __real_convey_pull(c, item, where);
   *h->current = NULL;

@@ -7,119 +7,18 @@
 //! equal those counts exactly, its MAIN + PROC + COMM the phase.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
+use kprof_tests::actor::{self, have_oshmem, oshcc, programs, WRAP};
 use kprof_tests::{assert_ok, lib, read_profile, scratch, skip_unless, test_file, workspace_root};
 use serde_json::Value;
 
 const NP: usize = 4;
 
-/// Both programs built with the wrappers, and the histogram without them.
-struct Programs {
-    histo: PathBuf,
-    ig: PathBuf,
-    histo_unwrapped: PathBuf,
-}
-
-fn have_oshmem() -> bool {
-    Command::new("oshcc")
-        .arg("--showme:version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-        && Command::new("oshrun")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-}
-
-fn oshcc(args: &[&str]) {
-    let out = Command::new("oshcc")
-        .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror"])
-        .args(args)
-        .output()
-        .expect("run oshcc");
-    assert!(
-        out.status.success(),
-        "oshcc {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The wrapped entries (the link line kprof_actor.h documents).
-const WRAP: &str = "-Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,--wrap=convey_pull,--wrap=convey_advance,--wrap=convey_free";
-
-fn programs() -> &'static Programs {
-    static BUILT: OnceLock<Programs> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let dir = scratch("actor_build");
-        let d = |f: &str| dir.join(f).display().to_string();
-        let src = |f: &str| test_file(&format!("actor/{f}")).display().to_string();
-        let headers = workspace_root().join("ffi-headers").display().to_string();
-        let wrap_c = workspace_root()
-            .join("ffi-headers/kprof_actor_wrap.c")
-            .display()
-            .to_string();
-        let inc = format!("-I{}", test_file("actor").display());
-        oshcc(&["-c", &src("convey/convey.c"), "-o", &d("convey.o")]);
-        let ar = Command::new("ar")
-            .args(["rcs", &d("libconvey.a"), &d("convey.o")])
-            .status()
-            .expect("run ar");
-        assert!(ar.success());
-        let libdir = format!("-L{}", dir.display());
-        for (name, wrapped) in [("histo", true), ("ig", true), ("histo", false)] {
-            let out = if wrapped {
-                d(name)
-            } else {
-                d(&format!("{name}_unwrapped"))
-            };
-            let s = src(&format!("{name}.c"));
-            let mut args = vec![inc.as_str(), "-I", &headers, &s];
-            if wrapped {
-                args.push(&wrap_c);
-                args.push(WRAP);
-            }
-            args.extend([libdir.as_str(), "-lconvey", "-o", &out]);
-            oshcc(&args);
-        }
-        Programs {
-            histo: dir.join("histo"),
-            ig: dir.join("ig"),
-            histo_unwrapped: dir.join("histo_unwrapped"),
-        }
-    })
-}
-
-/// One `oshrun` at a time: 4 busy-polling PEs per run already fill a small
-/// machine, and the phase times are compared within 1%.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// `oshrun -np 4` of `args`, with what Open MPI needs to run 4 PEs as root on
-/// one machine.
+/// `oshrun -np 4`.
 fn oshrun(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let mut cmd = Command::new("timeout");
-    cmd.args(["120", "oshrun", "-np", &NP.to_string()]);
-    for (k, _) in env {
-        cmd.args(["-x", k]);
-    }
-    cmd.args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env("OMPI_MCA_osc", "^rdma")
-        .env_remove("LD_PRELOAD");
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("KPROF_") {
-            cmd.env_remove(k);
-        }
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run oshrun")
+    actor::oshrun(NP, args, env)
 }
 
 /// The program under `kprof run --actor` on 4 PEs, one directory per PE
@@ -577,4 +476,33 @@ fn cmake_kprof_actor_link() {
         m[&("conveyor 0 logical".to_string(), "send".to_string())],
         own[&0]
     );
+}
+
+/// `KPROF_ACTOR_BREAKDOWN=0`: messages only (no clock read per Conveyors call):
+/// the logical matrix is still exact, and no breakdown is claimed.
+#[test]
+fn counts_only_without_breakdown() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let dir = scratch("actor_counts_only");
+    let out = under_kprof(
+        &dir,
+        &programs().histo,
+        &["2000"],
+        &[("KPROF_ACTOR_BREAKDOWN", "0")],
+    );
+    let own = program_logical(&out);
+    let m = merged_matrix(&dir);
+    assert_eq!(
+        m[&("conveyor 0 logical".to_string(), "send".to_string())],
+        own[&0]
+    );
+    for pe in 0..NP as u64 {
+        let p = read_profile(&dir.join(format!("pe{pe}")));
+        assert_eq!(p["metadata"]["actor.breakdown"], "off");
+        assert!(p["metadata"].get("actor.main_ns").is_none());
+        assert!(p["metadata"].get("actor.conveyor.0.comm_ns").is_none());
+        assert_eq!(p["metadata"]["actor.conveyor.0.item_bytes"], "8");
+    }
 }

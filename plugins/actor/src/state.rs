@@ -32,6 +32,13 @@ pub mod op {
     pub const FREE: i32 = 5;
 }
 
+/// Whether the MAIN/PROC/COMM breakdown is measured (`KPROF_ACTOR_BREAKDOWN`,
+/// default 1; 0 counts messages only and reads no clock per call).
+pub fn timing() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("KPROF_ACTOR_BREAKDOWN").map_or(true, |v| v.trim() != "0"))
+}
+
 /// `convey_OK`.
 pub const CONVEY_OK: i64 = 0;
 
@@ -297,7 +304,8 @@ fn close_segment(t0: u64) {
 /// A Conveyors entry returned: `t0` is the clock before it ran.
 #[inline]
 pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
-    let now = clock::ticks();
+    // Without the breakdown the wrappers pass t0 = 0 and no clock is read.
+    let now = if t0 != 0 { clock::ticks() } else { 0 };
     let slot = if op == op::BEGIN && rc == CONVEY_OK {
         let s = register(key, arg, t0);
         if ACTIVE.load(Ordering::Relaxed) == 0 {
@@ -316,7 +324,7 @@ pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
         }
         s
     };
-    if ACTIVE.load(Ordering::Relaxed) > 0 {
+    if t0 != 0 && ACTIVE.load(Ordering::Relaxed) > 0 {
         close_segment(t0);
         let inside = now.saturating_sub(t0);
         bump(&TOTALS.comm, inside);
@@ -354,7 +362,7 @@ pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
             c.key.store(0, Ordering::Relaxed);
             CACHE_KEY.store(0, Ordering::Relaxed);
             end_active(now);
-            if ACTIVE.load(Ordering::Relaxed) > 0 {
+            if t0 != 0 && ACTIVE.load(Ordering::Relaxed) > 0 {
                 // Keeping the rows is part of this convey_free for the
                 // conveyors still alive: COMM, not the MAIN that follows.
                 let after = clock::ticks();
@@ -404,7 +412,7 @@ pub fn shmem_call(t0: u64, put: Option<(i64, u64)>) -> u64 {
             .get_or_init(|| Row::new(npes))
             .add(pe, 1, bytes);
     }
-    if ACTIVE.load(Ordering::Relaxed) > 0 {
+    if timing() && ACTIVE.load(Ordering::Relaxed) > 0 {
         close_segment(t0);
         let inside = now.saturating_sub(t0);
         bump(&TOTALS.comm, inside);
@@ -510,17 +518,19 @@ fn emit(api: &CoreApi, r: Retired, k: f64) {
         message::SEND,
         r.phys,
     );
-    let ns = |t: u64| ((t as f64) * k).round() as u64;
     let p = format!("actor.conveyor.{n}");
     meta(api, &format!("{p}.item_bytes"), &r.item.to_string());
-    meta(api, &format!("{p}.life_ns"), &ns(r.life).to_string());
-    meta(api, &format!("{p}.comm_ns"), &ns(r.comm).to_string());
-    meta(api, &format!("{p}.proc_ns"), &ns(r.proc_).to_string());
-    meta(
-        api,
-        &format!("{p}.main_ns"),
-        &ns(r.life.saturating_sub(r.comm + r.proc_)).to_string(),
-    );
+    if timing() {
+        let ns = |t: u64| ((t as f64) * k).round() as u64;
+        meta(api, &format!("{p}.life_ns"), &ns(r.life).to_string());
+        meta(api, &format!("{p}.comm_ns"), &ns(r.comm).to_string());
+        meta(api, &format!("{p}.proc_ns"), &ns(r.proc_).to_string());
+        meta(
+            api,
+            &format!("{p}.main_ns"),
+            &ns(r.life.saturating_sub(r.comm + r.proc_)).to_string(),
+        );
+    }
 }
 
 /// The end of the run: conveyors never freed, the PE's breakdown, the odd calls.
@@ -558,28 +568,32 @@ pub fn finish(api: &CoreApi) {
         "actor.npes",
         &N_PES.load(Ordering::Relaxed).to_string(),
     );
-    let (main, proc_, comm) = (ns(&TOTALS.main), ns(&TOTALS.proc_), ns(&TOTALS.comm));
-    let total = main + proc_ + comm;
-    meta(api, "actor.phase_ns", &ns(&TOTALS.phase).to_string());
-    meta(
-        api,
-        "actor.phases",
-        &TOTALS.phases.load(Ordering::Relaxed).to_string(),
-    );
-    for (name, v) in [("main", main), ("proc", proc_), ("comm", comm)] {
-        meta(api, &format!("actor.{name}_ns"), &v.to_string());
-        let share = if total > 0 {
-            v as f64 / total as f64
-        } else {
-            0.0
-        };
-        meta(api, &format!("actor.{name}_share"), &format!("{share:.4}"));
+    if !timing() {
+        meta(api, "actor.breakdown", "off");
+    } else {
+        let (main, proc_, comm) = (ns(&TOTALS.main), ns(&TOTALS.proc_), ns(&TOTALS.comm));
+        let total = main + proc_ + comm;
+        meta(api, "actor.phase_ns", &ns(&TOTALS.phase).to_string());
+        meta(
+            api,
+            "actor.phases",
+            &TOTALS.phases.load(Ordering::Relaxed).to_string(),
+        );
+        for (name, v) in [("main", main), ("proc", proc_), ("comm", comm)] {
+            meta(api, &format!("actor.{name}_ns"), &v.to_string());
+            let share = if total > 0 {
+                v as f64 / total as f64
+            } else {
+                0.0
+            };
+            meta(api, &format!("actor.{name}_share"), &format!("{share:.4}"));
+        }
+        meta(
+            api,
+            "actor.comm_openshmem_ns",
+            &ns(&TOTALS.comm_shmem).to_string(),
+        );
     }
-    meta(
-        api,
-        "actor.comm_openshmem_ns",
-        &ns(&TOTALS.comm_shmem).to_string(),
-    );
     for (name, v) in [
         ("unknown_conveyor_calls", &ODD.unknown_conveyor),
         ("bad_peer", &ODD.bad_peer),

@@ -29,6 +29,8 @@ pub struct WrapHooks {
         arg: u64,
         t0: u64,
     ),
+    /// 0: no breakdown (`KPROF_ACTOR_BREAKDOWN=0`): the wrappers read no clock.
+    pub timing: u32,
 }
 
 /// `KPROF_ACTOR_WRAP_VERSION`.
@@ -58,6 +60,7 @@ pub extern "C" fn kprof_actor_wrap_hooks_v1() -> *const WrapHooks {
                     version: WRAP_VERSION,
                     current: state::CURRENT.as_ptr() as *mut *mut c_void,
                     leave,
+                    timing: u32::from(state::timing()),
                 })
             })
             .0
