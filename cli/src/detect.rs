@@ -44,8 +44,12 @@ pub struct Models {
     /// (`convey_begin` in its symbols) or OpenSHMEM (liboshmem) linked.
     pub actor: bool,
     /// Conveyors is built in but its entries are not wrapped (the program was
-    /// not linked with kprof's `__wrap_convey_*`): the logical layer is not seen.
+    /// not linked with kprof's `__wrap_convey_*`) and cannot be hooked at load
+    /// time (not x86-64): the logical layer is not seen.
     pub conveyors_unwrapped: bool,
+    /// The program has no symbol table (stripped): Conveyors' entries, if it
+    /// holds them, can be neither found nor hooked.
+    pub stripped: bool,
     /// Why, one entry per finding.
     pub reasons: Vec<String>,
 }
@@ -70,6 +74,8 @@ struct ElfInfo {
     conveyors: bool,
     /// kprof's link-time wrapper of `convey_push` is built in.
     conveyors_wrapped: bool,
+    /// It has a symbol table (`.symtab`).
+    symtab: bool,
 }
 
 /// RAJA's runtime plugin loader (`RAJA::util::RuntimePluginLoader`), mangled.
@@ -98,6 +104,9 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
     }
     for kind in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
         let symbols = sections.symbols(endian, data, kind)?;
+        if kind == elf::SHT_SYMTAB && !symbols.is_empty() {
+            info.symtab = true;
+        }
         for sym in symbols.iter() {
             let Ok(name) = sym.name(endian, symbols.strings()) else {
                 continue;
@@ -144,6 +153,11 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
                 }
                 if info.static_raja.is_none() && contains(bytes, b"RAJA_PLUGINS") {
                     info.static_raja = Some("the string RAJA_PLUGINS");
+                }
+                // The link-time wrappers look the plugin up by this name: they
+                // are built in even when the symbols are stripped.
+                if !info.conveyors_wrapped && contains(bytes, b"kprof_actor_wrap_hooks_v1\0") {
+                    info.conveyors_wrapped = true;
                 }
                 if !info.static_cudart && contains(bytes, b"libcuda.so.1\0") {
                     info.static_cudart = true;
@@ -305,7 +319,10 @@ pub fn detect(program: &Path) -> Result<Models, String> {
             .push(format!("raja: built into the program ({how})"));
     }
     models.raja_without_loader = top.raja_symbols && top.static_raja.is_none();
-    models.conveyors_unwrapped = top.conveyors && !top.conveyors_wrapped;
+    // On x86-64 the plugin hooks the entries at load time.
+    models.conveyors_unwrapped =
+        top.conveyors && !top.conveyors_wrapped && !cfg!(target_arch = "x86_64");
+    models.stripped = !top.symtab && !top.conveyors_wrapped;
     if top.conveyors {
         models.actor = true;
         models

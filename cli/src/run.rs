@@ -458,6 +458,7 @@ pub fn main(args: RunArgs) -> Outcome {
             hip: args.hip,
             actor: args.actor,
             conveyors_unwrapped: detected.as_ref().is_some_and(|m| m.conveyors_unwrapped),
+            stripped: detected.as_ref().is_some_and(|m| m.stripped),
             kokkos_tools_libs: detected.as_ref().is_some_and(|m| m.kokkos_tools_libs),
             reasons: detected
                 .as_ref()
@@ -589,12 +590,19 @@ pub fn main(args: RunArgs) -> Outcome {
              -DRAJA_ENABLE_RUNTIME_PLUGINS=ON to measure its kernels"
         ));
     }
+    const LINK_WRAPPERS: &str = "link it with kprof_actor_wrap.c and \
+         -Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,--wrap=convey_pull,\
+         --wrap=convey_advance,--wrap=convey_free (see kprof_actor.h)";
     if models.actor && models.conveyors_unwrapped {
         say(&format!(
-            "{exe_name} holds Conveyors without kprof's link-time wrappers: its messages \
-             are not counted (only OpenSHMEM calls are); link it with kprof_actor_wrap.c and \
-             -Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,--wrap=convey_pull,\
-             --wrap=convey_advance,--wrap=convey_free (see kprof_actor.h)"
+            "{exe_name} holds Conveyors without kprof's link-time wrappers and its entries \
+             cannot be hooked on this architecture: its messages are not counted (only \
+             OpenSHMEM calls are); {LINK_WRAPPERS}"
+        ));
+    } else if models.actor && models.stripped {
+        say(&format!(
+            "{exe_name} is stripped: if it holds Conveyors, its messages are not counted \
+             (only OpenSHMEM calls are); keep its symbols or {LINK_WRAPPERS}"
         ));
     }
     if models.gomp_only && !models.openmp {

@@ -299,19 +299,32 @@ fn sleeping_handler_shows_in_proc() {
     }
 }
 
-/// Detection: a program holding Conveyors with kprof's wrappers is measured as
-/// an actor program; one without them gets the one line saying how to link it,
-/// and still its OpenSHMEM calls.
+/// Detection, and route 1 against route 2: a program holding Conveyors is
+/// measured as an actor program whether it was linked with kprof's wrappers or
+/// not (then its entries are hooked at load time, on x86-64), with the same
+/// exact matrix; a stripped copy without the wrappers gets the one line saying
+/// what to do, and still its OpenSHMEM calls.
 #[test]
-fn detection_and_the_unwrapped_line() {
+fn detection_load_time_hooks_and_stripped() {
     if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
         return;
     }
     let progs = programs();
     let dir = scratch("actor_detect");
+    let stripped = dir.join("histo_stripped");
+    std::fs::copy(&progs.histo_unwrapped, &stripped).unwrap();
+    assert!(Command::new("strip")
+        .arg(&stripped)
+        .status()
+        .unwrap()
+        .success());
     let kprof = lib("kprof").display().to_string();
-    for (prog, wrapped) in [(&progs.histo, true), (&progs.histo_unwrapped, false)] {
-        let sub = dir.join(if wrapped { "w" } else { "u" });
+    for (name, prog) in [
+        ("wrapped", &progs.histo),
+        ("hooked", &progs.histo_unwrapped),
+        ("stripped", &stripped),
+    ] {
+        let sub = dir.join(name);
         let pattern = sub.join("pe%r").display().to_string();
         let out = oshrun(
             &[
@@ -330,20 +343,36 @@ fn detection_and_the_unwrapped_line() {
         );
         assert_ok(&out);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("actor: Conveyors (convey_begin) is built into the program"),
-            "{err}"
-        );
+        let detected = if name == "stripped" {
+            "actor: links liboshmem"
+        } else {
+            "actor: Conveyors (convey_begin) is built into the program"
+        };
+        assert!(err.contains(detected), "{name}: {err}");
         assert_eq!(
-            err.matches("without kprof's link-time wrappers").count(),
-            if wrapped { 0 } else { NP },
-            "{err}"
+            err.matches("is stripped: if it holds Conveyors").count(),
+            if name == "stripped" { NP } else { 0 },
+            "{name}: {err}"
         );
+        assert!(!err.contains("not hooked"), "{name}: {err}");
         let p = read_profile(&sub.join("pe0"));
         // profile.json has no `messages` when there were none.
         let rows = p["messages"].as_array().map_or(0, Vec::len);
-        assert_eq!(rows > 0, wrapped, "{}", p["messages"]);
+        assert_eq!(rows > 0, name != "stripped", "{name}: {}", p["messages"]);
         assert!(meta(&p, "actor.openshmem.shmem_barrier_all.calls") > 0);
+        if name != "stripped" {
+            let own = program_logical(&out);
+            let m = merged_matrix(&sub);
+            assert_eq!(
+                m[&("conveyor 0 logical".to_string(), "send".to_string())],
+                own[&0]
+            );
+            let phases = per_pe(&out, "phase");
+            for pe in 0..NP as u64 {
+                let p = read_profile(&sub.join(format!("pe{pe}")));
+                check_breakdown(&p, phases[&pe]);
+            }
+        }
     }
 }
 

@@ -17,7 +17,8 @@
 //!   phase (from the first `convey_begin` to the last `convey_free`).
 //!
 //! Conveyors is a static library inside the executable, so its entries are
-//! reached through link-time wrappers ([`wrap`], `ffi-headers/kprof_actor_wrap.c`)
+//! reached by load-time hooks of the executable's own entries ([`hook`],
+//! x86-64), by link-time wrappers ([`wrap`], `ffi-headers/kprof_actor_wrap.c`)
 //! or through the functions of `ffi-headers/kprof_actor.h` ([`api`]);
 //! OpenSHMEM through its profiling interface ([`shmem`]: every `shmem_*` is a
 //! weak alias of `pshmem_*`, so this preloaded library's `shmem_*` come first
@@ -33,6 +34,7 @@
 
 pub mod api;
 pub mod clock;
+pub mod hook;
 pub mod shmem;
 pub mod state;
 pub mod wrap;
@@ -41,6 +43,16 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Once;
 
 use kprof_abi::CoreApi;
+
+/// The library's constructor: installs the load-time hooks ([`hook`]) before
+/// the program's `main`.
+#[used]
+#[link_section = ".init_array"]
+static CONSTRUCTOR: extern "C" fn() = constructor;
+
+extern "C" fn constructor() {
+    kprof_abi::guard::guard((), hook::install);
+}
 
 static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 static LOAD: Once = Once::new();

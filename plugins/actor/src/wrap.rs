@@ -67,8 +67,11 @@ pub extern "C" fn kprof_actor_wrap_hooks_v1() -> *const WrapHooks {
     })
 }
 
-/// A Conveyors entry returned.
-unsafe extern "C" fn leave(
+/// A Conveyors entry returned (also called by the load-time hooks).
+///
+/// # Safety
+/// Any values: `conveyor` is only compared, never dereferenced.
+pub unsafe extern "C" fn leave(
     conveyor: *mut c_void,
     op: c_int,
     rc: c_long,
