@@ -9,7 +9,8 @@
 //! no tool (linked without the wrappers); the link-time wrappers without kprof
 //! (their lookup found nothing: one branch per call); kprof counting messages
 //! only (`KPROF_ACTOR_BREAKDOWN=0`); kprof with the MAIN/PROC/COMM breakdown
-//! (the default). The verdict is the paired median difference to "no tool"
+//! (the default); kprof with the breakdown on the program linked without the
+//! wrappers (its entries hooked at load time, x86-64). The verdict is the paired median difference to "no tool"
 //! within each round (`paired_delta`), in ns per message.
 //!
 //! ```text
@@ -28,14 +29,16 @@ enum Variant {
     Wrapped,
     CountsOnly,
     Breakdown,
+    Hooked,
 }
 
 impl Variant {
-    const ALL: [Variant; 4] = [
+    const ALL: [Variant; 5] = [
         Variant::NoTool,
         Variant::Wrapped,
         Variant::CountsOnly,
         Variant::Breakdown,
+        Variant::Hooked,
     ];
 
     fn name(self) -> &'static str {
@@ -44,6 +47,7 @@ impl Variant {
             Variant::Wrapped => "wrappers, no kprof",
             Variant::CountsOnly => "kprof --actor, KPROF_ACTOR_BREAKDOWN=0",
             Variant::Breakdown => "kprof --actor (breakdown)",
+            Variant::Hooked => "kprof --actor, not relinked: load-time hooks (breakdown)",
         }
     }
 }
@@ -105,6 +109,7 @@ fn main() {
                 Variant::Wrapped => (vec![wrapped, n_arg.clone()], vec![]),
                 Variant::CountsOnly => (kprof_args(&wrapped), vec![("KPROF_ACTOR_BREAKDOWN", "0")]),
                 Variant::Breakdown => (kprof_args(&wrapped), vec![]),
+                Variant::Hooked => (kprof_args(&unwrapped), vec![]),
             };
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let out = oshrun(np, &args, &env);
