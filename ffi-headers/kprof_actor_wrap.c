@@ -51,6 +51,12 @@ static const struct kprof_actor_wrap_hooks *kprof_actor__hooks(void) {
   return h;
 }
 
+/* Without the breakdown (t0 == 0) only OK pushes and pulls, begins and frees
+ * matter: failed pushes and pulls and advances are not reported. */
+static inline int kprof_actor__skip(int op, long rc) {
+  return op == KPROF_ACTOR_ADVANCE || ((op == KPROF_ACTOR_PUSH || op == KPROF_ACTOR_PULL) && rc != 0);
+}
+
 /* Runs CALL between the reports: the current conveyor set, the clock read. */
 #define KPROF_ACTOR_AROUND(conv, op, pe, arg, rc_expr, CALL) \
   const struct kprof_actor_wrap_hooks *h = kprof_actor__hooks(); \
@@ -59,6 +65,7 @@ static const struct kprof_actor_wrap_hooks *kprof_actor__hooks(void) {
   *h->current = (void *)(conv);                                  \
   __typeof__(CALL) rc = CALL;                                    \
   *h->current = NULL;                                            \
+  if (!t0 && kprof_actor__skip(op, (long)(rc_expr))) return rc;  \
   h->leave((void *)(conv), op, (long)(rc_expr), pe, arg, t0);    \
   return rc
 
@@ -89,6 +96,7 @@ int __wrap_convey_pull(convey_t *c, void *item, int64_t *from) {
   *h->current = (void *)c;
   int rc = __real_convey_pull(c, item, where);
   *h->current = NULL;
+  if (!t0 && kprof_actor__skip(KPROF_ACTOR_PULL, rc)) return rc;
   h->leave(c, KPROF_ACTOR_PULL, rc, *where, 0, t0);
   return rc;
 }

@@ -507,31 +507,36 @@ fn cmake_kprof_actor_link() {
     );
 }
 
-/// `KPROF_ACTOR_BREAKDOWN=0`: messages only (no clock read per Conveyors call):
-/// the logical matrix is still exact, and no breakdown is claimed.
+/// `KPROF_ACTOR_BREAKDOWN=0`: messages only (no clock read per Conveyors call,
+/// failed pushes and pulls not even reported), through the wrappers and through
+/// the load-time hooks: the logical matrix is still exact, and no breakdown is
+/// claimed.
 #[test]
 fn counts_only_without_breakdown() {
     if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
         return;
     }
-    let dir = scratch("actor_counts_only");
-    let out = under_kprof(
-        &dir,
-        &programs().histo,
-        &["2000"],
-        &[("KPROF_ACTOR_BREAKDOWN", "0")],
-    );
-    let own = program_logical(&out);
-    let m = merged_matrix(&dir);
-    assert_eq!(
-        m[&("conveyor 0 logical".to_string(), "send".to_string())],
-        own[&0]
-    );
-    for pe in 0..NP as u64 {
-        let p = read_profile(&dir.join(format!("pe{pe}")));
-        assert_eq!(p["metadata"]["actor.breakdown"], "off");
-        assert!(p["metadata"].get("actor.main_ns").is_none());
-        assert!(p["metadata"].get("actor.conveyor.0.comm_ns").is_none());
-        assert_eq!(p["metadata"]["actor.conveyor.0.item_bytes"], "8");
+    for (name, prog) in [
+        ("wrapped", &programs().histo),
+        ("hooked", &programs().histo_unwrapped),
+    ] {
+        let dir = scratch(&format!("actor_counts_only_{name}"));
+        let out = under_kprof(&dir, prog, &["2000"], &[("KPROF_ACTOR_BREAKDOWN", "0")]);
+        let own = program_logical(&out);
+        let m = merged_matrix(&dir);
+        assert_eq!(
+            m[&("conveyor 0 logical".to_string(), "send".to_string())],
+            own[&0]
+        );
+        let recv = &m[&("conveyor 0 logical".to_string(), "receive".to_string())];
+        let transposed: Cells = own[&0].iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+        assert_eq!(recv, &transposed);
+        for pe in 0..NP as u64 {
+            let p = read_profile(&dir.join(format!("pe{pe}")));
+            assert_eq!(p["metadata"]["actor.breakdown"], "off");
+            assert!(p["metadata"].get("actor.main_ns").is_none());
+            assert!(p["metadata"].get("actor.conveyor.0.comm_ns").is_none());
+            assert_eq!(p["metadata"]["actor.conveyor.0.item_bytes"], "8");
+        }
     }
 }

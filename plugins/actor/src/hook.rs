@@ -302,6 +302,9 @@ unsafe extern "C" fn hook_push(c: *mut c_void, item: *const c_void, pe: i64) -> 
     // SAFETY: as above.
     let rc = unsafe { f(c, item, pe) };
     state::CURRENT.store(0, Ordering::Relaxed);
+    if t0 == 0 && rc != 0 {
+        return rc; // messages only: a failed push is no message
+    }
     // SAFETY: the wrappers' report.
     unsafe { wrap::leave(c, op::PUSH, i64::from(rc), pe, 0, t0) };
     rc
@@ -325,6 +328,9 @@ unsafe extern "C" fn hook_pull(c: *mut c_void, item: *mut c_void, from: *mut i64
     // SAFETY: as above; `where_` is the caller's pointer or our local.
     let rc = unsafe { f(c, item, where_) };
     state::CURRENT.store(0, Ordering::Relaxed);
+    if t0 == 0 && rc != 0 {
+        return rc; // messages only: a failed pull is no message
+    }
     // SAFETY: `where_` was written by convey_pull (or still holds -1).
     let pe = unsafe { *where_ };
     // SAFETY: the wrappers' report.
@@ -344,6 +350,9 @@ unsafe extern "C" fn hook_advance(c: *mut c_void, done: bool) -> bool {
     // SAFETY: as above.
     let rc = unsafe { f(c, done) };
     state::CURRENT.store(0, Ordering::Relaxed);
+    if t0 == 0 {
+        return rc; // messages only: nothing to count
+    }
     // SAFETY: the wrappers' report.
     unsafe { wrap::leave(c, op::ADVANCE, i64::from(rc), 0, u64::from(done), t0) };
     rc
