@@ -189,10 +189,20 @@ fn histogram_logical_matrix_and_breakdown() {
     let recv = &m[&("conveyor 0 logical".to_string(), "receive".to_string())];
     let transposed: BTreeMap<_, _> = own[&0].iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
     assert_eq!(recv, &transposed);
-    // Local path only: the stand-in put nothing, kprof saw no physical put.
+    // Local path only: the stand-in put nothing, kprof saw no physical put; its
+    // memcpys through shmem_ptr (the porter's local_send, hooked) are exactly
+    // the stand-in's own count of buffers and bytes.
     assert!(program_physical(&out, "remote").is_empty());
-    assert!(!program_physical(&out, "local").is_empty());
-    assert!(!m.keys().any(|(c, _)| c.contains("physical")), "{m:?}");
+    let local = program_physical(&out, "local");
+    assert!(!local.is_empty());
+    assert!(
+        !m.keys().any(|(c, _)| c.contains("physical remote")),
+        "{m:?}"
+    );
+    assert_eq!(
+        m[&("conveyor 0 physical local".to_string(), "send".to_string())],
+        local
+    );
 
     let phases = per_pe(&out, "phase");
     for pe in 0..NP as u64 {
@@ -366,6 +376,10 @@ fn detection_load_time_hooks_and_stripped() {
             assert_eq!(
                 m[&("conveyor 0 logical".to_string(), "send".to_string())],
                 own[&0]
+            );
+            assert_eq!(
+                m[&("conveyor 0 physical local".to_string(), "send".to_string())],
+                program_physical(&out, "local")
             );
             let phases = per_pe(&out, "phase");
             for pe in 0..NP as u64 {

@@ -86,9 +86,131 @@ pub fn dispatch_len(code: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
-/// The addresses of the executable's entries (None: absent), and whether it
-/// holds the link-time wrappers, from its symbol table.
-fn find_entries() -> Result<([Option<usize>; 5], bool), HookError> {
+/// How many bytes of `code` are whole instructions of a function prologue known
+/// to be position independent (pushes, register moves, `sub $imm8,%rsp`,
+/// `endbr64`), at least 5 (None when the prologue holds anything else within
+/// its first 5 bytes: then it is not hooked).
+pub fn prologue_len(code: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < 5 {
+        let rest = code.get(i..)?;
+        let n = match rest {
+            [0xf3, 0x0f, 0x1e, 0xfa, ..] => 4,
+            // push %reg / push %r8-15
+            [0x50..=0x57, ..] => 1,
+            [0x41, 0x50..=0x57, ..] => 2,
+            // mov/movslq between registers (mod = 11), 64-bit (REX.W) or 32-bit
+            [0x48 | 0x49 | 0x4c | 0x4d, 0x89 | 0x8b | 0x63, m, ..] if m >> 6 == 3 => 3,
+            [0x89 | 0x8b | 0x31, m, ..] if m >> 6 == 3 => 2,
+            [0x41 | 0x44 | 0x45, 0x89 | 0x8b | 0x31, m, ..] if m >> 6 == 3 => 3,
+            // sub $imm8,%rsp
+            [0x48, 0x83, 0xec, _, ..] => 4,
+            _ => return None,
+        };
+        i += n;
+    }
+    Some(i)
+}
+
+/// The porter's local send (bale's `local_send(porter_t*, int dest, uint64_t
+/// level, size_t n_bytes, buffer_t*, uint64_t signal)`: a memcpy into the
+/// peer's buffer through a `shmem_ptr` address), continued past its prologue.
+static LOCAL_SEND: AtomicUsize = AtomicUsize::new(0);
+
+/// Hooks the local function `name` at `addr` (an ordinary prologue, relocated
+/// into the trampoline, which jumps back after it) so that it goes to `hook`;
+/// returns the trampoline.
+fn hook_prologue(name: &'static str, addr: usize, hook: usize) -> Result<usize, HookError> {
+    // SAFETY: `addr` is a function of the loaded executable (its symbol); 32
+    // bytes of text are readable there.
+    let code = unsafe { std::slice::from_raw_parts(addr as *const u8, 32) };
+    let len = prologue_len(code).ok_or_else(|| {
+        HookError::Pattern(
+            name,
+            code[..12]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+    })?;
+    let page = map_near(addr).ok_or(HookError::Near(name))?;
+    // Page: stub to the hook at 0, trampoline at 16: the prologue, then
+    // `jmp *0(%rip)` back to the rest of the function.
+    // SAFETY: `page` is a fresh read-write page of 4096 bytes.
+    unsafe {
+        let p = std::slice::from_raw_parts_mut(page, 4096);
+        p[..6].copy_from_slice(&[0xff, 0x25, 0, 0, 0, 0]);
+        p[6..14].copy_from_slice(&(hook as u64).to_le_bytes());
+        p[16..16 + len].copy_from_slice(&code[..len]);
+        let back = 16 + len;
+        p[back..back + 6].copy_from_slice(&[0xff, 0x25, 0, 0, 0, 0]);
+        p[back + 6..back + 14].copy_from_slice(&((addr + len) as u64).to_le_bytes());
+        if libc::mprotect(page as *mut c_void, 4096, libc::PROT_READ | libc::PROT_EXEC) != 0 {
+            return Err(HookError::Protect(name, std::io::Error::last_os_error()));
+        }
+    }
+    patch_jump(name, addr, page as usize)?;
+    Ok(page as usize + 16)
+}
+
+/// Writes `jmp rel32` to `to` over the 5 bytes at `at`.
+fn patch_jump(name: &'static str, at: usize, to: usize) -> Result<(), HookError> {
+    let rel = (to as i64) - (at as i64 + 5);
+    let mut patch = [0xe9u8, 0, 0, 0, 0];
+    patch[1..].copy_from_slice(&(rel as i32).to_le_bytes());
+    let first = at & !4095;
+    let span = (at + 5 - first).div_ceil(4096) * 4096;
+    // SAFETY: the pages are the executable's text; made writable for the 5-byte
+    // write (before main: no other thread runs this code), then read-execute.
+    unsafe {
+        let rwx = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
+        if libc::mprotect(first as *mut c_void, span, rwx) != 0 {
+            return Err(HookError::Protect(name, std::io::Error::last_os_error()));
+        }
+        std::ptr::copy_nonoverlapping(patch.as_ptr(), at as *mut u8, 5);
+        libc::mprotect(
+            first as *mut c_void,
+            span,
+            libc::PROT_READ | libc::PROT_EXEC,
+        );
+    }
+    Ok(())
+}
+
+/// The porter's local send ran: a buffer of `n_bytes` memcpy'd to `dest`.
+unsafe extern "C" fn hook_local_send(
+    p: *mut c_void,
+    dest: c_int,
+    level: u64,
+    n_bytes: usize,
+    buf: *mut c_void,
+    signal: u64,
+) {
+    // SAFETY: the trampoline is local_send's own prologue and the jump back.
+    let f: unsafe extern "C" fn(*mut c_void, c_int, u64, usize, *mut c_void, u64) =
+        unsafe { std::mem::transmute(LOCAL_SEND.load(Ordering::Relaxed)) };
+    // SAFETY: forwarding the caller's arguments.
+    unsafe { f(p, dest, level, n_bytes, buf, signal) };
+    kprof_abi::guard::guard((), || {
+        if crate::api().is_some() {
+            state::local_send(i64::from(dest), n_bytes as u64);
+        }
+    });
+}
+
+/// What the executable's symbol table says.
+struct Found {
+    /// The entries' addresses, by [`ENTRIES`] index (None: absent).
+    entries: [Option<usize>; 5],
+    /// The link-time wrappers are linked in.
+    wrapped: bool,
+    /// The porter's `local_send` (None: absent, or several of that name).
+    local_send: Option<usize>,
+}
+
+/// The executable's entries, wrappers and porter, from its symbol table.
+fn find_entries() -> Result<Found, HookError> {
     let path = std::fs::read_link("/proc/self/exe").map_err(|e| HookError::Read(e.to_string()))?;
     let data = std::fs::read(&path).map_err(|e| HookError::Read(e.to_string()))?;
     let file = object::File::parse(&*data).map_err(|e| HookError::Read(e.to_string()))?;
@@ -97,6 +219,8 @@ fn find_entries() -> Result<([Option<usize>; 5], bool), HookError> {
     let bias = entry.wrapping_sub(file.entry() as usize);
     let mut found = [None; 5];
     let mut wrapped = false;
+    let mut local_send = None;
+    let mut local_sends = 0;
     for sym in file.symbols() {
         let Ok(name) = sym.name() else { continue };
         if sym.is_undefined() {
@@ -108,8 +232,20 @@ fn find_entries() -> Result<([Option<usize>; 5], bool), HookError> {
         if let Some(i) = ENTRIES.iter().position(|e| *e == name) {
             found[i] = Some(bias.wrapping_add(sym.address() as usize));
         }
+        if name == "local_send" && sym.kind() == object::SymbolKind::Text {
+            local_sends += 1;
+            local_send = Some(bias.wrapping_add(sym.address() as usize));
+        }
     }
-    Ok((found, wrapped))
+    // Two functions of that name: not knowing which is the porter's, neither.
+    if local_sends != 1 {
+        local_send = None;
+    }
+    Ok(Found {
+        entries: found,
+        wrapped,
+        local_send,
+    })
 }
 
 /// A page mapped read-write within +-2 GiB of `near` (None when none is free).
@@ -180,26 +316,9 @@ fn hook_one(i: usize, addr: usize, hook: usize) -> Result<(), HookError> {
         }
     }
     TRAMPOLINES[i].store(page as usize + 16, Ordering::Release);
-    let rel = (page as i64) - (at as i64 + 5);
-    let mut patch = [0xe9u8, 0, 0, 0, 0];
-    patch[1..].copy_from_slice(&(rel as i32).to_le_bytes());
-    let first = at & !4095;
-    let span = (at + 5 - first).div_ceil(4096) * 4096;
-    // SAFETY: the entry's pages are the executable's text; made writable for
-    // the 5-byte write (before main: no other thread runs the entry), then
-    // read-execute again.
-    unsafe {
-        let rwx = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
-        if libc::mprotect(first as *mut c_void, span, rwx) != 0 {
-            TRAMPOLINES[i].store(0, Ordering::Release);
-            return Err(HookError::Protect(name, std::io::Error::last_os_error()));
-        }
-        std::ptr::copy_nonoverlapping(patch.as_ptr(), at as *mut u8, 5);
-        libc::mprotect(
-            first as *mut c_void,
-            span,
-            libc::PROT_READ | libc::PROT_EXEC,
-        );
+    if let Err(e) = patch_jump(name, at, page as usize) {
+        TRAMPOLINES[i].store(0, Ordering::Release);
+        return Err(e);
     }
     Ok(())
 }
@@ -225,15 +344,36 @@ pub fn install() {
     {
         return;
     }
-    let (found, wrapped) = match find_entries() {
+    let Found {
+        entries: found,
+        wrapped,
+        local_send,
+    } = match find_entries() {
         Ok(f) => f,
         Err(_) => return, // not an ELF we can read: nothing to hook
     };
-    if wrapped || found.iter().all(Option::is_none) {
+    if found.iter().all(Option::is_none) {
+        return;
+    }
+    let mut failed = Vec::new();
+    // The porter's local path (a memcpy, no OpenSHMEM call): by either route.
+    if let Some(addr) = local_send {
+        match hook_prologue("local_send", addr, hook_local_send as *const () as usize) {
+            Ok(t) => LOCAL_SEND.store(t, Ordering::Release),
+            Err(e) => failed.push(e.to_string()),
+        }
+    }
+    if wrapped {
+        if !failed.is_empty() {
+            crate::warn(&format!(
+                "the porter's local path is not counted ({})",
+                failed.join("; ")
+            ));
+        }
+        crate::api_or_connect();
         return;
     }
     let hooks = hooks();
-    let mut failed = Vec::new();
     let mut hooked = 0;
     for (i, addr) in found.iter().enumerate() {
         if let Some(addr) = addr {
@@ -403,5 +543,20 @@ mod tests {
         // a real prologue (push %rbp) is not a dispatch
         assert_eq!(dispatch_len(&[0x55, 0x48, 0x89, 0xe5]), None);
         assert_eq!(dispatch_len(&[0x48, 0x8b, 0x07]), None);
+    }
+
+    #[test]
+    fn prologue_patterns() {
+        use super::prologue_len;
+        // push %r12; mov %rdi,%r12 (the stand-in's local_send)
+        assert_eq!(prologue_len(&[0x41, 0x54, 0x49, 0x89, 0xfc, 0x55]), Some(5));
+        // push %rbp; mov %rdi,%rbp; push %rbx
+        assert_eq!(prologue_len(&[0x55, 0x48, 0x89, 0xfd, 0x53, 0x48]), Some(5));
+        // endbr64; push %rbp; ...
+        assert_eq!(prologue_len(&[0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x53]), Some(5));
+        // a RIP-relative load in the first bytes: refused
+        assert_eq!(prologue_len(&[0x48, 0x8b, 0x05, 0, 0, 0, 0]), None);
+        // a call in the first bytes: refused
+        assert_eq!(prologue_len(&[0x55, 0xe8, 0, 0, 0, 0]), None);
     }
 }

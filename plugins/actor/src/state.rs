@@ -102,6 +102,8 @@ pub struct Rows {
     pub recv: Row,
     /// Non-blocking puts Conveyors issued, per destination.
     pub phys: Row,
+    /// Buffers the porter's local path copied, per destination.
+    pub local: Row,
 }
 
 /// One measured conveyor.
@@ -266,6 +268,7 @@ fn register(key: usize, item: u64, t0: u64) -> Option<usize> {
                     send: Row::new(npes),
                     recv: Row::new(npes),
                     phys: Row::new(npes),
+                    local: Row::new(npes),
                 });
                 // Rows of another size are leaked (a job's PE count does not change).
                 c.rows.store(Box::into_raw(rows), Ordering::Relaxed);
@@ -422,6 +425,14 @@ pub fn shmem_call(t0: u64, put: Option<(i64, u64)>) -> u64 {
     now
 }
 
+/// The porter's local path sent a buffer of `bytes` to `dest` (porter-relative;
+/// the PE for a one-hop porter) for the conveyor running now.
+pub fn local_send(dest: i64, bytes: u64) {
+    if let Some(rows) = find(CURRENT.load(Ordering::Relaxed)).and_then(|s| CONVS[s].rows()) {
+        rows.local.add(dest, 1, bytes);
+    }
+}
+
 /// Names conveyor `key` (route 3): metadata `actor.conveyor.<n>.<what>`.
 pub fn describe(api: &CoreApi, key: usize, what: &str, value: &str) -> bool {
     let Some(s) = find(key) else {
@@ -479,6 +490,7 @@ pub struct Retired {
     send: Vec<(u32, u64, u64)>,
     recv: Vec<(u32, u64, u64)>,
     phys: Vec<(u32, u64, u64)>,
+    local: Vec<(u32, u64, u64)>,
     /// Ticks: its life, its COMM, its PROC.
     life: u64,
     comm: u64,
@@ -495,6 +507,7 @@ fn retire(c: &Conv, now: u64) {
         send: c.rows().map(|r| r.send.take()).unwrap_or_default(),
         recv: c.rows().map(|r| r.recv.take()).unwrap_or_default(),
         phys: c.rows().map(|r| r.phys.take()).unwrap_or_default(),
+        local: c.rows().map(|r| r.local.take()).unwrap_or_default(),
         life: now.saturating_sub(c.begin.load(Ordering::Relaxed)),
         comm: c.comm.load(Ordering::Relaxed),
         proc_: c.proc_.load(Ordering::Relaxed),
@@ -517,6 +530,12 @@ fn emit(api: &CoreApi, r: Retired, k: f64) {
         &format!("conveyor {n} physical remote"),
         message::SEND,
         r.phys,
+    );
+    emit_row(
+        api,
+        &format!("conveyor {n} physical local"),
+        message::SEND,
+        r.local,
     );
     let p = format!("actor.conveyor.{n}");
     meta(api, &format!("{p}.item_bytes"), &r.item.to_string());

@@ -13,9 +13,11 @@
 
 struct porter;
 
-/* The porter's methods, as bale reaches them: through a table. */
+/* The porter's methods, as bale reaches them: through a table, with bale's
+ * signatures (dest: porter-relative, here the PE; level and signal unused). */
 struct porter_methods {
-  void (*send)(struct porter *p, int dest, size_t n_bytes, const char *buf);
+  void (*send)(struct porter *p, int dest, uint64_t level, size_t n_bytes, const char *buf,
+               uint64_t signal);
   void (*progress)(struct porter *p, int dest);
 };
 
@@ -63,7 +65,9 @@ void standin_convey_physical(int path, int64_t pe, uint64_t *buffers, uint64_t *
 
 /* --- porter --- */
 
-static void local_send(struct porter *p, int dest, size_t n_bytes, const char *buf) {
+static void local_send(struct porter *p, int dest, uint64_t level, size_t n_bytes,
+                       const char *buf, uint64_t signal) {
+  (void)level, (void)signal;
   memcpy(p->peer_inbox[dest], buf, n_bytes);
   __atomic_store_n(p->peer_signal[dest], (long long)n_bytes, __ATOMIC_RELEASE);
   phys_buffers[0][dest]++;
@@ -72,7 +76,9 @@ static void local_send(struct porter *p, int dest, size_t n_bytes, const char *b
 
 static void local_progress(struct porter *p, int dest) { (void)p, (void)dest; }
 
-static void nonblock_send(struct porter *p, int dest, size_t n_bytes, const char *buf) {
+static void nonblock_send(struct porter *p, int dest, uint64_t level, size_t n_bytes,
+                          const char *buf, uint64_t signal) {
+  (void)level, (void)signal;
   shmem_putmem_nbi(p->inbox + (size_t)p->me * p->slot_bytes, buf, n_bytes, dest);
   p->pending[dest] = (long long)n_bytes;
   phys_buffers[1][dest]++;
@@ -135,7 +141,7 @@ static bool try_send(convey_t *c, int pe) {
   hdr[0] = (uint64_t)p->me;
   hdr[1] = c->out_n[pe];
   p->credit[pe] = 0;
-  p->m->send(p, pe, HEADER + c->out_n[pe] * c->item_size, c->out[pe]);
+  p->m->send(p, pe, 0, HEADER + c->out_n[pe] * c->item_size, c->out[pe], 1);
   c->out_n[pe] = 0;
   return true;
 }
