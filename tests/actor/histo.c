@@ -5,7 +5,9 @@
  * measured itself (convey_begin .. convey_free), the time its handler slept,
  * and the table's checksum.
  *
- *   histo [updates per PE] [handler sleep, us, every 64th message] */
+ *   histo [updates per PE] [handler sleep, us, every 64th message] [nofree]
+ *
+ * With "nofree" the conveyor is never freed (a bad input kprof must survive). */
 #include <shmem.h>
 #include <string.h>
 
@@ -57,7 +59,8 @@ int main(int argc, char **argv) {
       handled++;
     }
   }
-  convey_free(c);
+  bool nofree = argc > 3 && strcmp(argv[3], "nofree") == 0;
+  if (!nofree) convey_free(c);
   uint64_t t1 = fabsp_now_ns();
 
   for (int d = 0; d < npes; d++)

@@ -554,3 +554,42 @@ fn counts_only_without_breakdown() {
         }
     }
 }
+
+/// A conveyor never freed (the program ends without `convey_free`): its rows
+/// are delivered at exit, exact, and the fact is counted; the program's results
+/// and exit status are unchanged.
+#[test]
+fn conveyor_never_freed() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    for (name, prog) in [
+        ("wrapped", &programs().histo),
+        ("hooked", &programs().histo_unwrapped),
+    ] {
+        let dir = scratch(&format!("actor_nofree_{name}"));
+        let args = ["1000", "0", "nofree"];
+        let mut plain_args = vec![prog.to_str().unwrap()];
+        plain_args.extend(args);
+        let plain = oshrun(&plain_args, &[]);
+        assert_ok(&plain);
+        let out = under_kprof(&dir, prog, &args, &[]);
+        assert_eq!(lines(&out, "result"), lines(&plain, "result"));
+        let own = program_logical(&out);
+        let m = merged_matrix(&dir);
+        assert_eq!(
+            m[&("conveyor 0 logical".to_string(), "send".to_string())],
+            own[&0]
+        );
+        for pe in 0..NP as u64 {
+            let p = read_profile(&dir.join(format!("pe{pe}")));
+            assert_eq!(meta(&p, "actor.conveyors_not_freed"), 1, "{name}");
+            let (main, proc_, comm) = (
+                meta(&p, "actor.main_ns"),
+                meta(&p, "actor.proc_ns"),
+                meta(&p, "actor.comm_ns"),
+            );
+            assert!((main + proc_ + comm).abs_diff(meta(&p, "actor.phase_ns")) <= 3);
+        }
+    }
+}

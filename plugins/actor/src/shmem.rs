@@ -70,10 +70,17 @@ fn real(f: F) -> usize {
     a
 }
 
-/// This PE and the job's PEs, from OpenSHMEM (-1, -1 when it is absent).
+/// This PE and the job's PEs, from OpenSHMEM (-1, -1 when it is absent, or
+/// when Open MPI's OSHMEM says it is not initialized: its `shmem_my_pe` aborts
+/// the program then).
 pub fn my_pe_n_pes() -> (i64, i64) {
     let (me, n) = (next(c"pshmem_my_pe"), next(c"pshmem_n_pes"));
     if me == 0 || n == 0 {
+        return (-1, -1);
+    }
+    let init = next(c"oshmem_shmem_initialized");
+    // SAFETY: OSHMEM's exported `bool oshmem_shmem_initialized` (one byte, read only).
+    if init != 0 && unsafe { std::ptr::read_volatile(init as *const u8) } == 0 {
         return (-1, -1);
     }
     // SAFETY: both are `int (void)` functions of liboshmem.

@@ -218,8 +218,11 @@ pub static OUTSIDE_PUTS: OnceLock<Row> = OnceLock::new();
 pub fn learn_pes() {
     if N_PES.load(Ordering::Relaxed) < 0 {
         let (me, n) = crate::shmem::my_pe_n_pes();
-        MY_PE.store(me, Ordering::Relaxed);
-        N_PES.store(n, Ordering::Relaxed);
+        // Not known yet (not initialized): asked again next time.
+        if n > 0 {
+            MY_PE.store(me, Ordering::Relaxed);
+            N_PES.store(n, Ordering::Relaxed);
+        }
     }
 }
 
