@@ -5,7 +5,7 @@
 #
 # installs  PREFIX/bin/kprof
 #           PREFIX/lib/libkprof_core.so, libkprof.so, libkprof_ompt.so, ... (those built)
-#           PREFIX/include/kprof/kprof.h, kprof.hpp, kprof.f90
+#           PREFIX/include/kprof/kprof.h, kprof.hpp, kprof.f90, kprof_actor.h, kprof_actor_wrap.c
 #           PREFIX/lib/cmake/kprof/kprofConfig.cmake, kprofConfigVersion.cmake
 #           PREFIX/lib/pkgconfig/kprof.pc
 # DESTDIR is honoured (staged installs); CARGO_TARGET_DIR too. `make uninstall` removes
@@ -19,7 +19,7 @@ RELEASE := $(TARGET_DIR)/release
 VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
 PLUGINS := libkprof_core.so libkprof.so libkprof_ompt.so libkprof_acc.so libkprof_raja.so libkprof_cuda.so libkprof_rocm.so libkprof_mpi.so libkprof_actor.so
-HEADERS := ffi-headers/kprof.h ffi-headers/kprof.hpp ffi-headers/kprof.f90
+HEADERS := ffi-headers/kprof.h ffi-headers/kprof.hpp ffi-headers/kprof.f90 ffi-headers/kprof_actor.h ffi-headers/kprof_actor_wrap.c
 
 D := $(DESTDIR)$(PREFIX)
 
@@ -27,7 +27,7 @@ D := $(DESTDIR)$(PREFIX)
 all: build
 
 build:
-	$(CARGO) build --release -p kprof-core -p kprof-kokkos -p kprof-ompt -p kprof-openacc -p kprof-raja -p kprof-cuda -p kprof-rocm -p kprof-mpi -p kprof-cli
+	$(CARGO) build --release -p kprof-core -p kprof-kokkos -p kprof-ompt -p kprof-openacc -p kprof-raja -p kprof-cuda -p kprof-rocm -p kprof-mpi -p kprof-actor -p kprof-cli
 
 test:
 	bash tests/test.sh
@@ -47,6 +47,7 @@ install: build
 uninstall:
 	rm -f "$(D)/bin/kprof" $(addprefix "$(D)/lib/,$(addsuffix ",$(PLUGINS))) \
 	    "$(D)/include/kprof/kprof.h" "$(D)/include/kprof/kprof.hpp" "$(D)/include/kprof/kprof.f90" \
+	    "$(D)/include/kprof/kprof_actor.h" "$(D)/include/kprof/kprof_actor_wrap.c" \
 	    "$(D)/lib/cmake/kprof/kprofConfig.cmake" "$(D)/lib/cmake/kprof/kprofConfigVersion.cmake" \
 	    "$(D)/lib/pkgconfig/kprof.pc"
 	-rmdir "$(D)/include/kprof" "$(D)/lib/cmake/kprof" 2>/dev/null

@@ -42,6 +42,16 @@ pub struct Models {
     pub hip: bool,
     /// An MPI library: libmpi (Open MPI, and MPICH's newer name) or libmpich.
     pub mpi: bool,
+    /// An FA-BSP (HClib-Actor / Conveyors) program: bale's Conveyors built in
+    /// (`convey_begin` in its symbols) or OpenSHMEM (liboshmem) linked.
+    pub actor: bool,
+    /// Conveyors is built in but its entries are not wrapped (the program was
+    /// not linked with kprof's `__wrap_convey_*`) and cannot be hooked at load
+    /// time (not x86-64): the logical layer is not seen.
+    pub conveyors_unwrapped: bool,
+    /// The program has no symbol table (stripped): Conveyors' entries, if it
+    /// holds them, can be neither found nor hooked.
+    pub stripped: bool,
     /// Why, one entry per finding.
     pub reasons: Vec<String>,
 }
@@ -62,6 +72,12 @@ struct ElfInfo {
     goacc: bool,
     /// The static CUDA runtime is built in (it names `libcuda.so.1` to load it).
     static_cudart: bool,
+    /// bale's Conveyors is built in (`convey_begin` is defined).
+    conveyors: bool,
+    /// kprof's link-time wrapper of `convey_push` is built in.
+    conveyors_wrapped: bool,
+    /// It has a symbol table (`.symtab`).
+    symtab: bool,
 }
 
 /// RAJA's runtime plugin loader (`RAJA::util::RuntimePluginLoader`), mangled.
@@ -90,6 +106,9 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
     }
     for kind in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
         let symbols = sections.symbols(endian, data, kind)?;
+        if kind == elf::SHT_SYMTAB && !symbols.is_empty() {
+            info.symtab = true;
+        }
         for sym in symbols.iter() {
             let Ok(name) = sym.name(endian, symbols.strings()) else {
                 continue;
@@ -101,6 +120,12 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
                     || name.starts_with(b"_ZN6Kokkos9Profiling"))
             {
                 info.static_kokkos = true;
+            }
+            if defined && (name == b"convey_begin" || name == b"__real_convey_begin") {
+                info.conveyors = true;
+            }
+            if defined && name == b"__wrap_convey_push" {
+                info.conveyors_wrapped = true;
             }
             if name.starts_with(b"GOACC_") {
                 info.goacc = true;
@@ -130,6 +155,11 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
                 }
                 if info.static_raja.is_none() && contains(bytes, b"RAJA_PLUGINS") {
                     info.static_raja = Some("the string RAJA_PLUGINS");
+                }
+                // The link-time wrappers look the plugin up by this name: they
+                // are built in even when the symbols are stripped.
+                if !info.conveyors_wrapped && contains(bytes, b"kprof_actor_wrap_hooks_v1\0") {
+                    info.conveyors_wrapped = true;
                 }
                 if !info.static_cudart && contains(bytes, b"libcuda.so.1\0") {
                     info.static_cudart = true;
@@ -255,6 +285,11 @@ fn classify(name: &str, resolved: Option<&Path>, models: &mut Models, via: &str,
             models.reasons.push(why("raja"));
         }
         models.raja = true;
+    } else if base.starts_with("liboshmem.") {
+        if !models.actor {
+            models.reasons.push(why("actor"));
+        }
+        models.actor = true;
     } else if base.starts_with("libamdhip64.") {
         if !models.hip {
             models.reasons.push(why("hip"));
@@ -291,6 +326,16 @@ pub fn detect(program: &Path) -> Result<Models, String> {
             .push(format!("raja: built into the program ({how})"));
     }
     models.raja_without_loader = top.raja_symbols && top.static_raja.is_none();
+    // On x86-64 the plugin hooks the entries at load time.
+    models.conveyors_unwrapped =
+        top.conveyors && !top.conveyors_wrapped && !cfg!(target_arch = "x86_64");
+    models.stripped = !top.symtab && !top.conveyors_wrapped;
+    if top.conveyors {
+        models.actor = true;
+        models
+            .reasons
+            .push("actor: Conveyors (convey_begin) is built into the program".into());
+    }
     if top.static_cudart {
         models.cuda = true;
         models

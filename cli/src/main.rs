@@ -32,7 +32,7 @@ struct Cli {
 enum Command {
     /// Runs a program with the kprof plugins for the runtimes it uses.
     ///
-    /// Without --kokkos/--openmp/--openacc/--raja/--cuda/--hip/--mpi, the models are detected from the
+    /// Without --kokkos/--openmp/--openacc/--raja/--cuda/--hip/--mpi/--actor, the models are detected from the
     /// program's ELF file (the libraries it links, statically built Kokkos).
     /// The program keeps its stdin, stdout, stderr and exit status.
     #[command(

@@ -41,6 +41,13 @@ pub struct RunArgs {
     /// Detected when the program links an MPI library (libmpi, libmpich).
     #[arg(long)]
     pub mpi: bool,
+    /// Load the HClib-Actor / Conveyors plugin (libkprof_actor.so, preloaded):
+    /// message matrices and the MAIN/PROC/COMM breakdown of FA-BSP programs.
+    /// Detected when the program holds Conveyors (convey_begin) or links
+    /// OpenSHMEM. Conveyors' entries are seen when the program was linked with
+    /// kprof's wrappers (see ffi-headers/kprof_actor.h).
+    #[arg(long)]
+    pub actor: bool,
     /// Timeline traces: comma list of perfetto, json, otf2 (KPROF_TRACE).
     #[arg(long, value_name = "FORMATS")]
     pub trace: Option<String>,
@@ -449,14 +456,15 @@ pub fn main(args: RunArgs) -> Outcome {
         || args.raja
         || args.cuda
         || args.hip
-        || args.mpi;
+        || args.mpi
+        || args.actor;
     let path = find_program(&program).map_err(Failure)?;
     let detected = match detect(&path) {
         Ok(m) => Some(m),
         Err(e) => {
             if !asked {
                 say(&format!(
-                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc, --raja, --cuda, --hip or --mpi"
+                    "cannot detect the models of {program} ({e}); give --kokkos, --openmp, --openacc, --raja, --cuda, --hip, --mpi or --actor"
                 ));
             }
             None
@@ -471,6 +479,9 @@ pub fn main(args: RunArgs) -> Outcome {
             cuda: args.cuda,
             hip: args.hip,
             mpi: args.mpi,
+            actor: args.actor,
+            conveyors_unwrapped: detected.as_ref().is_some_and(|m| m.conveyors_unwrapped),
+            stripped: detected.as_ref().is_some_and(|m| m.stripped),
             kokkos_tools_libs: detected.as_ref().is_some_and(|m| m.kokkos_tools_libs),
             reasons: detected
                 .as_ref()
@@ -516,7 +527,12 @@ pub fn main(args: RunArgs) -> Outcome {
     if models.mpi {
         wanted.push(("mpi", "libkprof_mpi.so"));
     }
+    if models.actor {
+        wanted.push(("actor", "libkprof_actor.so"));
+    }
     let mut missing = Vec::new();
+    // Plugins that go into LD_PRELOAD, before any list already set.
+    let mut preload: Vec<String> = Vec::new();
     for (model, libname) in wanted {
         let Some(lib) = dir
             .as_ref()
@@ -570,11 +586,10 @@ pub fn main(args: RunArgs) -> Outcome {
             "raja" => env.push(("RAJA_PLUGINS", lib)),
             "cuda" => env.push(("CUDA_INJECTION64_PATH", lib)),
             // The program's MPI calls bind to the plugin's MPI_* functions, which
-            // forward to the library's PMPI_* ones.
-            "mpi" => env.push((
-                "LD_PRELOAD",
-                chain_list(&lib, std::env::var("LD_PRELOAD").ok().as_deref(), ':'),
-            )),
+            // forward to the library's PMPI_* ones; the actor plugin's shmem_* come
+            // before liboshmem's weak ones, and the wrappers linked into the program
+            // find it with dlsym. Both go into one LD_PRELOAD.
+            "mpi" | "actor" => preload.push(lib),
             // rocprofiler-sdk loads every tool of the list.
             "hip" => env.push((
                 "ROCP_TOOL_LIBRARIES",
@@ -587,6 +602,20 @@ pub fn main(args: RunArgs) -> Outcome {
             _ => env.push(("ACC_PROFLIB", lib)),
         }
         loaded.push(model);
+    }
+    if !preload.is_empty() {
+        let ours = preload.join(":");
+        let theirs = std::env::var("LD_PRELOAD").ok();
+        let theirs: Vec<&str> = theirs
+            .as_deref()
+            .unwrap_or_default()
+            .split(':')
+            .filter(|x| !x.is_empty() && !preload.iter().any(|p| p == x))
+            .collect();
+        env.push((
+            "LD_PRELOAD",
+            chain_list(&ours, Some(&theirs.join(":")), ':'),
+        ));
     }
     if args.verbose && !args.quiet {
         for r in &models.reasons {
@@ -602,6 +631,21 @@ pub fn main(args: RunArgs) -> Outcome {
              -DRAJA_ENABLE_RUNTIME_PLUGINS=ON to measure its kernels"
         ));
     }
+    const LINK_WRAPPERS: &str = "link it with kprof_actor_wrap.c and \
+         -Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,--wrap=convey_pull,\
+         --wrap=convey_advance,--wrap=convey_free (see kprof_actor.h)";
+    if models.actor && models.conveyors_unwrapped {
+        say(&format!(
+            "{exe_name} holds Conveyors without kprof's link-time wrappers and its entries \
+             cannot be hooked on this architecture: its messages are not counted (only \
+             OpenSHMEM calls are); {LINK_WRAPPERS}"
+        ));
+    } else if models.actor && models.stripped {
+        say(&format!(
+            "{exe_name} is stripped: if it holds Conveyors, its messages are not counted \
+             (only OpenSHMEM calls are); keep its symbols or {LINK_WRAPPERS}"
+        ));
+    }
     if models.gomp_only && !models.openmp {
         say(&format!(
             "{exe_name} runs on GCC's libgomp, which has no OpenMP tool interface: OpenMP \
@@ -612,9 +656,9 @@ pub fn main(args: RunArgs) -> Outcome {
     if loaded.is_empty() && !models.annotations {
         if missing.is_empty() && !models.gomp_only {
             say(&format!(
-                "no Kokkos, OpenMP, OpenACC, RAJA, CUDA, HIP or MPI runtime found in {program}: \
+                "no Kokkos, OpenMP, OpenACC, RAJA, CUDA, HIP, MPI or OpenSHMEM runtime found in {program}: \
                  nothing will be measured unless it uses the annotation API (give --kokkos, \
-                 --openmp, --openacc, --raja, --cuda, --hip or --mpi to force)"
+                 --openmp, --openacc, --raja, --cuda, --hip, --mpi or --actor to force)"
             ));
         }
     } else if !args.quiet {

@@ -5,6 +5,7 @@
 //! Tests never look at a file's mere existence: they parse `profile.json` with
 //! [`read_profile`] and assert on its content.
 
+pub mod actor;
 pub mod bench;
 pub mod openmp;
 pub mod standin;
@@ -63,6 +64,8 @@ pub fn lib_dir() -> PathBuf {
                     "kprof-rocm",
                     "-p",
                     "kprof-mpi",
+                    "-p",
+                    "kprof-actor",
                     "-p",
                     "kprof-cli",
                 ])

@@ -1,0 +1,562 @@
+//! Route 1: load-time hooks of the executable's own `convey_*` entries (x86-64;
+//! other architectures use the link-time wrappers of [`crate::wrap`]).
+//!
+//! bale builds Conveyors as a static library, so its public entries are local
+//! functions of the executable (in `.symtab`, not in the dynamic symbols) and no
+//! preloaded library can interpose them. Each entry is a short dispatch through
+//! the conveyor's method table, `mov (%rdi),%rax; jmp *disp(%rax)` (6 bytes;
+//! `convey_begin` 5, `convey_advance` 10 with a `movzbl %sil,%esi`): code that
+//! is position independent and ends in a jump. So:
+//!
+//! - the **trampoline** (the original entry, callable) is a copy of those bytes
+//!   anywhere in memory;
+//! - the **patch** is a 5-byte `jmp rel32` over the entry's first bytes to a
+//!   14-byte stub (`jmp *0(%rip)` + the hook's address) in a page mapped within
+//!   +-2 GiB of the entry.
+//!
+//! An entry whose bytes are not such a dispatch (another compiler, `-O0`, LTO)
+//! is left alone, with one line saying to use the link-time wrappers. Hooks are
+//! installed by the library's constructor, before `main`, when the program has
+//! the entries and was not linked with the wrappers (then they already count).
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use object::{Object, ObjectSymbol};
+
+use crate::state::{self, op};
+use crate::wrap;
+
+/// The entries hooked, in this order in [`TRAMPOLINES`].
+pub const ENTRIES: [&str; 5] = [
+    "convey_begin",
+    "convey_push",
+    "convey_pull",
+    "convey_advance",
+    "convey_free",
+];
+
+/// The trampolines (the original entries), by [`ENTRIES`] index (0: not hooked).
+static TRAMPOLINES: [AtomicUsize; 5] = [const { AtomicUsize::new(0) }; 5];
+
+/// Why an entry or the program could not be hooked.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// The executable could not be read or parsed.
+    #[error("cannot read the program's symbols: {0}")]
+    Read(String),
+    /// An entry's code is not a method-table dispatch.
+    #[error("{0} is not a method-table dispatch (bytes {1})")]
+    Pattern(&'static str, String),
+    /// No page could be mapped within +-2 GiB of an entry.
+    #[error("no memory within 2 GiB of {0}")]
+    Near(&'static str),
+    /// A page protection change failed.
+    #[error("cannot patch {0}: {1}")]
+    Protect(&'static str, std::io::Error),
+}
+
+/// How many bytes of `code` form the dispatch (instructions known to be
+/// position independent, ending in `jmp *disp(%rax)`), after an optional
+/// `endbr64` (whose length is returned first).
+pub fn dispatch_len(code: &[u8]) -> Option<(usize, usize)> {
+    let start = if code.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+        4
+    } else {
+        0
+    };
+    let mut i = start;
+    loop {
+        let rest = code.get(i..)?;
+        let n = match rest {
+            // mov (%rdi),%rax
+            [0x48, 0x8b, 0x07, ..] => 3,
+            // movzbl %sil,%esi (the bool of convey_advance)
+            [0x40, 0x0f, 0xb6, 0xf6, ..] => 4,
+            // jmp *(%rax) / jmp *disp8(%rax) / jmp *disp32(%rax): the end
+            [0xff, 0x20, ..] => return Some((start, i + 2 - start)),
+            [0xff, 0x60, _, ..] => return Some((start, i + 3 - start)),
+            [0xff, 0xa0, _, _, _, _, ..] => return Some((start, i + 6 - start)),
+            _ => return None,
+        };
+        i += n;
+        if i - start > 24 {
+            return None;
+        }
+    }
+}
+
+/// How many bytes of `code` are whole instructions of a function prologue known
+/// to be position independent (pushes, register moves, `sub $imm8,%rsp`,
+/// `endbr64`), at least 5 (None when the prologue holds anything else within
+/// its first 5 bytes: then it is not hooked).
+pub fn prologue_len(code: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < 5 {
+        let rest = code.get(i..)?;
+        let n = match rest {
+            [0xf3, 0x0f, 0x1e, 0xfa, ..] => 4,
+            // push %reg / push %r8-15
+            [0x50..=0x57, ..] => 1,
+            [0x41, 0x50..=0x57, ..] => 2,
+            // mov/movslq between registers (mod = 11), 64-bit (REX.W) or 32-bit
+            [0x48 | 0x49 | 0x4c | 0x4d, 0x89 | 0x8b | 0x63, m, ..] if m >> 6 == 3 => 3,
+            [0x89 | 0x8b | 0x31, m, ..] if m >> 6 == 3 => 2,
+            [0x41 | 0x44 | 0x45, 0x89 | 0x8b | 0x31, m, ..] if m >> 6 == 3 => 3,
+            // sub $imm8,%rsp
+            [0x48, 0x83, 0xec, _, ..] => 4,
+            _ => return None,
+        };
+        i += n;
+    }
+    Some(i)
+}
+
+/// The porter's local send (bale's `local_send(porter_t*, int dest, uint64_t
+/// level, size_t n_bytes, buffer_t*, uint64_t signal)`: a memcpy into the
+/// peer's buffer through a `shmem_ptr` address), continued past its prologue.
+static LOCAL_SEND: AtomicUsize = AtomicUsize::new(0);
+
+/// Hooks the local function `name` at `addr` (an ordinary prologue, relocated
+/// into the trampoline, which jumps back after it) so that it goes to `hook`;
+/// returns the trampoline.
+fn hook_prologue(name: &'static str, addr: usize, hook: usize) -> Result<usize, HookError> {
+    // SAFETY: `addr` is a function of the loaded executable (its symbol); 32
+    // bytes of text are readable there.
+    let code = unsafe { std::slice::from_raw_parts(addr as *const u8, 32) };
+    let len = prologue_len(code).ok_or_else(|| {
+        HookError::Pattern(
+            name,
+            code[..12]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+    })?;
+    let page = map_near(addr).ok_or(HookError::Near(name))?;
+    // Page: stub to the hook at 0, trampoline at 16: the prologue, then
+    // `jmp *0(%rip)` back to the rest of the function.
+    // SAFETY: `page` is a fresh read-write page of 4096 bytes.
+    unsafe {
+        let p = std::slice::from_raw_parts_mut(page, 4096);
+        p[..6].copy_from_slice(&[0xff, 0x25, 0, 0, 0, 0]);
+        p[6..14].copy_from_slice(&(hook as u64).to_le_bytes());
+        p[16..16 + len].copy_from_slice(&code[..len]);
+        let back = 16 + len;
+        p[back..back + 6].copy_from_slice(&[0xff, 0x25, 0, 0, 0, 0]);
+        p[back + 6..back + 14].copy_from_slice(&((addr + len) as u64).to_le_bytes());
+        if libc::mprotect(page as *mut c_void, 4096, libc::PROT_READ | libc::PROT_EXEC) != 0 {
+            return Err(HookError::Protect(name, std::io::Error::last_os_error()));
+        }
+    }
+    patch_jump(name, addr, page as usize)?;
+    Ok(page as usize + 16)
+}
+
+/// Writes `jmp rel32` to `to` over the 5 bytes at `at`.
+fn patch_jump(name: &'static str, at: usize, to: usize) -> Result<(), HookError> {
+    let rel = (to as i64) - (at as i64 + 5);
+    let mut patch = [0xe9u8, 0, 0, 0, 0];
+    patch[1..].copy_from_slice(&(rel as i32).to_le_bytes());
+    let first = at & !4095;
+    let span = (at + 5 - first).div_ceil(4096) * 4096;
+    // SAFETY: the pages are the executable's text; made writable for the 5-byte
+    // write (before main: no other thread runs this code), then read-execute.
+    unsafe {
+        let rwx = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
+        if libc::mprotect(first as *mut c_void, span, rwx) != 0 {
+            return Err(HookError::Protect(name, std::io::Error::last_os_error()));
+        }
+        std::ptr::copy_nonoverlapping(patch.as_ptr(), at as *mut u8, 5);
+        libc::mprotect(
+            first as *mut c_void,
+            span,
+            libc::PROT_READ | libc::PROT_EXEC,
+        );
+    }
+    Ok(())
+}
+
+/// The porter's local send ran: a buffer of `n_bytes` memcpy'd to `dest`.
+unsafe extern "C" fn hook_local_send(
+    p: *mut c_void,
+    dest: c_int,
+    level: u64,
+    n_bytes: usize,
+    buf: *mut c_void,
+    signal: u64,
+) {
+    // SAFETY: the trampoline is local_send's own prologue and the jump back.
+    let f: unsafe extern "C" fn(*mut c_void, c_int, u64, usize, *mut c_void, u64) =
+        unsafe { std::mem::transmute(LOCAL_SEND.load(Ordering::Relaxed)) };
+    // SAFETY: forwarding the caller's arguments.
+    unsafe { f(p, dest, level, n_bytes, buf, signal) };
+    kprof_abi::guard::guard((), || {
+        if crate::api().is_some() {
+            state::local_send(i64::from(dest), n_bytes as u64);
+        }
+    });
+}
+
+/// What the executable's symbol table says.
+struct Found {
+    /// The entries' addresses, by [`ENTRIES`] index (None: absent).
+    entries: [Option<usize>; 5],
+    /// The link-time wrappers are linked in.
+    wrapped: bool,
+    /// The porter's `local_send` (None: absent, or several of that name).
+    local_send: Option<usize>,
+}
+
+/// The executable's entries, wrappers and porter, from its symbol table.
+fn find_entries() -> Result<Found, HookError> {
+    let path = std::fs::read_link("/proc/self/exe").map_err(|e| HookError::Read(e.to_string()))?;
+    let data = std::fs::read(&path).map_err(|e| HookError::Read(e.to_string()))?;
+    let file = object::File::parse(&*data).map_err(|e| HookError::Read(e.to_string()))?;
+    // SAFETY: getauxval has no preconditions; AT_ENTRY is the loaded entry point.
+    let entry = unsafe { libc::getauxval(libc::AT_ENTRY) } as usize;
+    let bias = entry.wrapping_sub(file.entry() as usize);
+    let mut found = [None; 5];
+    let mut wrapped = false;
+    let mut local_send = None;
+    let mut local_sends = 0;
+    for sym in file.symbols() {
+        let Ok(name) = sym.name() else { continue };
+        if sym.is_undefined() {
+            continue;
+        }
+        if name == "__wrap_convey_push" {
+            wrapped = true;
+        }
+        if let Some(i) = ENTRIES.iter().position(|e| *e == name) {
+            found[i] = Some(bias.wrapping_add(sym.address() as usize));
+        }
+        if name == "local_send" && sym.kind() == object::SymbolKind::Text {
+            local_sends += 1;
+            local_send = Some(bias.wrapping_add(sym.address() as usize));
+        }
+    }
+    // Two functions of that name: not knowing which is the porter's, neither.
+    if local_sends != 1 {
+        local_send = None;
+    }
+    Ok(Found {
+        entries: found,
+        wrapped,
+        local_send,
+    })
+}
+
+/// A page mapped read-write within +-2 GiB of `near` (None when none is free).
+fn map_near(near: usize) -> Option<*mut u8> {
+    const PAGE: usize = 4096;
+    const STEP: usize = 1 << 24;
+    let base = near & !(PAGE - 1);
+    for k in 1..120usize {
+        for hint in [base.checked_sub(k * STEP), base.checked_add(k * STEP)]
+            .into_iter()
+            .flatten()
+        {
+            // SAFETY: an anonymous mapping at a free address (MAP_FIXED_NOREPLACE
+            // never replaces an existing mapping).
+            let p = unsafe {
+                libc::mmap(
+                    hint as *mut c_void,
+                    PAGE,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                if (p as usize).abs_diff(near) < (1 << 31) - PAGE {
+                    return Some(p as *mut u8);
+                }
+                // SAFETY: unmapping the page just mapped.
+                unsafe { libc::munmap(p, PAGE) };
+            }
+        }
+    }
+    None
+}
+
+/// Hooks entry `i` at `addr` so that it jumps to `hook`.
+fn hook_one(i: usize, addr: usize, hook: usize) -> Result<(), HookError> {
+    let name = ENTRIES[i];
+    // SAFETY: `addr` is the entry of a function of the loaded executable (its
+    // symbol); 32 bytes of its text are readable (functions are padded and
+    // followed by more text).
+    let code = unsafe { std::slice::from_raw_parts(addr as *const u8, 32) };
+    let hex = || {
+        code[..12]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let Some((skip, len)) = dispatch_len(code) else {
+        return Err(HookError::Pattern(name, hex()));
+    };
+    if len < 5 {
+        return Err(HookError::Pattern(name, hex()));
+    }
+    let at = addr + skip;
+    let page = map_near(at).ok_or(HookError::Near(name))?;
+    // Page layout: stub (14 bytes) at 0, trampoline (the dispatch) at 16.
+    // SAFETY: `page` is a fresh read-write page of 4096 bytes.
+    unsafe {
+        let stub = std::slice::from_raw_parts_mut(page, 4096);
+        stub[..6].copy_from_slice(&[0xff, 0x25, 0, 0, 0, 0]);
+        stub[6..14].copy_from_slice(&(hook as u64).to_le_bytes());
+        stub[16..16 + len].copy_from_slice(&code[skip..skip + len]);
+        if libc::mprotect(page as *mut c_void, 4096, libc::PROT_READ | libc::PROT_EXEC) != 0 {
+            return Err(HookError::Protect(name, std::io::Error::last_os_error()));
+        }
+    }
+    TRAMPOLINES[i].store(page as usize + 16, Ordering::Release);
+    if let Err(e) = patch_jump(name, at, page as usize) {
+        TRAMPOLINES[i].store(0, Ordering::Release);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// The hook functions, by [`ENTRIES`] index.
+fn hooks() -> [usize; 5] {
+    [
+        hook_begin as *const () as usize,
+        hook_push as *const () as usize,
+        hook_pull as *const () as usize,
+        hook_advance as *const () as usize,
+        hook_free as *const () as usize,
+    ]
+}
+
+/// Installs the hooks (the library's constructor): nothing when the program
+/// has no Conveyors or holds the link-time wrappers; one line per entry that
+/// cannot be hooked.
+pub fn install() {
+    if !cfg!(target_arch = "x86_64")
+        || std::env::var("KPROF_ACTOR_HOOK").is_ok_and(|v| v.trim() == "0")
+        || std::env::var("KPROF_ENABLE").is_ok_and(|v| v.trim() == "0")
+    {
+        return;
+    }
+    let Found {
+        entries: found,
+        wrapped,
+        local_send,
+    } = match find_entries() {
+        Ok(f) => f,
+        Err(_) => return, // not an ELF we can read: nothing to hook
+    };
+    if found.iter().all(Option::is_none) {
+        return;
+    }
+    let mut failed = Vec::new();
+    // The porter's local path (a memcpy, no OpenSHMEM call): by either route.
+    if let Some(addr) = local_send {
+        match hook_prologue("local_send", addr, hook_local_send as *const () as usize) {
+            Ok(t) => LOCAL_SEND.store(t, Ordering::Release),
+            Err(e) => failed.push(e.to_string()),
+        }
+    }
+    if wrapped {
+        if !failed.is_empty() {
+            crate::warn(&format!(
+                "the porter's local path is not counted ({})",
+                failed.join("; ")
+            ));
+        }
+        crate::api_or_connect();
+        return;
+    }
+    let hooks = hooks();
+    let mut hooked = 0;
+    for (i, addr) in found.iter().enumerate() {
+        if let Some(addr) = addr {
+            match hook_one(i, *addr, hooks[i]) {
+                Ok(()) => hooked += 1,
+                Err(e) => failed.push(e.to_string()),
+            }
+        }
+    }
+    if hooked > 0 {
+        // Start measuring now rather than in the first hooked call (which
+        // would put the core's start-up inside the program's first phase).
+        crate::api_or_connect();
+    }
+    if !failed.is_empty() {
+        crate::warn(&format!(
+            "Conveyors' entries not hooked ({}): link the program with kprof's wrappers (see kprof_actor.h)",
+            failed.join("; ")
+        ));
+    }
+}
+
+/// Whether the breakdown reads the clock, and the hooks' view of the plugin.
+#[inline(always)]
+fn t0() -> Option<u64> {
+    crate::api_or_connect()?;
+    Some(if state::timing() {
+        crate::clock::ticks()
+    } else {
+        0
+    })
+}
+
+/// The trampoline of entry `i`.
+#[inline(always)]
+fn original(i: usize) -> usize {
+    TRAMPOLINES[i].load(Ordering::Relaxed)
+}
+
+unsafe extern "C" fn hook_begin(c: *mut c_void, size: usize, align: usize) -> c_int {
+    // SAFETY: the trampoline is convey_begin's own code, with its signature.
+    let f: unsafe extern "C" fn(*mut c_void, usize, usize) -> c_int =
+        unsafe { std::mem::transmute(original(0)) };
+    let Some(t0) = t0() else {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { f(c, size, align) };
+    };
+    state::CURRENT.store(c as usize, Ordering::Relaxed);
+    // SAFETY: as above.
+    let rc = unsafe { f(c, size, align) };
+    state::CURRENT.store(0, Ordering::Relaxed);
+    // SAFETY: the wrappers' report, with the entry's values.
+    unsafe { wrap::leave(c, op::BEGIN, i64::from(rc), 0, size as u64, t0) };
+    rc
+}
+
+unsafe extern "C" fn hook_push(c: *mut c_void, item: *const c_void, pe: i64) -> c_int {
+    // SAFETY: the trampoline is convey_push's own code, with its signature.
+    let f: unsafe extern "C" fn(*mut c_void, *const c_void, i64) -> c_int =
+        unsafe { std::mem::transmute(original(1)) };
+    let Some(t0) = t0() else {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { f(c, item, pe) };
+    };
+    state::CURRENT.store(c as usize, Ordering::Relaxed);
+    // SAFETY: as above.
+    let rc = unsafe { f(c, item, pe) };
+    state::CURRENT.store(0, Ordering::Relaxed);
+    if t0 == 0 && rc != 0 {
+        return rc; // messages only: a failed push is no message
+    }
+    // SAFETY: the wrappers' report.
+    unsafe { wrap::leave(c, op::PUSH, i64::from(rc), pe, 0, t0) };
+    rc
+}
+
+unsafe extern "C" fn hook_pull(c: *mut c_void, item: *mut c_void, from: *mut i64) -> c_int {
+    // SAFETY: the trampoline is convey_pull's own code, with its signature.
+    let f: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64) -> c_int =
+        unsafe { std::mem::transmute(original(2)) };
+    let Some(t0) = t0() else {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { f(c, item, from) };
+    };
+    let mut src: i64 = -1;
+    let where_ = if from.is_null() {
+        &mut src as *mut i64
+    } else {
+        from
+    };
+    state::CURRENT.store(c as usize, Ordering::Relaxed);
+    // SAFETY: as above; `where_` is the caller's pointer or our local.
+    let rc = unsafe { f(c, item, where_) };
+    state::CURRENT.store(0, Ordering::Relaxed);
+    if t0 == 0 && rc != 0 {
+        return rc; // messages only: a failed pull is no message
+    }
+    // SAFETY: `where_` was written by convey_pull (or still holds -1).
+    let pe = unsafe { *where_ };
+    // SAFETY: the wrappers' report.
+    unsafe { wrap::leave(c, op::PULL, i64::from(rc), pe, 0, t0) };
+    rc
+}
+
+unsafe extern "C" fn hook_advance(c: *mut c_void, done: bool) -> bool {
+    // SAFETY: the trampoline is convey_advance's own code, with its signature.
+    let f: unsafe extern "C" fn(*mut c_void, bool) -> bool =
+        unsafe { std::mem::transmute(original(3)) };
+    let Some(t0) = t0() else {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { f(c, done) };
+    };
+    state::CURRENT.store(c as usize, Ordering::Relaxed);
+    // SAFETY: as above.
+    let rc = unsafe { f(c, done) };
+    state::CURRENT.store(0, Ordering::Relaxed);
+    if t0 == 0 {
+        return rc; // messages only: nothing to count
+    }
+    // SAFETY: the wrappers' report.
+    unsafe { wrap::leave(c, op::ADVANCE, i64::from(rc), 0, u64::from(done), t0) };
+    rc
+}
+
+unsafe extern "C" fn hook_free(c: *mut c_void) -> c_int {
+    // SAFETY: the trampoline is convey_free's own code, with its signature.
+    let f: unsafe extern "C" fn(*mut c_void) -> c_int = unsafe { std::mem::transmute(original(4)) };
+    let Some(t0) = t0() else {
+        // SAFETY: forwarding the caller's argument.
+        return unsafe { f(c) };
+    };
+    state::CURRENT.store(c as usize, Ordering::Relaxed);
+    // SAFETY: as above.
+    let rc = unsafe { f(c) };
+    state::CURRENT.store(0, Ordering::Relaxed);
+    // SAFETY: the wrappers' report.
+    unsafe { wrap::leave(c, op::FREE, i64::from(rc), 0, 0, t0) };
+    rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dispatch_len;
+
+    #[test]
+    fn dispatch_patterns() {
+        // convey_push of bale 3.0 / the stand-in: mov (%rdi),%rax; jmp *0x8(%rax)
+        assert_eq!(
+            dispatch_len(&[0x48, 0x8b, 0x07, 0xff, 0x60, 0x08, 0x66]),
+            Some((0, 6))
+        );
+        // convey_begin: jmp *(%rax)
+        assert_eq!(
+            dispatch_len(&[0x48, 0x8b, 0x07, 0xff, 0x20, 0x66]),
+            Some((0, 5))
+        );
+        // convey_advance: movzbl %sil,%esi between
+        assert_eq!(
+            dispatch_len(&[0x48, 0x8b, 0x07, 0x40, 0x0f, 0xb6, 0xf6, 0xff, 0x60, 0x18]),
+            Some((0, 10))
+        );
+        // with endbr64 (CET builds)
+        assert_eq!(
+            dispatch_len(&[0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x8b, 0x07, 0xff, 0x60, 0x10]),
+            Some((4, 6))
+        );
+        // a real prologue (push %rbp) is not a dispatch
+        assert_eq!(dispatch_len(&[0x55, 0x48, 0x89, 0xe5]), None);
+        assert_eq!(dispatch_len(&[0x48, 0x8b, 0x07]), None);
+    }
+
+    #[test]
+    fn prologue_patterns() {
+        use super::prologue_len;
+        // push %r12; mov %rdi,%r12 (the stand-in's local_send)
+        assert_eq!(prologue_len(&[0x41, 0x54, 0x49, 0x89, 0xfc, 0x55]), Some(5));
+        // push %rbp; mov %rdi,%rbp; push %rbx
+        assert_eq!(prologue_len(&[0x55, 0x48, 0x89, 0xfd, 0x53, 0x48]), Some(5));
+        // endbr64; push %rbp; ...
+        assert_eq!(prologue_len(&[0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x53]), Some(5));
+        // a RIP-relative load in the first bytes: refused
+        assert_eq!(prologue_len(&[0x48, 0x8b, 0x05, 0, 0, 0, 0]), None);
+        // a call in the first bytes: refused
+        assert_eq!(prologue_len(&[0x55, 0xe8, 0, 0, 0, 0]), None);
+    }
+}

@@ -1,0 +1,240 @@
+//! The OpenSHMEM layer, through its profiling interface: liboshmem defines every
+//! `shmem_*` as a weak alias of `pshmem_*`, so the `shmem_*` below (this library
+//! is preloaded) are the ones the program and Conveyors call; each forwards to
+//! `pshmem_*` (found with `dlsym(RTLD_NEXT)`), counts the call and its time,
+//! and tells [`state::shmem_call`] about it: inside a Conveyors entry a
+//! non-blocking put is a physical buffer of that conveyor; outside, the time is
+//! COMM.
+
+use std::ffi::{c_int, c_longlong, c_void, CStr};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use kprof_abi::guard::guard;
+use kprof_abi::CoreApi;
+
+use crate::clock::ticks;
+use crate::state::{self, bump};
+
+/// The wrapped functions, in [`NAMES`] order.
+#[derive(Clone, Copy)]
+#[repr(usize)]
+enum F {
+    PutmemNbi,
+    Putmem,
+    Quiet,
+    BarrierAll,
+    Ptr,
+    LonglongP,
+}
+
+/// Their names, as in profile.json's metadata (`actor.openshmem.<name>.calls`).
+const NAMES: [&str; 6] = [
+    "shmem_putmem_nbi",
+    "shmem_putmem",
+    "shmem_quiet",
+    "shmem_barrier_all",
+    "shmem_ptr",
+    "shmem_longlong_p",
+];
+
+/// The profiling-interface names looked up.
+const REAL: [&CStr; 6] = [
+    c"pshmem_putmem_nbi",
+    c"pshmem_putmem",
+    c"pshmem_quiet",
+    c"pshmem_barrier_all",
+    c"pshmem_ptr",
+    c"pshmem_longlong_p",
+];
+
+static ADDR: [AtomicUsize; 6] = [const { AtomicUsize::new(0) }; 6];
+static CALLS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+static TICKS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+
+/// Address of `name` in the libraries after this one (0: none).
+fn next(name: &CStr) -> usize {
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT searches the
+    // libraries loaded after this one.
+    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
+}
+
+/// The real function `f` (0 when OpenSHMEM is not in the process).
+#[inline(always)]
+fn real(f: F) -> usize {
+    let a = ADDR[f as usize].load(Ordering::Relaxed);
+    if a != 0 {
+        return a;
+    }
+    let a = next(REAL[f as usize]);
+    ADDR[f as usize].store(a, Ordering::Relaxed);
+    a
+}
+
+/// This PE and the job's PEs, from OpenSHMEM (-1, -1 when it is absent, or
+/// when Open MPI's OSHMEM says it is not initialized: its `shmem_my_pe` aborts
+/// the program then).
+pub fn my_pe_n_pes() -> (i64, i64) {
+    let (me, n) = (next(c"pshmem_my_pe"), next(c"pshmem_n_pes"));
+    if me == 0 || n == 0 {
+        return (-1, -1);
+    }
+    let init = next(c"oshmem_shmem_initialized");
+    // SAFETY: OSHMEM's exported `bool oshmem_shmem_initialized` (one byte, read only).
+    if init != 0 && unsafe { std::ptr::read_volatile(init as *const u8) } == 0 {
+        return (-1, -1);
+    }
+    // SAFETY: both are `int (void)` functions of liboshmem.
+    unsafe {
+        let me: unsafe extern "C" fn() -> c_int = std::mem::transmute(me);
+        let n: unsafe extern "C" fn() -> c_int = std::mem::transmute(n);
+        (i64::from(me()), i64::from(n()))
+    }
+}
+
+/// Books a call of `f` that started at `t0`.
+#[inline(always)]
+fn done(f: F, t0: u64, put: Option<(i64, u64)>) {
+    guard((), || {
+        if crate::api_or_connect().is_none() {
+            return;
+        }
+        // Inside an OpenSHMEM call: initialized, so its PE numbers can be asked.
+        state::learn_pes();
+        let now = state::shmem_call(t0, put);
+        bump(&CALLS[f as usize], 1);
+        bump(&TICKS[f as usize], now.saturating_sub(t0));
+    })
+}
+
+/// `shmem_putmem_nbi`.
+///
+/// # Safety
+/// As OpenSHMEM's.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_putmem_nbi(
+    dest: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    pe: c_int,
+) {
+    let f = real(F::PutmemNbi);
+    if f == 0 {
+        return;
+    }
+    let t0 = ticks();
+    // SAFETY: liboshmem's pshmem_putmem_nbi, called with the caller's arguments.
+    unsafe {
+        let f: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) =
+            std::mem::transmute(f);
+        f(dest, src, n, pe);
+    }
+    done(F::PutmemNbi, t0, Some((i64::from(pe), n as u64)));
+}
+
+/// `shmem_putmem`.
+///
+/// # Safety
+/// As OpenSHMEM's.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_putmem(dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
+    let f = real(F::Putmem);
+    if f == 0 {
+        return;
+    }
+    let t0 = ticks();
+    // SAFETY: liboshmem's pshmem_putmem, called with the caller's arguments.
+    unsafe {
+        let f: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) =
+            std::mem::transmute(f);
+        f(dest, src, n, pe);
+    }
+    done(F::Putmem, t0, Some((i64::from(pe), n as u64)));
+}
+
+/// `shmem_quiet`.
+#[no_mangle]
+pub extern "C" fn shmem_quiet() {
+    let f = real(F::Quiet);
+    if f == 0 {
+        return;
+    }
+    let t0 = ticks();
+    // SAFETY: liboshmem's pshmem_quiet, `void (void)`.
+    unsafe {
+        let f: unsafe extern "C" fn() = std::mem::transmute(f);
+        f();
+    }
+    done(F::Quiet, t0, None);
+}
+
+/// `shmem_barrier_all`.
+#[no_mangle]
+pub extern "C" fn shmem_barrier_all() {
+    let f = real(F::BarrierAll);
+    if f == 0 {
+        return;
+    }
+    let t0 = ticks();
+    // SAFETY: liboshmem's pshmem_barrier_all, `void (void)`.
+    unsafe {
+        let f: unsafe extern "C" fn() = std::mem::transmute(f);
+        f();
+    }
+    done(F::BarrierAll, t0, None);
+}
+
+/// `shmem_ptr`.
+///
+/// # Safety
+/// As OpenSHMEM's.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
+    let f = real(F::Ptr);
+    if f == 0 {
+        return std::ptr::null_mut();
+    }
+    let t0 = ticks();
+    // SAFETY: liboshmem's pshmem_ptr, called with the caller's arguments.
+    let r = unsafe {
+        let f: unsafe extern "C" fn(*const c_void, c_int) -> *mut c_void = std::mem::transmute(f);
+        f(dest, pe)
+    };
+    done(F::Ptr, t0, None);
+    r
+}
+
+/// `shmem_longlong_p`.
+///
+/// # Safety
+/// As OpenSHMEM's.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_p(addr: *mut c_longlong, value: c_longlong, pe: c_int) {
+    let f = real(F::LonglongP);
+    if f == 0 {
+        return;
+    }
+    let t0 = ticks();
+    // SAFETY: liboshmem's pshmem_longlong_p, called with the caller's arguments.
+    unsafe {
+        let f: unsafe extern "C" fn(*mut c_longlong, c_longlong, c_int) = std::mem::transmute(f);
+        f(addr, value, pe);
+    }
+    done(F::LonglongP, t0, None);
+}
+
+/// Writes the calls and time per function (`ns_per_tick`: the clock's scale).
+pub fn report(api: &CoreApi, ns_per_tick: f64) {
+    for (i, name) in NAMES.iter().enumerate() {
+        let calls = CALLS[i].load(Ordering::Relaxed);
+        if calls == 0 {
+            continue;
+        }
+        let ns = (TICKS[i].load(Ordering::Relaxed) as f64 * ns_per_tick).round() as u64;
+        state::meta(
+            api,
+            &format!("actor.openshmem.{name}.calls"),
+            &calls.to_string(),
+        );
+        state::meta(api, &format!("actor.openshmem.{name}.ns"), &ns.to_string());
+    }
+}

@@ -1,0 +1,631 @@
+//! The per-PE state: conveyors, their rows and the MAIN/PROC/COMM segments.
+//!
+//! A PE's conveyors are driven by one thread, so every counter is an atomic
+//! read and written with relaxed plain loads and stores ([`bump`]): no locked
+//! instruction, no lock, no allocation on the hot path (rows are allocated
+//! when a conveyor begins).
+
+use std::ffi::CString;
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use kprof_abi::{message, CoreApi, Kind};
+
+use crate::clock;
+
+/// Conveyors alive at once that are measured (more are counted, not measured).
+pub const SLOTS: usize = 64;
+
+/// The Conveyors entry a wrapper reports (`enum kprof_actor_op`).
+pub mod op {
+    /// `convey_new`.
+    pub const NEW: i32 = 0;
+    /// `convey_begin` (arg: item size).
+    pub const BEGIN: i32 = 1;
+    /// `convey_push` (pe: destination).
+    pub const PUSH: i32 = 2;
+    /// `convey_pull` (pe: source).
+    pub const PULL: i32 = 3;
+    /// `convey_advance`.
+    pub const ADVANCE: i32 = 4;
+    /// `convey_free`.
+    pub const FREE: i32 = 5;
+}
+
+/// Whether the MAIN/PROC/COMM breakdown is measured (`KPROF_ACTOR_BREAKDOWN`,
+/// default 1; 0 counts messages only and reads no clock per call).
+pub fn timing() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("KPROF_ACTOR_BREAKDOWN").map_or(true, |v| v.trim() != "0"))
+}
+
+/// `convey_OK`.
+pub const CONVEY_OK: i64 = 0;
+
+/// Adds `v` to a counter owned by this PE's one conveyor thread.
+#[inline(always)]
+pub fn bump(a: &AtomicU64, v: u64) {
+    a.store(a.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+}
+
+/// Messages and bytes per peer PE.
+pub struct Row {
+    count: Box<[AtomicU64]>,
+    bytes: Box<[AtomicU64]>,
+}
+
+impl Row {
+    /// A row for `npes` peers.
+    pub fn new(npes: usize) -> Row {
+        let z = || (0..npes).map(|_| AtomicU64::new(0)).collect();
+        Row {
+            count: z(),
+            bytes: z(),
+        }
+    }
+
+    /// Counts `n` messages of `bytes` in all to `peer`; false (nothing counted)
+    /// when `peer` is not a PE of the job.
+    #[inline(always)]
+    pub fn add(&self, peer: i64, n: u64, bytes: u64) -> bool {
+        let Ok(i) = usize::try_from(peer) else {
+            return false;
+        };
+        match (self.count.get(i), self.bytes.get(i)) {
+            (Some(c), Some(b)) => {
+                bump(c, n);
+                bump(b, bytes);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// (peer, count, bytes) of every peer with messages, zeroing them.
+    pub fn take(&self) -> Vec<(u32, u64, u64)> {
+        let mut v = Vec::new();
+        for (i, (c, b)) in self.count.iter().zip(self.bytes.iter()).enumerate() {
+            let (c, b) = (c.swap(0, Ordering::Relaxed), b.swap(0, Ordering::Relaxed));
+            if c > 0 || b > 0 {
+                v.push((i as u32, c, b));
+            }
+        }
+        v
+    }
+}
+
+/// The rows of one conveyor.
+pub struct Rows {
+    /// Logical sends (OK pushes) per destination.
+    pub send: Row,
+    /// Logical receives (OK pulls) per source.
+    pub recv: Row,
+    /// Non-blocking puts Conveyors issued, per destination.
+    pub phys: Row,
+    /// Buffers the porter's local path copied, per destination.
+    pub local: Row,
+}
+
+/// One measured conveyor.
+pub struct Conv {
+    /// Its `convey_t*` (0: the slot is free).
+    key: AtomicUsize,
+    /// Its number on this PE, in the order conveyors began.
+    index: AtomicU32,
+    /// Item size (bytes of a message).
+    item: AtomicU64,
+    /// Ticks inside its entries.
+    comm: AtomicU64,
+    /// Ticks in handlers of its messages.
+    proc_: AtomicU64,
+    /// Ticks when it began.
+    begin: AtomicU64,
+    /// Its rows (allocated when it began; kept for the next conveyor of the slot).
+    rows: AtomicPtr<Rows>,
+}
+
+impl Conv {
+    const fn new() -> Conv {
+        Conv {
+            key: AtomicUsize::new(0),
+            index: AtomicU32::new(0),
+            item: AtomicU64::new(0),
+            comm: AtomicU64::new(0),
+            proc_: AtomicU64::new(0),
+            begin: AtomicU64::new(0),
+            rows: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// Its rows, once it began.
+    #[inline(always)]
+    pub fn rows(&self) -> Option<&'static Rows> {
+        // SAFETY: `rows` holds null or a leaked Box never freed.
+        unsafe { self.rows.load(Ordering::Relaxed).as_ref() }
+    }
+}
+
+/// Time totals of the PE, in ticks.
+struct Totals {
+    main: AtomicU64,
+    proc_: AtomicU64,
+    comm: AtomicU64,
+    /// The part of `comm` in OpenSHMEM calls made outside Conveyors.
+    comm_shmem: AtomicU64,
+    /// Closed phases' time.
+    phase: AtomicU64,
+    /// Phases (from a first begin to a last free).
+    phases: AtomicU64,
+}
+
+static CONVS: [Conv; SLOTS] = [const { Conv::new() }; SLOTS];
+static TOTALS: Totals = Totals {
+    main: AtomicU64::new(0),
+    proc_: AtomicU64::new(0),
+    comm: AtomicU64::new(0),
+    comm_shmem: AtomicU64::new(0),
+    phase: AtomicU64::new(0),
+    phases: AtomicU64::new(0),
+};
+/// Conveyors begun and not freed.
+static ACTIVE: AtomicU64 = AtomicU64::new(0);
+/// Ticks of the current phase's start.
+static PHASE_START: AtomicU64 = AtomicU64::new(0);
+/// Ticks of the last segment boundary.
+static LAST: AtomicU64 = AtomicU64::new(0);
+/// The running segment: 0 MAIN, s + 1 PROC of slot s's conveyor.
+static SEG: AtomicUsize = AtomicUsize::new(0);
+/// Conveyors numbered so far.
+static NEXT_INDEX: AtomicU32 = AtomicU32::new(0);
+/// Last conveyor looked up: key and slot.
+static CACHE_KEY: AtomicUsize = AtomicUsize::new(0);
+static CACHE_SLOT: AtomicUsize = AtomicUsize::new(0);
+/// The conveyor whose entry runs now (set by the wrappers; 0 outside Conveyors).
+pub static CURRENT: AtomicUsize = AtomicUsize::new(0);
+/// This PE and the job's PEs (-1 until known).
+static MY_PE: AtomicI64 = AtomicI64::new(-1);
+static N_PES: AtomicI64 = AtomicI64::new(-1);
+
+/// Things counted instead of measured.
+pub struct Odd {
+    /// Calls on a conveyor never begun or already freed.
+    pub unknown_conveyor: AtomicU64,
+    /// Pushes/pulls naming a PE outside the job.
+    pub bad_peer: AtomicU64,
+    /// Conveyors begun beyond [`SLOTS`] alive.
+    pub too_many: AtomicU64,
+    /// Conveyors still alive at exit.
+    pub not_freed: AtomicU64,
+}
+
+/// The odd calls seen.
+pub static ODD: Odd = Odd {
+    unknown_conveyor: AtomicU64::new(0),
+    bad_peer: AtomicU64::new(0),
+    too_many: AtomicU64::new(0),
+    not_freed: AtomicU64::new(0),
+};
+
+/// Sends and receives made without Conveyors ([`crate::api`]).
+pub static DIRECT: OnceLock<(Row, Row)> = OnceLock::new();
+/// OpenSHMEM puts made outside Conveyors, per destination.
+pub static OUTSIDE_PUTS: OnceLock<Row> = OnceLock::new();
+
+/// Asks OpenSHMEM for this PE and the job's PEs, once. Call only while
+/// OpenSHMEM is surely initialized (from a wrapped OpenSHMEM call or a
+/// Conveyors entry): `shmem_my_pe` aborts the program before `shmem_init` and
+/// after `shmem_finalize`.
+pub fn learn_pes() {
+    if N_PES.load(Ordering::Relaxed) < 0 {
+        let (me, n) = crate::shmem::my_pe_n_pes();
+        // Not known yet (not initialized): asked again next time.
+        if n > 0 {
+            MY_PE.store(me, Ordering::Relaxed);
+            N_PES.store(n, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The job's PEs as learnt ([`learn_pes`]; 0 when unknown).
+pub fn n_pes() -> usize {
+    N_PES.load(Ordering::Relaxed).max(0) as usize
+}
+
+/// The slot of conveyor `key`, if measured.
+#[inline(always)]
+pub fn find(key: usize) -> Option<usize> {
+    if key == 0 {
+        return None;
+    }
+    if CACHE_KEY.load(Ordering::Relaxed) == key {
+        return Some(CACHE_SLOT.load(Ordering::Relaxed));
+    }
+    let s = CONVS
+        .iter()
+        .position(|c| c.key.load(Ordering::Relaxed) == key)?;
+    CACHE_KEY.store(key, Ordering::Relaxed);
+    CACHE_SLOT.store(s, Ordering::Relaxed);
+    Some(s)
+}
+
+/// Measures conveyor `key` from now on (a convey_begin that succeeded).
+fn register(key: usize, item: u64, t0: u64) -> Option<usize> {
+    if key == 0 {
+        return None;
+    }
+    let s = match find(key) {
+        Some(s) => s, // begun again after a reset: keeps its rows
+        None => {
+            let Some(s) = CONVS
+                .iter()
+                .position(|c| c.key.load(Ordering::Relaxed) == 0)
+            else {
+                bump(&ODD.too_many, 1);
+                return None;
+            };
+            let c = &CONVS[s];
+            learn_pes();
+            let npes = n_pes();
+            if c.rows().is_none_or(|r| r.send.count.len() != npes) {
+                let rows = Box::new(Rows {
+                    send: Row::new(npes),
+                    recv: Row::new(npes),
+                    phys: Row::new(npes),
+                    local: Row::new(npes),
+                });
+                // Rows of another size are leaked (a job's PE count does not change).
+                c.rows.store(Box::into_raw(rows), Ordering::Relaxed);
+            }
+            c.index.store(
+                NEXT_INDEX.fetch_add(1, Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+            c.comm.store(0, Ordering::Relaxed);
+            c.proc_.store(0, Ordering::Relaxed);
+            c.begin.store(t0, Ordering::Relaxed);
+            c.key.store(key, Ordering::Relaxed);
+            s
+        }
+    };
+    CONVS[s].item.store(item, Ordering::Relaxed);
+    Some(s)
+}
+
+/// Closes the running segment at `t0`: its time since the last boundary goes
+/// to MAIN or to the PROC of its conveyor.
+#[inline(always)]
+fn close_segment(t0: u64) {
+    let gap = t0.saturating_sub(LAST.load(Ordering::Relaxed));
+    match SEG.load(Ordering::Relaxed) {
+        0 => bump(&TOTALS.main, gap),
+        s => {
+            bump(&TOTALS.proc_, gap);
+            if let Some(c) = CONVS.get(s - 1) {
+                bump(&c.proc_, gap);
+            }
+        }
+    }
+}
+
+/// A Conveyors entry returned: `t0` is the clock before it ran.
+#[inline]
+pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
+    // Without the breakdown the wrappers pass t0 = 0 and no clock is read.
+    let now = if t0 != 0 { clock::ticks() } else { 0 };
+    let slot = if op == op::BEGIN && rc == CONVEY_OK {
+        let s = register(key, arg, t0);
+        if ACTIVE.load(Ordering::Relaxed) == 0 {
+            PHASE_START.store(t0, Ordering::Relaxed);
+            LAST.store(t0, Ordering::Relaxed);
+            SEG.store(0, Ordering::Relaxed);
+        }
+        bump(&ACTIVE, 1);
+        s
+    } else if op == op::NEW {
+        None
+    } else {
+        let s = find(key);
+        if s.is_none() {
+            bump(&ODD.unknown_conveyor, 1);
+        }
+        s
+    };
+    if t0 != 0 && ACTIVE.load(Ordering::Relaxed) > 0 {
+        close_segment(t0);
+        let inside = now.saturating_sub(t0);
+        bump(&TOTALS.comm, inside);
+        if let Some(s) = slot {
+            bump(&CONVS[s].comm, inside);
+        }
+        LAST.store(now, Ordering::Relaxed);
+        SEG.store(
+            match slot {
+                Some(s) if op == op::PULL && rc == CONVEY_OK => s + 1,
+                _ => 0,
+            },
+            Ordering::Relaxed,
+        );
+    }
+    let Some(s) = slot else {
+        return;
+    };
+    let c = &CONVS[s];
+    match op {
+        op::PUSH | op::PULL if rc == CONVEY_OK => {
+            if let Some(rows) = c.rows() {
+                let row = if op == op::PUSH {
+                    &rows.send
+                } else {
+                    &rows.recv
+                };
+                if !row.add(pe, 1, c.item.load(Ordering::Relaxed)) {
+                    bump(&ODD.bad_peer, 1);
+                }
+            }
+        }
+        op::FREE => {
+            retire(c, now);
+            c.key.store(0, Ordering::Relaxed);
+            CACHE_KEY.store(0, Ordering::Relaxed);
+            end_active(now);
+            if t0 != 0 && ACTIVE.load(Ordering::Relaxed) > 0 {
+                // Keeping the rows is part of this convey_free for the
+                // conveyors still alive: COMM, not the MAIN that follows.
+                let after = clock::ticks();
+                bump(&TOTALS.comm, after.saturating_sub(now));
+                LAST.store(after, Ordering::Relaxed);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One conveyor fewer alive at `now`: the phase ends with the last.
+fn end_active(now: u64) {
+    let a = ACTIVE.load(Ordering::Relaxed);
+    if a == 0 {
+        return;
+    }
+    ACTIVE.store(a - 1, Ordering::Relaxed);
+    SEG.store(0, Ordering::Relaxed);
+    if a == 1 {
+        bump(
+            &TOTALS.phase,
+            now.saturating_sub(PHASE_START.load(Ordering::Relaxed)),
+        );
+        bump(&TOTALS.phases, 1);
+    }
+}
+
+/// An OpenSHMEM call returned (`t0`: the clock before it ran): a put of
+/// `bytes` to `pe` counts in the physical row of the conveyor running it, or
+/// in the outside-puts row; outside Conveyors its time is COMM.
+#[inline]
+pub fn shmem_call(t0: u64, put: Option<(i64, u64)>) -> u64 {
+    let now = clock::ticks();
+    let cur = CURRENT.load(Ordering::Relaxed);
+    if cur != 0 {
+        if let Some((pe, bytes)) = put {
+            if let Some(rows) = find(cur).and_then(|s| CONVS[s].rows()) {
+                rows.phys.add(pe, 1, bytes);
+            }
+        }
+        return now;
+    }
+    if let Some((pe, bytes)) = put {
+        let npes = n_pes();
+        OUTSIDE_PUTS
+            .get_or_init(|| Row::new(npes))
+            .add(pe, 1, bytes);
+    }
+    if timing() && ACTIVE.load(Ordering::Relaxed) > 0 {
+        close_segment(t0);
+        let inside = now.saturating_sub(t0);
+        bump(&TOTALS.comm, inside);
+        bump(&TOTALS.comm_shmem, inside);
+        LAST.store(now, Ordering::Relaxed);
+    }
+    now
+}
+
+/// The porter's local path sent a buffer of `bytes` to `dest` (porter-relative;
+/// the PE for a one-hop porter) for the conveyor running now.
+pub fn local_send(dest: i64, bytes: u64) {
+    if let Some(rows) = find(CURRENT.load(Ordering::Relaxed)).and_then(|s| CONVS[s].rows()) {
+        rows.local.add(dest, 1, bytes);
+    }
+}
+
+/// Names conveyor `key` (route 3): metadata `actor.conveyor.<n>.<what>`.
+pub fn describe(api: &CoreApi, key: usize, what: &str, value: &str) -> bool {
+    let Some(s) = find(key) else {
+        bump(&ODD.unknown_conveyor, 1);
+        return false;
+    };
+    let n = CONVS[s].index.load(Ordering::Relaxed);
+    meta(api, &format!("actor.conveyor.{n}.{what}"), value);
+    true
+}
+
+/// Records a metadata pair.
+pub fn meta(api: &CoreApi, key: &str, value: &str) {
+    let (Ok(k), Ok(v)) = (CString::new(key), CString::new(value)) else {
+        return;
+    };
+    // SAFETY: two NUL-terminated strings, copied by the core.
+    unsafe { (api.metadata)(k.as_ptr(), v.as_ptr()) };
+}
+
+/// Emits a row as message instants on `channel`.
+pub fn emit_row(api: &CoreApi, channel: &str, direction: u8, rows: Vec<(u32, u64, u64)>) {
+    let Ok(name) = CString::new(channel) else {
+        return;
+    };
+    for (peer, mut count, mut bytes) in rows {
+        // One instant carries at most MAX_COUNT messages: the rest follow.
+        while count > 0 || bytes > 0 {
+            let n = count.min(message::MAX_COUNT);
+            let b = if n == count { bytes } else { bytes / count * n };
+            // SAFETY: a NUL-terminated channel name, copied by the core.
+            unsafe {
+                (api.instant)(
+                    Kind::Message as u8,
+                    name.as_ptr(),
+                    message::pack(peer, direction, n),
+                    b,
+                )
+            };
+            count -= n;
+            bytes -= b;
+            if n == 0 {
+                break;
+            }
+        }
+    }
+}
+
+/// What a freed conveyor measured, kept until the end of the run: delivering
+/// it inside `convey_free` would put kprof's own work (and the core's first
+/// calls on the thread) inside the program's phase.
+pub struct Retired {
+    index: u32,
+    item: u64,
+    send: Vec<(u32, u64, u64)>,
+    recv: Vec<(u32, u64, u64)>,
+    phys: Vec<(u32, u64, u64)>,
+    local: Vec<(u32, u64, u64)>,
+    /// Ticks: its life, its COMM, its PROC.
+    life: u64,
+    comm: u64,
+    proc_: u64,
+}
+
+static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
+
+/// Takes conveyor `c`'s rows and times (it is freed at `now`, or the run ends).
+fn retire(c: &Conv, now: u64) {
+    let r = Retired {
+        index: c.index.load(Ordering::Relaxed),
+        item: c.item.load(Ordering::Relaxed),
+        send: c.rows().map(|r| r.send.take()).unwrap_or_default(),
+        recv: c.rows().map(|r| r.recv.take()).unwrap_or_default(),
+        phys: c.rows().map(|r| r.phys.take()).unwrap_or_default(),
+        local: c.rows().map(|r| r.local.take()).unwrap_or_default(),
+        life: now.saturating_sub(c.begin.load(Ordering::Relaxed)),
+        comm: c.comm.load(Ordering::Relaxed),
+        proc_: c.proc_.load(Ordering::Relaxed),
+    };
+    RETIRED.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+}
+
+/// Delivers a retired conveyor (`k`: nanoseconds per tick).
+fn emit(api: &CoreApi, r: Retired, k: f64) {
+    let n = r.index;
+    emit_row(api, &format!("conveyor {n} logical"), message::SEND, r.send);
+    emit_row(
+        api,
+        &format!("conveyor {n} logical"),
+        message::RECEIVE,
+        r.recv,
+    );
+    emit_row(
+        api,
+        &format!("conveyor {n} physical remote"),
+        message::SEND,
+        r.phys,
+    );
+    emit_row(
+        api,
+        &format!("conveyor {n} physical local"),
+        message::SEND,
+        r.local,
+    );
+    let p = format!("actor.conveyor.{n}");
+    meta(api, &format!("{p}.item_bytes"), &r.item.to_string());
+    if timing() {
+        let ns = |t: u64| ((t as f64) * k).round() as u64;
+        meta(api, &format!("{p}.life_ns"), &ns(r.life).to_string());
+        meta(api, &format!("{p}.comm_ns"), &ns(r.comm).to_string());
+        meta(api, &format!("{p}.proc_ns"), &ns(r.proc_).to_string());
+        meta(
+            api,
+            &format!("{p}.main_ns"),
+            &ns(r.life.saturating_sub(r.comm + r.proc_)).to_string(),
+        );
+    }
+}
+
+/// The end of the run: conveyors never freed, the PE's breakdown, the odd calls.
+pub fn finish(api: &CoreApi) {
+    let now = clock::ticks();
+    for c in &CONVS {
+        if c.key.load(Ordering::Relaxed) != 0 {
+            bump(&ODD.not_freed, 1);
+            if ACTIVE.load(Ordering::Relaxed) > 0 {
+                close_segment(now);
+                LAST.store(now, Ordering::Relaxed);
+            }
+            retire(c, now);
+            c.key.store(0, Ordering::Relaxed);
+            end_active(now);
+        }
+    }
+    CACHE_KEY.store(0, Ordering::Relaxed);
+    let k = clock::ns_per_tick();
+    let retired = std::mem::take(&mut *RETIRED.lock().unwrap_or_else(|p| p.into_inner()));
+    for r in retired {
+        emit(api, r, k);
+    }
+    if let Some((send, recv)) = DIRECT.get() {
+        emit_row(api, "actor direct", message::SEND, send.take());
+        emit_row(api, "actor direct", message::RECEIVE, recv.take());
+    }
+    if let Some(puts) = OUTSIDE_PUTS.get() {
+        emit_row(api, "openshmem put", message::SEND, puts.take());
+    }
+    let ns = |a: &AtomicU64| ((a.load(Ordering::Relaxed) as f64) * k).round() as u64;
+    meta(api, "actor.pe", &MY_PE.load(Ordering::Relaxed).to_string());
+    meta(
+        api,
+        "actor.npes",
+        &N_PES.load(Ordering::Relaxed).to_string(),
+    );
+    if !timing() {
+        meta(api, "actor.breakdown", "off");
+    } else {
+        let (main, proc_, comm) = (ns(&TOTALS.main), ns(&TOTALS.proc_), ns(&TOTALS.comm));
+        let total = main + proc_ + comm;
+        meta(api, "actor.phase_ns", &ns(&TOTALS.phase).to_string());
+        meta(
+            api,
+            "actor.phases",
+            &TOTALS.phases.load(Ordering::Relaxed).to_string(),
+        );
+        for (name, v) in [("main", main), ("proc", proc_), ("comm", comm)] {
+            meta(api, &format!("actor.{name}_ns"), &v.to_string());
+            let share = if total > 0 {
+                v as f64 / total as f64
+            } else {
+                0.0
+            };
+            meta(api, &format!("actor.{name}_share"), &format!("{share:.4}"));
+        }
+        meta(
+            api,
+            "actor.comm_openshmem_ns",
+            &ns(&TOTALS.comm_shmem).to_string(),
+        );
+    }
+    for (name, v) in [
+        ("unknown_conveyor_calls", &ODD.unknown_conveyor),
+        ("bad_peer", &ODD.bad_peer),
+        ("conveyors_not_measured", &ODD.too_many),
+        ("conveyors_not_freed", &ODD.not_freed),
+    ] {
+        let v = v.load(Ordering::Relaxed);
+        if v > 0 {
+            meta(api, &format!("actor.{name}"), &v.to_string());
+        }
+    }
+    crate::shmem::report(api, k);
+}

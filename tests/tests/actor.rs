@@ -1,0 +1,595 @@
+//! The HClib-Actor / Conveyors plugin (`libkprof_actor.so`) on 4 OpenSHMEM PEs
+//! (Open MPI's OSHMEM, `oshrun`), with the stand-in Conveyors of
+//! `tests/actor/convey/` built as a static library into FA-BSP programs
+//! (`tests/actor/histo.c`, `tests/actor/ig.c`) linked with kprof's link-time
+//! wrappers. The programs count their own logical sends, the stand-in counts its
+//! own physical buffers, and both measure their phase: kprof's matrices must
+//! equal those counts exactly, its MAIN + PROC + COMM the phase.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use kprof_tests::actor::{self, have_oshmem, oshcc, programs, WRAP};
+use kprof_tests::{assert_ok, lib, read_profile, scratch, skip_unless, test_file, workspace_root};
+use serde_json::Value;
+
+const NP: usize = 4;
+
+/// `oshrun -np 4`.
+fn oshrun(args: &[&str], env: &[(&str, &str)]) -> Output {
+    actor::oshrun(NP, args, env)
+}
+
+/// The program under `kprof run --actor` on 4 PEs, one directory per PE
+/// (`<dir>/pe<rank>`).
+fn under_kprof(dir: &Path, prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let kprof = lib("kprof").display().to_string();
+    let pattern = dir.join("pe%r").display().to_string();
+    let p = prog.display().to_string();
+    let mut all = vec![
+        kprof.as_str(),
+        "run",
+        "--actor",
+        "--summary",
+        "0",
+        "-o",
+        &pattern,
+        "--",
+        &p,
+    ];
+    all.extend(args);
+    let out = oshrun(&all, env);
+    assert_ok(&out);
+    out
+}
+
+/// The program's lines starting with `word`, split into fields (after the word).
+fn lines(out: &Output, word: &str) -> Vec<Vec<String>> {
+    let mut v: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            (f.next() == Some(word)).then(|| f.map(String::from).collect())
+        })
+        .collect();
+    // The PEs' lines arrive in any order.
+    v.sort();
+    v
+}
+
+fn n(s: &str) -> u64 {
+    s.parse().unwrap_or_else(|_| panic!("not a number: {s}"))
+}
+
+/// {(rank, peer): (count, bytes)}.
+type Cells = BTreeMap<(u64, u64), (u64, u64)>;
+
+/// (channel, direction) -> cells, from a merged profile.
+type Matrix = BTreeMap<(String, String), Cells>;
+
+fn merged_matrix(dir: &Path) -> Matrix {
+    let dirs: Vec<String> = (0..NP)
+        .map(|r| dir.join(format!("pe{r}")).display().to_string())
+        .collect();
+    let out_dir = dir.join("merged");
+    let out = Command::new(lib("kprof"))
+        .arg("merge")
+        .args(&dirs)
+        .arg("-o")
+        .arg(&out_dir)
+        .output()
+        .expect("run kprof merge");
+    assert_ok(&out);
+    let p = read_profile(&out_dir);
+    let mut m = Matrix::new();
+    for row in p["messages"].as_array().expect("merged messages") {
+        let key = (
+            row["channel"].as_str().unwrap().to_string(),
+            row["direction"].as_str().unwrap().to_string(),
+        );
+        let cells = m.entry(key).or_default();
+        for e in row["entries"].as_array().unwrap() {
+            let prev = cells.insert(
+                (e["rank"].as_u64().unwrap(), e["peer"].as_u64().unwrap()),
+                (e["count"].as_u64().unwrap(), e["bytes"].as_u64().unwrap()),
+            );
+            assert!(prev.is_none(), "a cell twice: {e}");
+        }
+    }
+    m
+}
+
+/// The programs' own logical counts: conveyor -> {(src, dst): (count, bytes)}.
+fn program_logical(out: &Output) -> BTreeMap<u64, Cells> {
+    let mut m: BTreeMap<u64, Cells> = BTreeMap::new();
+    for f in lines(out, "logical") {
+        // me conveyor dst count bytes
+        if n(&f[3]) > 0 {
+            m.entry(n(&f[1]))
+                .or_default()
+                .insert((n(&f[0]), n(&f[2])), (n(&f[3]), n(&f[4])));
+        }
+    }
+    m
+}
+
+/// The stand-in's physical counts on `path` ("local"/"remote"): {(src, dst): (buffers, bytes)}.
+fn program_physical(out: &Output, path: &str) -> Cells {
+    lines(out, "physical")
+        .into_iter()
+        .filter(|f| f[1] == path && n(&f[3]) > 0)
+        .map(|f| ((n(&f[0]), n(&f[2])), (n(&f[3]), n(&f[4]))))
+        .collect()
+}
+
+/// Per PE: what the program printed after `word` (one number).
+fn per_pe(out: &Output, word: &str) -> BTreeMap<u64, u64> {
+    lines(out, word)
+        .into_iter()
+        .map(|f| (n(&f[0]), n(&f[1])))
+        .collect()
+}
+
+fn meta(p: &Value, key: &str) -> u64 {
+    p["metadata"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no metadata {key}"))
+        .parse()
+        .unwrap()
+}
+
+/// Checks one PE's breakdown against the phase the program measured: MAIN +
+/// PROC + COMM is kprof's phase (to rounding), and within 1% of the program's.
+fn check_breakdown(p: &Value, program_phase_ns: u64) -> (u64, u64, u64) {
+    let (main, proc_, comm) = (
+        meta(p, "actor.main_ns"),
+        meta(p, "actor.proc_ns"),
+        meta(p, "actor.comm_ns"),
+    );
+    let phase = meta(p, "actor.phase_ns");
+    assert!(
+        (main + proc_ + comm).abs_diff(phase) <= 3,
+        "MAIN {main} + PROC {proc_} + COMM {comm} != phase {phase}"
+    );
+    let diff = phase.abs_diff(program_phase_ns) as f64 / program_phase_ns as f64;
+    assert!(
+        diff < 0.01,
+        "kprof's phase {phase} ns vs the program's {program_phase_ns} ns: {:.3}%",
+        diff * 100.0
+    );
+    assert_eq!(meta(p, "actor.phases"), 1);
+    (main, proc_, comm)
+}
+
+/// Histogram on the local path: the merged logical matrix (sends, and receives
+/// as their transpose) equals the program's own counts exactly; nothing went
+/// through non-blocking puts (as the stand-in says); MAIN + PROC + COMM = the
+/// phase on every PE; results and exit status as without kprof.
+#[test]
+fn histogram_logical_matrix_and_breakdown() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let dir = scratch("actor_histo");
+    let plain = oshrun(&[&progs.histo.display().to_string(), "4000"], &[]);
+    assert_ok(&plain);
+    let out = under_kprof(&dir, &progs.histo, &["4000"], &[]);
+    assert_eq!(lines(&out, "result"), lines(&plain, "result"));
+    assert_eq!(lines(&out, "logical"), lines(&plain, "logical"));
+
+    let own = program_logical(&out);
+    assert_eq!(own.len(), 1);
+    let total: u64 = own[&0].values().map(|c| c.0).sum();
+    assert_eq!(total, 4000 * NP as u64);
+    let m = merged_matrix(&dir);
+    let send = &m[&("conveyor 0 logical".to_string(), "send".to_string())];
+    assert_eq!(send, &own[&0]);
+    let recv = &m[&("conveyor 0 logical".to_string(), "receive".to_string())];
+    let transposed: BTreeMap<_, _> = own[&0].iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+    assert_eq!(recv, &transposed);
+    // Local path only: the stand-in put nothing, kprof saw no physical put; its
+    // memcpys through shmem_ptr (the porter's local_send, hooked) are exactly
+    // the stand-in's own count of buffers and bytes.
+    assert!(program_physical(&out, "remote").is_empty());
+    let local = program_physical(&out, "local");
+    assert!(!local.is_empty());
+    assert!(
+        !m.keys().any(|(c, _)| c.contains("physical remote")),
+        "{m:?}"
+    );
+    assert_eq!(
+        m[&("conveyor 0 physical local".to_string(), "send".to_string())],
+        local
+    );
+
+    let phases = per_pe(&out, "phase");
+    for pe in 0..NP as u64 {
+        let p = read_profile(&dir.join(format!("pe{pe}")));
+        assert_eq!(meta(&p, "actor.pe"), pe);
+        assert_eq!(meta(&p, "actor.npes"), NP as u64);
+        let (_, _, comm) = check_breakdown(&p, phases[&pe]);
+        // One conveyor: its COMM is the PE's (no OpenSHMEM call outside it).
+        assert_eq!(meta(&p, "actor.conveyor.0.comm_ns"), comm);
+        assert_eq!(meta(&p, "actor.conveyor.0.item_bytes"), 8);
+        assert_eq!(meta(&p, "actor.comm_openshmem_ns"), 0);
+    }
+}
+
+/// Index-gather on the remote path (CONVEY_NLOCAL=1): two conveyors, their
+/// logical matrices equal the program's counts, and the physical matrix (the
+/// non-blocking puts kprof saw inside Conveyors, summed over the conveyors)
+/// equals the stand-in's own count of buffers and bytes.
+#[test]
+fn index_gather_remote_path_physical_matrix() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let dir = scratch("actor_ig");
+    let env = [("CONVEY_NLOCAL", "1")];
+    let plain = oshrun(&[&progs.ig.display().to_string(), "3000"], &env);
+    assert_ok(&plain);
+    let out = under_kprof(&dir, &progs.ig, &["3000"], &env);
+    assert_eq!(lines(&out, "result"), lines(&plain, "result"));
+    for f in lines(&out, "result") {
+        assert_eq!(f[2], "0", "wrong values gathered: {f:?}");
+    }
+    let own = program_logical(&out);
+    let m = merged_matrix(&dir);
+    for conv in 0..2u64 {
+        let ch = format!("conveyor {conv} logical");
+        assert_eq!(m[&(ch, "send".to_string())], own[&conv], "conveyor {conv}");
+    }
+    // Every request is answered: conveyor 1's matrix is conveyor 0's transposed.
+    let t: BTreeMap<_, _> = own[&0].iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+    assert_eq!(own[&1], t);
+
+    let standin = program_physical(&out, "remote");
+    assert!(!standin.is_empty());
+    assert!(program_physical(&out, "local").is_empty());
+    let mut seen = Cells::new();
+    for conv in 0..2 {
+        let key = (
+            format!("conveyor {conv} physical remote"),
+            "send".to_string(),
+        );
+        for (&cell, &(c, b)) in m.get(&key).expect("physical rows") {
+            let e = seen.entry(cell).or_default();
+            e.0 += c;
+            e.1 += b;
+        }
+    }
+    assert_eq!(seen, standin);
+    // Buffers carry a 16-byte header and 8-byte items.
+    let items: u64 = own.values().flat_map(|r| r.values()).map(|c| c.0).sum();
+    let (bufs, bytes) = seen.values().fold((0, 0), |a, &(c, b)| (a.0 + c, a.1 + b));
+    assert_eq!(bytes, 16 * bufs + 8 * items);
+
+    let phases = per_pe(&out, "phase");
+    for pe in 0..NP as u64 {
+        let p = read_profile(&dir.join(format!("pe{pe}")));
+        check_breakdown(&p, phases[&pe]);
+        // The remote path's completions: one quiet per advance at least.
+        assert!(meta(&p, "actor.openshmem.shmem_quiet.calls") > 0);
+        let puts = meta(&p, "actor.openshmem.shmem_putmem_nbi.calls");
+        let mine: u64 = standin
+            .iter()
+            .filter(|((s, _), _)| *s == pe)
+            .map(|(_, c)| c.0)
+            .sum();
+        assert_eq!(puts, mine);
+    }
+}
+
+/// A handler that sleeps a known time (2 ms on every 64th message): the time
+/// shows in PROC, at least what the program slept and not much more.
+#[test]
+fn sleeping_handler_shows_in_proc() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let dir = scratch("actor_sleep");
+    let out = under_kprof(&dir, &progs.histo, &["1000", "2000"], &[]);
+    let slept = per_pe(&out, "slept");
+    let phases = per_pe(&out, "phase");
+    for pe in 0..NP as u64 {
+        let p = read_profile(&dir.join(format!("pe{pe}")));
+        let (_, proc_, _) = check_breakdown(&p, phases[&pe]);
+        let s = slept[&pe];
+        assert!(s >= 2_000_000, "PE {pe} slept only {s} ns");
+        assert!(proc_ >= s, "PE {pe}: PROC {proc_} ns < slept {s} ns");
+        assert!(
+            proc_ <= s + s / 10 + 20_000_000,
+            "PE {pe}: PROC {proc_} ns, slept {s} ns"
+        );
+        assert_eq!(meta(&p, "actor.conveyor.0.proc_ns"), proc_);
+    }
+}
+
+/// Detection, and route 1 against route 2: a program holding Conveyors is
+/// measured as an actor program whether it was linked with kprof's wrappers or
+/// not (then its entries are hooked at load time, on x86-64), with the same
+/// exact matrix; a stripped copy without the wrappers gets the one line saying
+/// what to do, and still its OpenSHMEM calls.
+#[test]
+fn detection_load_time_hooks_and_stripped() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let dir = scratch("actor_detect");
+    let stripped = dir.join("histo_stripped");
+    std::fs::copy(&progs.histo_unwrapped, &stripped).unwrap();
+    assert!(Command::new("strip")
+        .arg(&stripped)
+        .status()
+        .unwrap()
+        .success());
+    let kprof = lib("kprof").display().to_string();
+    for (name, prog) in [
+        ("wrapped", &progs.histo),
+        ("hooked", &progs.histo_unwrapped),
+        ("stripped", &stripped),
+    ] {
+        let sub = dir.join(name);
+        let pattern = sub.join("pe%r").display().to_string();
+        let out = oshrun(
+            &[
+                &kprof,
+                "run",
+                "-v",
+                "--summary",
+                "0",
+                "-o",
+                &pattern,
+                "--",
+                &prog.display().to_string(),
+                "500",
+            ],
+            &[],
+        );
+        assert_ok(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let detected = if name == "stripped" {
+            "actor: links liboshmem"
+        } else {
+            "actor: Conveyors (convey_begin) is built into the program"
+        };
+        assert!(err.contains(detected), "{name}: {err}");
+        assert_eq!(
+            err.matches("is stripped: if it holds Conveyors").count(),
+            if name == "stripped" { NP } else { 0 },
+            "{name}: {err}"
+        );
+        assert!(!err.contains("not hooked"), "{name}: {err}");
+        let p = read_profile(&sub.join("pe0"));
+        // profile.json has no `messages` when there were none.
+        let rows = p["messages"].as_array().map_or(0, Vec::len);
+        assert_eq!(rows > 0, name != "stripped", "{name}: {}", p["messages"]);
+        assert!(meta(&p, "actor.openshmem.shmem_barrier_all.calls") > 0);
+        if name != "stripped" {
+            let own = program_logical(&out);
+            let m = merged_matrix(&sub);
+            assert_eq!(
+                m[&("conveyor 0 logical".to_string(), "send".to_string())],
+                own[&0]
+            );
+            assert_eq!(
+                m[&("conveyor 0 physical local".to_string(), "send".to_string())],
+                program_physical(&out, "local")
+            );
+            let phases = per_pe(&out, "phase");
+            for pe in 0..NP as u64 {
+                let p = read_profile(&sub.join(format!("pe{pe}")));
+                check_breakdown(&p, phases[&pe]);
+            }
+        }
+    }
+}
+
+/// Route 3 (`kprof_actor.h`, linked with -lkprof_actor): a mailbox name, a
+/// phase name, sends that bypass Conveyors in their own channel, OpenSHMEM puts
+/// outside Conveyors in theirs, and a send to a PE that does not exist counted.
+#[test]
+fn hook_header_functions() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let dir = scratch("actor_direct");
+    let build = dir.join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    let lib_dir = lib("libkprof_actor.so")
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let exe = build.join("direct").display().to_string();
+    let headers = workspace_root().join("ffi-headers").display().to_string();
+    // The stand-in Conveyors library of the other programs.
+    let convey_dir = programs().histo.parent().unwrap().display().to_string();
+    oshcc(&[
+        &format!("-I{}", test_file("actor").display()),
+        "-I",
+        &headers,
+        &test_file("actor/direct.c").display().to_string(),
+        // Its conveyor is seen through the link-time wrappers.
+        &workspace_root()
+            .join("ffi-headers/kprof_actor_wrap.c")
+            .display()
+            .to_string(),
+        WRAP,
+        &format!("-L{convey_dir}"),
+        "-lconvey",
+        &format!("-L{lib_dir}"),
+        &format!("-Wl,-rpath,{lib_dir}"),
+        "-lkprof_actor",
+        "-o",
+        &exe,
+    ]);
+    let out = under_kprof(&dir, Path::new(&exe), &["7"], &[]);
+    let m = merged_matrix(&dir);
+    let mut want = Cells::new();
+    for f in lines(&out, "direct") {
+        want.insert((n(&f[0]), n(&f[1])), (n(&f[2]), n(&f[3])));
+    }
+    assert_eq!(want.len(), NP);
+    assert_eq!(m[&("actor direct".to_string(), "send".to_string())], want);
+    let recv: Cells = want.iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+    assert_eq!(
+        m[&("actor direct".to_string(), "receive".to_string())],
+        recv
+    );
+    assert_eq!(m[&("openshmem put".to_string(), "send".to_string())], want);
+    for pe in 0..NP as u64 {
+        let p = read_profile(&dir.join(format!("pe{pe}")));
+        assert_eq!(
+            p["metadata"]["actor.conveyor.0.mailbox"],
+            "selector 3 mailbox 1"
+        );
+        assert_eq!(p["metadata"]["actor.phase"], "ring");
+        assert_eq!(meta(&p, "actor.bad_peer"), 1);
+        assert_eq!(meta(&p, "actor.openshmem.shmem_putmem.calls"), 7);
+    }
+}
+
+/// CMake: `find_package(kprof)` + `kprof_actor_link(histo)` in a project built
+/// with oshcc (`tests/actor/cmake`) links the wrappers in: the program's
+/// messages are counted under `kprof run --actor`.
+#[test]
+fn cmake_kprof_actor_link() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)")
+        || skip_unless(
+            Command::new("cmake").arg("--version").output().is_ok(),
+            "cmake",
+        )
+    {
+        return;
+    }
+    kprof_tests::lib_dir();
+    let dir = scratch("actor_cmake");
+    let prefix = dir.join("usr");
+    let o = Command::new("make")
+        .current_dir(workspace_root())
+        .arg("install")
+        .arg(format!("PREFIX={}", prefix.display()))
+        .env("CARGO_TARGET_DIR", kprof_tests::target_dir())
+        .output()
+        .expect("run make install");
+    assert_ok(&o);
+    for f in [
+        "include/kprof/kprof_actor.h",
+        "include/kprof/kprof_actor_wrap.c",
+        "lib/libkprof_actor.so",
+    ] {
+        assert!(prefix.join(f).is_file(), "{f} not installed");
+    }
+    let build = dir.join("build");
+    let o = Command::new("cmake")
+        .arg("-S")
+        .arg(test_file("actor/cmake"))
+        .arg("-B")
+        .arg(&build)
+        .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+        .env("CC", "oshcc")
+        .output()
+        .expect("run cmake");
+    assert_ok(&o);
+    assert_ok(
+        &Command::new("cmake")
+            .arg("--build")
+            .arg(&build)
+            .output()
+            .unwrap(),
+    );
+    let exe = build.join("histo");
+    let syms = Command::new("nm").arg(&exe).output().expect("run nm");
+    let syms = String::from_utf8_lossy(&syms.stdout);
+    assert!(
+        syms.contains(" T __wrap_convey_push\n"),
+        "no wrapper in {}",
+        exe.display()
+    );
+    let out = under_kprof(&dir.join("run"), &exe, &["300"], &[]);
+    let own = program_logical(&out);
+    let m = merged_matrix(&dir.join("run"));
+    assert_eq!(
+        m[&("conveyor 0 logical".to_string(), "send".to_string())],
+        own[&0]
+    );
+}
+
+/// `KPROF_ACTOR_BREAKDOWN=0`: messages only (no clock read per Conveyors call,
+/// failed pushes and pulls not even reported), through the wrappers and through
+/// the load-time hooks: the logical matrix is still exact, and no breakdown is
+/// claimed.
+#[test]
+fn counts_only_without_breakdown() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    for (name, prog) in [
+        ("wrapped", &programs().histo),
+        ("hooked", &programs().histo_unwrapped),
+    ] {
+        let dir = scratch(&format!("actor_counts_only_{name}"));
+        let out = under_kprof(&dir, prog, &["2000"], &[("KPROF_ACTOR_BREAKDOWN", "0")]);
+        let own = program_logical(&out);
+        let m = merged_matrix(&dir);
+        assert_eq!(
+            m[&("conveyor 0 logical".to_string(), "send".to_string())],
+            own[&0]
+        );
+        let recv = &m[&("conveyor 0 logical".to_string(), "receive".to_string())];
+        let transposed: Cells = own[&0].iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+        assert_eq!(recv, &transposed);
+        for pe in 0..NP as u64 {
+            let p = read_profile(&dir.join(format!("pe{pe}")));
+            assert_eq!(p["metadata"]["actor.breakdown"], "off");
+            assert!(p["metadata"].get("actor.main_ns").is_none());
+            assert!(p["metadata"].get("actor.conveyor.0.comm_ns").is_none());
+            assert_eq!(p["metadata"]["actor.conveyor.0.item_bytes"], "8");
+        }
+    }
+}
+
+/// A conveyor never freed (the program ends without `convey_free`): its rows
+/// are delivered at exit, exact, and the fact is counted; the program's results
+/// and exit status are unchanged.
+#[test]
+fn conveyor_never_freed() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    for (name, prog) in [
+        ("wrapped", &programs().histo),
+        ("hooked", &programs().histo_unwrapped),
+    ] {
+        let dir = scratch(&format!("actor_nofree_{name}"));
+        let args = ["1000", "0", "nofree"];
+        let mut plain_args = vec![prog.to_str().unwrap()];
+        plain_args.extend(args);
+        let plain = oshrun(&plain_args, &[]);
+        assert_ok(&plain);
+        let out = under_kprof(&dir, prog, &args, &[]);
+        assert_eq!(lines(&out, "result"), lines(&plain, "result"));
+        let own = program_logical(&out);
+        let m = merged_matrix(&dir);
+        assert_eq!(
+            m[&("conveyor 0 logical".to_string(), "send".to_string())],
+            own[&0]
+        );
+        for pe in 0..NP as u64 {
+            let p = read_profile(&dir.join(format!("pe{pe}")));
+            assert_eq!(meta(&p, "actor.conveyors_not_freed"), 1, "{name}");
+            let (main, proc_, comm) = (
+                meta(&p, "actor.main_ns"),
+                meta(&p, "actor.proc_ns"),
+                meta(&p, "actor.comm_ns"),
+            );
+            assert!((main + proc_ + comm).abs_diff(meta(&p, "actor.phase_ns")) <= 3);
+        }
+    }
+}
