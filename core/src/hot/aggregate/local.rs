@@ -145,6 +145,8 @@ pub struct ThreadProfile {
     frames: Vec<Frame>,
     /// The counted ones among the frames, innermost last.
     counter_frames: Vec<CounterFrame>,
+    /// Events counted (`KPROF_COUNTERS`): the first this many of each reading.
+    counter_events: usize,
     /// Another thread's node (thread index, node) -> the local anchor standing in
     /// for it.
     anchors: FxHashMap<(u32, u32), u32>,
@@ -197,6 +199,7 @@ impl ThreadProfile {
             tree: Tree::default(),
             frames: Vec::new(),
             counter_frames: Vec::new(),
+            counter_events: rt.counters.as_ref().map_or(0, |c| c.names.len()),
             anchors: FxHashMap::default(),
             last_anchor: ((0, 0), 0),
             anchored: Vec::new(),
@@ -603,7 +606,7 @@ impl ThreadProfile {
             node.add_arg(key, value);
         }
         if let Some((delta, children)) = counted {
-            node.add_counters(&delta, &children);
+            node.add_counters(&delta, &children, self.counter_events);
         }
         if let Some(parent) = self.frames.last_mut() {
             parent.child_ns += dur;
@@ -619,16 +622,22 @@ impl ThreadProfile {
     #[inline(never)]
     fn close_counters(&mut self, at_end: CountersAtEnd<'_>) -> Option<(Values, Values)> {
         let frame = self.counter_frames.pop()?;
+        // Only the events counted: most runs read 2 to 4 of the 8 slots.
+        let n = self.counter_events;
         let delta = match at_end {
             CountersAtEnd::None => return None,
             CountersAtEnd::Counted(d) => *d,
             CountersAtEnd::At(end) => {
-                std::array::from_fn(|k| end[k].saturating_sub(frame.begin[k]))
+                let mut d = [0; MAX_COUNTERS];
+                for (k, x) in d.iter_mut().enumerate().take(n) {
+                    *x = end[k].saturating_sub(frame.begin[k]);
+                }
+                d
             }
         };
         if let Some(outer) = self.counter_frames.last_mut() {
-            for (c, d) in outer.children.iter_mut().zip(delta) {
-                *c = c.saturating_add(d);
+            for (c, d) in outer.children.iter_mut().zip(delta).take(n) {
+                *c = c.wrapping_add(d);
             }
         }
         Some((delta, frame.children))

@@ -58,13 +58,16 @@ impl Node {
     }
 
     /// Adds what one instance counted: `delta` inclusive, of which `children`
-    /// was counted by the counted instances inside it on the same thread.
-    pub fn add_counters(&mut self, delta: &Values, children: &Values) {
+    /// was counted by the counted instances inside it on the same thread; the
+    /// first `n` events. Sums wrap (2^64 events take decades to count); a
+    /// difference never goes below 0 (multiplexed values are estimates).
+    #[inline]
+    pub fn add_counters(&mut self, delta: &Values, children: &Values, n: usize) {
         let c = self.counters.get_or_insert_with(Box::default);
         c.instances += 1;
-        for k in 0..delta.len() {
-            c.inclusive[k] = c.inclusive[k].saturating_add(delta[k]);
-            c.exclusive[k] = c.exclusive[k].saturating_add(delta[k].saturating_sub(children[k]));
+        for k in 0..n.min(delta.len()) {
+            c.inclusive[k] = c.inclusive[k].wrapping_add(delta[k]);
+            c.exclusive[k] = c.exclusive[k].wrapping_add(delta[k].saturating_sub(children[k]));
         }
     }
 
