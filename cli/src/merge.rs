@@ -384,6 +384,50 @@ pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
             .collect();
         out.insert("system".into(), json!({ "metrics": metrics }));
     }
+    // The job's concurrency view: per category the time summed over ranks, its
+    // share of all ranks' thread time, and each rank's share.
+    let views: Vec<Option<&kprof_core::output::report::Concurrency>> = reports
+        .iter()
+        .map(|(_, r)| r.concurrency.as_ref())
+        .collect();
+    if views.iter().any(Option::is_some) {
+        let thread_ns: u64 = views.iter().flatten().map(|c| c.thread_ns).sum();
+        let mut categories: Vec<String> = Vec::new();
+        for c in views.iter().flatten().flat_map(|c| &c.categories) {
+            if !categories.contains(&c.category) {
+                categories.push(c.category.clone());
+            }
+        }
+        let list: Vec<Value> = categories
+            .iter()
+            .map(|cat| {
+                let of = |c: &kprof_core::output::report::Concurrency| {
+                    c.categories
+                        .iter()
+                        .find(|x| &x.category == cat)
+                        .map(|x| (x.ns, x.pct))
+                };
+                let ns: u64 = views
+                    .iter()
+                    .flatten()
+                    .filter_map(|c| of(c))
+                    .map(|x| x.0)
+                    .sum();
+                let pct = if thread_ns > 0 {
+                    100.0 * ns as f64 / thread_ns as f64
+                } else {
+                    0.0
+                };
+                let by_rank: Vec<Option<f64>> =
+                    views.iter().map(|c| c.and_then(&of).map(|x| x.1)).collect();
+                json!({"category": cat, "ns": ns, "pct": pct, "by_rank": {"pct": by_rank}})
+            })
+            .collect();
+        out.insert(
+            "concurrency".into(),
+            json!({"thread_ns": thread_ns, "categories": list}),
+        );
+    }
     // The ranks' counter settings: the same program under one setting gives one
     // entry; ranks that differ are listed as they are.
     let mut counter_setups: Vec<&kprof_core::output::report::HardwareCounters> = Vec::new();

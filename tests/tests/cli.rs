@@ -1245,6 +1245,32 @@ fn merge_traces_one_process_per_rank() {
         err.contains("kprof merge: trace [3/3] rank 2: r2/trace.pftrace ("),
         "{err}"
     );
+    // The job's concurrency view: each category's time summed over the ranks,
+    // and each rank's share as its own profile has it.
+    let merged = read_profile(&dir.join("m"));
+    let ranks: Vec<Value> = dirs.iter().map(|d| read_profile(&dir.join(d))).collect();
+    let cats = merged["concurrency"]["categories"]
+        .as_array()
+        .expect("concurrency");
+    assert!(!cats.is_empty());
+    for c in cats {
+        let name = c["category"].as_str().unwrap();
+        let of = |r: &Value| {
+            r["concurrency"]["categories"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["category"] == name)
+                .cloned()
+        };
+        let sum: u64 = ranks.iter().filter_map(of).map(|x| u(&x["ns"])).sum();
+        assert_eq!(u(&c["ns"]), sum, "{name}");
+        let pcts: Vec<Value> = ranks
+            .iter()
+            .map(|r| of(r).map_or(Value::Null, |x| x["pct"].clone()))
+            .collect();
+        assert_eq!(c["by_rank"]["pct"], Value::Array(pcts), "{name}");
+    }
     let Some(model) = read_perfetto(&dir.join("m")) else {
         skip_unless(
             false,
