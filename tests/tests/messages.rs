@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use kprof_tests::trace_check::read_perfetto;
-use kprof_tests::{assert_ok, clean_cmd, core_harness, lib, read_profile, run, scratch};
+use kprof_tests::{
+    assert_ok, clean_cmd, core_harness, lib, read_profile, run, scratch, skip_unless,
+};
 use serde_json::{json, Value};
 
 fn program() -> std::path::PathBuf {
@@ -94,7 +96,12 @@ fn matrices_are_exact_in_place_and_from_records() {
         );
         if mode == "trace" {
             // Aggregated, not drawn: no instant per message in the traces.
-            if let Some(m) = read_perfetto(&dir) {
+            let m = read_perfetto(&dir);
+            skip_unless(
+                m.is_some(),
+                "Perfetto's protos (protoc) to decode the trace",
+            );
+            if let Some(m) = m {
                 m.assert_valid();
                 assert!(
                     m.instants.iter().all(|i| !i.name.contains("conveyor")),

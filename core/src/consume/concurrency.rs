@@ -433,23 +433,7 @@ mod tests {
     }
 
     fn slice(thread: u32, kind: Kind, begin: u64) -> crate::hot::nesting::Slice {
-        crate::hot::nesting::Slice {
-            thread,
-            guid: 0,
-            parent: 0,
-            enclosing: None,
-            kind,
-            name: 0,
-            dev: 0,
-            begin,
-            copy: None,
-            transfer: None,
-            args: [(0, 0); crate::hot::nesting::MAX_ARGS],
-            nargs: 0,
-            end_lost: false,
-            counters: None,
-            counted: false,
-        }
+        crate::hot::nesting::Slice::plain(thread, 0, kind, 0, begin)
     }
 
     fn counts(pairs: &[(Category, u32)]) -> [u32; CATEGORIES] {

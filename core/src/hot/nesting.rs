@@ -109,6 +109,29 @@ impl Extras {
 }
 
 impl Slice {
+    /// A plain slice (no parent, copy, transfer, arguments or counters) for
+    /// unit tests.
+    #[cfg(test)]
+    pub(crate) fn plain(thread: u32, guid: u64, kind: Kind, name: u32, begin: u64) -> Slice {
+        Slice {
+            thread,
+            guid,
+            parent: 0,
+            enclosing: None,
+            kind,
+            name,
+            dev: 0,
+            begin,
+            copy: None,
+            transfer: None,
+            args: [(0, 0); MAX_ARGS],
+            nargs: 0,
+            end_lost: false,
+            counters: None,
+            counted: false,
+        }
+    }
+
     /// What the instance counted, in the order of the counters' names, once it
     /// ended with its counters read.
     pub fn counted(&self) -> Option<&Values> {

@@ -117,18 +117,8 @@ pub unsafe extern "C" fn shmem_putmem_nbi(
     n: usize,
     pe: c_int,
 ) {
-    let f = real(F::PutmemNbi);
-    if f == 0 {
-        return;
-    }
-    let t0 = ticks();
-    // SAFETY: liboshmem's pshmem_putmem_nbi, called with the caller's arguments.
-    unsafe {
-        let f: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) =
-            std::mem::transmute(f);
-        f(dest, src, n, pe);
-    }
-    done(F::PutmemNbi, t0, Some((i64::from(pe), n as u64)));
+    // SAFETY: forwarded from the caller.
+    unsafe { put(F::PutmemNbi, dest, src, n, pe) }
 }
 
 /// `shmem_putmem`.
@@ -137,18 +127,29 @@ pub unsafe extern "C" fn shmem_putmem_nbi(
 /// As OpenSHMEM's.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_putmem(dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
-    let f = real(F::Putmem);
+    // SAFETY: forwarded from the caller.
+    unsafe { put(F::Putmem, dest, src, n, pe) }
+}
+
+/// A put of `n` bytes to `pe` through liboshmem's `pshmem_*` function `which`
+/// (one of the two with `putmem`'s signature), timed and counted.
+///
+/// # Safety
+/// As OpenSHMEM's `shmem_putmem`.
+unsafe fn put(which: F, dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
+    let f = real(which);
     if f == 0 {
         return;
     }
     let t0 = ticks();
-    // SAFETY: liboshmem's pshmem_putmem, called with the caller's arguments.
+    // SAFETY: `which` is pshmem_putmem or pshmem_putmem_nbi, both of this
+    // signature, called with the caller's arguments.
     unsafe {
         let f: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) =
             std::mem::transmute(f);
         f(dest, src, n, pe);
     }
-    done(F::Putmem, t0, Some((i64::from(pe), n as u64)));
+    done(which, t0, Some((i64::from(pe), n as u64)));
 }
 
 /// `shmem_quiet`.

@@ -63,6 +63,27 @@ fn nonneg(v: c_int) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
+/// Bytes of `count` elements of `ty` (0 for a negative count).
+fn bytes(p: &sys::Pmpi, count: c_int, ty: Datatype) -> u64 {
+    nonneg(count) * state::type_size(p, ty)
+}
+
+/// Bytes of the buffer `buf` (`count` of `ty`), or `in_place` when the program
+/// passed `MPI_IN_PLACE` (the data is the other buffer's block).
+fn unless_in_place(
+    p: &sys::Pmpi,
+    buf: *const c_void,
+    count: c_int,
+    ty: Datatype,
+    in_place: u64,
+) -> u64 {
+    if buf == sys::IN_PLACE {
+        in_place
+    } else {
+        bytes(p, count, ty)
+    }
+}
+
 /// Sum of `n` counts at `counts` (0 when NULL).
 ///
 /// # Safety
@@ -189,7 +210,7 @@ fn sent(
     comm: Comm,
     with_peer: bool,
 ) {
-    let bytes = nonneg(count) * state::type_size(p, dtype);
+    let bytes = bytes(p, count, dtype);
     a.arg(c"bytes_sent", bytes);
     if dest < 0 {
         return; // MPI_PROC_NULL
@@ -829,7 +850,7 @@ pub unsafe extern "C" fn MPI_Bcast(
         |p| unsafe { (p.bcast)(buf, count, dtype, root, comm) },
         |a, p, _| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
-            let bytes = nonneg(count) * state::type_size(p, dtype);
+            let bytes = bytes(p, count, dtype);
             let (s, r) = if me == root { (bytes, 0) } else { (0, bytes) };
             collective(a, size, s, r);
         },
@@ -856,7 +877,7 @@ pub unsafe extern "C" fn MPI_Reduce(
         |p| unsafe { (p.reduce)(sendbuf, recvbuf, count, dtype, op, root, comm) },
         |a, p, _| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
-            let bytes = nonneg(count) * state::type_size(p, dtype);
+            let bytes = bytes(p, count, dtype);
             collective(a, size, bytes, if me == root { bytes } else { 0 });
         },
     )
@@ -881,7 +902,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
         |p| unsafe { (p.allreduce)(sendbuf, recvbuf, count, dtype, op, comm) },
         |a, p, _| {
             let (size, _) = a.size_and_rank(a.view(p, comm));
-            let bytes = nonneg(count) * state::type_size(p, dtype);
+            let bytes = bytes(p, count, dtype);
             collective(a, size, bytes, bytes);
         },
     )
@@ -911,12 +932,8 @@ pub unsafe extern "C" fn MPI_Allgather(
         },
         |a, p, _| {
             let (size, _) = a.size_and_rank(a.view(p, comm));
-            let block = nonneg(recvcount) * state::type_size(p, recvtype);
-            let sent = if sendbuf == sys::IN_PLACE {
-                block
-            } else {
-                nonneg(sendcount) * state::type_size(p, sendtype)
-            };
+            let block = bytes(p, recvcount, recvtype);
+            let sent = unless_in_place(p, sendbuf, sendcount, sendtype, block);
             collective(a, size, sent, block * nonneg(size));
         },
     )
@@ -950,11 +967,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
             let ts = state::type_size(p, recvtype);
             // SAFETY: recvcounts holds `size` counts at every rank.
             let (all, mine) = unsafe { (sum(recvcounts, size), at(recvcounts, me, size)) };
-            let sent = if sendbuf == sys::IN_PLACE {
-                mine * ts
-            } else {
-                nonneg(sendcount) * state::type_size(p, sendtype)
-            };
+            let sent = unless_in_place(p, sendbuf, sendcount, sendtype, mine * ts);
             collective(a, size, sent, all * ts);
         },
     )
@@ -984,11 +997,11 @@ pub unsafe extern "C" fn MPI_Alltoall(
         },
         |a, p, _| {
             let (size, _) = a.size_and_rank(a.view(p, comm));
-            let received = nonneg(recvcount) * state::type_size(p, recvtype) * nonneg(size);
+            let received = bytes(p, recvcount, recvtype) * nonneg(size);
             let sent = if sendbuf == sys::IN_PLACE {
                 received
             } else {
-                nonneg(sendcount) * state::type_size(p, sendtype) * nonneg(size)
+                bytes(p, sendcount, sendtype) * nonneg(size)
             };
             collective(a, size, sent, received);
         },
@@ -1062,15 +1075,11 @@ pub unsafe extern "C" fn MPI_Gather(
         |a, p, _| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
             let block = if me == root {
-                nonneg(recvcount) * state::type_size(p, recvtype)
+                bytes(p, recvcount, recvtype)
             } else {
                 0
             };
-            let sent = if sendbuf == sys::IN_PLACE {
-                block
-            } else {
-                nonneg(sendcount) * state::type_size(p, sendtype)
-            };
+            let sent = unless_in_place(p, sendbuf, sendcount, sendtype, block);
             collective(a, size, sent, block * nonneg(size));
         },
     )
@@ -1109,11 +1118,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
             } else {
                 (0, 0)
             };
-            let sent = if sendbuf == sys::IN_PLACE {
-                mine
-            } else {
-                nonneg(sendcount) * state::type_size(p, sendtype)
-            };
+            let sent = unless_in_place(p, sendbuf, sendcount, sendtype, mine);
             collective(a, size, sent, received);
         },
     )
@@ -1145,15 +1150,11 @@ pub unsafe extern "C" fn MPI_Scatter(
         |a, p, _| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
             let block = if me == root {
-                nonneg(sendcount) * state::type_size(p, sendtype)
+                bytes(p, sendcount, sendtype)
             } else {
                 0
             };
-            let received = if recvbuf.cast_const() == sys::IN_PLACE {
-                block
-            } else {
-                nonneg(recvcount) * state::type_size(p, recvtype)
-            };
+            let received = unless_in_place(p, recvbuf.cast_const(), recvcount, recvtype, block);
             collective(a, size, block * nonneg(size), received);
         },
     )
@@ -1192,11 +1193,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
             } else {
                 (0, 0)
             };
-            let received = if recvbuf.cast_const() == sys::IN_PLACE {
-                mine
-            } else {
-                nonneg(recvcount) * state::type_size(p, recvtype)
-            };
+            let received = unless_in_place(p, recvbuf.cast_const(), recvcount, recvtype, mine);
             collective(a, size, sent, received);
         },
     )

@@ -1725,23 +1725,7 @@ mod tests {
     }
 
     fn slice(thread: u32, seq: u64, kind: Kind, name: u32, begin: u64) -> Slice {
-        Slice {
-            thread,
-            guid: guid(thread, seq),
-            parent: 0,
-            enclosing: None,
-            kind,
-            name,
-            dev: 0,
-            begin,
-            copy: None,
-            transfer: None,
-            args: [(0, 0); crate::hot::nesting::MAX_ARGS],
-            nargs: 0,
-            end_lost: false,
-            counters: None,
-            counted: false,
-        }
+        Slice::plain(thread, guid(thread, seq), kind, name, begin)
     }
 
     /// One event as the trace processor would see it.
