@@ -24,7 +24,9 @@ pub struct Report {
     pub plugins: Vec<String>,
     /// Threads that recorded.
     pub threads: Vec<ThreadInfo>,
-    /// Roots of the call-path tree.
+    /// Roots of the call-path tree. The runtime writes it last, from its merged
+    /// tree, node by node (see `output::calltree`); empty here then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tree: Vec<TreeNode>,
     /// Sections.
     pub sections: Vec<Section>,
