@@ -4,7 +4,10 @@
 use std::borrow::Cow;
 use std::hash::Hash;
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 
 use crate::output::report::{Report, TreeNode};
 
@@ -111,21 +114,21 @@ impl From<&TreeNode> for NodeFigures {
 
 /// Adds up nodes met depth first into one row per key: the one rule of the flat
 /// view, whatever the key (the names' text when read from a file, their ids in
-/// the runtime).
+/// the runtime). Each key is kept once, in its row; the index holds row numbers.
 pub struct Flattener<K> {
-    index: FxHashMap<K, u32>,
+    index: HashTable<u32>,
     /// The rows, in the order their keys were first met.
     pub rows: Vec<(K, Totals)>,
     /// The rows of the nodes enclosing the current one.
     open: Vec<u32>,
 }
 
-impl<K: Hash + Eq + Clone> Flattener<K> {
+impl<K: Hash + Eq> Flattener<K> {
     /// A flattener for about `nodes` nodes (sized once: growing a table of a
     /// million keys rehashes them all, repeatedly).
     pub fn with_capacity(nodes: usize) -> Self {
         Flattener {
-            index: FxHashMap::with_capacity_and_hasher(nodes, Default::default()),
+            index: HashTable::with_capacity(nodes),
             rows: Vec::with_capacity(nodes),
             open: Vec::new(),
         }
@@ -134,12 +137,19 @@ impl<K: Hash + Eq + Clone> Flattener<K> {
     /// Adds the node met next, at `depth`.
     pub fn add(&mut self, depth: usize, key: K, n: NodeFigures) {
         self.open.truncate(depth);
-        let at = match self.index.get(&key) {
-            Some(&at) => at,
+        let hash = FxBuildHasher.hash_one(&key);
+        let rows = &mut self.rows;
+        let found = self
+            .index
+            .find(hash, |&at| rows[at as usize].0 == key)
+            .copied();
+        let at = match found {
+            Some(at) => at,
             None => {
-                let at = self.rows.len() as u32;
-                self.rows.push((key.clone(), Totals::default()));
-                self.index.insert(key, at);
+                let at = rows.len() as u32;
+                rows.push((key, Totals::default()));
+                self.index
+                    .insert_unique(hash, at, |&i| FxBuildHasher.hash_one(&rows[i as usize].0));
                 at
             }
         };

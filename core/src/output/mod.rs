@@ -443,13 +443,13 @@ mod tests {
     fn the_streamed_tree_reads_back_whole() {
         let leaf = |name: &str, children| TreeNode::user_region(name, 30, 10, 3, children);
         let mut spread = leaf("team", vec![]);
-        spread.threads = Some(report::ThreadSpread {
+        spread.threads = Some(Box::new(report::ThreadSpread {
             threads: 2,
             min_ns: 1,
             max_ns: 3,
             mean_ns: 2.0,
             imbalance: 1.5,
-        });
+        }));
         spread
             .args
             .insert("team_size".into(), report::ArgRange { min: 2, max: 4 });

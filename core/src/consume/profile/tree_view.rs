@@ -191,13 +191,13 @@ impl MergedTree<'_> {
                 totals.iter().copied().max().unwrap_or(0),
             );
             let mean = totals.iter().sum::<u64>() as f64 / totals.len() as f64;
-            report::ThreadSpread {
+            Box::new(report::ThreadSpread {
                 threads: totals.len() as u32,
                 min_ns: min,
                 max_ns: max,
                 mean_ns: mean,
                 imbalance: if mean > 0.0 { max as f64 / mean } else { 1.0 },
-            }
+            })
         });
         let args = node
             .args()
@@ -206,7 +206,7 @@ impl MergedTree<'_> {
             .collect();
         let counters = node
             .counters()
-            .map(|c| node_counters(c, counter_names, s.total_ns));
+            .map(|c| Box::new(node_counters(c, counter_names, s.total_ns)));
         TreeNode {
             name: text(node.name),
             kind: node.kind.as_str().into(),
