@@ -633,7 +633,8 @@ pub fn main(args: RunArgs) -> Outcome {
     }
     const LINK_WRAPPERS: &str = "link it with kprof_actor_wrap.c and \
          -Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,--wrap=convey_pull,\
-         --wrap=convey_advance,--wrap=convey_free (see kprof_actor.h)";
+         --wrap=convey_advance,--wrap=convey_free,--wrap=convey_epush,--wrap=convey_epull \
+         (see kprof_actor.h)";
     if models.actor && models.conveyors_unwrapped {
         say(&format!(
             "{exe_name} holds Conveyors without kprof's link-time wrappers and its entries \

@@ -28,16 +28,18 @@ use crate::state::{self, op};
 use crate::wrap;
 
 /// The entries hooked, in this order in [`TRAMPOLINES`].
-pub const ENTRIES: [&str; 5] = [
+pub const ENTRIES: [&str; 7] = [
     "convey_begin",
     "convey_push",
     "convey_pull",
     "convey_advance",
     "convey_free",
+    "convey_epush",
+    "convey_epull",
 ];
 
 /// The trampolines (the original entries), by [`ENTRIES`] index (0: not hooked).
-static TRAMPOLINES: [AtomicUsize; 5] = [const { AtomicUsize::new(0) }; 5];
+static TRAMPOLINES: [AtomicUsize; 7] = [const { AtomicUsize::new(0) }; 7];
 
 /// Why an entry or the program could not be hooked.
 #[derive(Debug, thiserror::Error)]
@@ -202,7 +204,7 @@ unsafe extern "C" fn hook_local_send(
 /// What the executable's symbol table says.
 struct Found {
     /// The entries' addresses, by [`ENTRIES`] index (None: absent).
-    entries: [Option<usize>; 5],
+    entries: [Option<usize>; 7],
     /// The link-time wrappers are linked in.
     wrapped: bool,
     /// The porter's `local_send` (None: absent, or several of that name).
@@ -217,7 +219,7 @@ fn find_entries() -> Result<Found, HookError> {
     // SAFETY: getauxval has no preconditions; AT_ENTRY is the loaded entry point.
     let entry = unsafe { libc::getauxval(libc::AT_ENTRY) } as usize;
     let bias = entry.wrapping_sub(file.entry() as usize);
-    let mut found = [None; 5];
+    let mut found = [None; 7];
     let mut wrapped = false;
     let mut local_send = None;
     let mut local_sends = 0;
@@ -324,13 +326,15 @@ fn hook_one(i: usize, addr: usize, hook: usize) -> Result<(), HookError> {
 }
 
 /// The hook functions, by [`ENTRIES`] index.
-fn hooks() -> [usize; 5] {
+fn hooks() -> [usize; 7] {
     [
         hook_begin as *const () as usize,
         hook_push as *const () as usize,
         hook_pull as *const () as usize,
         hook_advance as *const () as usize,
         hook_free as *const () as usize,
+        hook_epush as *const () as usize,
+        hook_epull as *const () as usize,
     ]
 }
 
@@ -442,7 +446,7 @@ unsafe extern "C" fn hook_push(c: *mut c_void, item: *const c_void, pe: i64) -> 
     // SAFETY: as above.
     let rc = unsafe { f(c, item, pe) };
     state::CURRENT.store(0, Ordering::Relaxed);
-    if t0 == 0 && rc != 0 {
+    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
         return rc; // messages only: a failed push is no message
     }
     // SAFETY: the wrappers' report.
@@ -468,7 +472,7 @@ unsafe extern "C" fn hook_pull(c: *mut c_void, item: *mut c_void, from: *mut i64
     // SAFETY: as above; `where_` is the caller's pointer or our local.
     let rc = unsafe { f(c, item, where_) };
     state::CURRENT.store(0, Ordering::Relaxed);
-    if t0 == 0 && rc != 0 {
+    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
         return rc; // messages only: a failed pull is no message
     }
     // SAFETY: `where_` was written by convey_pull (or still holds -1).
@@ -478,9 +482,9 @@ unsafe extern "C" fn hook_pull(c: *mut c_void, item: *mut c_void, from: *mut i64
     rc
 }
 
-unsafe extern "C" fn hook_advance(c: *mut c_void, done: bool) -> bool {
+unsafe extern "C" fn hook_advance(c: *mut c_void, done: bool) -> c_int {
     // SAFETY: the trampoline is convey_advance's own code, with its signature.
-    let f: unsafe extern "C" fn(*mut c_void, bool) -> bool =
+    let f: unsafe extern "C" fn(*mut c_void, bool) -> c_int =
         unsafe { std::mem::transmute(original(3)) };
     let Some(t0) = t0() else {
         // SAFETY: forwarding the caller's arguments.
@@ -511,6 +515,69 @@ unsafe extern "C" fn hook_free(c: *mut c_void) -> c_int {
     state::CURRENT.store(0, Ordering::Relaxed);
     // SAFETY: the wrappers' report.
     unsafe { wrap::leave(c, op::FREE, i64::from(rc), 0, 0, t0) };
+    rc
+}
+
+unsafe extern "C" fn hook_epush(
+    c: *mut c_void,
+    bytes: usize,
+    item: *const c_void,
+    pe: i64,
+) -> c_int {
+    // SAFETY: the trampoline is convey_epush's own code, with its signature.
+    let f: unsafe extern "C" fn(*mut c_void, usize, *const c_void, i64) -> c_int =
+        unsafe { std::mem::transmute(original(5)) };
+    let Some(t0) = t0() else {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { f(c, bytes, item, pe) };
+    };
+    state::CURRENT.store(c as usize, Ordering::Relaxed);
+    // SAFETY: as above.
+    let rc = unsafe { f(c, bytes, item, pe) };
+    state::CURRENT.store(0, Ordering::Relaxed);
+    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
+        return rc; // messages only: a failed push is no message
+    }
+    // SAFETY: the wrappers' report.
+    unsafe { wrap::leave(c, op::EPUSH, i64::from(rc), pe, bytes as u64, t0) };
+    rc
+}
+
+/// Conveyors' `convey_item_t` (bale 3.0): what `convey_epull` fills.
+#[repr(C)]
+pub struct ConveyItem {
+    /// The item's size in bytes.
+    pub bytes: usize,
+    /// The item (valid until the next pull).
+    pub data: *mut c_void,
+    /// The PE that pushed it.
+    pub from: i64,
+}
+
+unsafe extern "C" fn hook_epull(c: *mut c_void, result: *mut ConveyItem) -> c_int {
+    // SAFETY: the trampoline is convey_epull's own code, with its signature.
+    let f: unsafe extern "C" fn(*mut c_void, *mut ConveyItem) -> c_int =
+        unsafe { std::mem::transmute(original(6)) };
+    let Some(t0) = t0() else {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { f(c, result) };
+    };
+    state::CURRENT.store(c as usize, Ordering::Relaxed);
+    // SAFETY: as above.
+    let rc = unsafe { f(c, result) };
+    state::CURRENT.store(0, Ordering::Relaxed);
+    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
+        return rc; // messages only: a failed pull is no message
+    }
+    let (bytes, from) = if i64::from(rc) == state::CONVEY_OK && !result.is_null() {
+        // SAFETY: convey_epull returned OK: it filled the caller's `*result`.
+        let r = unsafe { &*result };
+        (r.bytes as u64, r.from)
+    } else {
+        (0, -1)
+    };
+    // SAFETY: the wrappers' report.
+    unsafe { wrap::leave(c, op::EPULL, i64::from(rc), from, bytes, t0) };
     rc
 }
 
