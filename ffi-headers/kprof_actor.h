@@ -65,6 +65,10 @@ struct kprof_actor_wrap_hooks {
   /* 0: the MAIN/PROC/COMM breakdown is off (KPROF_ACTOR_BREAKDOWN=0): the
    * wrappers pass t0 = 0 and read no clock; only messages are counted. */
   uint32_t timing;
+  /* Before each entry, after the clock was read; NULL unless the segments are
+   * drawn or counted (a trace or KPROF_COUNTERS). Present when `size` covers
+   * it (a plugin older than this field leaves it out). */
+  void (*enter)(void *conveyor, int op);
 };
 
 /* The clock the wrappers and the plugin share: the time-stamp counter on

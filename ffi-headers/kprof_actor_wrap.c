@@ -43,6 +43,7 @@ int __wrap_convey_epush(convey_t *c, size_t bytes, const void *item, int64_t pe)
 int __wrap_convey_epull(convey_t *c, struct kprof_actor__item *result);
 
 static const struct kprof_actor_wrap_hooks *kprof_actor__table;
+static void (*kprof_actor__enter)(void *conveyor, int op);
 static int kprof_actor__looked;
 
 /* The plugin's table, looked up once (NULL: no kprof, or an older plugin). */
@@ -58,6 +59,8 @@ static const struct kprof_actor_wrap_hooks *kprof_actor__hooks(void) {
       h = NULL;
   }
   kprof_actor__table = h;
+  if (h && h->size >= offsetof(struct kprof_actor_wrap_hooks, enter) + sizeof h->enter)
+    kprof_actor__enter = h->enter;
   __atomic_store_n(&kprof_actor__looked, 1, __ATOMIC_RELEASE);
   return h;
 }
@@ -72,11 +75,21 @@ static inline int kprof_actor__skip(int op, long rc) {
           rc == 0);
 }
 
+/* The clock before an entry (0 without the breakdown); tells the plugin the
+ * entry starts when it asked to know. */
+static inline uint64_t kprof_actor__start(const struct kprof_actor_wrap_hooks *h, void *conv,
+                                          int op) {
+  if (!h->timing) return 0;
+  uint64_t t0 = kprof_actor_ticks();
+  if (__builtin_expect(kprof_actor__enter != NULL, 0)) kprof_actor__enter(conv, op);
+  return t0;
+}
+
 /* Runs CALL between the reports: the current conveyor set, the clock read. */
 #define KPROF_ACTOR_AROUND(conv, op, pe, arg, rc_expr, CALL) \
   const struct kprof_actor_wrap_hooks *h = kprof_actor__hooks(); \
   if (!h) return CALL;                                           \
-  uint64_t t0 = h->timing ? kprof_actor_ticks() : 0;            \
+  uint64_t t0 = kprof_actor__start(h, (void *)(conv), op);       \
   *h->current = (void *)(conv);                                  \
   __typeof__(CALL) rc = CALL;                                    \
   *h->current = NULL;                                            \
@@ -87,7 +100,7 @@ static inline int kprof_actor__skip(int op, long rc) {
 convey_t *__wrap_convey_new(size_t capacity, size_t n_local, size_t n_buffers, uint64_t options) {
   const struct kprof_actor_wrap_hooks *h = kprof_actor__hooks();
   if (!h) return __real_convey_new(capacity, n_local, n_buffers, options);
-  uint64_t t0 = h->timing ? kprof_actor_ticks() : 0;
+  uint64_t t0 = h->timing ? kprof_actor_ticks() : 0; /* no segment: outside the phase */
   convey_t *c = __real_convey_new(capacity, n_local, n_buffers, options);
   h->leave(c, KPROF_ACTOR_NEW, c != NULL, 0, 0, t0);
   return c;
@@ -107,7 +120,7 @@ int __wrap_convey_pull(convey_t *c, void *item, int64_t *from) {
   int64_t *where = from ? from : &src;
   const struct kprof_actor_wrap_hooks *h = kprof_actor__hooks();
   if (!h) return __real_convey_pull(c, item, from);
-  uint64_t t0 = h->timing ? kprof_actor_ticks() : 0;
+  uint64_t t0 = kprof_actor__start(h, (void *)c, KPROF_ACTOR_PULL);
   *h->current = (void *)c;
   int rc = __real_convey_pull(c, item, where);
   *h->current = NULL;
@@ -131,7 +144,7 @@ int __wrap_convey_epush(convey_t *c, size_t bytes, const void *item, int64_t pe)
 int __wrap_convey_epull(convey_t *c, struct kprof_actor__item *result) {
   const struct kprof_actor_wrap_hooks *h = kprof_actor__hooks();
   if (!h) return __real_convey_epull(c, result);
-  uint64_t t0 = h->timing ? kprof_actor_ticks() : 0;
+  uint64_t t0 = kprof_actor__start(h, (void *)c, KPROF_ACTOR_EPULL);
   *h->current = (void *)c;
   int rc = __real_convey_epull(c, result);
   *h->current = NULL;

@@ -529,6 +529,21 @@ pub fn main(args: RunArgs) -> Outcome {
     }
     if models.actor {
         wanted.push(("actor", "libkprof_actor.so"));
+        // Counters of an FA-BSP program go to its MAIN/PROC/COMM segments too,
+        // unless the kinds were chosen.
+        let counters = args
+            .counters
+            .clone()
+            .or_else(|| std::env::var("KPROF_COUNTERS").ok());
+        if counters.is_some_and(|c| !c.trim().is_empty())
+            && args.counter_kinds.is_none()
+            && std::env::var_os("KPROF_COUNTER_KINDS").is_none()
+        {
+            env.push((
+                "KPROF_COUNTER_KINDS",
+                format!("{},actor", kprof_core::hot::counters::DEFAULT_KINDS),
+            ));
+        }
     }
     let mut missing = Vec::new();
     // Plugins that go into LD_PRELOAD, before any list already set.

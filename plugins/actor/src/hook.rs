@@ -400,15 +400,20 @@ pub fn install() {
     }
 }
 
-/// Whether the breakdown reads the clock, and the hooks' view of the plugin.
+/// The clock before an entry runs (0 without the breakdown), None while kprof
+/// is off; with segments ([`crate::segments`]) COMM opens (`begins`: the entry
+/// is `convey_begin`, which may start the phase).
 #[inline(always)]
-fn t0() -> Option<u64> {
-    crate::api_or_connect()?;
-    Some(if state::timing() {
-        crate::clock::ticks()
-    } else {
-        0
-    })
+fn t0(begins: bool) -> Option<u64> {
+    let api = crate::api_or_connect()?;
+    if !state::timing() {
+        return Some(0);
+    }
+    let t0 = crate::clock::ticks();
+    if crate::segments::on() {
+        crate::segments::enter(api, begins);
+    }
+    Some(t0)
 }
 
 /// The trampoline of entry `i`.
@@ -421,7 +426,7 @@ unsafe extern "C" fn hook_begin(c: *mut c_void, size: usize, align: usize) -> c_
     // SAFETY: the trampoline is convey_begin's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, usize, usize) -> c_int =
         unsafe { std::mem::transmute(original(0)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(true) else {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { f(c, size, align) };
     };
@@ -438,7 +443,7 @@ unsafe extern "C" fn hook_push(c: *mut c_void, item: *const c_void, pe: i64) -> 
     // SAFETY: the trampoline is convey_push's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, *const c_void, i64) -> c_int =
         unsafe { std::mem::transmute(original(1)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(false) else {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { f(c, item, pe) };
     };
@@ -458,7 +463,7 @@ unsafe extern "C" fn hook_pull(c: *mut c_void, item: *mut c_void, from: *mut i64
     // SAFETY: the trampoline is convey_pull's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64) -> c_int =
         unsafe { std::mem::transmute(original(2)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(false) else {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { f(c, item, from) };
     };
@@ -486,7 +491,7 @@ unsafe extern "C" fn hook_advance(c: *mut c_void, done: bool) -> c_int {
     // SAFETY: the trampoline is convey_advance's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, bool) -> c_int =
         unsafe { std::mem::transmute(original(3)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(false) else {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { f(c, done) };
     };
@@ -505,7 +510,7 @@ unsafe extern "C" fn hook_advance(c: *mut c_void, done: bool) -> c_int {
 unsafe extern "C" fn hook_free(c: *mut c_void) -> c_int {
     // SAFETY: the trampoline is convey_free's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void) -> c_int = unsafe { std::mem::transmute(original(4)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(false) else {
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(c) };
     };
@@ -527,7 +532,7 @@ unsafe extern "C" fn hook_epush(
     // SAFETY: the trampoline is convey_epush's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, usize, *const c_void, i64) -> c_int =
         unsafe { std::mem::transmute(original(5)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(false) else {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { f(c, bytes, item, pe) };
     };
@@ -558,7 +563,7 @@ unsafe extern "C" fn hook_epull(c: *mut c_void, result: *mut ConveyItem) -> c_in
     // SAFETY: the trampoline is convey_epull's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, *mut ConveyItem) -> c_int =
         unsafe { std::mem::transmute(original(6)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(false) else {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { f(c, result) };
     };

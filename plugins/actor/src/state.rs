@@ -242,6 +242,18 @@ pub fn n_pes() -> usize {
     N_PES.load(Ordering::Relaxed).max(0) as usize
 }
 
+/// Whether an actor phase runs (a conveyor begun and not freed).
+#[inline(always)]
+pub fn in_phase() -> bool {
+    ACTIVE.load(Ordering::Relaxed) > 0
+}
+
+/// Whether the running segment is a handler's (PROC).
+#[inline(always)]
+pub fn in_proc() -> bool {
+    SEG.load(Ordering::Relaxed) != 0
+}
+
 /// The slot of conveyor `key`, if measured.
 #[inline(always)]
 pub fn find(key: usize) -> Option<usize> {
@@ -636,6 +648,7 @@ fn emit(api: &CoreApi, r: Retired, k: f64) {
 
 /// The end of the run: conveyors never freed, the PE's breakdown, the odd calls.
 pub fn finish(api: &CoreApi) {
+    crate::segments::finish(api);
     let now = clock::ticks();
     for c in &CONVS {
         if c.key.load(Ordering::Relaxed) != 0 {
