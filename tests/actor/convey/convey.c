@@ -417,7 +417,11 @@ convey_t *convey_new_elastic(size_t item_bound, size_t max_bytes, size_t n_local
   return make(64, true, max_bytes);
 }
 
+/* As in bale, these three check their argument and state before dispatching
+ * (so they are not bare dispatches: gcc starts them with `test %rdi,%rdi; je`). */
 int convey_begin(convey_t *c, size_t item_size, size_t align) {
+  if (c == NULL) return convey_error_NULL;
+  if (c->state != DORMANT) return convey_error_STATE;
   return c->_class_->begin(c, item_size, align);
 }
 int convey_push(convey_t *c, const void *item, int64_t pe) { return c->_class_->push(c, item, pe); }
@@ -426,5 +430,13 @@ int convey_epush(convey_t *c, size_t bytes, const void *item, int64_t pe) {
   return c->_class_->epush(c, bytes, item, pe);
 }
 int convey_epull(convey_t *c, convey_item_t *result) { return c->_class_->epull(c, result); }
-int convey_advance(convey_t *c, bool done) { return c->_class_->advance(c, done); }
-int convey_free(convey_t *c) { return c->_class_->free(c); }
+int convey_advance(convey_t *c, bool done) {
+  if (c == NULL) return convey_error_NULL;
+  if (c->state == DORMANT) return convey_error_STATE;
+  int result = c->_class_->advance(c, done);
+  return result < 0 ? convey_error_STATE : result;
+}
+int convey_free(convey_t *c) {
+  if (c == NULL) return convey_OK;
+  return c->_class_->free(c);
+}

@@ -1,8 +1,9 @@
 /* A stand-in for bale's Conveyors library, written for kprof's tests from the
  * library's public description (no code of bale's): the same public entry names,
  * signatures and status values, and the same structure. Public `convey_*`
- * entries dispatch through the conveyor's method table (laid out as bale 3.0's);
- * a porter moves full buffers either through a shmem_ptr address (memcpy into
+ * entries dispatch through the conveyor's method table (laid out as bale 3.0's):
+ * push, pull, epush and epull at once, begin, advance and free after checking
+ * their argument and state. A porter moves full buffers either through a shmem_ptr address (memcpy into
  * the peer's symmetric buffer, an atomic store as the signal) or, between
  * "nodes" (forced with CONVEY_NLOCAL=1), with shmem_putmem_nbi, completed later
  * by shmem_quiet and a signal put. A push into a full buffer that cannot be sent
@@ -31,6 +32,7 @@ enum convey_error {
   convey_error_MISFIT = -9, /* next item is not of the pull's size */
   convey_error_RIGID = -8,  /* elastic operation on a rigid conveyor */
   convey_error_RANGE = -4,  /* PE out of range */
+  convey_error_NULL = -3,   /* a NULL conveyor */
   convey_error_STATE = -1,  /* wrong state (e.g. used after convey_free) */
 };
 
