@@ -225,7 +225,9 @@ fn patch_jump(name: &'static str, at: usize, to: usize) -> Result<(), HookError>
     Ok(())
 }
 
-/// The porter's local send ran: a buffer of `n_bytes` memcpy'd to `dest`.
+/// The porter's local send ran: a buffer of `n_bytes` memcpy'd to `dest`
+/// (bale's `static bool local_send(...)`: its value is the caller's; a call
+/// with 0 bytes only signals, and is no buffer).
 unsafe extern "C" fn hook_local_send(
     p: *mut c_void,
     dest: c_int,
@@ -233,17 +235,20 @@ unsafe extern "C" fn hook_local_send(
     n_bytes: usize,
     buf: *mut c_void,
     signal: u64,
-) {
+) -> bool {
     // SAFETY: the trampoline is local_send's own prologue and the jump back.
-    let f: unsafe extern "C" fn(*mut c_void, c_int, u64, usize, *mut c_void, u64) =
+    let f: unsafe extern "C" fn(*mut c_void, c_int, u64, usize, *mut c_void, u64) -> bool =
         unsafe { std::mem::transmute(LOCAL_SEND.load(Ordering::Relaxed)) };
     // SAFETY: forwarding the caller's arguments.
-    unsafe { f(p, dest, level, n_bytes, buf, signal) };
-    kprof_abi::guard::guard((), || {
-        if crate::api().is_some() {
-            state::local_send(i64::from(dest), n_bytes as u64);
-        }
-    });
+    let sent = unsafe { f(p, dest, level, n_bytes, buf, signal) };
+    if n_bytes > 0 {
+        kprof_abi::guard::guard((), || {
+            if crate::api().is_some() {
+                state::local_send(i64::from(dest), n_bytes as u64);
+            }
+        });
+    }
+    sent
 }
 
 /// What the executable's symbol table says.
