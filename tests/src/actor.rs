@@ -133,7 +133,14 @@ pub fn oshrun(np: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
 fn oshrun_once(np: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new("timeout");
     cmd.args(["300", "oshrun", "-np", &np.to_string()]);
-    for (k, _) in env {
+    // More PEs than cores: the stand-in's idle advances yield the CPU (busy
+    // polling PEs would otherwise wait for their peers' time slices).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut env = env.to_vec();
+    if np > cores {
+        env.push(("STANDIN_CONVEY_YIELD", "1"));
+    }
+    for (k, _) in &env {
         cmd.args(["-x", k]);
     }
     cmd.args(args)
@@ -147,7 +154,7 @@ fn oshrun_once(np: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
             cmd.env_remove(k);
         }
     }
-    for (k, v) in env {
+    for (k, v) in &env {
         cmd.env(k, v);
     }
     cmd.output().expect("run oshrun")

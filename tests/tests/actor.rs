@@ -611,10 +611,11 @@ fn per_rank(cells: &Cells) -> BTreeMap<u64, (u64, u64)> {
 /// kprof's logical matrices equal the program's own counts exactly, and show
 /// what the distribution predicts: cyclic sends are balanced, range sends are
 /// not (row i sends about (p*i)^2/2 messages: the last PE sends tens of times
-/// the first PE's). The time shows it too: under range the last PE, which
-/// generates most messages, has more MAIN than the first, and the two middle
-/// PEs, which handle about twice the messages of the outer ones (and scan longer
-/// rows), have more PROC.
+/// the first PE's). The time shows it too: under range the two middle PEs,
+/// which handle about twice the messages of the outer ones (and scan longer
+/// rows), have more PROC. (MAIN is not compared: a PE with nothing left to send
+/// spins through its loop, and on a loaded machine its preemptions there weigh
+/// as much as the busiest PE's message generation.)
 #[test]
 fn triangle_count_distribution_imbalance() {
     if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
@@ -656,12 +657,10 @@ fn triangle_count_distribution_imbalance() {
             sends.values().map(|v| v.0).max().unwrap(),
         );
         let phases = per_pe(&out, "phase");
-        let mut main = Vec::new();
         let mut proc_ = Vec::new();
         for pe in 0..NP as u64 {
             let p = read_profile(&dir.join(format!("pe{pe}")));
-            let (m_, p_, _) = check_breakdown(&p, phases[&pe]);
-            main.push(m_);
+            let (_, p_, _) = check_breakdown(&p, phases[&pe]);
             proc_.push(p_);
         }
         // Handled messages per PE, as the program counted them: kprof's receive rows.
@@ -684,7 +683,6 @@ fn triangle_count_distribution_imbalance() {
                 handled[&1] + handled[&2] > 2 * (handled[&0] + handled[&3]),
                 "{handled:?}"
             );
-            assert!(main[3] > main[0], "MAIN per PE {main:?}");
             assert!(
                 proc_[1] + proc_[2] > proc_[0] + proc_[3],
                 "PROC per PE {proc_:?}, handled {handled:?}"

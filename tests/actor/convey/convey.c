@@ -78,6 +78,7 @@ struct convey {
   bool done_sent;
   bool force_remote;
   uint64_t bad_from, pulled; /* STANDIN_CONVEY_BAD_FROM, successful pulls */
+  bool yield;                /* STANDIN_CONVEY_YIELD */
 };
 
 static uint64_t phys_buffers[2][MAX_PES], phys_bytes[2][MAX_PES];
@@ -323,12 +324,14 @@ static int simple_advance(convey_t *c, bool done) {
     }
   }
   if (c->force_remote) shmem_quiet();
-  /* Nothing to pull: let the other PEs of an oversubscribed node run (the
-   * tests run 4 busy-polling PEs on fewer cores). */
-  bool incoming = false;
-  for (int s = 0; s < p->npes && !incoming; s++)
-    incoming = __atomic_load_n(&p->signal[s], __ATOMIC_ACQUIRE) != 0;
-  if (!incoming) sched_yield();
+  /* Nothing to pull: with STANDIN_CONVEY_YIELD=1, let the other PEs of an
+   * oversubscribed node run (the tests run 4 busy-polling PEs on fewer cores). */
+  if (c->yield) {
+    bool incoming = false;
+    for (int s = 0; s < p->npes && !incoming; s++)
+      incoming = __atomic_load_n(&p->signal[s], __ATOMIC_ACQUIRE) != 0;
+    if (!incoming) sched_yield();
+  }
   if (!c->done_sent) return convey_OK;
   if (shmem_longlong_atomic_fetch(p->finished, p->me) < p->npes) return convey_OK;
   for (int s = 0; s < p->npes; s++)
@@ -414,6 +417,8 @@ static convey_t *make(size_t capacity, bool elastic, size_t max_bytes) {
   c->force_remote = nlocal && atoi(nlocal) == 1;
   const char *bad = getenv("STANDIN_CONVEY_BAD_FROM");
   c->bad_from = bad ? strtoull(bad, NULL, 10) : 0;
+  const char *yield = getenv("STANDIN_CONVEY_YIELD");
+  c->yield = yield && atoi(yield) == 1;
   return c;
 }
 

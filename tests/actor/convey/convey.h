@@ -16,7 +16,8 @@
  * convey_error_STATE), so that the bad-input tests' pushes after convey_free
  * are an error return rather than undefined behaviour. With
  * STANDIN_CONVEY_BAD_FROM=<n> every n-th successful pull reports a source PE
- * outside the job (a fault the tests inject). */
+ * outside the job (a fault the tests inject). With STANDIN_CONVEY_YIELD=1 an
+ * advance with nothing to pull yields the CPU (for more PEs than cores). */
 #ifndef STANDIN_CONVEY_H
 #define STANDIN_CONVEY_H
 
