@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds a real Kokkos (3.4.01, Serial + OpenMP, Release, static) from the Kokkos
+# Builds a real Kokkos (3.4.01, Serial + OpenMP, tuning interface on, Release, static) from the Kokkos
 # sources vendored in PyPI's pykokkos-base 0.0.7 sdist, installs it, and builds the
 # bundled example examples/kokkos/ against it with find_package(Kokkos).
 #
@@ -64,6 +64,7 @@ KOKKOS_OPTIONS=(
     -DBUILD_SHARED_LIBS=OFF
     -DKokkos_ENABLE_SERIAL=ON
     -DKokkos_ENABLE_OPENMP=ON
+    -DKokkos_ENABLE_TUNING=ON
     -DKokkos_ENABLE_TESTS=OFF
     -DKokkos_ENABLE_EXAMPLES=OFF
 )

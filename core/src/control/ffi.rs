@@ -297,6 +297,24 @@ unsafe extern "C" fn device_cost(ns: u64) {
     })
 }
 
+unsafe extern "C" fn extension(
+    name: *const c_char,
+    json: *const c_char,
+    summary: *const c_char,
+) -> bool {
+    guard(false, || {
+        // SAFETY: the ABI requires NULL or NUL-terminated strings.
+        let (Some(name), Some(json), Some(summary)) =
+            (unsafe { text(name) }, unsafe { text(json) }, unsafe {
+                text(summary)
+            })
+        else {
+            return false;
+        };
+        crate::base::extensions::add(&name, &json, &summary)
+    })
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -334,6 +352,7 @@ static API: CoreApi = CoreApi {
     device_cost,
     arg_static,
     instant_static,
+    extension,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

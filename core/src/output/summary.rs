@@ -257,6 +257,13 @@ pub fn render(
         let _ = writeln!(s, "\nKokkos kernels on devices: {how}");
     }
 
+    for lines in &r.extension_summaries {
+        let _ = write!(s, "\n{lines}");
+        if !lines.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+
     let anomalies: Vec<String> = r
         .anomalies
         .iter()

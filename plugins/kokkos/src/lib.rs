@@ -11,6 +11,7 @@ pub mod bridge;
 pub mod chain;
 pub mod device;
 pub mod timing;
+pub mod tune;
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
