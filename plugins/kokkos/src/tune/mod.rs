@@ -87,6 +87,8 @@ pub struct Problem {
     pub overridden: u64,
     /// What is minimized: "duration" or the goal variable's name.
     pub objective: String,
+    /// The gain the cache recorded, when the values came from it.
+    pub cached_gain: Option<f64>,
 }
 
 impl Problem {
@@ -284,6 +286,7 @@ impl Tuner {
             axes.push(axis);
         }
         let sizes: Vec<usize> = axes.iter().map(Axis::size).collect();
+        let cached_gain = self.cached.get(&key).map(|e| e.gain);
         let search = match self.cached.get(&key).and_then(|e| {
             let best: Option<Vec<usize>> = outs
                 .iter()
@@ -313,8 +316,12 @@ impl Tuner {
             requests: 0,
             overridden: 0,
             objective: String::new(),
+            cached_gain: None,
         });
         let p = self.problems.len() - 1;
+        if self.problems[p].search.strategy() == search::Strategy::Cached {
+            self.problems[p].cached_gain = cached_gain;
+        }
         self.by_key.insert(key, p);
         p
     }
@@ -477,9 +484,11 @@ mod tests {
         assert_eq!(e.best, vec![serde_json::Value::from(4)]);
         assert!(e.gain > 0.5, "{e:?}");
         // The next run starts at the best.
-        let mut again = tuner_with_block(entries);
+        let mut again = tuner_with_block(entries.clone());
         let chosen = run(&mut again, 5, bowl);
         assert_eq!(chosen, vec![4; 5]);
+        // ... and keeps the gain measured when it was found.
+        assert_eq!(again.cache_entries(), entries);
     }
 
     #[test]

@@ -10,8 +10,12 @@ use super::space::{describe, Value};
 use super::{Problem, Tuner};
 
 /// The relative gain of the chosen values over the default (0.25: a quarter of
-/// the default's cost saved), when both were measured.
+/// the default's cost saved), when both were measured; for values from the cache,
+/// the gain the run that found them measured.
 pub fn gain(p: &Problem) -> Option<f64> {
+    if p.cached_gain.is_some() {
+        return p.cached_gain;
+    }
     let cands = p.search.candidates();
     let d = median(&cands.first()?.samples);
     let b = median(&cands.get(p.search.best())?.samples);
@@ -118,9 +122,14 @@ pub fn summary(t: &Tuner) -> String {
         };
         let chosen = show(&p.values(p.search.best()));
         let state = if p.search.is_converged() {
+            let cached = if p.cached_gain.is_some() {
+                " (from the cache)"
+            } else {
+                ""
+            };
             match gain(p) {
-                Some(g) => format!("{:+.1}% vs default", 100.0 * g),
-                None => "from the cache".into(),
+                Some(g) => format!("{:+.1}% vs default{cached}", 100.0 * g),
+                None => format!("not measured{cached}"),
             }
         } else {
             "still searching".into()
