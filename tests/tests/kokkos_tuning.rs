@@ -463,3 +463,51 @@ fn real_kokkos_team_size_is_tuned() {
         stderr(&out)
     );
 }
+
+/// With `KPROF_TUNE=1` a tuning tool chained after kprof still gets every tuning
+/// call with Kokkos' arguments, and kprof's choice (the default, first) before it:
+/// its own answer wins, and kprof does not measure that context.
+#[test]
+fn tuning_calls_reach_the_chained_tool_with_kprof_tuning() {
+    let dir = scratch("kokkos_tuning_chain");
+    let second = compile(
+        &[&test_file("harness/second_tool.c")],
+        &dir.join("libsecond_tool.so"),
+        &["-shared", "-fPIC"],
+    );
+    let counts = dir.join("second.txt");
+    let mut cmd = tune_cmd(&dir, "out", &["tuning"]);
+    cmd.env(
+        "KOKKOS_TOOLS_LIBS",
+        format!("{};{}", kprof_lib().display(), second.display()),
+    )
+    .env("SECOND_TOOL_OUT", &counts);
+    let out = run_ok(&mut cmd);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "have_tuning_tool=1\ntuned=64\n",
+        "stderr:\n{}",
+        stderr(&out)
+    );
+    let text = std::fs::read_to_string(&counts).expect("the second tool's counts");
+    for want in [
+        "declare_output_type=1",
+        "declare_input_type=1",
+        "begin_context=1",
+        "declare_optimization_goal=1",
+        "request_values=1",
+        "end_context=1",
+        "tuning_mismatches=0",
+    ] {
+        assert!(text.lines().any(|l| l == want), "{want} in:\n{text}");
+    }
+    let t = tuning(&dir.join("out"));
+    let p = &t["problems"][0];
+    assert_eq!(p["variables"][0]["name"], "team_size");
+    assert_eq!(u(&p["overridden_by_next_tool"]), 1, "{t}");
+    assert_eq!(u(&p["search_contexts"]), 0, "{t}");
+    // The scenario's goal names variable 3, never declared: counted, and the
+    // context's duration stays the objective.
+    assert_eq!(p["objective"], "duration", "{t}");
+    assert_eq!(misuses(&t)["unknown_variables"], 1, "{t}");
+}
