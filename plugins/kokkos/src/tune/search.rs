@@ -385,12 +385,16 @@ mod tests {
     /// an outlier (x `spike`) one time in `every`.
     struct Noise {
         state: u64,
-        n: u64,
+        /// Measurements until the next outlier.
+        until_spike: u64,
     }
 
     impl Noise {
         fn new(seed: u64) -> Noise {
-            Noise { state: seed, n: 0 }
+            Noise {
+                state: seed,
+                until_spike: 0,
+            }
         }
         fn unit(&mut self) -> f64 {
             self.state = self
@@ -400,9 +404,12 @@ mod tests {
             (self.state >> 11) as f64 / (1u64 << 53) as f64
         }
         fn apply(&mut self, cost: f64, jitter: f64, every: u64, spike: f64) -> f64 {
-            self.n += 1;
             let j = 1.0 + jitter * (2.0 * self.unit() - 1.0);
-            if self.n % every == 0 {
+            if self.until_spike == 0 {
+                self.until_spike = every;
+            }
+            self.until_spike -= 1;
+            if self.until_spike == 0 {
                 cost * j * spike
             } else {
                 cost * j
