@@ -119,7 +119,29 @@ fn start() -> State {
 /// the tuning report to the core and writes the cache.
 unsafe extern "C" fn flush() {
     guard((), || {
-        let mut guard = STATE.lock().unwrap_or_else(|p| p.into_inner());
+        // At a terminating signal this runs on kprof's writer thread while the
+        // interrupted thread may hold the lock inside a tuning callback: waited
+        // for, bounded, never a hang at exit.
+        let mut guard = None;
+        for _ in 0..200 {
+            match STATE.try_lock() {
+                Ok(g) => {
+                    guard = Some(g);
+                    break;
+                }
+                Err(std::sync::TryLockError::Poisoned(p)) => {
+                    guard = Some(p.into_inner());
+                    break;
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    std::thread::sleep(std::time::Duration::from_millis(1))
+                }
+            }
+        }
+        let Some(mut guard) = guard else {
+            crate::warn("the tuner was busy at the end of the run; no tuning report or cache");
+            return;
+        };
         let Some(state) = guard.as_mut() else {
             return;
         };
