@@ -64,15 +64,29 @@ pub fn enabled() -> bool {
 struct State {
     tuner: Tuner,
     cache: Option<(PathBuf, Identity)>,
+    /// [`flush`] is registered with the core.
+    reporting: bool,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
-/// Runs `f` on the tuner (created on first use: the cache is read then), and
-/// counts the misuses it found as core anomalies.
+/// Runs `f` on the tuner (created on first use: the cache is read then; [`flush`]
+/// is registered once the core is attached), and counts the misuses it found as
+/// core anomalies.
 fn with_tuner<R>(f: impl FnOnce(&mut Tuner) -> R) -> R {
     let mut guard = STATE.lock().unwrap_or_else(|p| p.into_inner());
     let state = guard.get_or_insert_with(start);
+    if !state.reporting {
+        if let Some(api) = crate::api() {
+            // Once the core is attached (a tuning call may come first): the report
+            // and the cache are written at its end. SAFETY: registering a function
+            // of this library, which is never unloaded.
+            if !unsafe { (api.on_flush)(flush) } {
+                crate::warn("cannot register the tuning report; it will be missing");
+            }
+            state.reporting = true;
+        }
+    }
     let before = state.tuner.misuse_total();
     let r = f(&mut state.tuner);
     let found = state.tuner.misuse_total() - before;
@@ -90,8 +104,7 @@ fn count_misuses(n: u64) {
     }
 }
 
-/// Creates the tuner: reads the cache, and asks the core to call [`flush`] at the
-/// end of the run.
+/// Creates the tuner: reads the cache.
 fn start() -> State {
     let cache = std::env::var_os("KPROF_TUNING_CACHE")
         .filter(|p| !p.is_empty())
@@ -103,15 +116,10 @@ fn start() -> State {
         }),
         None => BTreeMap::new(),
     };
-    if let Some(api) = crate::api() {
-        // SAFETY: registering a function of this library, which is never unloaded.
-        if !unsafe { (api.on_flush)(flush) } {
-            crate::warn("cannot register the tuning report; it will be missing");
-        }
-    }
     State {
         tuner: Tuner::new(entries),
         cache,
+        reporting: false,
     }
 }
 
