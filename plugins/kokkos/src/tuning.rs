@@ -505,3 +505,126 @@ tuning_callbacks! {
     kokkosp_declare_optimization_goal, fwd_declare_optimization_goal, tune_declare_optimization_goal,
         declare_optimization_goal, fn(context: usize, goal: OptimizationGoal);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{SetOrRange, ValueRange, ValueSet, ValueUnionSet};
+
+    fn info(value_type: u32, value_quantity: u32, candidates: SetOrRange) -> VariableInfo {
+        VariableInfo {
+            value_type,
+            category: 1,
+            value_quantity,
+            candidates,
+            tool_provided_info: std::ptr::null_mut(),
+        }
+    }
+
+    fn string_value(s: &str) -> ValueUnion {
+        let mut v = ValueUnion { int_value: 0 };
+        encode(&Value::Text(s.into()), &mut v);
+        v
+    }
+
+    #[test]
+    fn declarations_are_decoded() {
+        let mut doubles = [0.5f64, 1.5];
+        let set = SetOrRange {
+            set: ValueSet {
+                size: 2,
+                values: ValueUnionSet {
+                    double_value: doubles.as_mut_ptr(),
+                },
+            },
+        };
+        // SAFETY: a declaration built here, its set alive across the call.
+        let v = unsafe { declaration(c"ratio".as_ptr(), &info(0, 0, set)) }.unwrap();
+        assert_eq!(v.name, "ratio");
+        assert_eq!(
+            v.candidates,
+            Candidates::Set(vec![Value::Double(0.5), Value::Double(1.5)])
+        );
+
+        let mut strings = [[0 as c_char; 64]; 2];
+        for (dst, s) in strings.iter_mut().zip(["static", "dynamic"]) {
+            // SAFETY: writing the string field of a local union.
+            *dst = unsafe { string_value(s).string_value };
+        }
+        let set = SetOrRange {
+            set: ValueSet {
+                size: 2,
+                values: ValueUnionSet {
+                    string_value: strings.as_mut_ptr(),
+                },
+            },
+        };
+        // SAFETY: as above.
+        let v = unsafe { declaration(c"schedule".as_ptr(), &info(2, 0, set)) }.unwrap();
+        assert_eq!(
+            v.candidates,
+            Candidates::Set(vec![
+                Value::Text("static".into()),
+                Value::Text("dynamic".into())
+            ])
+        );
+
+        let range = SetOrRange {
+            range: ValueRange {
+                lower: ValueUnion { int_value: 1 },
+                upper: ValueUnion { int_value: 64 },
+                step: ValueUnion { int_value: 1 },
+                open_lower: 0,
+                open_upper: 1,
+            },
+        };
+        // SAFETY: as above.
+        let v = unsafe { declaration(c"tile".as_ptr(), &info(1, 1, range)) }.unwrap();
+        assert_eq!(
+            v.candidates,
+            Candidates::Range {
+                lower: 1.0,
+                upper: 64.0,
+                step: 1.0,
+                open_lower: false,
+                open_upper: true
+            }
+        );
+        assert_eq!(v.axis().size(), 63, "64 excluded");
+
+        let null_set = SetOrRange {
+            set: ValueSet {
+                size: 3,
+                values: ValueUnionSet {
+                    int_value: std::ptr::null_mut(),
+                },
+            },
+        };
+        // SAFETY: the NULL array is refused before any read.
+        assert!(unsafe { declaration(c"x".as_ptr(), &info(1, 0, null_set)) }.is_none());
+        // SAFETY: NULL info.
+        assert!(unsafe { declaration(c"x".as_ptr(), std::ptr::null()) }.is_none());
+    }
+
+    #[test]
+    fn values_round_trip_through_the_union() {
+        for v in [
+            Value::Int(-7),
+            Value::Double(0.25),
+            Value::Text("a".repeat(80)),
+        ] {
+            let mut u = ValueUnion { int_value: 0 };
+            encode(&v, &mut u);
+            let ty = match v {
+                Value::Int(_) => ValueType::Int,
+                Value::Double(_) => ValueType::Double,
+                Value::Text(_) => ValueType::Text,
+            };
+            let back = decode(&u, ty);
+            match (&v, &back) {
+                (Value::Text(s), Value::Text(b)) => assert_eq!(&s[..63], b, "cut to 63 bytes"),
+                _ => assert_eq!(v, back),
+            }
+        }
+    }
+}
