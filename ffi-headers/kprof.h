@@ -52,6 +52,52 @@ void kprof_metadata(const char *key, const char *value);
 /* Writes all output now and stops measuring (also done automatically at exit). */
 void kprof_finalize(void);
 
+/* ---- Policies: adapting a parameter to kprof's live statistics ----
+ *
+ * What the statistics are: those of the CALLING THREAD's own call-path tree, which
+ * each thread builds in place as it records (kprof's default, profile-only mode):
+ * completed instances only, of that thread only (a region other threads also ran
+ * is not merged in), read without any lock on the measurement's hot path. A path
+ * names instances from the thread's outermost one, separated by '/':
+ * "solve/iteration/axpy" (a region "solve", in it "iteration", in it the kernel
+ * "axpy"; a name containing '/' cannot be named). With a trace on
+ * (KPROF_TRACE), trees are built by kprof's writer thread at the end: there are no
+ * live statistics then.
+ *
+ * kprof runs no thread for policies: a registered callback runs inside
+ * kprof_policy_poll(), on the thread that polls, when its period has passed;
+ * the application polls where a change is safe (between time steps). */
+
+/* Live statistics of one call path. */
+typedef struct kprof_stats {
+  uint64_t count;    /* completed instances */
+  uint64_t total_ns; /* their inclusive time */
+  double mean_ns;    /* total_ns / count (0 without instances) */
+  uint64_t min_ns;   /* shortest (0 without instances) */
+  uint64_t max_ns;   /* longest */
+} kprof_stats;
+
+/* Fills *out (when not NULL) with the calling thread's statistics of `path`.
+ * Returns 1 when the path is in the thread's tree, 0 when it is not (yet; *out
+ * zeroed), -1 when there are no live statistics (kprof disabled or finalized, or a
+ * trace is on; *out zeroed). */
+int kprof_stats_of(const char *path, kprof_stats *out);
+
+/* A policy: called with its path, the polling thread's statistics of it (zeroed
+ * when absent) and the pointer given at registration. */
+typedef void (*kprof_policy_fn)(const char *path, const kprof_stats *stats, void *user);
+
+/* Registers `fn` for `path`, run by kprof_policy_poll() at most every
+ * `period_ns` nanoseconds (0: at every poll; the first poll always runs it).
+ * Returns a handle > 0, or 0 when refused (NULL path or fn, 64 policies
+ * registered). Policies stay registered until the process ends. */
+int kprof_policy_register(const char *path, uint64_t period_ns, kprof_policy_fn fn,
+                          void *user);
+
+/* Runs, on the calling thread, every policy whose period has passed (a trigger);
+ * returns how many ran. A policy may call any kprof function. */
+int kprof_policy_poll(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -434,11 +434,15 @@ pub enum Anomaly {
     CountersUnavailable = 15,
     /// A counter read PAPI refused: that instance carries no counters.
     CounterReadFailed = 16,
+    /// A misuse of the Kokkos tuning interface (an undeclared variable, a value
+    /// outside its declared set, a context ended twice or never): ignored; the
+    /// profile's `tuning` block says which.
+    TuningMisuse = 17,
 }
 
 impl Anomaly {
     /// Every anomaly, in discriminant order.
-    pub const ALL: [Anomaly; 17] = [
+    pub const ALL: [Anomaly; 18] = [
         Anomaly::NullName,
         Anomaly::InvalidUtf8Name,
         Anomaly::UnmatchedEnd,
@@ -456,6 +460,7 @@ impl Anomaly {
         Anomaly::DeviceTimeInvalid,
         Anomaly::CountersUnavailable,
         Anomaly::CounterReadFailed,
+        Anomaly::TuningMisuse,
     ];
 
     /// The anomaly with discriminant `v`, if any.
@@ -483,6 +488,7 @@ impl Anomaly {
             Anomaly::DeviceTimeInvalid => "device_time_invalid",
             Anomaly::CountersUnavailable => "threads_not_counted",
             Anomaly::CounterReadFailed => "counter_reads_failed",
+            Anomaly::TuningMisuse => "tuning_misuses",
         }
     }
 }

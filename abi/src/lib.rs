@@ -275,4 +275,15 @@ pub struct CoreApi {
     /// string literal). The cheaper call for plugins that record a message per
     /// call (the MPI plugin).
     pub instant_static: unsafe extern "C" fn(kind: u8, name: *const c_char, a: u64, b: u64),
+    /// Adds a block named `name` to profile.json (`json`, one JSON document, under
+    /// `extensions.<name>`) and `summary` (lines, may be empty) to the summary: for
+    /// what a plugin computes itself (the Kokkos tuner's results). Call it from an
+    /// [`CoreApi::on_flush`] callback so it comes before the output is written; a
+    /// later call for the same name replaces the block. Returns false when `json`
+    /// does not parse (nothing is added) or a string is NULL.
+    pub extension: unsafe extern "C" fn(
+        name: *const c_char,
+        json: *const c_char,
+        summary: *const c_char,
+    ) -> bool,
 }

@@ -135,6 +135,26 @@
  *   prints "have_tuning_tool=<0|1>" (request_values was found) and "tuned=<output>"
  *   on stdout; parallel_for "axpy" x1; end_context(1, {3, 1.5}).
  *
+ * tune_known [n]: as `tuning` (a Kokkos 4.x built with Kokkos_ENABLE_TUNING), an
+ *   application tuning a block size whose best value is known by construction:
+ *   declare_input_type("kernel_name", 1, string categorical unbounded);
+ *   declare_output_type("block", 2, int64 ordinal set {1, 2, 4, ..., 128}).
+ *   N contexts (N = [n], default 120), each: begin_context(1) (Kokkos reuses
+ *   context ids); request_values(1, {1, "stencil"}, {2, 16 = the default});
+ *   prints "block=<value>" on stdout; parallel_for "stencil" spinning
+ *   cost(block) = 20 us * (1 + (log2(block) - 2)^2 / 2): 20 us at the best, 4,
+ *   60 us at the default, 16; end_context(1, {0, zeroed}) (no goal declared: what
+ *   Kokkos passes).
+ *
+ * tune_misuse: the tuning interface misused, each once: a declaration with an
+ *   undefined value type (7), one with an undefined candidate kind (9), one with a
+ *   set of 4 values and a NULL array; then the valid "block" and "kernel_name" of
+ *   tune_known; end_context(42) never begun; begin_context(1) twice;
+ *   declare_optimization_goal(1, {77, minimize}) (undeclared); request_values(1,
+ *   inputs {99 undeclared}, outputs {2, 3 (not in the set)}, {98 undeclared});
+ *   request_values(1, 2 inputs at NULL, 1 output at NULL); end_context(1) twice;
+ *   begin_context(5) never ended. Prints "survived=1" on stdout.
+ *
  * device / device_gpu: a Kokkos 4.x with two back ends, OpenMP and Cuda (Kokkos::fence
  *   then reports one begin/end fence pair per back end: OpenMP 0x01000000 first, then
  *   Cuda 0x02000000). A Cuda kernel is asynchronous: its begin/end callbacks bracket
@@ -155,8 +175,8 @@
  *     other_fences=<calls outside any kernel end> wrong_dev=<calls whose devID is
  *     not the ending kernel's>
  *
- * Nothing is printed on stdout except by the `settings`, `tuning` and `device`
- * scenarios.
+ * Nothing is printed on stdout except by the `settings`, `tuning`, `tune_known`,
+ * `tune_misuse` and `device` scenarios.
  */
 #define _GNU_SOURCE
 #define KOKKOSP_NO_PROTOTYPES
@@ -570,6 +590,96 @@ static void scenario_teams(void) {
   k_dealloc("Host", "ghost", (const void *)(uintptr_t)0x1000, 64);
 }
 
+/* ---- tune_known / tune_misuse (documented at the top) ---- */
+
+static int64_t block_sizes[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+
+static void declare_block_problem(Kokkos_Tools_VariableInfo *out_info,
+                                  Kokkos_Tools_VariableInfo *in_info) {
+  memset(out_info, 0, sizeof *out_info);
+  memset(in_info, 0, sizeof *in_info);
+  in_info->type = kokkos_value_string;
+  in_info->category = kokkos_value_categorical;
+  in_info->valueQuantity = kokkos_value_unbounded;
+  out_info->type = kokkos_value_int64;
+  out_info->category = kokkos_value_ordinal;
+  out_info->valueQuantity = kokkos_value_set;
+  out_info->candidates.set.size = 8;
+  out_info->candidates.set.values.int_value = block_sizes;
+  if (cb.declare_input_type) cb.declare_input_type("kernel_name", 1, in_info);
+  if (cb.declare_output_type) cb.declare_output_type("block", 2, out_info);
+}
+
+/* 20 us * (1 + (log2(block) - 2)^2 / 2) */
+static long block_cost_ns(int64_t block) {
+  double x = -2.0;
+  for (int64_t b = block; b > 1; b >>= 1) x += 1.0;
+  return (long)(20000.0 * (1.0 + x * x / 2.0));
+}
+
+static void scenario_tune_known(int n) {
+  Kokkos_Tools_VariableInfo out_info, in_info;
+  declare_block_problem(&out_info, &in_info);
+  for (int i = 0; i < n; i++) {
+    if (cb.begin_context) cb.begin_context(1);
+    Kokkos_Tools_VariableValue in, out;
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    in.type_id = 1;
+    strcpy(in.value.string_value, "stencil");
+    in.metadata = &in_info;
+    out.type_id = 2;
+    out.value.int_value = 16; /* the application's default */
+    out.metadata = &out_info;
+    if (cb.request_values) cb.request_values(1, 1, &in, 1, &out);
+    printf("block=%lld\n", (long long)out.value.int_value);
+    uint64_t kid = k_begin(FOR, "stencil", DEV_OPENMP);
+    spin_ns(block_cost_ns(out.value.int_value));
+    k_end(FOR, kid);
+    Kokkos_Tools_VariableValue none; /* no goal declared: Kokkos passes a zeroed value */
+    memset(&none, 0, sizeof none);
+    if (cb.end_context) cb.end_context(1, none);
+  }
+  fflush(stdout);
+}
+
+static void scenario_tune_misuse(void) {
+  Kokkos_Tools_VariableInfo bad;
+  memset(&bad, 0, sizeof bad);
+  bad.type = (enum Kokkos_Tools_VariableInfo_ValueType)7;
+  if (cb.declare_output_type) cb.declare_output_type("bad_type", 10, &bad);
+  bad.type = kokkos_value_int64;
+  bad.valueQuantity = (enum Kokkos_Tools_VariableInfo_CandidateValueType)9;
+  if (cb.declare_output_type) cb.declare_output_type("bad_kind", 11, &bad);
+  bad.valueQuantity = kokkos_value_set;
+  bad.candidates.set.size = 4;
+  bad.candidates.set.values.int_value = NULL;
+  if (cb.declare_output_type) cb.declare_output_type("null_set", 12, &bad);
+  Kokkos_Tools_VariableInfo out_info, in_info;
+  declare_block_problem(&out_info, &in_info);
+  Kokkos_Tools_VariableValue none;
+  memset(&none, 0, sizeof none);
+  if (cb.end_context) cb.end_context(42, none);
+  if (cb.begin_context) cb.begin_context(1);
+  if (cb.begin_context) cb.begin_context(1);
+  Kokkos_Tools_OptimizationGoal goal = {77, Kokkos_Tools_Minimize};
+  if (cb.declare_optimization_goal) cb.declare_optimization_goal(1, goal);
+  Kokkos_Tools_VariableValue in, outs[2];
+  memset(&in, 0, sizeof in);
+  memset(outs, 0, sizeof outs);
+  in.type_id = 99;
+  outs[0].type_id = 2;
+  outs[0].value.int_value = 3;
+  outs[1].type_id = 98;
+  if (cb.request_values) cb.request_values(1, 1, &in, 2, outs);
+  if (cb.request_values) cb.request_values(1, 2, NULL, 1, NULL);
+  if (cb.end_context) cb.end_context(1, none);
+  if (cb.end_context) cb.end_context(1, none);
+  if (cb.begin_context) cb.begin_context(5);
+  printf("survived=1\n");
+  fflush(stdout);
+}
+
 /* Kokkos' tuning interface (Kokkos::Tools::Experimental, Kokkos 4.x built with
  * Kokkos_ENABLE_TUNING) as an application's tuner drives it; each call reaches the
  * tool only when it exports the callback. */
@@ -860,7 +970,7 @@ int main(int argc, char **argv) {
   const char *scenario = pos[1];
   long n = pos[2] ? strtol(pos[2], NULL, 10) : -1;
   if (strcmp(scenario, "help") == 0) help = 1;
-  if (strcmp(scenario, "tuning") == 0) with_tuning = 1;
+  if (strncmp(scenario, "tun", 3) == 0) with_tuning = 1;
   if (strncmp(scenario, "device", 6) == 0) with_cuda = 1;
 
   /* ---- which tool ---- */
@@ -937,6 +1047,10 @@ int main(int argc, char **argv) {
     scenario_settings();
   else if (strcmp(scenario, "tuning") == 0)
     scenario_tuning();
+  else if (strcmp(scenario, "tune_known") == 0)
+    scenario_tune_known(n > 0 ? (int)n : 120);
+  else if (strcmp(scenario, "tune_misuse") == 0)
+    scenario_tune_misuse();
   else if (strcmp(scenario, "device") == 0 || strcmp(scenario, "device_gpu") == 0)
     scenario_device(n > 0 ? (int)n : 3, strcmp(scenario, "device_gpu") == 0);
   else if (strcmp(scenario, "teams") == 0)

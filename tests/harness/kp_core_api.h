@@ -95,6 +95,7 @@ typedef struct {
   void (*device_cost)(uint64_t ns);
   void (*arg_static)(const char *key, uint64_t value);
   void (*instant_static)(uint8_t kind, const char *name, uint64_t a, uint64_t b);
+  bool (*extension)(const char *name, const char *json, const char *summary);
 } kp_core_api;
 
 /* The table's layout as abi/src/lib.rs has it on x86-64 and aarch64. */
@@ -104,7 +105,7 @@ _Static_assert(offsetof(kp_activity, site) == 40, "kp_activity.site");
 _Static_assert(offsetof(kp_activity, args) == 72, "kp_activity.args");
 _Static_assert(offsetof(kp_core_api, attach) == 16, "kp_core_api.attach");
 _Static_assert(offsetof(kp_core_api, gpu_activity) == 16 + 30 * 8, "kp_core_api.gpu_activity");
-_Static_assert(sizeof(kp_core_api) == 16 + 34 * 8, "kp_core_api");
+_Static_assert(sizeof(kp_core_api) == 16 + 35 * 8, "kp_core_api");
 
 extern const kp_core_api *kprof_core_api(uint32_t version);
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds a real Kokkos (3.4.01, Serial + OpenMP, Release, static) from the Kokkos
-# sources vendored in PyPI's pykokkos-base 0.0.7 sdist, installs it, and builds the
-# bundled example examples/kokkos/ against it with find_package(Kokkos).
+# Builds a real Kokkos (3.4.01, Serial + OpenMP, with the tuning interface, Release,
+# static) from the Kokkos sources vendored in PyPI's pykokkos-base 0.0.7 sdist,
+# installs it, and builds the bundled example examples/kokkos/ against it with
+# find_package(Kokkos). Kokkos_ENABLE_TUNING only makes Kokkos look up the tuning
+# callbacks and run its tuners when asked (KOKKOS_TUNE_INTERNALS); without a tuning
+# tool it behaves as without the option (tests/tests/kokkos_tuning.rs uses it).
 #
 #   bash tests/scripts/build-kokkos.sh      # prints the example binary's path last
 #
@@ -64,6 +67,7 @@ KOKKOS_OPTIONS=(
     -DBUILD_SHARED_LIBS=OFF
     -DKokkos_ENABLE_SERIAL=ON
     -DKokkos_ENABLE_OPENMP=ON
+    -DKokkos_ENABLE_TUNING=ON
     -DKokkos_ENABLE_TESTS=OFF
     -DKokkos_ENABLE_EXAMPLES=OFF
 )

@@ -1,9 +1,11 @@
 //! Plain data every layer reads: settings, anomaly counters, devices, the
-//! process's identity, signal masks, GPU plugins' flush callbacks.
+//! process's identity, signal masks, GPU plugins' flush callbacks, plugins' own
+//! output blocks.
 
 pub mod anomaly;
 pub mod config;
 pub mod devices;
+pub mod extensions;
 pub mod flush;
 pub mod process;
 pub mod signals;

@@ -297,6 +297,24 @@ unsafe extern "C" fn device_cost(ns: u64) {
     })
 }
 
+unsafe extern "C" fn extension(
+    name: *const c_char,
+    json: *const c_char,
+    summary: *const c_char,
+) -> bool {
+    guard(false, || {
+        // SAFETY: the ABI requires NULL or NUL-terminated strings.
+        let (Some(name), Some(json), Some(summary)) =
+            (unsafe { text(name) }, unsafe { text(json) }, unsafe {
+                text(summary)
+            })
+        else {
+            return false;
+        };
+        crate::base::extensions::add(&name, &json, &summary)
+    })
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -334,6 +352,7 @@ static API: CoreApi = CoreApi {
     device_cost,
     arg_static,
     instant_static,
+    extension,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.
@@ -451,4 +470,66 @@ pub unsafe extern "C" fn kprof_metadata(key: *const c_char, value: *const c_char
 #[no_mangle]
 pub extern "C" fn kprof_finalize() {
     guard((), start::shutdown)
+}
+
+// ---- The policy API (ffi-headers/kprof.h; see crate::control::policy) ----
+
+/// Fills `*out` with the calling thread's live statistics of `path`: 1 found, 0
+/// not in the thread's tree (zeroed), -1 no live statistics (zeroed).
+///
+/// # Safety
+/// `path` is NULL or NUL-terminated; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kprof_stats_of(
+    path: *const c_char,
+    out: *mut crate::control::policy::PathStats,
+) -> c_int {
+    guard(-1, || {
+        attach_annotations();
+        // SAFETY: forwarded from the caller.
+        let path = unsafe { text(path) }.unwrap_or_default();
+        let (rc, stats) = match crate::control::policy::stats_of(&path) {
+            Some(Some(s)) => (1, s),
+            Some(None) => (0, Default::default()),
+            None => (-1, Default::default()),
+        };
+        // SAFETY: out is NULL or writable (the caller's contract).
+        if let Some(o) = unsafe { out.as_mut() } {
+            *o = stats;
+        }
+        rc
+    })
+}
+
+/// Registers a policy callback for `path`, run by [`kprof_policy_poll`] at most
+/// every `period_ns`; returns its handle, 0 when refused.
+///
+/// # Safety
+/// `path` is NULL or NUL-terminated; `callback` is NULL or a function of the
+/// declared type, callable until the process ends.
+#[no_mangle]
+pub unsafe extern "C" fn kprof_policy_register(
+    path: *const c_char,
+    period_ns: u64,
+    callback: Option<crate::control::policy::PolicyFn>,
+    user: *mut std::ffi::c_void,
+) -> c_int {
+    guard(0, || {
+        attach_annotations();
+        // SAFETY: forwarded from the caller.
+        let (Some(path), Some(callback)) = (unsafe { text(path) }, callback) else {
+            return 0;
+        };
+        crate::control::policy::register(&path, period_ns, callback, user as usize)
+    })
+}
+
+/// Runs the policies whose period has passed, on the calling thread; returns how
+/// many ran.
+#[no_mangle]
+pub extern "C" fn kprof_policy_poll() -> c_int {
+    guard(0, || {
+        attach_annotations();
+        crate::control::policy::poll()
+    })
 }

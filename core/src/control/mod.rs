@@ -1,7 +1,8 @@
 //! Starting and ending the runtime ([`start`]), the process hooks that end it
-//! however the process ends ([`hooks`]: exit, signals, fork), and the C table the
-//! plugins call ([`ffi`]).
+//! however the process ends ([`hooks`]: exit, signals, fork), the C table the
+//! plugins call ([`ffi`]), and the applications' policy API ([`policy`]).
 
 pub mod ffi;
 pub mod hooks;
+pub mod policy;
 pub mod start;

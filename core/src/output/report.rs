@@ -69,6 +69,13 @@ pub struct Report {
     /// (absent when no thread opened an instance).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<Concurrency>,
+    /// Blocks plugins computed themselves, by name (the Kokkos tuner's
+    /// `tuning`); absent when none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extensions: BTreeMap<String, serde_json::Value>,
+    /// The summary lines of those blocks, in arrival order (not in the file).
+    #[serde(skip)]
+    pub extension_summaries: Vec<String>,
 }
 
 /// What the system sampler saw: per metric, its range over the samples.

@@ -246,6 +246,13 @@ pub fn body(r: &Report, tree: &dyn CallTree, top: usize, traces: &[PathBuf]) -> 
         let _ = writeln!(s, "\nKokkos kernels on devices: {how}");
     }
 
+    for lines in &r.extension_summaries {
+        let _ = write!(s, "\n{lines}");
+        if !lines.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+
     let anomalies: Vec<String> = r
         .anomalies
         .iter()

@@ -11,6 +11,7 @@ pub mod bridge;
 pub mod chain;
 pub mod device;
 pub mod timing;
+pub mod tune;
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
@@ -179,8 +180,10 @@ pub unsafe extern "C" fn kokkosp_print_help(exe: *mut c_char) {
                 .into_owned()
         });
         warn(&format!(
-            "kprof Kokkos plugin (libkprof.so). Usage: --kokkos-tools-args=\"--name=value ...\"\n{}",
-            help.unwrap_or_default()
+            "kprof Kokkos plugin (libkprof.so). Usage: --kokkos-tools-args=\"--name=value ...\"\n{}{}",
+            help.unwrap_or_default(),
+            "  KPROF_TUNE          1: kprof tunes Kokkos' tuning variables (environment only; default 0)\n  \
+             KPROF_TUNING_CACHE  file of converged tuning values, read at start, written at exit\n"
         ));
         if let Some(f) = next().and_then(|n| n.print_help) {
             // SAFETY: forwarding Kokkos' argument.

@@ -444,6 +444,15 @@ impl Profile {
             // The writer adds the sampler's section.
             system: None,
             concurrency: None,
+            extensions: crate::base::extensions::all()
+                .into_iter()
+                .map(|e| (e.name, e.json))
+                .collect(),
+            extension_summaries: crate::base::extensions::all()
+                .into_iter()
+                .map(|e| e.summary)
+                .filter(|s| !s.is_empty())
+                .collect(),
         }
     }
 }
