@@ -17,7 +17,9 @@ use std::sync::Mutex;
 
 use kprof_core::reduce::{render, Fold};
 
+#[cfg(test)]
 use crate::load::load_report;
+use crate::load::load_report_fast;
 use crate::{show, Failure, Outcome};
 
 pub use kprof_core::reduce::MERGED_SCHEMA;
@@ -53,8 +55,10 @@ pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
     let readers = READERS.min(total).max(1);
     let folds: Vec<Fold> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..readers)
-            .map(|_| {
-                s.spawn(|| {
+            .filter_map(|_| {
+                // Deeply nested profiles are read recursively: the reader's stack.
+                let b = std::thread::Builder::new().stack_size(crate::READER_STACK);
+                b.spawn_scoped(s, || {
                     let mut fold = Fold::new(by_rank);
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -65,8 +69,8 @@ pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
                         if total > 8 && (i + 1) % step == 0 {
                             eprintln!("kprof merge: [{}/{total}] reading {}", i + 1, show(d));
                         }
-                        match load_report(d) {
-                            Ok((_, r)) => fold.add_report(&r, i as u32, Some(show(d))),
+                        match load_report_fast(d) {
+                            Ok(r) => fold.add_report(&r, i as u32, Some(show(d))),
                             Err(e) => {
                                 if let Ok(mut f) = failed.lock() {
                                     f.get_or_insert(e);
@@ -77,6 +81,7 @@ pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
                     }
                     fold
                 })
+                .ok()
             })
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()

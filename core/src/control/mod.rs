@@ -4,4 +4,5 @@
 
 pub mod ffi;
 pub mod hooks;
+pub mod job;
 pub mod start;

@@ -296,7 +296,14 @@ pub fn write_all(report: &Report, cfg: &Config, dir: Option<&Path>, traces: &[Pa
             Some(_) => Written::NoProfile,
         };
         let text = summary::render(report, cfg.summary_top, dir_line, written, traces);
-        let _ = std::io::stderr().write_all(text.as_bytes());
+        if crate::control::job::deferring() {
+            // Printed only if the job's reduction does not take this process in.
+            crate::control::job::keep(report, dir, Some(text));
+        } else {
+            let _ = std::io::stderr().write_all(text.as_bytes());
+        }
+    } else if crate::control::job::deferring() {
+        crate::control::job::keep(report, dir, None);
     }
 }
 

@@ -12,6 +12,7 @@
 pub mod fold;
 pub mod form;
 pub mod render;
+pub mod summary;
 
 pub use fold::{from_report, Fold, FormError};
 pub use render::render;
