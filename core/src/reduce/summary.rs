@@ -74,7 +74,7 @@ pub fn render(m: &Value, ranks: usize, dir: &Path, top: usize) -> String {
             duration(num(&t["mean"])),
             duration(num(&t["max"])),
             num(&t["imbalance"]),
-            n["ranks"]
+            n["ranks"].as_u64().unwrap_or(0)
         );
     }
     if mpi_calls > 0.0 {
@@ -86,11 +86,14 @@ pub fn render(m: &Value, ranks: usize, dir: &Path, top: usize) -> String {
             100.0 * mpi_ns / run
         );
     }
-    let _ = writeln!(
-        s,
-        "kprof: the job's profile: {} (read it with: kprof report {})",
-        dir.join("profile.json").display(),
-        dir.display()
-    );
+    // `kprof run` says where the files are once the program has ended.
+    if std::env::var_os(crate::output::LAUNCHER_VAR).is_none_or(|v| v != "kprof run") {
+        let _ = writeln!(
+            s,
+            "kprof: the job's profile: {} (read it with: kprof report {})",
+            dir.join("profile.json").display(),
+            dir.display()
+        );
+    }
     s
 }
