@@ -704,3 +704,48 @@ fn abort_and_missing_finalize_add_no_hang_and_keep_every_rank() {
         }
     }
 }
+
+/// Per-rank Perfetto traces merged by `kprof merge` move onto rank 0's clock:
+/// each rank's slices shift by the clock offset it measured at `MPI_Init`.
+#[test]
+fn merged_traces_are_on_rank_0s_clock() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_clock_traces");
+    let prog = program();
+    let kprof = lib("kprof");
+    let out = mpirun_n(
+        &dir,
+        RANKS,
+        &[&kprof, Path::new("run"), Path::new("--"), &prog],
+        &["ring"],
+        &[("KPROF_PER_RANK", "1"), ("KPROF_TRACE", "perfetto")],
+    );
+    assert_ok(&out);
+    let mut want = Vec::new();
+    let mut cmd = clean_cmd(&kprof);
+    cmd.arg("merge");
+    for r in 0..RANKS {
+        let d = dir.join(format!("kprof-patterns-rank{r}"));
+        let p = read_profile(&d);
+        let offset: i64 = p["metadata"]["clock offset to rank 0 (ns)"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .expect("a clock offset");
+        let Some(own) = kprof_tests::trace_check::read_perfetto(&d) else {
+            assert!(skip_unless(false, "protoc"));
+            return;
+        };
+        let ring = own.named("ring");
+        assert_eq!(ring.len(), 1, "rank {r}");
+        want.push(ring[0].begin_ns.saturating_add_signed(-offset));
+        cmd.arg(&d);
+    }
+    assert_ok(&run(cmd.arg("-o").arg(dir.join("m"))));
+    let merged = kprof_tests::trace_check::read_perfetto(&dir.join("m")).unwrap();
+    let mut got: Vec<u64> = merged.named("ring").iter().map(|s| s.begin_ns).collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+}

@@ -114,8 +114,15 @@ pub fn main(args: MergeArgs) -> Outcome {
     let total = args.dirs.len();
     let fold = fold_dirs(&args.dirs, args.by_rank)?;
     let merged = render(fold.form());
-    // (rank label, who) in the merged profile's order.
+    // (rank label, who) in the merged profile's order, and each rank's clock
+    // offset to rank 0's (measured at MPI_Init; 0 when none).
     let order = kprof_core::reduce::render::order(fold.form());
+    let offsets: std::collections::HashMap<u32, i64> = fold
+        .form()
+        .ranks
+        .iter()
+        .map(|r| (r.who, r.clock_offset_ns.unwrap_or(0)))
+        .collect();
     drop(fold);
     std::fs::create_dir_all(&args.output)
         .map_err(|e| Failure(format!("cannot create {}: {e}", show(&args.output))))?;
@@ -126,13 +133,14 @@ pub fn main(args: MergeArgs) -> Outcome {
     eprintln!("kprof merge: {} ({})", show(&path), ranks_text(total));
 
     if !args.no_trace {
-        let traces: Vec<(u64, &Path, PathBuf)> = order
+        let traces: Vec<(u64, &Path, PathBuf, i64)> = order
             .iter()
             .map(|&(label, who)| {
                 let d = args.dirs[who as usize].as_path();
-                (label, d, trace_of(d))
+                let offset = offsets.get(&who).copied().unwrap_or(0);
+                (label, d, trace_of(d), offset)
             })
-            .filter(|(_, _, t)| t.is_file())
+            .filter(|(_, _, t, _)| t.is_file())
             .collect();
         if !traces.is_empty() {
             if traces.len() < total {
