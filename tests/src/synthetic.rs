@@ -61,7 +61,7 @@ fn shape(nodes: usize) -> (Vec<Shape>, Vec<usize>) {
 
 /// Whether node `i` ran on `rank` (each node is missing on about 1 rank in 17).
 pub fn present(i: usize, rank: u64) -> bool {
-    i < 10 || (i as u64 + rank) % 17 != 0
+    i < 10 || !(i as u64 + rank).is_multiple_of(17)
 }
 
 fn node(out: &mut String, all: &[Shape], i: usize, rank: u64) {
@@ -167,7 +167,7 @@ fn profile_of(all: &[Shape], roots: &[usize], rank: u64, ranks: u64) -> String {
         2 + prev,
         16 * (2 + prev),
     );
-    if rank % 2 == 0 {
+    if rank.is_multiple_of(2) {
         let _ = write!(
             s,
             r#","gpu":{{"kernels":[{{"name":"k1","device":"GPU 0","count":{},"total_ns":{},"mean_ns":1.0,"min_ns":1,"max_ns":2,"busy_pct":1.0}}],"copies":[{{"device":"GPU 0","direction":"HtoD","count":2,"bytes":{},"total_ns":{},"gb_per_s":1.0}}],"devices":[{{"device":"GPU 0","activities":{},"busy_ns":{},"idle_pct":1.0,"memory_high_water_bytes":0,"leaked_bytes":0,"leaked_allocations":0}}]}}"#,
@@ -179,7 +179,7 @@ fn profile_of(all: &[Shape], roots: &[usize], rank: u64, ranks: u64) -> String {
             700 + rank,
         );
     }
-    if rank % 3 != 0 {
+    if !rank.is_multiple_of(3) {
         let _ = write!(
             s,
             r#","system":{{"period_ms":10,"samples":4,"metrics":[{{"name":"process rss","unit":"bytes","samples":4,"min":{}.0,"mean":{}.5,"max":{}.0}}],"sampler_cpu_ns":1,"unavailable":[]}}"#,

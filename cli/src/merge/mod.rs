@@ -66,7 +66,7 @@ pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
                             break;
                         }
                         let d = &dirs[i];
-                        if total > 8 && (i + 1) % step == 0 {
+                        if total > 8 && (i + 1).is_multiple_of(step) {
                             eprintln!("kprof merge: [{}/{total}] reading {}", i + 1, show(d));
                         }
                         match load_report_fast(d) {

@@ -14,7 +14,7 @@
 //! is in the job's removes its own files (unless `KPROF_PER_RANK=1`).
 //!
 //! No step blocks a rank whose peers did not arrive: every exchange is
-//! nonblocking and waited for with a bound (`KPROF_MPI_WAIT_S`, default 30 s, for
+//! nonblocking and waited for with a bound (`KPROF_MPI_WAIT_S`, default 10 s, for
 //! a peer to arrive; its subtree gets more). A rank that gives up keeps its own
 //! files, says so in one line, and the job's profile lists the ranks it holds.
 
@@ -51,7 +51,7 @@ pub struct Job {
 impl Job {
     /// Duplicates `world` (collective: every rank is in `MPI_Init`). None when
     /// that fails (the job then ends with per-rank files, as without it).
-    pub fn start(p: &Pmpi, world: Comm) -> Option<Job> {
+    pub(crate) fn start(p: &Pmpi, world: Comm) -> Option<Job> {
         let byte = sys::byte()?;
         let mut comm: Comm = ptr::null_mut();
         // SAFETY: MPI is initialized; an out-pointer to a local.
@@ -66,7 +66,7 @@ fn wait_bound() -> Duration {
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|v| v.is_finite() && *v >= 0.0)
-        .unwrap_or(30.0);
+        .unwrap_or(10.0);
     Duration::from_secs_f64(s)
 }
 
@@ -232,7 +232,7 @@ pub fn reduce(a: &Active, p: &Pmpi, j: &Job) {
         mask <<= 1;
         level += 1;
     }
-    let depth = (usize::BITS - (size.max(1) as usize).leading_zeros()) as u32;
+    let depth = usize::BITS - (size.max(1) as usize).leading_zeros();
     // Up: our subtree's form to the parent; then the outcome from it.
     let included = match parent {
         None => {
@@ -307,7 +307,7 @@ pub fn clock_offsets(a: &Active, p: &Pmpi, j: &Job) {
                 let rtt = t1.saturating_sub(t0);
                 let mid = t0 + rtt / 2;
                 let offset = theirs as i64 - mid as i64;
-                if best.map_or(true, |(b, _)| rtt < b) {
+                if best.is_none_or(|(b, _)| rtt < b) {
                     best = Some((rtt, offset));
                 }
             }
