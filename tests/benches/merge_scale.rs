@@ -11,7 +11,9 @@
 //!
 //! Environment: `KPROF_BENCH_RANKS` (default `100,1000,10000`),
 //! `KPROF_BENCH_NODES` (default 1000); `KPROF_BENCH_ENFORCE=1` exits 1 when the
-//! largest run misses the target.
+//! largest run misses the target; `KPROF_BENCH_BASELINE=<another kprof>` also
+//! runs that one's merge on the same directories (an older build: the in-memory
+//! merge), up to `KPROF_BENCH_BASELINE_MAX_RANKS` ranks (default 2000).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -43,6 +45,7 @@ fn main() {
         "ranks", "input MB", "time s", "peak MB", "ms per rank", "KB per rank"
     );
     let mut last = None;
+    let peak_rss = Path::new(env!("CARGO_BIN_EXE_peak_rss"));
     for &n in &ranks {
         let dir = scratch(&format!("merge_scale_{n}"));
         let dirs = write_ranks(&dir, n, nodes);
@@ -54,7 +57,6 @@ fn main() {
         let mut args: Vec<OsString> = ["merge", "--no-trace", "-o"].map(OsString::from).into();
         args.push(out.clone().into());
         args.extend(dirs.iter().map(|d| d.clone().into_os_string()));
-        let peak_rss = Path::new(env!("CARGO_BIN_EXE_peak_rss"));
         let cost = measure_via(peak_rss, &kprof, &args);
         assert!(cost.success, "kprof merge of {n} ranks failed");
         let merged = read_profile(&out);
@@ -68,6 +70,29 @@ fn main() {
             cost.peak_bytes as f64 / 1024.0 / n as f64
         );
         last = Some((n, cost.seconds, mb));
+        if let Some(base) = std::env::var_os("KPROF_BENCH_BASELINE") {
+            let max: u64 = std::env::var("KPROF_BENCH_BASELINE_MAX_RANKS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(2000);
+            if n <= max {
+                let out = dir.join("baseline");
+                let mut args: Vec<OsString> =
+                    ["merge", "--no-trace", "-o"].map(OsString::from).into();
+                args.push(out.into());
+                args.extend(dirs.iter().map(|d| d.clone().into_os_string()));
+                let b = measure_via(peak_rss, Path::new(&base), &args);
+                println!(
+                    "{:>8} {:>10} {:>10.2} {:>10.1}   baseline {}{}",
+                    "",
+                    "",
+                    b.seconds,
+                    b.peak_bytes as f64 / (1 << 20) as f64,
+                    Path::new(&base).display(),
+                    if b.success { "" } else { " (failed)" }
+                );
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
     if let Some((n, s, mb)) = last {
