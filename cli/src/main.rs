@@ -12,6 +12,7 @@ mod merge;
 mod pftrace;
 mod report;
 mod run;
+mod timebase;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

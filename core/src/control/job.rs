@@ -14,13 +14,14 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use prost::Message;
 
 use crate::control::start;
 use crate::hot::runtime::{self, Phase};
+use crate::output::calltree::CallTree;
 use crate::output::report::Report;
 use crate::output::{create_unique_dir, expand, write_whole, OutputError};
 use crate::reduce::{self, Fold};
@@ -29,9 +30,13 @@ use crate::reduce::{self, Fold};
 /// then held back).
 static DEFER: AtomicBool = AtomicBool::new(false);
 
+/// The rank the reduction names this process (set before the writer keeps its
+/// form).
+static RANK: AtomicU64 = AtomicU64::new(0);
+
 /// What the writer left for the reduction.
 struct Held {
-    report: Option<Report>,
+    form: Option<Vec<u8>>,
     dir: Option<PathBuf>,
     summary: Option<String>,
 }
@@ -43,11 +48,18 @@ pub fn deferring() -> bool {
     DEFER.load(Ordering::Acquire)
 }
 
-/// The writer's part: the report, where its files went, and its summary.
-pub fn keep(report: &Report, dir: Option<&Path>, summary: Option<String>) {
+/// The writer's part: `report` (its call-path tree `tree`) as a form, where its
+/// files went, and its summary.
+pub fn keep(report: &Report, tree: &dyn CallTree, dir: Option<&Path>, summary: Option<String>) {
+    let rank = RANK.load(Ordering::Acquire);
+    let mut r = report.clone();
+    r.program.rank = Some(rank);
+    let who = u32::try_from(rank).unwrap_or(u32::MAX);
+    let shown = dir.map(|d| d.display().to_string());
+    let form = reduce::from_report(&r, tree, who, shown, false).encode_to_vec();
     let mut h = HELD.lock().unwrap_or_else(|p| p.into_inner());
     *h = Some(Held {
-        report: Some(report.clone()),
+        form: Some(form),
         dir: dir.map(Path::to_path_buf),
         summary,
     });
@@ -59,15 +71,11 @@ pub fn profile(rank: u64) -> Option<Vec<u8>> {
     if runtime::phase() != Phase::Running {
         return None;
     }
+    RANK.store(rank, Ordering::Release);
     DEFER.store(true, Ordering::Release);
     start::shutdown();
     let mut h = HELD.lock().unwrap_or_else(|p| p.into_inner());
-    let held = h.as_mut()?;
-    let mut report = held.report.take()?;
-    report.program.rank = Some(rank);
-    let dir = held.dir.as_ref().map(|d| d.display().to_string());
-    let who = u32::try_from(rank).unwrap_or(u32::MAX);
-    Some(reduce::from_report(&report, who, dir, false).encode_to_vec())
+    h.as_mut()?.form.take()
 }
 
 /// Folds form `b` into form `a`.

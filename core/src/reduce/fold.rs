@@ -8,6 +8,7 @@ use std::hash::Hash;
 use prost::Message;
 use rustc_hash::FxHashMap;
 
+use crate::output::calltree::CallTree;
 use crate::output::report::Report;
 use crate::reduce::form::{
     CategoryRow, CopyRow, DeviceRow, FloatStat, GpuCopyRow, JobProfile, KernelRow, MemoryRow,
@@ -124,10 +125,11 @@ impl Fold {
         i
     }
 
-    /// Folds one process's report in: `who` identifies it (distinct per process),
-    /// `dir` is where its files are.
+    /// Folds one process's report (as read from its `profile.json`, its tree
+    /// in it) in: `who` identifies it (distinct per process), `dir` is where its
+    /// files are.
     pub fn add_report(&mut self, r: &Report, who: u32, dir: Option<String>) {
-        let one = from_report(r, who, dir, self.form.by_rank);
+        let one = from_report(r, &r.tree, who, dir, self.form.by_rank);
         self.fold(one);
     }
 
@@ -340,10 +342,18 @@ fn fold_sums(a: &mut Vec<Sum>, b: Vec<Sum>) {
     );
 }
 
-/// One process's report as a reducible form: `who` identifies it, `dir` is where
-/// its files are, per-process values kept when `by_rank`. Nodes of the same name
-/// path under one parent (there should be none) are summed first.
-pub fn from_report(r: &Report, who: u32, dir: Option<String>, by_rank: bool) -> JobProfile {
+/// One process's report, its call-path tree `tree` (the report's own, or the
+/// runtime's merged tree walked node by node), as a reducible form: `who`
+/// identifies it, `dir` is where its files are, per-process values kept when
+/// `by_rank`. Nodes of the same name path under one parent (there should be
+/// none) are summed first.
+pub fn from_report(
+    r: &Report,
+    tree: &dyn CallTree,
+    who: u32,
+    dir: Option<String>,
+    by_rank: bool,
+) -> JobProfile {
     let one = |v: u64| Stat::one(v, who, by_rank);
     let mut f = JobProfile {
         by_rank,
@@ -390,9 +400,14 @@ pub fn from_report(r: &Report, who: u32, dir: Option<String>, by_rank: bool) -> 
     let mut index: FxHashMap<NodeKey, u32> = FxHashMap::default();
     let mut raw: Vec<Raw> = Vec::new();
     let mut keys: Vec<NodeKey> = Vec::new();
-    let mut stack: Vec<(u32, &crate::output::report::TreeNode)> =
-        r.tree.iter().rev().map(|n| (0, n)).collect();
-    while let Some((parent, n)) = stack.pop() {
+    // The local index of the node open at each depth of the walk.
+    let mut path: Vec<u32> = Vec::new();
+    tree.walk(&mut |depth, n| {
+        path.truncate(depth);
+        let parent = match depth {
+            0 => 0,
+            d => path.get(d - 1).map_or(0, |&p| p + 1),
+        };
         let key: NodeKey = (
             parent,
             intern(&n.name, &mut f.strings),
@@ -424,8 +439,8 @@ pub fn from_report(r: &Report, who: u32, dir: Option<String>, by_rank: bool) -> 
                 None => x.counters.push((e, t.inclusive, t.exclusive)),
             }
         }
-        stack.extend(n.children.iter().rev().map(|c| (at + 1, c)));
-    }
+        path.push(at);
+    });
     f.nodes = keys
         .into_iter()
         .zip(raw)

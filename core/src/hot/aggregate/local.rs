@@ -520,12 +520,13 @@ impl ThreadProfile {
                 local
             }
         };
-        let cache = self.tree.nodes[node as usize].last_child;
-        if cache.0 == key {
-            return cache.1;
+        let parent = &self.tree.nodes[node as usize];
+        if parent.last_key == key {
+            return parent.last_node;
         }
         let n = self.tree.child(node, name, kind, dev);
-        self.tree.nodes[node as usize].last_child = (key, n);
+        let parent = &mut self.tree.nodes[node as usize];
+        (parent.last_key, parent.last_node) = (key, n);
         n
     }
 
