@@ -85,7 +85,7 @@ impl CallTree for MergedTree<'_> {
         let nodes = &self.merged.tree.nodes;
         let mut rows = flat::rows_by_key(
             nodes.len(),
-            |visit| self.walk_ids(|depth, n| visit(depth, n)),
+            |visit| self.walk_ids(visit),
             |n| {
                 let x = &nodes[n as usize];
                 (x.name, x.kind, x.dev)

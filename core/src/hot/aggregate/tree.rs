@@ -172,10 +172,8 @@ impl Default for Tree {
 
 /// The hash of a child's key in the index.
 fn key_hash(parent: u32, name: u32, kind: Kind, dev: u16) -> u64 {
-    use std::hash::{BuildHasher, Hash, Hasher};
-    let mut h = rustc_hash::FxBuildHasher.build_hasher();
-    (parent, name, kind, dev).hash(&mut h);
-    h.finish()
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one((parent, name, kind, dev))
 }
 
 /// The index key of node `n`.
