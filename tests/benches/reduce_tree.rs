@@ -46,7 +46,7 @@ fn main() {
             .map(|r| {
                 let r_: Report =
                     serde_json::from_str(&profile(r, p, nodes)).expect("a synthetic profile");
-                from_report(&r_, r as u32, None, false).encode_to_vec()
+                from_report(&r_, &r_.tree, r as u32, None, false).encode_to_vec()
             })
             .collect();
         let one_kb = forms[0].len() as f64 / 1024.0;
