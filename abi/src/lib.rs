@@ -286,4 +286,29 @@ pub struct CoreApi {
         json: *const c_char,
         summary: *const c_char,
     ) -> bool,
+    /// A job's reduction (the MPI plugin at `MPI_Finalize`), step 1: ends this
+    /// process's profile now (its own files are written, its summary held back)
+    /// and returns its reducible form, naming the process `rank`; `*len` gets
+    /// the length. NULL when the core is not recording. Free with
+    /// [`CoreApi::job_free`].
+    pub job_profile: unsafe extern "C" fn(rank: u64, len: *mut usize) -> *mut u8,
+    /// Step 2: folds form `b` into form `a` and returns the result (`*len` its
+    /// length; free with [`CoreApi::job_free`]); NULL when either is malformed.
+    pub job_fold: unsafe extern "C" fn(
+        a: *const u8,
+        a_len: usize,
+        b: *const u8,
+        b_len: usize,
+        len: *mut usize,
+    ) -> *mut u8,
+    /// Step 3 (one process, MPI rank 0): writes the job's merged profile from
+    /// `form` into a new `KPROF_JOB_OUTPUT_DIR` and prints the job's summary.
+    /// Returns 0 when written; otherwise it has said why in one line.
+    pub job_write: unsafe extern "C" fn(form: *const u8, len: usize) -> i32,
+    /// Step 4: `merged` != 0: this process's profile is in the job's (its own
+    /// profile files are removed unless `KPROF_PER_RANK=1`); 0: it is not (its
+    /// summary is printed as without a reduction).
+    pub job_done: unsafe extern "C" fn(merged: i32),
+    /// Frees a form returned by [`CoreApi::job_profile`] or [`CoreApi::job_fold`].
+    pub job_free: unsafe extern "C" fn(form: *mut u8, len: usize),
 }

@@ -159,6 +159,25 @@ pub fn load_report(arg: &Path) -> Result<(PathBuf, Report), Failure> {
     }
 }
 
+/// Loads a single-process profile in one pass over its text (what `kprof merge`
+/// does for thousands of ranks); on any failure, reads it again through
+/// [`load_report`] for the precise one-line reason.
+pub fn load_report_fast(arg: &Path) -> Result<Report, Failure> {
+    let fast = || -> Option<Report> {
+        let path = profile_path(arg).ok()?;
+        let text = std::fs::read(&path).ok()?;
+        if json_depth(&text) > MAX_JSON_DEPTH {
+            return None;
+        }
+        let r: Report = parse(&text).ok()?;
+        (r.schema == SCHEMA).then_some(r)
+    };
+    match fast() {
+        Some(r) => Ok(r),
+        None => load_report(arg).map(|(_, r)| r),
+    }
+}
+
 /// The deepest nesting of `[`/`{` in the file at `path`, read in blocks (a profile
 /// of a million call paths is hundreds of MB: it is never held whole).
 fn file_depth(path: &Path) -> std::io::Result<usize> {

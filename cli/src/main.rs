@@ -94,7 +94,7 @@ fn main() -> ExitCode {
 /// Stack of the commands that read profiles: they walk trees recursively, and a
 /// profile may nest up to `load::MAX_JSON_DEPTH` deep. Reserved, not committed:
 /// only what a deep tree uses is ever touched.
-const READER_STACK: usize = 1 << 30;
+pub(crate) const READER_STACK: usize = 1 << 30;
 
 /// Runs `f` on a thread with [`READER_STACK`] of stack.
 fn on_reader_stack(f: impl FnOnce() -> Outcome + Send + 'static) -> Outcome {

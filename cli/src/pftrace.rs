@@ -17,7 +17,9 @@ use std::path::Path;
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
-use kprof_core::consume::trace::perfetto_proto::{trace_packet::Data, TracePacket};
+use kprof_core::consume::trace::perfetto_proto::{
+    trace_packet::Data, TracePacket, BUILTIN_CLOCK_MONOTONIC,
+};
 use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, WireType};
 use prost::Message;
 
@@ -69,6 +71,12 @@ struct Rank {
     label: String,
     pid_offset: i64,
     seqs: BTreeMap<u32, u32>,
+    /// This rank's clock offset to rank 0's (ns): subtracted from its absolute
+    /// CLOCK_MONOTONIC times, so that the ranks' tracks line up.
+    clock_offset: i64,
+    /// Sequences (by their id in the input) whose packets default to
+    /// CLOCK_MONOTONIC.
+    monotonic_seqs: BTreeSet<u32>,
 }
 
 impl Rank {
@@ -81,10 +89,43 @@ impl Rank {
     fn pid(&self, p: i32) -> i32 {
         (i64::from(p) + self.pid_offset) as i32
     }
+    fn time(&self, t: u64) -> u64 {
+        t.saturating_add_signed(-self.clock_offset)
+    }
 }
 
 /// Rewrites one decoded packet for `rank`; `next_seq` hands out sequence ids.
 fn rewrite(p: &mut TracePacket, rank: &mut Rank, next_seq: &mut u32) {
+    // Absolute times move onto rank 0's clock; incremental ones follow their
+    // sequence's clock snapshot, which moves with them.
+    if rank.clock_offset != 0 {
+        let seq = p.trusted_packet_sequence_id.unwrap_or(0);
+        if let Some(c) = p
+            .trace_packet_defaults
+            .as_ref()
+            .and_then(|d| d.timestamp_clock_id)
+        {
+            if c == BUILTIN_CLOCK_MONOTONIC {
+                rank.monotonic_seqs.insert(seq);
+            } else {
+                rank.monotonic_seqs.remove(&seq);
+            }
+        }
+        let monotonic = match p.timestamp_clock_id {
+            Some(c) => c == BUILTIN_CLOCK_MONOTONIC,
+            None => rank.monotonic_seqs.contains(&seq),
+        };
+        if monotonic {
+            p.timestamp = p.timestamp.map(|t| rank.time(t));
+        }
+        if let Some(Data::ClockSnapshot(cs)) = &mut p.data {
+            for c in &mut cs.clocks {
+                if c.clock_id == Some(BUILTIN_CLOCK_MONOTONIC) {
+                    c.timestamp = c.timestamp.map(|t| rank.time(t));
+                }
+            }
+        }
+    }
     if let Some(s) = p.trusted_packet_sequence_id {
         let id = *rank.seqs.entry(s).or_insert_with(|| {
             *next_seq += 1;
@@ -167,8 +208,9 @@ impl Out {
     }
 }
 
-/// Merges `traces` (rank, its directory, its trace.pftrace) into `out`.
-pub fn merge(traces: &[(u64, &Path, std::path::PathBuf)], out: &Path) -> Result<(), Failure> {
+/// Merges `traces` (rank, its directory, its trace.pftrace, its clock offset to
+/// rank 0's in ns) into `out`.
+pub fn merge(traces: &[(u64, &Path, std::path::PathBuf, i64)], out: &Path) -> Result<(), Failure> {
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -183,7 +225,7 @@ pub fn merge(traces: &[(u64, &Path, std::path::PathBuf)], out: &Path) -> Result<
     let mut next_seq = 0u32;
     let mut used_pids: BTreeSet<i32> = BTreeSet::new();
     let total = traces.len();
-    for (i, (rank_no, _dir, path)) in traces.iter().enumerate() {
+    for (i, (rank_no, _dir, path, clock_offset)) in traces.iter().enumerate() {
         let data = std::fs::read(path).map_err(|e| Failure(format!("{}: {e}", show(path))))?;
         eprintln!(
             "kprof merge: trace [{}/{total}] rank {rank_no}: {} ({})",
@@ -245,6 +287,8 @@ pub fn merge(traces: &[(u64, &Path, std::path::PathBuf)], out: &Path) -> Result<
             label: format!("rank {rank_no}"),
             pid_offset,
             seqs: BTreeMap::new(),
+            clock_offset: *clock_offset,
+            monotonic_seqs: BTreeSet::new(),
         };
         for mut p in decoded {
             rewrite(&mut p, &mut rank, &mut next_seq);

@@ -447,6 +447,16 @@ pub fn main(args: RunArgs) -> Outcome {
         },
     ));
     env.push((kprof_core::output::LAUNCHER_VAR, "kprof run".into()));
+    // Under an MPI launcher the job's merged profile (rank 0 writes it at
+    // MPI_Finalize) goes to kprof-<program>-job, unless the user named it.
+    let job_dir = match (rank, std::env::var_os("KPROF_JOB_OUTPUT_DIR")) {
+        (Some(_), None) => {
+            let d = absolute(&unused(Path::new(&format!("kprof-{exe_name}-job"))));
+            env.push(("KPROF_JOB_OUTPUT_DIR", d.display().to_string()));
+            Some(d)
+        }
+        _ => None,
+    };
 
     // Models: asked for, or detected. The program is read either way: what it is
     // tells which variable its Kokkos reads.
@@ -769,7 +779,20 @@ pub fn main(args: RunArgs) -> Outcome {
         (_, Some(base)) => {
             // The runtime appends .1, .2, ... to a directory that exists already.
             let dir = written_dir(&base, started).unwrap_or(base);
-            if dir.join("profile.json").is_file() {
+            let job = job_dir
+                .as_deref()
+                .and_then(|j| written_dir(j, started))
+                .filter(|j| j.join("profile.json").is_file());
+            if let (Some(job), Some(0)) = (&job, rank) {
+                say(&format!(
+                    "the job's profile is in {} (read it with: kprof report {})",
+                    show(job),
+                    show(job)
+                ));
+            }
+            if job.is_some() && !dir.exists() {
+                // This rank's profile is in the job's (KPROF_PER_RANK=1 keeps its own).
+            } else if dir.join("profile.json").is_file() {
                 say(&format!(
                     "results in {} (read them with: kprof report {})",
                     show(&dir),

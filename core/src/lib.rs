@@ -31,3 +31,4 @@ pub mod consume;
 pub mod control;
 pub mod hot;
 pub mod output;
+pub mod reduce;

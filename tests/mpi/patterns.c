@@ -3,6 +3,7 @@
  *
  *   patterns <out-dir> <phase>...     phases: ring alltoall subcomm collectives
  *                                              sleep threads exit3
+ *                                              abort1 nofinalize halffinalize
  *
  * Each phase runs inside a kprof region of its name (kprof.h, so the MPI nodes
  * have a known call path) and counts itself, per peer in MPI_COMM_WORLD ranks,
@@ -10,7 +11,10 @@
  * those counts to <out-dir>/expect.<rank> ("send|recv <peer> <count> <bytes>") and
  * prints one line of results computed from the received data, which must be the
  * same with and without kprof. `exit3` makes every rank exit with status 3 after
- * MPI_Finalize.
+ * MPI_Finalize. Endings that never reach a complete MPI_Finalize, after the
+ * counts are written: `abort1` (rank 1 calls MPI_Abort(5) while the others wait
+ * in a barrier), `nofinalize` (every rank returns without MPI_Finalize),
+ * `halffinalize` (only the even ranks call MPI_Finalize).
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -239,10 +243,13 @@ int main(int argc, char **argv) {
         if (rank == 0) fprintf(stderr, "usage: patterns <out-dir> <phase>...\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    int status = 0;
+    int status = 0, abort1 = 0, nofinalize = 0, halffinalize = 0;
     for (int i = 2; i < argc; i++) {
         const char *p = argv[i];
         if (!strcmp(p, "exit3")) status = 3;
+        else if (!strcmp(p, "abort1")) abort1 = 1;
+        else if (!strcmp(p, "nofinalize")) nofinalize = 1;
+        else if (!strcmp(p, "halffinalize")) halffinalize = 1;
         else if (!strcmp(p, "ring")) ring();
         else if (!strcmp(p, "alltoall")) alltoall();
         else if (!strcmp(p, "subcomm")) subcomm();
@@ -270,6 +277,11 @@ int main(int argc, char **argv) {
     fclose(f);
     printf("rank %d of %d: checksum %ld\n", rank, size, checksum);
     fflush(stdout);
+    if (abort1) {
+        if (rank == 1) MPI_Abort(MPI_COMM_WORLD, 5);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (nofinalize || (halffinalize && rank % 2 == 1)) return status;
     MPI_Finalize();
     return status;
 }

@@ -9,6 +9,7 @@ pub mod actor;
 pub mod bench;
 pub mod openmp;
 pub mod standin;
+pub mod synthetic;
 pub mod trace_check;
 
 use std::path::{Path, PathBuf};

@@ -417,6 +417,7 @@ fn report_diff_and_merge_show_counters() {
     let _ = std::fs::remove_dir_all(&merged);
     assert_ok(&run(clean_cmd(&kprof)
         .arg("merge")
+        .arg("--by-rank")
         .arg(a.join("out"))
         .arg(b.join("out"))
         .arg("-o")

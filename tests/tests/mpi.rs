@@ -6,7 +6,7 @@
 //! `kprof merge` of the 4 rank directories gives the job's matrix exactly. The
 //! program's output and exit status are the same without kprof.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
@@ -59,14 +59,31 @@ fn mpi_env(cmd: &mut Command) -> &mut Command {
         .env("OMPI_MCA_mpi_yield_when_idle", "1")
 }
 
-/// `mpirun -np 4` of `argv` in `cwd` (oversubscribing 2 cores).
+/// `mpirun -np 4` of `argv` in `cwd` (oversubscribing 2 cores); each rank keeps
+/// its own directory besides the job's profile.
 fn mpirun(cwd: &Path, argv: &[&Path], phases: &[&str]) -> Output {
+    mpirun_n(cwd, RANKS, argv, phases, &[("KPROF_PER_RANK", "1")])
+}
+
+/// `mpirun -np <ranks>` of `argv` in `cwd` with `env`, under `timeout` (a job
+/// that hangs fails its test instead of hanging it).
+fn mpirun_n(
+    cwd: &Path,
+    ranks: u32,
+    argv: &[&Path],
+    phases: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let _one = JOBS.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cmd = clean_cmd(Path::new("mpirun"));
+    let mut cmd = clean_cmd(Path::new("timeout"));
+    cmd.args(["300", "mpirun"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     mpi_env(&mut cmd)
         .current_dir(cwd)
         .env("KPROF_SUMMARY", "0")
-        .args(["-np", &RANKS.to_string(), "--oversubscribe"])
+        .args(["-np", &ranks.to_string(), "--oversubscribe"])
         .args(argv)
         .arg(cwd.join("expect"))
         .args(phases);
@@ -426,6 +443,7 @@ fn linked_before_libmpi_without_kprof_run() {
     let out = run(mpi_env(&mut cmd)
         .current_dir(&dir)
         .env("KPROF_SUMMARY", "0")
+        .env("KPROF_PER_RANK", "1")
         .env("KPROF_OUTPUT_DIR", dir.join("r%r"))
         .args(["-np", &RANKS.to_string(), "--oversubscribe"])
         .arg(&exe)
@@ -478,4 +496,256 @@ fn an_unknown_mpi_library_is_forwarded_untouched() {
         "kprof: the MPI library has no PMPI_Init_thread: MPI calls are not measured\n"
     );
     assert!(!dir.join("out").exists());
+}
+
+// ---- the job's profile, reduced over MPI at MPI_Finalize ----
+
+/// The job's profile rank 0 wrote (`kprof-patterns-job` in `dir`).
+fn job_profile(dir: &Path) -> Value {
+    let p = read_profile(&dir.join("kprof-patterns-job"));
+    assert_eq!(p["schema"], "kprof-merged/1");
+    p
+}
+
+/// The job's message matrix: (rank, direction, peer, count, bytes).
+fn job_rows(m: &Value) -> BTreeSet<(u64, String, u64, u64, u64)> {
+    let mut got = BTreeSet::new();
+    for ch in m["messages"].as_array().unwrap() {
+        assert_eq!(ch["channel"], "MPI p2p");
+        for e in ch["entries"].as_array().unwrap() {
+            got.insert((
+                u(&e["rank"]),
+                ch["direction"].as_str().unwrap().to_string(),
+                u(&e["peer"]),
+                u(&e["count"]),
+                u(&e["bytes"]),
+            ));
+        }
+    }
+    got
+}
+
+/// The programs' own counts of `ranks` ranks, as the job's matrix has them.
+fn own_rows(dir: &Path, ranks: u32) -> BTreeSet<(u64, String, u64, u64, u64)> {
+    (0..ranks)
+        .flat_map(|r| {
+            expected(&dir.join("expect"), r)
+                .into_iter()
+                .map(move |(d, peer, c, b)| (u64::from(r), d, peer, c, b))
+        })
+        .collect()
+}
+
+/// 4 ranks with `KPROF_PER_RANK=1`: the profile rank 0 wrote at `MPI_Finalize`
+/// is exactly `kprof merge` of the ranks' own directories from the same run, its
+/// per-node sums are the ranks' own values summed, its matrix is the programs'
+/// own counts, and every rank's clock offset to rank 0 is recorded.
+#[test]
+fn job_profile_reduced_at_finalize_equals_the_ranks_profiles() {
+    if !available() {
+        return;
+    }
+    let (ranks, dir) = measured("mpi_job", &["ring", "alltoall", "subcomm", "collectives"]);
+    let job = job_profile(&dir);
+    assert_eq!(job["ranks"].as_array().unwrap().len(), RANKS as usize);
+
+    // kprof merge of the same directories (named as the ranks recorded them).
+    let merged = dir.join("merged");
+    let mut cmd = clean_cmd(&lib("kprof"));
+    cmd.arg("merge");
+    for r in job["ranks"].as_array().unwrap() {
+        cmd.arg(r["dir"].as_str().expect("each rank's directory"));
+    }
+    assert_ok(&run(cmd.arg("-o").arg(&merged).arg("--no-trace")));
+    assert_eq!(job, read_profile(&merged));
+
+    // The sums of the ranks' own values, node by node.
+    let mut want: BTreeMap<Vec<String>, (u64, u64, u64)> = BTreeMap::new();
+    for (p, _) in &ranks {
+        for (path, n) in nodes(p) {
+            let e = want.entry(path).or_default();
+            e.0 += u(&n["count"]);
+            e.1 += u(&n["total_ns"]);
+            e.2 += 1;
+        }
+    }
+    let got = nodes(&job);
+    assert_eq!(got.len(), want.len());
+    for (path, n) in &got {
+        let (count, total, present) = want[path];
+        assert_eq!(u(&n["count"]["sum"]), count, "{path:?}");
+        assert_eq!(u(&n["total_ns"]["sum"]), total, "{path:?}");
+        assert_eq!(u(&n["ranks"]), present, "{path:?}");
+    }
+    assert_eq!(job_rows(&job), own_rows(&dir, RANKS));
+
+    // Clock offsets: rank 0's is 0; each other rank's came with its error bound
+    // (half the shortest round trip), the same as in its own profile.
+    for (r, x) in job["ranks"].as_array().unwrap().iter().enumerate() {
+        let (offset, error) = (&x["clock_offset_ns"], &x["clock_error_ns"]);
+        assert!(offset.is_i64() && error.is_u64(), "rank {r}: {x}");
+        let meta = &ranks[r].0["metadata"];
+        assert_eq!(meta["clock offset to rank 0 (ns)"], offset.to_string());
+        if r == 0 {
+            assert_eq!((offset.as_i64(), u(error)), (Some(0), 0));
+        } else {
+            // Ranks of one host: round trips of microseconds, not seconds.
+            assert!(u(error) > 0 && u(error) < 1_000_000_000, "rank {r}: {x}");
+        }
+    }
+}
+
+/// 8 ranks on 2 cores, without `KPROF_PER_RANK`: one directory for the job (the
+/// ranks' own are removed once their profiles are in it), its matrix the
+/// programs' own counts exactly.
+#[test]
+fn eight_ranks_one_directory_for_the_job() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_job8");
+    let prog = program();
+    let kprof = lib("kprof");
+    let out = mpirun_n(
+        &dir,
+        8,
+        &[&kprof, Path::new("run"), Path::new("--"), &prog],
+        &["ring", "alltoall"],
+        &[],
+    );
+    assert_ok(&out);
+    let job = job_profile(&dir);
+    let listed: Vec<u64> = job["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| u(&r["rank"]))
+        .collect();
+    assert_eq!(listed, (0..8).collect::<Vec<_>>());
+    assert_eq!(job_rows(&job), own_rows(&dir, 8));
+    let all = nodes(&job);
+    let send = node(&all, &["ring", "MPI_Send"]);
+    assert_eq!((u(&send["count"]["sum"]), u(&send["ranks"])), (24, 8));
+    for r in 0..8 {
+        assert!(
+            !dir.join(format!("kprof-patterns-rank{r}")).exists(),
+            "rank {r}'s own directory stays without KPROF_PER_RANK"
+        );
+    }
+}
+
+/// Programs that never complete `MPI_Finalize` on every rank: the job ends as it
+/// does without kprof (exit status, no hang: a bounded wait of 2 s here), and
+/// every rank's data is written, in its own directory or in the job's profile.
+#[test]
+fn abort_and_missing_finalize_add_no_hang_and_keep_every_rank() {
+    if !available() {
+        return;
+    }
+    let prog = program();
+    let kprof = lib("kprof");
+    for ending in ["nofinalize", "halffinalize", "abort1"] {
+        let base = scratch(&format!("mpi_end_{ending}"));
+        let (plain_dir, kprof_dir) = (base.join("plain"), base.join("kprof"));
+        for d in [&plain_dir, &kprof_dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let env = [("KPROF_MPI_WAIT_S", "2")];
+        let plain = mpirun_n(&plain_dir, RANKS, &[&prog], &["ring", ending], &env);
+        let with = mpirun_n(
+            &kprof_dir,
+            RANKS,
+            &[&kprof, Path::new("run"), Path::new("--"), &prog],
+            &["ring", ending],
+            &env,
+        );
+        let err = String::from_utf8_lossy(&with.stderr);
+        assert_ne!(with.status.code(), Some(124), "{ending}: hung\n{err}");
+        assert_eq!(
+            with.status.code(),
+            plain.status.code(),
+            "{ending}: exit status changed\n{err}"
+        );
+        let in_job: BTreeSet<u64> = std::fs::read_dir(&kprof_dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("kprof-patterns-job")
+            })
+            .flat_map(|e| {
+                let p = read_profile(&e.path());
+                p["ranks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| u(&r["rank"]))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for r in 0..RANKS {
+            let own = kprof_dir.join(format!("kprof-patterns-rank{r}"));
+            if in_job.contains(&u64::from(r)) {
+                continue;
+            }
+            if ending == "abort1" && r != 1 {
+                // Killed by mpirun after rank 1's abort: what they wrote depends
+                // on how they were ended; rank 1 is the one kprof answers for.
+                continue;
+            }
+            let p = read_profile(&own);
+            let all = nodes(&p);
+            assert_eq!(count(&all, &["ring", "MPI_Send"]), 3, "{ending} rank {r}");
+            if ending == "abort1" {
+                assert_eq!(count(&all, &["MPI_Abort"]), 1);
+                assert_eq!(p["metadata"]["MPI_Abort error code"], "5");
+            }
+        }
+    }
+}
+
+/// Per-rank Perfetto traces merged by `kprof merge` move onto rank 0's clock:
+/// each rank's slices shift by the clock offset it measured at `MPI_Init`.
+#[test]
+fn merged_traces_are_on_rank_0s_clock() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_clock_traces");
+    let prog = program();
+    let kprof = lib("kprof");
+    let out = mpirun_n(
+        &dir,
+        RANKS,
+        &[&kprof, Path::new("run"), Path::new("--"), &prog],
+        &["ring"],
+        &[("KPROF_PER_RANK", "1"), ("KPROF_TRACE", "perfetto")],
+    );
+    assert_ok(&out);
+    let mut want = Vec::new();
+    let mut cmd = clean_cmd(&kprof);
+    cmd.arg("merge");
+    for r in 0..RANKS {
+        let d = dir.join(format!("kprof-patterns-rank{r}"));
+        let p = read_profile(&d);
+        let offset: i64 = p["metadata"]["clock offset to rank 0 (ns)"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .expect("a clock offset");
+        let Some(own) = kprof_tests::trace_check::read_perfetto(&d) else {
+            assert!(skip_unless(false, "protoc"));
+            return;
+        };
+        let ring = own.named("ring");
+        assert_eq!(ring.len(), 1, "rank {r}");
+        want.push(ring[0].begin_ns.saturating_add_signed(-offset));
+        cmd.arg(&d);
+    }
+    assert_ok(&run(cmd.arg("-o").arg(dir.join("m"))));
+    let merged = kprof_tests::trace_check::read_perfetto(&dir.join("m")).unwrap();
+    let mut got: Vec<u64> = merged.named("ring").iter().map(|s| s.begin_ns).collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
 }

@@ -459,6 +459,7 @@ fn merge_keeps_each_ranks_samples() {
     }
     let o = run(clean_cmd(&kprof).current_dir(&dir).args([
         "merge",
+        "--by-rank",
         "r0",
         "r1",
         "-o",

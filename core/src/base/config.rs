@@ -68,6 +68,10 @@ pub struct Config {
     /// Milliseconds between samples of the process and the node (CPU, memory,
     /// faults, I/O, load, power) taken by the writer thread; 0: no sampling.
     pub sample_ms: u64,
+    /// In an MPI job reduced at `MPI_Finalize`: keep every rank's own files too.
+    pub per_rank: bool,
+    /// Directory pattern of the job's merged profile (written by MPI rank 0).
+    pub job_output_dir: String,
 }
 
 impl Default for Config {
@@ -90,6 +94,8 @@ impl Default for Config {
             counters: String::new(),
             counter_kinds: "regions,kernels,parallel".into(),
             sample_ms: 0,
+            per_rank: false,
+            job_output_dir: "kprof-%e-job".into(),
         }
     }
 }
@@ -217,6 +223,18 @@ const SPECS: &[Spec] = &[
         value: Value::Flag,
         help: "a forked child measures itself from the fork on, into its own directory (%p is its pid); 0: it records nothing and says so once (default 1)",
     },
+    Spec {
+        arg: "per-rank",
+        env: "KPROF_PER_RANK",
+        value: Value::Flag,
+        help: "MPI: keep each rank's own directory besides the job's merged profile (default 0)",
+    },
+    Spec {
+        arg: "job-output-dir",
+        env: "KPROF_JOB_OUTPUT_DIR",
+        value: Value::Text,
+        help: "MPI: directory of the job's merged profile, written by rank 0 at MPI_Finalize; patterns as --output-dir (default kprof-%e-job)",
+    },
 ];
 
 impl Config {
@@ -256,6 +274,7 @@ impl Config {
             "kokkos-fences" => self.kokkos_fences,
             "fork" => self.fork,
             "in-place" => self.in_place,
+            "per-rank" => self.per_rank,
             _ => return None,
         })
     }
@@ -271,6 +290,12 @@ impl Config {
         match spec.value {
             Value::Text => match spec.arg {
                 "counters" => self.counters = value.trim().into(),
+                "job-output-dir" => {
+                    if value.is_empty() {
+                        return Err(invalid("must not be empty", defaults.job_output_dir));
+                    }
+                    self.job_output_dir = value.into();
+                }
                 "counter-kinds" => {
                     if value.trim().is_empty() {
                         return Err(invalid("must not be empty", defaults.counter_kinds));
@@ -324,6 +349,7 @@ impl Config {
                     "enable" => self.enable = v,
                     "fork" => self.fork = v,
                     "in-place" => self.in_place = v,
+                    "per-rank" => self.per_rank = v,
                     _ => self.kokkos_fences = v,
                 }
             }

@@ -11,10 +11,10 @@ use kprof_abi::{
 };
 
 use crate::base::devices::Device;
-use crate::control::start;
+use crate::control::{job, start};
 use crate::hot::events::{self, AtExtra};
 use crate::hot::record::Op;
-use crate::hot::runtime;
+use crate::hot::runtime::{self, warn};
 
 /// Text of a C string argument (lossy), `None` for NULL.
 ///
@@ -315,6 +315,83 @@ unsafe extern "C" fn extension(
     })
 }
 
+// ---- A job's reduction (control::job) ----
+
+/// A form handed to a plugin: the bytes leaked as a boxed slice, `*len` set.
+fn hand_out(bytes: Vec<u8>, len: *mut usize) -> *mut u8 {
+    let b = bytes.into_boxed_slice();
+    if !len.is_null() {
+        // SAFETY: the caller passes NULL or a valid pointer.
+        unsafe { *len = b.len() };
+    }
+    Box::into_raw(b).cast()
+}
+
+/// The bytes at `p` (`n` of them; empty for NULL).
+///
+/// # Safety
+/// `p` is NULL or points to `n` readable bytes living across the use.
+unsafe fn bytes<'a>(p: *const u8, n: usize) -> &'a [u8] {
+    if p.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(p, n) }
+    }
+}
+
+unsafe extern "C" fn job_profile(rank: u64, len: *mut usize) -> *mut u8 {
+    guard(std::ptr::null_mut(), || match job::profile(rank) {
+        Some(b) => hand_out(b, len),
+        None => std::ptr::null_mut(),
+    })
+}
+
+unsafe extern "C" fn job_fold(
+    a: *const u8,
+    a_len: usize,
+    b: *const u8,
+    b_len: usize,
+    len: *mut usize,
+) -> *mut u8 {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: the ABI requires the forms to be valid for their lengths.
+        let (x, y) = unsafe { (bytes(a, a_len), bytes(b, b_len)) };
+        match job::fold(x, y) {
+            Ok(f) => hand_out(f, len),
+            Err(e) => {
+                warn(&e.to_string());
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn job_write(form: *const u8, len: usize) -> i32 {
+    guard(1, || {
+        // SAFETY: the ABI requires the form to be valid for its length.
+        match job::write(unsafe { bytes(form, len) }) {
+            Ok(_) => 0,
+            Err(e) => {
+                warn(&format!("the job's merged profile was not written: {e}"));
+                1
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn job_done(merged: i32) {
+    guard((), || job::done(merged != 0))
+}
+
+unsafe extern "C" fn job_free(form: *mut u8, len: usize) {
+    if form.is_null() {
+        return;
+    }
+    // SAFETY: `form` and `len` come from hand_out (a leaked boxed slice).
+    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(form, len)) });
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -353,6 +430,11 @@ static API: CoreApi = CoreApi {
     arg_static,
     instant_static,
     extension,
+    job_profile,
+    job_fold,
+    job_write,
+    job_done,
+    job_free,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

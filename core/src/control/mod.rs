@@ -4,5 +4,6 @@
 
 pub mod ffi;
 pub mod hooks;
+pub mod job;
 pub mod policy;
 pub mod start;

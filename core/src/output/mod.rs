@@ -420,7 +420,14 @@ pub fn write_all(
             Some(_) => Written::NoProfile,
         };
         text.push_str(&summary::ending(dir_line, written));
-        let _ = std::io::stderr().write_all(text.as_bytes());
+        if crate::control::job::deferring() {
+            // Printed only if the job's reduction does not take this process in.
+            crate::control::job::keep(report, tree, dir, Some(text));
+        } else {
+            let _ = std::io::stderr().write_all(text.as_bytes());
+        }
+    } else if crate::control::job::deferring() {
+        crate::control::job::keep(report, tree, dir, None);
     }
 }
 

@@ -26,6 +26,7 @@
 // The exported names are the MPI standard's.
 #![allow(non_snake_case)]
 
+pub mod job;
 pub mod state;
 pub mod sys;
 
@@ -170,8 +171,9 @@ fn init(
     rc
 }
 
-/// `MPI_Finalize`: records it, finalizes MPI, then kprof's part (the core writes
-/// when its last plugin is done).
+/// `MPI_Finalize`: records it, reduces the job's profile over kprof's
+/// communicator ([`job::reduce`]: this rank's profile ends here, before the real
+/// finalize), then finalizes MPI and kprof's part.
 ///
 /// # Safety
 /// The MPI standard's C binding.
@@ -184,16 +186,52 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         // SAFETY: no arguments.
         return unsafe { (p.finalize)() };
     };
-    guard((), || a.begin(c"MPI_Finalize"));
+    guard((), || {
+        // The call is counted; its time is the real finalize's, after the
+        // profile ends.
+        a.begin(c"MPI_Finalize");
+        a.end();
+        state::deactivate(a);
+        if let Some(j) = &a.job {
+            job::reduce(a, p, j);
+        }
+    });
     // SAFETY: no arguments.
     let rc = unsafe { (p.finalize)() };
     guard((), || {
-        a.end();
-        state::deactivate(a);
         // SAFETY: no arguments; called once (ACTIVE is now null).
         unsafe { (a.api.finalize)() };
     });
     rc
+}
+
+/// `MPI_Abort`: this rank's profile is written (its own directory) before MPI
+/// ends the job.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abort(comm: Comm, errorcode: c_int) -> c_int {
+    let Some(p) = pmpi() else {
+        return sys::ERR_OTHER;
+    };
+    if let Some(a) = active() {
+        guard((), || {
+            a.begin(c"MPI_Abort");
+            a.end();
+            state::deactivate(a);
+            state::metadata(a.api, "MPI_Abort error code", &errorcode.to_string());
+            let mut len = 0usize;
+            // SAFETY: an out-pointer to a local; the form is given back at once.
+            unsafe {
+                let f = (a.api.job_profile)(u64::try_from(a.world_rank).unwrap_or(0), &mut len);
+                (a.api.job_free)(f, len);
+                (a.api.job_done)(0);
+            }
+        });
+    }
+    // SAFETY: forwarded as received.
+    unsafe { (p.abort)(comm, errorcode) }
 }
 
 // ---- point to point ----

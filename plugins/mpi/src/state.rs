@@ -74,6 +74,8 @@ pub struct Active {
     pub world_rank: c_int,
     /// Ranks in `MPI_COMM_WORLD`.
     pub world_size: c_int,
+    /// kprof's own communicator (None: the job ends with per-rank files only).
+    pub job: Option<crate::job::Job>,
 }
 
 /// The state while measuring.
@@ -167,14 +169,22 @@ pub fn activate(api: &'static CoreApi, p: &Pmpi, thread_level: Option<c_int>) {
         };
         metadata(api, "MPI thread level", name);
     }
-    let a = Box::into_raw(Box::new(Active {
+    let a = Active {
         api,
         world,
         null,
         world_group: group,
         world_rank: rank,
         world_size: size,
-    }));
+        job: crate::job::Job::start(p, world),
+    };
+    match a.job {
+        Some(j) => crate::job::clock_offsets(&a, p, &j),
+        None => {
+            warn("cannot duplicate MPI_COMM_WORLD: the job's profile is not reduced at MPI_Finalize; each rank keeps its own directory");
+        }
+    }
+    let a = Box::into_raw(Box::new(a));
     ACTIVE.store(a, Ordering::Release);
 }
 

@@ -150,6 +150,8 @@ pmpi_table! {
     type_size: "PMPI_Type_size" fn(Datatype, *mut c_int);
     get_count: "PMPI_Get_count" fn(*const Status, Datatype, *mut c_int);
     get_library_version: "PMPI_Get_library_version" fn(*mut c_char, *mut c_int);
+    cancel: "PMPI_Cancel" fn(*mut Request);
+    abort: "PMPI_Abort" fn(Comm, c_int);
 }
 
 /// `symbol` from the libraries after this one, else from the global scope.
@@ -203,4 +205,9 @@ pub fn data(symbol: &str) -> Option<*mut c_void> {
 /// Open MPI's `MPI_COMM_WORLD`: the address of `ompi_mpi_comm_world`.
 pub fn comm_world() -> Option<Comm> {
     data("ompi_mpi_comm_world\0")
+}
+
+/// Open MPI's `MPI_BYTE`: the address of `ompi_mpi_byte`.
+pub fn byte() -> Option<Datatype> {
+    data("ompi_mpi_byte\0")
 }

@@ -1,32 +1,15 @@
-//! `kprof merge DIR... -o OUT`: the outputs of several processes (MPI ranks) as one
-//! profile (`kprof-merged/1`: per node min/mean/max over ranks and imbalance) and
-//! one Perfetto trace with each rank as its own process.
+//! The in-memory merge `kprof merge` did before it streamed (every rank's report
+//! loaded at once, per-rank arrays for every value), kept for the tests as the
+//! reference the streaming merge must agree with.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use kprof_core::output::report::{Report, SelfCost, TreeNode};
 use serde_json::{json, Map, Value};
 
-use crate::load::load_report;
-use crate::{show, Failure, Outcome};
-
-/// Schema of merged profiles.
-pub const MERGED_SCHEMA: &str = "kprof-merged/1";
-
-/// Arguments of `kprof merge`.
-#[derive(clap::Args)]
-pub struct MergeArgs {
-    /// The output directories of the processes (one per rank).
-    #[arg(required = true, value_name = "DIR")]
-    pub dirs: Vec<PathBuf>,
-    /// Directory to create for the merged profile.json and trace.pftrace.
-    #[arg(short, long, value_name = "OUT")]
-    pub output: PathBuf,
-    /// Do not merge the Perfetto traces.
-    #[arg(long)]
-    pub no_trace: bool,
-}
+use super::MERGED_SCHEMA;
+use crate::show;
 
 /// Statistics of one value over ranks (ranks without the node count as 0).
 fn stats(values: &[u64]) -> Value {
@@ -453,88 +436,4 @@ pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
     }
     out.insert("kprof".into(), json!(cost));
     Value::Object(out)
-}
-
-/// Entry point.
-pub fn main(args: MergeArgs) -> Outcome {
-    if args.output.exists() {
-        return Err(Failure(format!(
-            "{}: already exists (merge never overwrites; choose a new -o)",
-            show(&args.output)
-        )));
-    }
-    let total = args.dirs.len();
-    let mut reports = Vec::with_capacity(total);
-    for (i, d) in args.dirs.iter().enumerate() {
-        if total > 8 {
-            eprintln!("kprof merge: [{}/{total}] reading {}", i + 1, show(d));
-        }
-        let (_, r) = load_report(d)?;
-        reports.push((d.clone(), r));
-    }
-    // Rank order: the MPI ranks when every process has a distinct one, else the
-    // order given.
-    let mut given: Vec<Option<u64>> = reports.iter().map(|(_, r)| r.program.rank).collect();
-    let distinct = {
-        let mut v: Vec<u64> = given.iter().flatten().copied().collect();
-        v.sort_unstable();
-        v.dedup();
-        v.len() == total
-    };
-    if distinct {
-        reports.sort_by_key(|(_, r)| r.program.rank);
-        given = reports.iter().map(|(_, r)| r.program.rank).collect();
-    }
-    let ranks: Vec<u64> = if distinct {
-        given.iter().map(|r| r.unwrap_or(0)).collect()
-    } else {
-        (0..total as u64).collect()
-    };
-    let merged = merge_reports(&reports, &ranks);
-    std::fs::create_dir_all(&args.output)
-        .map_err(|e| Failure(format!("cannot create {}: {e}", show(&args.output))))?;
-    let path = args.output.join("profile.json");
-    let text = serde_json::to_string_pretty(&merged)? + "\n";
-    std::fs::write(&path, text).map_err(|e| Failure(format!("{}: {e}", show(&path))))?;
-    eprintln!(
-        "kprof merge: {} ({})",
-        show(&path),
-        ranks_text(reports.len())
-    );
-
-    if !args.no_trace {
-        let traces: Vec<(u64, &Path, PathBuf)> = reports
-            .iter()
-            .zip(&ranks)
-            .map(|((d, r), rank)| (*rank, d.as_path(), trace_of(d, r)))
-            .filter(|(_, _, t)| t.is_file())
-            .collect();
-        if !traces.is_empty() {
-            if traces.len() < total {
-                eprintln!(
-                    "kprof merge: {} of {total} ranks have a trace.pftrace; merging those",
-                    traces.len()
-                );
-            }
-            let out = args.output.join("trace.pftrace");
-            crate::pftrace::merge(&traces, &out)?;
-            eprintln!("kprof merge: {} ({})", show(&out), ranks_text(traces.len()));
-        }
-    }
-    Ok(0)
-}
-
-fn trace_of(dir: &Path, _r: &Report) -> PathBuf {
-    if dir.is_dir() {
-        dir.join("trace.pftrace")
-    } else {
-        dir.parent()
-            .map(|p| p.join("trace.pftrace"))
-            .unwrap_or_default()
-    }
-}
-
-/// `1 rank`, `3 ranks`.
-pub fn ranks_text(n: usize) -> String {
-    format!("{n} rank{}", if n == 1 { "" } else { "s" })
 }

@@ -1,0 +1,334 @@
+//! `kprof merge DIR... -o OUT`: the outputs of several processes (MPI ranks) as one
+//! profile (`kprof-merged/1`: per node min/mean/max over ranks and imbalance) and
+//! one Perfetto trace with each rank as its own process.
+//!
+//! Streaming: each directory is read, folded into the job's reducible form (the
+//! core's [`kprof_core::reduce`], the same functions the MPI plugin reduces with
+//! inside a job) and dropped, so memory is bounded by the merged tree, not by
+//! the number of ranks; per-rank arrays are kept only with `--by-rank`. Two
+//! threads read at once (folding is commutative), each into its own form.
+
+#[cfg(test)]
+mod reference;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use kprof_core::reduce::{render, Fold};
+
+#[cfg(test)]
+use crate::load::load_report;
+use crate::load::load_report_fast;
+use crate::{show, Failure, Outcome};
+
+pub use kprof_core::reduce::MERGED_SCHEMA;
+
+/// Arguments of `kprof merge`.
+#[derive(clap::Args)]
+pub struct MergeArgs {
+    /// The output directories of the processes (one per rank).
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Directory to create for the merged profile.json and trace.pftrace.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Do not merge the Perfetto traces.
+    #[arg(long)]
+    pub no_trace: bool,
+    /// Keep every rank's value of every node (`by_rank` arrays): memory then grows
+    /// with the number of ranks.
+    #[arg(long)]
+    pub by_rank: bool,
+}
+
+/// Threads that read and fold rank directories.
+const READERS: usize = 2;
+
+/// Folds the profiles of `dirs` (read one at a time per reader); the first
+/// failure stops every reader.
+pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
+    let total = dirs.len();
+    let next = AtomicUsize::new(0);
+    let failed: Mutex<Option<Failure>> = Mutex::new(None);
+    let step = (total / 100).max(1);
+    let readers = READERS.min(total).max(1);
+    let folds: Vec<Fold> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..readers)
+            .filter_map(|_| {
+                // Deeply nested profiles are read recursively: the reader's stack.
+                let b = std::thread::Builder::new().stack_size(crate::READER_STACK);
+                b.spawn_scoped(s, || {
+                    let mut fold = Fold::new(by_rank);
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= total || failed.lock().map_or(true, |f| f.is_some()) {
+                            break;
+                        }
+                        let d = &dirs[i];
+                        if total > 8 && (i + 1).is_multiple_of(step) {
+                            eprintln!("kprof merge: [{}/{total}] reading {}", i + 1, show(d));
+                        }
+                        match load_report_fast(d) {
+                            Ok(r) => fold.add_report(&r, i as u32, Some(show(d))),
+                            Err(e) => {
+                                if let Ok(mut f) = failed.lock() {
+                                    f.get_or_insert(e);
+                                }
+                                break;
+                            }
+                        }
+                    }
+                    fold
+                })
+                .ok()
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    if let Some(e) = failed.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    let mut folds = folds.into_iter();
+    let mut fold = folds.next().unwrap_or_else(|| Fold::new(by_rank));
+    for f in folds {
+        fold.fold(f.into_form());
+    }
+    if fold.processes() != total {
+        return Err(Failure(format!(
+            "kprof merge: {} of {total} ranks were read",
+            fold.processes()
+        )));
+    }
+    Ok(fold)
+}
+
+/// Entry point.
+pub fn main(args: MergeArgs) -> Outcome {
+    if args.output.exists() {
+        return Err(Failure(format!(
+            "{}: already exists (merge never overwrites; choose a new -o)",
+            show(&args.output)
+        )));
+    }
+    let total = args.dirs.len();
+    let fold = fold_dirs(&args.dirs, args.by_rank)?;
+    let merged = render(fold.form());
+    // (rank label, who) in the merged profile's order, and each rank's clock
+    // offset to rank 0's (measured at MPI_Init; 0 when none).
+    let order = kprof_core::reduce::render::order(fold.form());
+    let offsets: std::collections::HashMap<u32, i64> = fold
+        .form()
+        .ranks
+        .iter()
+        .map(|r| (r.who, r.clock_offset_ns.unwrap_or(0)))
+        .collect();
+    drop(fold);
+    std::fs::create_dir_all(&args.output)
+        .map_err(|e| Failure(format!("cannot create {}: {e}", show(&args.output))))?;
+    let path = args.output.join("profile.json");
+    let text = serde_json::to_string_pretty(&merged)? + "\n";
+    drop(merged);
+    std::fs::write(&path, text).map_err(|e| Failure(format!("{}: {e}", show(&path))))?;
+    eprintln!("kprof merge: {} ({})", show(&path), ranks_text(total));
+
+    if !args.no_trace {
+        let traces: Vec<(u64, &Path, PathBuf, i64)> = order
+            .iter()
+            .map(|&(label, who)| {
+                let d = args.dirs[who as usize].as_path();
+                let offset = offsets.get(&who).copied().unwrap_or(0);
+                (label, d, trace_of(d), offset)
+            })
+            .filter(|(_, _, t, _)| t.is_file())
+            .collect();
+        if !traces.is_empty() {
+            if traces.len() < total {
+                eprintln!(
+                    "kprof merge: {} of {total} ranks have a trace.pftrace; merging those",
+                    traces.len()
+                );
+            }
+            let out = args.output.join("trace.pftrace");
+            crate::pftrace::merge(&traces, &out)?;
+            eprintln!("kprof merge: {} ({})", show(&out), ranks_text(traces.len()));
+        }
+    }
+    Ok(0)
+}
+
+fn trace_of(dir: &Path) -> PathBuf {
+    if dir.is_dir() {
+        dir.join("trace.pftrace")
+    } else {
+        dir.parent()
+            .map(|p| p.join("trace.pftrace"))
+            .unwrap_or_default()
+    }
+}
+
+/// `1 rank`, `3 ranks`.
+pub fn ranks_text(n: usize) -> String {
+    format!("{n} rank{}", if n == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// `v` without the fields the streaming merge added (who holds the minimum
+    /// and maximum, the deviation over ranks, the mean of the ranks' means).
+    fn without_additions(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .filter(|(k, _)| {
+                        !matches!(
+                            k.as_str(),
+                            "stddev" | "min_rank" | "max_rank" | "mean_of_ranks"
+                        )
+                    })
+                    .map(|(k, x)| (k.clone(), without_additions(x)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(without_additions).collect()),
+            x => x.clone(),
+        }
+    }
+
+    fn without_by_rank(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .filter(|(k, _)| k.as_str() != "by_rank")
+                    .map(|(k, x)| (k.clone(), without_by_rank(x)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(without_by_rank).collect()),
+            x => x.clone(),
+        }
+    }
+
+    /// The in-memory merge of `dirs`, as `kprof merge` computed it before it
+    /// streamed (reports sorted by rank).
+    fn reference(dirs: &[PathBuf]) -> Value {
+        let mut reports: Vec<_> = dirs
+            .iter()
+            .map(|d| (d.clone(), load_report(d).unwrap().1))
+            .collect();
+        reports.sort_by_key(|(_, r)| r.program.rank);
+        let ranks: Vec<u64> = reports
+            .iter()
+            .map(|(_, r)| r.program.rank.unwrap())
+            .collect();
+        reference::merge_reports(&reports, &ranks)
+    }
+
+    /// Where `a` and `b` first differ (a JSON path), if they do.
+    fn difference(a: &Value, b: &Value, at: &str) -> Option<String> {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+                keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => difference(p, q, &format!("{at}.{k}")),
+                    (p, q) => Some(format!("{at}.{k}: {p:?} vs {q:?}")),
+                })
+            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+                .iter()
+                .zip(y)
+                .enumerate()
+                .find_map(|(i, (p, q))| difference(p, q, &format!("{at}[{i}]"))),
+            _ if a == b => None,
+            _ => Some(format!("{at}: {a} vs {b}")),
+        }
+    }
+
+    fn check_against_reference(dirs: &[PathBuf], shuffled: &[PathBuf]) {
+        let old = reference(dirs);
+        let by_rank = render(fold_dirs(shuffled, true).unwrap().form());
+        let new = without_additions(&by_rank);
+        assert_eq!(difference(&new, &old, ""), None);
+        // Without --by-rank: the same, less the per-rank arrays.
+        let plain = render(fold_dirs(shuffled, false).unwrap().form());
+        assert_eq!(plain, without_by_rank(&by_rank));
+        assert!(plain["tree"][0].get("by_rank").is_none());
+    }
+
+    #[test]
+    fn same_as_the_in_memory_merge_on_synthetic_ranks() {
+        let base = std::env::temp_dir().join(format!("kprof-merge-ref-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dirs = kprof_tests::synthetic::write_ranks(&base, 7, 180);
+        // Given out of rank order: the result is in rank order all the same.
+        let mut shuffled = dirs.clone();
+        shuffled.rotate_left(3);
+        shuffled.swap(0, 5);
+        check_against_reference(&dirs, &shuffled);
+        let merged = render(fold_dirs(&shuffled, false).unwrap().form());
+        // Who holds the extremes: the run time grows with the rank.
+        assert_eq!(merged["duration_ns"]["min_rank"], 0);
+        assert_eq!(merged["duration_ns"]["max_rank"], 6);
+        // A node missing on some ranks: its minimum over ranks is theirs, 0.
+        fn all(v: &Value) -> Vec<&Value> {
+            let mut out = vec![v];
+            for c in v["children"].as_array().into_iter().flatten() {
+                out.extend(all(c));
+            }
+            out
+        }
+        let nodes: Vec<&Value> = merged["tree"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(all)
+            .collect();
+        assert_eq!(nodes.len(), 180);
+        let partial = nodes
+            .iter()
+            .find(|k| k["ranks"].as_u64() != Some(7))
+            .expect("a node that some ranks lack");
+        assert_eq!(partial["total_ns"]["min"], 0);
+        assert_eq!(partial["total_ns"]["min_rank"], Value::Null);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn same_as_the_in_memory_merge_on_the_fixtures() {
+        let dirs: Vec<PathBuf> = (0..3)
+            .map(|r| kprof_tests::test_file(&format!("cli/fixtures/rank{r}")))
+            .collect();
+        check_against_reference(&dirs, &[dirs[2].clone(), dirs[0].clone(), dirs[1].clone()]);
+    }
+
+    #[test]
+    fn the_encoded_form_folds_the_same() {
+        let base = std::env::temp_dir().join(format!("kprof-merge-enc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dirs = kprof_tests::synthetic::write_ranks(&base, 4, 60);
+        // Pairwise along a binomial tree, through the encoding, as ranks do.
+        let forms: Vec<Vec<u8>> = dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let mut f = Fold::new(false);
+                f.add_report(&load_report(d).unwrap().1, i as u32, Some(show(d)));
+                f.encode()
+            })
+            .collect();
+        let fold2 = |a: &[u8], b: &[u8]| {
+            let mut f = Fold::decode(a).unwrap();
+            f.fold(Fold::decode(b).unwrap().into_form());
+            f.encode()
+        };
+        let (a, b) = (fold2(&forms[0], &forms[1]), fold2(&forms[2], &forms[3]));
+        let tree = Fold::decode(&fold2(&a, &b)).unwrap();
+        assert_eq!(
+            render(tree.form()),
+            render(fold_dirs(&dirs, false).unwrap().form())
+        );
+        assert!(Fold::decode(b"\x0a\xff").is_err());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

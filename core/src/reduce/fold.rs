@@ -1,0 +1,685 @@
+//! Folding profiles: one process's report into the reducible form
+//! ([`from_report`]), and two forms into one ([`Fold::fold`]). Call paths are
+//! unified by their name path from the root (name, kind, device and instance at
+//! each level), as `kprof merge` always did.
+
+use std::hash::Hash;
+
+use prost::Message;
+use rustc_hash::FxHashMap;
+
+use crate::output::calltree::CallTree;
+use crate::output::report::Report;
+use crate::reduce::form::{
+    CategoryRow, CopyRow, DeviceRow, FloatStat, GpuCopyRow, JobProfile, KernelRow, MemoryRow,
+    MessageRow, Node, NodeCounter, Ordered, RankInfo, Stat, Sum, SystemRow,
+};
+
+/// Why bytes are not a reducible profile.
+#[derive(Debug, thiserror::Error)]
+pub enum FormError {
+    /// Not a protobuf encoding of [`JobProfile`].
+    #[error("not a kprof job profile: {0}")]
+    Decode(#[from] prost::DecodeError),
+    /// Decoded, but its indices point nowhere.
+    #[error("not a kprof job profile: {0}")]
+    Invalid(&'static str),
+}
+
+/// What identifies a node among its siblings, strings as indices.
+type NodeKey = (u32, u32, u32, Option<u32>, Option<u32>, Option<u32>);
+
+/// A [`JobProfile`] being folded into, with the indices that find its strings and
+/// nodes.
+pub struct Fold {
+    form: JobProfile,
+    strings: FxHashMap<String, u32>,
+    nodes: FxHashMap<NodeKey, u32>,
+}
+
+fn key_of(n: &Node) -> NodeKey {
+    (
+        n.parent,
+        n.name,
+        n.kind,
+        n.device,
+        n.device_index,
+        n.instance,
+    )
+}
+
+impl Fold {
+    /// Nothing folded yet; per-process values are kept when `by_rank`.
+    pub fn new(by_rank: bool) -> Fold {
+        Fold::from_form(JobProfile {
+            by_rank,
+            ..JobProfile::default()
+        })
+        .unwrap_or_else(|_| unreachable!("an empty form is valid"))
+    }
+
+    /// Starts from `form` (checked: every index points to an earlier node or a
+    /// string).
+    pub fn from_form(form: JobProfile) -> Result<Fold, FormError> {
+        let strings: FxHashMap<String, u32> = form
+            .strings
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.clone(), i as u32))
+            .collect();
+        let ns = form.strings.len() as u32;
+        let mut nodes = FxHashMap::default();
+        for (i, n) in form.nodes.iter().enumerate() {
+            let bad_string = [Some(n.name), Some(n.kind), n.device]
+                .into_iter()
+                .flatten()
+                .chain(n.counters.iter().map(|c| c.event))
+                .any(|s| s >= ns);
+            if bad_string {
+                return Err(FormError::Invalid("a string index out of range"));
+            }
+            if n.parent as usize > i {
+                return Err(FormError::Invalid("a node before its parent"));
+            }
+            nodes.insert(key_of(n), i as u32);
+        }
+        Ok(Fold {
+            form,
+            strings,
+            nodes,
+        })
+    }
+
+    /// Decodes an encoded form.
+    pub fn decode(bytes: &[u8]) -> Result<Fold, FormError> {
+        Fold::from_form(JobProfile::decode(bytes)?)
+    }
+
+    /// The form folded so far.
+    pub fn form(&self) -> &JobProfile {
+        &self.form
+    }
+
+    /// The form folded so far, given up.
+    pub fn into_form(self) -> JobProfile {
+        self.form
+    }
+
+    /// The form, encoded.
+    pub fn encode(&self) -> Vec<u8> {
+        self.form.encode_to_vec()
+    }
+
+    /// Processes folded so far.
+    pub fn processes(&self) -> usize {
+        self.form.ranks.len()
+    }
+
+    fn string(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let i = self.form.strings.len() as u32;
+        self.form.strings.push(s.to_string());
+        self.strings.insert(s.to_string(), i);
+        i
+    }
+
+    /// Folds one process's report (as read from its `profile.json`, its tree
+    /// in it) in: `who` identifies it (distinct per process), `dir` is where its
+    /// files are.
+    pub fn add_report(&mut self, r: &Report, who: u32, dir: Option<String>) {
+        let one = from_report(r, &r.tree, who, dir, self.form.by_rank);
+        self.fold(one);
+    }
+
+    /// Folds `o` (other processes) into this.
+    pub fn fold(&mut self, o: JobProfile) {
+        let JobProfile {
+            by_rank: _,
+            ranks,
+            strings,
+            nodes,
+            plugins,
+            duration,
+            deep_copies,
+            memory,
+            gpu,
+            kernels,
+            gpu_copies,
+            devices,
+            messages,
+            system,
+            concurrency,
+            thread_ns,
+            categories,
+            counter_setups,
+            anomalies,
+            dropped_records,
+            cost,
+        } = o;
+        let f = &mut self.form;
+        f.ranks.extend(ranks);
+        let ids: Vec<u32> = strings.iter().map(|s| self.string(s)).collect();
+        let id = |i: u32| ids.get(i as usize).copied().unwrap_or(0);
+        // o's node index -> ours.
+        let mut map: Vec<u32> = Vec::with_capacity(nodes.len());
+        for mut n in nodes {
+            n.parent = match n.parent {
+                0 => 0,
+                p => map.get(p as usize - 1).map_or(0, |&m| m + 1),
+            };
+            n.name = id(n.name);
+            n.kind = id(n.kind);
+            n.device = n.device.map(id);
+            for c in &mut n.counters {
+                c.event = id(c.event);
+            }
+            let key = key_of(&n);
+            match self.nodes.get(&key) {
+                Some(&at) => {
+                    fold_node(&mut self.form.nodes[at as usize], n);
+                    map.push(at);
+                }
+                None => {
+                    let at = self.form.nodes.len() as u32;
+                    self.form.nodes.push(n);
+                    self.nodes.insert(key, at);
+                    map.push(at);
+                }
+            }
+        }
+        let f = &mut self.form;
+        fold_ordered(&mut f.plugins, plugins);
+        f.duration.fold(duration);
+        fold_keyed(
+            &mut f.deep_copies,
+            deep_copies,
+            |c| c.key.clone(),
+            |a, b| {
+                a.count += b.count;
+                a.bytes += b.bytes;
+                a.total.fold(b.total);
+            },
+        );
+        fold_keyed(
+            &mut f.memory,
+            memory,
+            |m| m.space.clone(),
+            |a, b| {
+                a.allocations += b.allocations;
+                a.deallocations += b.deallocations;
+                a.high_water.fold(b.high_water);
+                a.leaks += b.leaks;
+                a.leaked_bytes += b.leaked_bytes;
+            },
+        );
+        f.gpu |= gpu;
+        fold_keyed(
+            &mut f.kernels,
+            kernels,
+            |k| (k.name.clone(), k.device.clone()),
+            |a, b| {
+                a.count += b.count;
+                a.total.fold(b.total);
+            },
+        );
+        fold_keyed(
+            &mut f.gpu_copies,
+            gpu_copies,
+            |c| (c.device.clone(), c.direction.clone()),
+            |a, b| {
+                a.count += b.count;
+                a.bytes += b.bytes;
+                a.total_ns += b.total_ns;
+            },
+        );
+        fold_keyed(
+            &mut f.devices,
+            devices,
+            |d| d.device.clone(),
+            |a, b| {
+                a.activities += b.activities;
+                a.busy.fold(b.busy);
+            },
+        );
+        f.messages.extend(messages);
+        fold_keyed(
+            &mut f.system,
+            system,
+            |m| (m.name.clone(), m.unit.clone()),
+            |a, b| {
+                a.min = a.min.min(b.min);
+                a.max = a.max.max(b.max);
+                a.mean.fold(b.mean);
+            },
+        );
+        f.concurrency |= concurrency;
+        f.thread_ns += thread_ns;
+        fold_keyed(
+            &mut f.categories,
+            categories,
+            |c| c.category.name.clone(),
+            |a, b| {
+                keep_first(&mut a.category, b.category);
+                a.ns += b.ns;
+                a.pct.fold(b.pct);
+            },
+        );
+        fold_ordered(&mut f.counter_setups, counter_setups);
+        fold_sums(&mut f.anomalies, anomalies);
+        f.dropped_records += dropped_records;
+        fold_sums(&mut f.cost, cost);
+    }
+}
+
+fn fold_node(a: &mut Node, b: Node) {
+    a.count.fold(b.count);
+    a.total.fold(b.total);
+    a.self_ns.fold(b.self_ns);
+    a.min_ns = match (a.min_ns, b.min_ns) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    };
+    a.max_ns = a.max_ns.max(b.max_ns);
+    fold_keyed(
+        &mut a.counters,
+        b.counters,
+        |c| c.event,
+        |x, y| {
+            x.inclusive.fold(y.inclusive);
+            x.exclusive.fold(y.exclusive);
+        },
+    );
+}
+
+/// Folds the rows of `b` into `a`, rows of the same key combined by `f`, new ones
+/// appended in `b`'s order.
+fn fold_keyed<T, K: Hash + Eq>(
+    a: &mut Vec<T>,
+    b: Vec<T>,
+    key: impl Fn(&T) -> K,
+    mut f: impl FnMut(&mut T, T),
+) {
+    if b.is_empty() {
+        return;
+    }
+    let mut at: FxHashMap<K, usize> = a.iter().enumerate().map(|(i, x)| (key(x), i)).collect();
+    for x in b {
+        let k = key(&x);
+        match at.get(&k) {
+            Some(&i) => f(&mut a[i], x),
+            None => {
+                at.insert(k, a.len());
+                a.push(x);
+            }
+        }
+    }
+}
+
+/// The process order's key of an [`Ordered`]: by MPI rank (none last), then by
+/// who, then by position.
+fn order_key(o: &Ordered) -> (u64, u32, u32) {
+    (o.rank, o.who, o.pos)
+}
+
+fn keep_first(a: &mut Ordered, b: Ordered) {
+    if order_key(&b) < order_key(a) {
+        *a = b;
+    }
+}
+
+fn fold_ordered(a: &mut Vec<Ordered>, b: Vec<Ordered>) {
+    fold_keyed(a, b, |o| o.name.clone(), keep_first);
+}
+
+fn fold_sums(a: &mut Vec<Sum>, b: Vec<Sum>) {
+    fold_keyed(
+        a,
+        b,
+        |s| s.key.clone(),
+        |x, y| x.value = x.value.saturating_add(y.value),
+    );
+}
+
+/// One process's report, its call-path tree `tree` (the report's own, or the
+/// runtime's merged tree walked node by node), as a reducible form: `who`
+/// identifies it, `dir` is where its files are, per-process values kept when
+/// `by_rank`. Nodes of the same name path under one parent (there should be
+/// none) are summed first.
+pub fn from_report(
+    r: &Report,
+    tree: &dyn CallTree,
+    who: u32,
+    dir: Option<String>,
+    by_rank: bool,
+) -> JobProfile {
+    let one = |v: u64| Stat::one(v, who, by_rank);
+    let mut f = JobProfile {
+        by_rank,
+        ..JobProfile::default()
+    };
+    f.ranks.push(RankInfo {
+        who,
+        rank: r.program.rank,
+        dir,
+        executable: r.program.executable.clone(),
+        pid: r.program.pid,
+        host: r.program.host.clone(),
+        duration_ns: r.clock.duration_ns,
+        start_ns: r.clock.start_ns,
+        threads: r.threads.len() as u64,
+        dropped_records: r.dropped_records,
+        clock_offset_ns: r
+            .metadata
+            .get(super::CLOCK_OFFSET_KEY)
+            .and_then(|v| v.parse().ok()),
+        clock_error_ns: r
+            .metadata
+            .get(super::CLOCK_ERROR_KEY)
+            .and_then(|v| v.parse().ok()),
+    });
+
+    // The tree, parents before children, with this process's raw sums.
+    let mut strings: FxHashMap<String, u32> = FxHashMap::default();
+    let mut intern = |s: &'_ str, list: &mut Vec<String>| -> u32 {
+        if let Some(&i) = strings.get(s) {
+            return i;
+        }
+        list.push(s.to_string());
+        let i = list.len() as u32 - 1;
+        strings.insert(s.to_string(), i);
+        i
+    };
+    struct Raw {
+        sums: [u64; 3],
+        min: u64,
+        max: u64,
+        counters: Vec<(u32, u64, u64)>,
+    }
+    let mut index: FxHashMap<NodeKey, u32> = FxHashMap::default();
+    let mut raw: Vec<Raw> = Vec::new();
+    let mut keys: Vec<NodeKey> = Vec::new();
+    // The local index of the node open at each depth of the walk.
+    let mut path: Vec<u32> = Vec::new();
+    tree.walk(&mut |depth, n| {
+        path.truncate(depth);
+        let parent = match depth {
+            0 => 0,
+            d => path.get(d - 1).map_or(0, |&p| p + 1),
+        };
+        let key: NodeKey = (
+            parent,
+            intern(&n.name, &mut f.strings),
+            intern(&n.kind, &mut f.strings),
+            n.device.as_deref().map(|d| intern(d, &mut f.strings)),
+            n.device_index,
+            n.instance,
+        );
+        let at = *index.entry(key).or_insert_with(|| {
+            keys.push(key);
+            raw.push(Raw {
+                sums: [0; 3],
+                min: u64::MAX,
+                max: 0,
+                counters: Vec::new(),
+            });
+            raw.len() as u32 - 1
+        });
+        let x = &mut raw[at as usize];
+        x.sums[0] += n.count;
+        x.sums[1] += n.total_ns;
+        x.sums[2] += n.self_ns;
+        x.min = x.min.min(n.min_ns);
+        x.max = x.max.max(n.max_ns);
+        for (e, t) in n.counters.iter().flat_map(|c| &c.events) {
+            let e = intern(e, &mut f.strings);
+            match x.counters.iter_mut().find(|c| c.0 == e) {
+                Some(c) => (c.1, c.2) = (c.1 + t.inclusive, c.2 + t.exclusive),
+                None => x.counters.push((e, t.inclusive, t.exclusive)),
+            }
+        }
+        path.push(at);
+    });
+    f.nodes = keys
+        .into_iter()
+        .zip(raw)
+        .map(
+            |((parent, name, kind, device, device_index, instance), x)| Node {
+                parent,
+                name,
+                kind,
+                device,
+                device_index,
+                instance,
+                count: one(x.sums[0]),
+                total: one(x.sums[1]),
+                self_ns: one(x.sums[2]),
+                min_ns: Some(x.min),
+                max_ns: x.max,
+                counters: x
+                    .counters
+                    .into_iter()
+                    .map(|(event, i, e)| NodeCounter {
+                        event,
+                        inclusive: one(i),
+                        exclusive: one(e),
+                    })
+                    .collect(),
+            },
+        )
+        .collect();
+
+    let ordered = |name: &str, pos: usize| Ordered {
+        name: name.to_string(),
+        who,
+        pos: pos as u32,
+        rank: r.program.rank.unwrap_or(u64::MAX),
+    };
+    let mut plugins: Vec<Ordered> = Vec::new();
+    for (i, p) in r.plugins.iter().enumerate() {
+        fold_ordered(&mut plugins, vec![ordered(p, i)]);
+    }
+    f.plugins = plugins;
+    f.duration = one(r.clock.duration_ns);
+
+    // Within the process: sums first, then one value per process.
+    let mut copies: Vec<(Vec<String>, u64, u64, u64)> = Vec::new();
+    fold_keyed(
+        &mut copies,
+        r.deep_copies
+            .iter()
+            .map(|c| {
+                let key = vec![
+                    c.dst_space.clone(),
+                    c.dst_label.clone(),
+                    c.src_space.clone(),
+                    c.src_label.clone(),
+                ];
+                (key, c.count, c.bytes, c.total_ns)
+            })
+            .collect(),
+        |c| c.0.clone(),
+        |a, b| (a.1, a.2, a.3) = (a.1 + b.1, a.2 + b.2, a.3 + b.3),
+    );
+    f.deep_copies = copies
+        .into_iter()
+        .map(|(key, count, bytes, ns)| CopyRow {
+            key,
+            count,
+            bytes,
+            total: one(ns),
+        })
+        .collect();
+    let mut spaces: Vec<(String, u64, u64, u64, u64, u64)> = Vec::new();
+    fold_keyed(
+        &mut spaces,
+        r.memory
+            .iter()
+            .map(|m| {
+                (
+                    m.space.clone(),
+                    m.allocations,
+                    m.deallocations,
+                    m.high_water_bytes,
+                    m.leaks.len() as u64,
+                    m.leaks.iter().map(|l| l.bytes).sum(),
+                )
+            })
+            .collect(),
+        |m| m.0.clone(),
+        |a, b| {
+            (a.1, a.2, a.3, a.4, a.5) = (a.1 + b.1, a.2 + b.2, a.3.max(b.3), a.4 + b.4, a.5 + b.5)
+        },
+    );
+    f.memory = spaces
+        .into_iter()
+        .map(|(space, a, d, hw, leaks, leaked)| MemoryRow {
+            space,
+            allocations: a,
+            deallocations: d,
+            high_water: one(hw),
+            leaks,
+            leaked_bytes: leaked,
+        })
+        .collect();
+    if let Some(g) = &r.gpu {
+        f.gpu = true;
+        let mut kernels: Vec<(String, String, u64, u64)> = Vec::new();
+        fold_keyed(
+            &mut kernels,
+            g.kernels
+                .iter()
+                .map(|k| (k.name.clone(), k.device.clone(), k.count, k.total_ns))
+                .collect(),
+            |k| (k.0.clone(), k.1.clone()),
+            |a, b| (a.2, a.3) = (a.2 + b.2, a.3 + b.3),
+        );
+        f.kernels = kernels
+            .into_iter()
+            .map(|(name, device, count, ns)| KernelRow {
+                name,
+                device,
+                count,
+                total: one(ns),
+            })
+            .collect();
+        let copies = g
+            .copies
+            .iter()
+            .map(|c| GpuCopyRow {
+                device: c.device.clone(),
+                direction: c.direction.clone(),
+                count: c.count,
+                bytes: c.bytes,
+                total_ns: c.total_ns,
+            })
+            .collect();
+        fold_keyed(
+            &mut f.gpu_copies,
+            copies,
+            |c| (c.device.clone(), c.direction.clone()),
+            |a, b| {
+                a.count += b.count;
+                a.bytes += b.bytes;
+                a.total_ns += b.total_ns;
+            },
+        );
+        let mut devices: Vec<(String, u64, u64)> = Vec::new();
+        fold_keyed(
+            &mut devices,
+            g.devices
+                .iter()
+                .map(|d| (d.device.clone(), d.activities, d.busy_ns))
+                .collect(),
+            |d| d.0.clone(),
+            |a, b| (a.1, a.2) = (a.1 + b.1, a.2 + b.2),
+        );
+        f.devices = devices
+            .into_iter()
+            .map(|(device, activities, busy)| DeviceRow {
+                device,
+                activities,
+                busy: one(busy),
+            })
+            .collect();
+    }
+    let mut seq = 0u32;
+    for m in &r.messages {
+        for p in &m.peers {
+            f.messages.push(MessageRow {
+                channel: m.channel.clone(),
+                direction: m.direction.clone(),
+                who,
+                seq,
+                peer: p.peer,
+                count: p.count,
+                bytes: p.bytes,
+            });
+            seq += 1;
+        }
+    }
+    let mut system: Vec<SystemRow> = Vec::new();
+    for m in r.system.iter().flat_map(|s| &s.metrics) {
+        // A metric listed twice: the range of both, the later mean.
+        fold_keyed(
+            &mut system,
+            vec![SystemRow {
+                name: m.name.clone(),
+                unit: m.unit.clone(),
+                min: m.min,
+                max: m.max,
+                mean: FloatStat::one(m.mean, who, by_rank),
+            }],
+            |m| (m.name.clone(), m.unit.clone()),
+            |a, b| {
+                a.min = a.min.min(b.min);
+                a.max = a.max.max(b.max);
+                a.mean = b.mean;
+            },
+        );
+    }
+    f.system = system;
+    if let Some(c) = &r.concurrency {
+        f.concurrency = true;
+        f.thread_ns = c.thread_ns;
+        for (i, x) in c.categories.iter().enumerate() {
+            fold_keyed(
+                &mut f.categories,
+                vec![CategoryRow {
+                    category: ordered(&x.category, i),
+                    ns: x.ns,
+                    pct: FloatStat::one(x.pct, who, by_rank),
+                }],
+                |c| c.category.name.clone(),
+                |a, b| {
+                    a.ns += b.ns;
+                    a.pct = b.pct;
+                },
+            );
+        }
+    }
+    if let Some(hc) = &r.hardware_counters {
+        let text = serde_json::to_string(hc).unwrap_or_default();
+        f.counter_setups.push(ordered(&text, 0));
+    }
+    f.anomalies = r
+        .anomalies
+        .iter()
+        .map(|(k, v)| Sum {
+            key: k.clone(),
+            value: *v,
+        })
+        .collect();
+    f.dropped_records = r.dropped_records;
+    if let Ok(serde_json::Value::Object(cost)) = serde_json::to_value(&r.kprof) {
+        f.cost = cost
+            .into_iter()
+            .map(|(key, v)| Sum {
+                key,
+                value: v.as_u64().unwrap_or(0),
+            })
+            .collect();
+    }
+    f
+}

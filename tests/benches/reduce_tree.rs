@@ -1,0 +1,87 @@
+//! The cost of the job's reduction at `MPI_Finalize` against the number of ranks,
+//! simulated in one process with the functions the MPI plugin calls through the
+//! core's table (`kprof_core::control::job::fold`: decode two forms, fold, encode)
+//! on the forms of synthetic ranks (`kprof_tests::synthetic`, a 1,000-node
+//! profile each). Along the binomial tree the ranks of one level fold at the same
+//! time, so the job waits, per level, for its slowest fold: the critical path is
+//! the sum over the log2 P levels of each level's slowest fold, then rank 0's
+//! rendering of the job's profile. Message transfer is not included (shared
+//! memory moves the largest form, printed, in well under a millisecond).
+//!
+//! ```text
+//! cargo bench -p kprof-tests --bench reduce_tree
+//! ```
+//!
+//! Environment: `KPROF_BENCH_RANKS` (default `4,8,64,512,4096`),
+//! `KPROF_BENCH_NODES` (default 1000).
+
+use std::time::Instant;
+
+use kprof_core::control::job;
+use kprof_core::output::report::Report;
+use kprof_core::reduce::{from_report, render, Fold};
+use kprof_tests::synthetic::profile;
+use prost::Message;
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let ranks: Vec<u64> = std::env::var("KPROF_BENCH_RANKS")
+        .unwrap_or_else(|_| "4,8,64,512,4096".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let nodes: usize = std::env::var("KPROF_BENCH_NODES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    println!("the job's reduction along a binomial tree, ranks of a {nodes}-node profile");
+    println!(
+        "{:>7} {:>7} {:>14} {:>15} {:>13} {:>11} {:>15}",
+        "ranks", "levels", "one form KB", "critical ms", "ms per level", "render ms", "largest KB"
+    );
+    for &p in &ranks {
+        let forms: Vec<Vec<u8>> = (0..p)
+            .map(|r| {
+                let r_: Report =
+                    serde_json::from_str(&profile(r, p, nodes)).expect("a synthetic profile");
+                from_report(&r_, &r_.tree, r as u32, None, false).encode_to_vec()
+            })
+            .collect();
+        let one_kb = forms[0].len() as f64 / 1024.0;
+        let mut cur = forms;
+        let (mut critical, mut levels, mut largest) = (0.0f64, 0u32, 0usize);
+        let mut mask = 1usize;
+        let n = p as usize;
+        while mask < n {
+            let mut slowest = 0.0f64;
+            for r in (0..n).step_by(2 * mask) {
+                let c = r + mask;
+                if c < n {
+                    largest = largest.max(cur[c].len());
+                    let t = Instant::now();
+                    let f = job::fold(&cur[r], &cur[c]).expect("valid forms");
+                    slowest = slowest.max(t.elapsed().as_secs_f64());
+                    cur[r] = f;
+                    cur[c] = Vec::new();
+                }
+            }
+            critical += slowest;
+            levels += 1;
+            mask <<= 1;
+        }
+        let t = Instant::now();
+        let fold = Fold::decode(&cur[0]).expect("the job's form");
+        assert_eq!(fold.processes(), n);
+        let text = serde_json::to_vec(&render(fold.form())).expect("render");
+        let render_ms = 1e3 * t.elapsed().as_secs_f64();
+        assert!(!text.is_empty());
+        println!(
+            "{p:>7} {levels:>7} {one_kb:>14.1} {:>15.2} {:>13.2} {render_ms:>11.2} {:>15.1}",
+            1e3 * critical,
+            1e3 * critical / f64::from(levels.max(1)),
+            largest as f64 / 1024.0
+        );
+    }
+}
