@@ -9,6 +9,8 @@ use kprof_core::output::report::{Report, SelfCost, TreeNode};
 use serde_json::{json, Map, Value};
 
 use crate::load::load_report;
+
+mod analyses;
 use crate::{show, Failure, Outcome};
 
 /// Schema of merged profiles.
@@ -229,12 +231,19 @@ fn merge_gpu(reports: &[(PathBuf, Report)]) -> Option<Value> {
     Some(json!({"kernels": kernels, "copies": copies, "devices": devices}))
 }
 
-pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
+/// The ranks' call-path trees as one, per node its values by rank.
+fn merge_tree(reports: &[(PathBuf, Report)]) -> Vec<Merged> {
     let n = reports.len();
     let mut tree = Vec::new();
     for (i, (_, r)) in reports.iter().enumerate() {
         add(&mut tree, &r.tree, i, n);
     }
+    tree
+}
+
+pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
+    let n = reports.len();
+    let mut tree = merge_tree(reports);
     let rank_list: Vec<Value> = reports
         .iter()
         .zip(ranks)
@@ -496,6 +505,7 @@ pub fn main(args: MergeArgs) -> Outcome {
     let path = args.output.join("profile.json");
     let text = serde_json::to_string_pretty(&merged)? + "\n";
     std::fs::write(&path, text).map_err(|e| Failure(format!("{}: {e}", show(&path))))?;
+    analyses::write(&args.output, &merge_tree(&reports), &reports);
     eprintln!(
         "kprof merge: {} ({})",
         show(&path),

@@ -5,6 +5,7 @@
 //! ([`report`]), its flat view ([`flat`]), the summary ([`summary`]) and the CSV
 //! ([`csv`]).
 
+pub mod call_path;
 pub mod counters;
 pub mod csv;
 pub mod flat;
@@ -12,6 +13,8 @@ pub mod messages;
 pub mod mpi;
 pub mod report;
 pub mod summary;
+pub mod taskgraph;
+pub mod tasktree;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -281,6 +284,7 @@ pub fn write_all(report: &Report, cfg: &Config, dir: Option<&Path>, traces: &[Pa
         if let Err(e) = csv_out::write(&dir.join("profile.csv"), report) {
             warn(&e.to_string());
         }
+        call_path::write_report_files(dir, report);
     }
     if cfg.summary {
         // `kprof run` says where the files are once the program has ended; the

@@ -1,0 +1,240 @@
+//! The analysis files of every output directory, read by the tools people read them
+//! with: `tasktree.json` loaded by llnl-hatchet (`GraphFrame.from_literal`, installed
+//! by `tests/setup.sh` into `target/deps/hatchet`) whose dataframe must hold the
+//! counts and times of `profile.json` (`tests/analyses/check_tasktree.py`), and
+//! `taskgraph.dot` drawn by Graphviz (`dot -Tsvg`) and read back (`dot -Tjson`) with
+//! the declared dependences of `tests/openmp/tasks.c` on it. The programs are the
+//! OpenMP tests' (clang 14, real libomp 14) and the Kokkos harness.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kprof_tests::openmp::{build, deps_dir, kprof_cmd, Compiler, Runtime};
+use kprof_tests::{
+    assert_ok, build_kokkos_hosts, clean_cmd, lib, read_profile, run, scratch, skip_unless,
+    test_file,
+};
+use serde_json::Value;
+
+/// Where `tests/setup.sh` installs llnl-hatchet (`pip install --target`).
+fn hatchet_dir() -> PathBuf {
+    deps_dir().join("hatchet")
+}
+
+/// Whether Python can import hatchet from [`hatchet_dir`].
+fn have_hatchet() -> bool {
+    Command::new("python3")
+        .args(["-c", "import hatchet"])
+        .env("PYTHONPATH", hatchet_dir())
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether Graphviz's `dot` runs.
+fn have_dot() -> bool {
+    Command::new("dot")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs the Hatchet check on `dir` (an output directory, or a merged one).
+fn check_with_hatchet(dir: &Path, merged: bool) -> String {
+    let mut cmd = Command::new("python3");
+    cmd.arg(test_file("analyses/check_tasktree.py"))
+        .arg(dir)
+        .env("PYTHONPATH", hatchet_dir());
+    if merged {
+        cmd.arg("--merged");
+    }
+    let out = run(&mut cmd);
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("nodes match profile.json"), "{text}");
+    text
+}
+
+/// `tests/openmp/<name>.c` run under kprof on libomp 14; its output directory.
+fn openmp_run(name: &str, label: &str) -> PathBuf {
+    let exe = build(name, Compiler::Clang);
+    let dir = scratch(&format!("analyses-{name}-{label}"));
+    let mut cmd = kprof_cmd(&exe, &dir, Runtime::Llvm14, false);
+    cmd.env("KPROF_TRACE", "none");
+    assert_ok(&run(&mut cmd));
+    dir.join("out")
+}
+
+/// The Kokkos harness's `basic` scenario under kprof; its output directory.
+fn kokkos_run() -> PathBuf {
+    let dir = scratch("analyses-kokkos");
+    let (host, _) = build_kokkos_hosts(&dir);
+    let mut cmd = clean_cmd(&host);
+    cmd.current_dir(&dir)
+        .args(["4", "basic"])
+        .env("KOKKOS_TOOLS_LIBS", lib("libkprof.so"))
+        .env("KPROF_OUTPUT_DIR", dir.join("out"));
+    assert_ok(&run(&mut cmd));
+    dir.join("out")
+}
+
+/// `taskgraph.dot` of `dir` drawn by Graphviz (SVG, checked to be a drawing of
+/// every node) and read back as JSON: (from, to, type, count) per edge, each end
+/// as `name [kind]`.
+fn dot_edges(dir: &Path) -> Vec<(String, String, String, u64)> {
+    let dot = dir.join("taskgraph.dot");
+    let svg = run(Command::new("dot").arg("-Tsvg").arg(&dot));
+    assert_ok(&svg);
+    let svg = String::from_utf8_lossy(&svg.stdout);
+    assert!(svg.contains("<svg"), "dot -Tsvg gave no SVG");
+    let json = run(Command::new("dot").arg("-Tjson").arg(&dot));
+    assert_ok(&json);
+    let g: Value = serde_json::from_slice(&json.stdout).expect("dot -Tjson output");
+    let objects = g["objects"].as_array().expect("objects");
+    // Every node is drawn (one SVG group per node).
+    assert_eq!(svg.matches("class=\"node\"").count(), objects.len());
+    let name = |i: &Value| -> String {
+        let o = &objects[i.as_u64().expect("node index") as usize];
+        format!(
+            "{} [{}]",
+            o["fullname"].as_str().expect("fullname"),
+            o["kind"].as_str().expect("kind")
+        )
+    };
+    g["edges"]
+        .as_array()
+        .map(|v| v.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            (
+                name(&e["tail"]),
+                name(&e["head"]),
+                e["type"].as_str().unwrap_or_default().to_string(),
+                e["count"]
+                    .as_str()
+                    .and_then(|c| c.parse().ok())
+                    .expect("edge count"),
+            )
+        })
+        .collect()
+}
+
+const PRODUCE: &str = "deps (tasks.c:32)";
+const TRANSFORM: &str = "deps (tasks.c:37)";
+const CONSUME: &str = "deps (tasks.c:39)";
+
+/// The task execution node of `name`, as [`dot_edges`] names it.
+fn task(name: &str) -> String {
+    format!("{name} [omp_task]")
+}
+
+fn dependences(edges: &[(String, String, String, u64)]) -> Vec<(String, String, u64)> {
+    let mut d: Vec<_> = edges
+        .iter()
+        .filter(|e| e.2 == "dependence")
+        .map(|e| (e.0.clone(), e.1.clone(), e.3))
+        .collect();
+    d.sort();
+    d
+}
+
+#[test]
+fn openmp_tasktree_loads_in_hatchet_with_the_profiles_numbers() {
+    if skip_unless(have_hatchet(), "llnl-hatchet (bash tests/setup.sh)") {
+        return;
+    }
+    for name in ["tasks", "nested", "loops"] {
+        let out = openmp_run(name, "hatchet");
+        let text = check_with_hatchet(&out, false);
+        eprintln!("{name}: {text}");
+    }
+}
+
+#[test]
+fn kokkos_tasktree_loads_in_hatchet_with_the_profiles_numbers() {
+    if skip_unless(have_hatchet(), "llnl-hatchet (bash tests/setup.sh)") {
+        return;
+    }
+    let out = kokkos_run();
+    check_with_hatchet(&out, false);
+    // The harness's exact tree: solve > iteration > axpy (3 x 10).
+    let literal: Value =
+        serde_json::from_slice(&std::fs::read(out.join("tasktree.json")).unwrap()).unwrap();
+    let solve = literal
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["frame"]["name"] == "solve")
+        .expect("solve root");
+    assert_eq!(solve["frame"]["type"], "region");
+    let it = &solve["children"][0];
+    assert_eq!(it["frame"]["name"], "iteration");
+    assert_eq!(it["metrics"]["count"], 3);
+}
+
+#[test]
+fn taskgraph_dot_draws_the_declared_dependences_with_their_counts() {
+    if skip_unless(have_dot(), "Graphviz dot (bash tests/setup.sh)") {
+        return;
+    }
+    let out = openmp_run("tasks", "dot");
+    let p = read_profile(&out);
+    let edges = dot_edges(&out);
+    assert_eq!(
+        dependences(&edges),
+        [
+            (task(PRODUCE), task(TRANSFORM), 3),
+            (task(TRANSFORM), task(CONSUME), 3)
+        ],
+        "{edges:?}"
+    );
+    // The call edges: each task node's instances under its parents add up to the
+    // profile's count of that name.
+    let mut by_name = std::collections::BTreeMap::<String, u64>::new();
+    for (path, n) in kprof_tests::nodes(&p) {
+        if n["kind"] == "omp_task" {
+            *by_name.entry(path.last().unwrap().clone()).or_default() +=
+                kprof_tests::u(&n["count"]);
+        }
+    }
+    assert!(!by_name.is_empty());
+    for (name, count) in by_name {
+        let into: u64 = edges
+            .iter()
+            .filter(|e| e.2 == "call" && e.1 == task(&name))
+            .map(|e| e.3)
+            .sum();
+        assert_eq!(into, count, "call edges into {name}: {edges:?}");
+    }
+}
+
+#[test]
+fn merged_ranks_give_hatchet_min_mean_max_and_summed_dependences() {
+    let hatchet = have_hatchet();
+    let dot = have_dot();
+    if skip_unless(
+        hatchet && dot,
+        "llnl-hatchet and Graphviz (bash tests/setup.sh)",
+    ) {
+        return;
+    }
+    let a = openmp_run("tasks", "rank0");
+    let b = openmp_run("tasks", "rank1");
+    let m = scratch("analyses-merged").join("m");
+    let o = run(clean_cmd(&lib("kprof"))
+        .arg("merge")
+        .arg(&a)
+        .arg(&b)
+        .arg("-o")
+        .arg(&m)
+        .arg("--no-trace"));
+    assert_ok(&o);
+    check_with_hatchet(&m, true);
+    assert_eq!(
+        dependences(&dot_edges(&m)),
+        [
+            (task(PRODUCE), task(TRANSFORM), 6),
+            (task(TRANSFORM), task(CONSUME), 6)
+        ]
+    );
+}
