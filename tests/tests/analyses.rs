@@ -238,3 +238,102 @@ fn merged_ranks_give_hatchet_min_mean_max_and_summed_dependences() {
         ]
     );
 }
+
+/// `kprof report <args> <dir>`'s stdout.
+fn report(dir: &Path, args: &[&str]) -> String {
+    let o = run(clean_cmd(&lib("kprof")).arg("report").args(args).arg(dir));
+    assert_ok(&o);
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn report_flat_and_threads_tables_hold_the_profiles_numbers() {
+    let out = openmp_run("tasks", "report");
+    let p = read_profile(&out);
+
+    // --flat: one row per name, its instances over every call path and kind.
+    let mut want: std::collections::BTreeMap<String, (u64, Vec<String>)> = Default::default();
+    for (path, n) in kprof_tests::nodes(&p) {
+        let e = want.entry(path.last().unwrap().clone()).or_default();
+        e.0 += kprof_tests::u(&n["count"]);
+        let kind = n["kind"].as_str().unwrap().to_string();
+        if !e.1.contains(&kind) {
+            e.1.push(kind);
+        }
+    }
+    let text = report(&out, &["--flat", "--wide", "--top", "1000"]);
+    let at = text
+        .lines()
+        .position(|l| l.trim_start().starts_with("total"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let mut got = std::collections::BTreeMap::new();
+    let mut totals = Vec::new();
+    for line in text.lines().skip(at + 1) {
+        let t: Vec<&str> = line.split_whitespace().collect();
+        // total (2 tokens), %, [bar], calls, time/call, min, max, self (2 each), kind, name
+        let mut i = 3;
+        if t[i].starts_with('#') {
+            i += 1;
+        }
+        let calls: u64 = t[i].parse().unwrap_or_else(|_| panic!("{line}"));
+        let mut kinds: Vec<String> = t[i + 9].split(',').map(String::from).collect();
+        kinds.sort();
+        got.insert(t[i + 10..].join(" "), (calls, kinds));
+        totals.push(t[0].parse::<f64>().unwrap() * unit(t[1]));
+    }
+    let want: std::collections::BTreeMap<String, (u64, Vec<String>)> = want
+        .into_iter()
+        .map(|(k, (c, mut kinds))| {
+            kinds.sort();
+            (k, (c, kinds))
+        })
+        .collect();
+    assert_eq!(got, want, "{text}");
+    // Longest total first (kernel-timer's order).
+    assert!(totals.windows(2).all(|w| w[0] >= w[1]), "{text}");
+    assert!(got[PRODUCE].1.contains(&"omp_task".to_string()));
+
+    // --threads: per thread its span and each category's share, as in profile.json.
+    let text = report(&out, &["--threads", "--wide"]);
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("Time per thread"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let head: Vec<&str> = lines[at + 1].split_whitespace().collect();
+    let per_thread = p["concurrency"]["per_thread"]
+        .as_array()
+        .expect("per_thread");
+    assert_eq!(per_thread.len(), 2, "2 OpenMP threads");
+    for (row, th) in lines[at + 2..].iter().zip(per_thread) {
+        let t: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(t[0], th["index"].to_string(), "{row}");
+        let span = t[1].parse::<f64>().unwrap() * unit(t[2]);
+        let want_span = th["span_ns"].as_f64().unwrap();
+        assert!((span - want_span).abs() <= want_span * 0.01, "{row}");
+        for c in th["categories"].as_array().unwrap() {
+            let col = head
+                .iter()
+                .position(|h| *h == c["category"].as_str().unwrap())
+                .unwrap_or_else(|| panic!("{c} not in {head:?}"));
+            // The header has `span` as one token, the row two.
+            assert_eq!(
+                t[col + 1],
+                format!("{:.1}%", c["pct"].as_f64().unwrap()),
+                "{row}"
+            );
+        }
+        assert!(row.ends_with(th["name"].as_str().unwrap()), "{row}");
+    }
+}
+
+/// ns per unit of kprof's duration format.
+fn unit(u: &str) -> f64 {
+    match u {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        other => panic!("unit {other}"),
+    }
+}
