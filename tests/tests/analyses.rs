@@ -230,6 +230,18 @@ fn merged_ranks_give_hatchet_min_mean_max_and_summed_dependences() {
         .arg("--no-trace"));
     assert_ok(&o);
     check_with_hatchet(&m, true);
+    // kprof plot of the merged directory: means over ranks, and per rank.
+    assert_ok(&run(clean_cmd(&lib("kprof")).arg("plot").arg(&m)));
+    let ranks = read_svg(&m.join("plot-ranks.svg"));
+    for s in ["min", "mean", "max"] {
+        assert!(ranks.texts.contains(&s.to_string()), "{:?}", ranks.texts);
+    }
+    let top = read_svg(&m.join("plot-top.svg"));
+    assert!(
+        top.texts.iter().any(|t| t.starts_with(PRODUCE)),
+        "{:?}",
+        top.texts
+    );
     assert_eq!(
         dependences(&dot_edges(&m)),
         [
@@ -336,4 +348,179 @@ fn unit(u: &str) -> f64 {
         "s" => 1e9,
         other => panic!("unit {other}"),
     }
+}
+
+/// Whether Debian's `chromium` runs.
+fn have_chromium() -> bool {
+    Command::new("chromium")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Renders `page` in headless Chromium (no GPU, every name lookup failing) into a
+/// 1100x1600 screenshot at `shot`; the console messages it logged.
+fn chromium_console(page: &Path, shot: &Path) -> Vec<String> {
+    let o = run(Command::new("chromium")
+        .args([
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--no-first-run",
+            "--disable-extensions",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--window-size=1100,1600",
+        ])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.display())));
+    assert_ok(&o);
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE") || l.contains("ERR_NAME_NOT_RESOLVED"))
+        .map(String::from)
+        .collect()
+}
+
+/// An SVG file of `kprof plot`, parsed: its text, and its rectangles' fills.
+struct Svg {
+    texts: Vec<String>,
+    fills: Vec<String>,
+}
+
+fn read_svg(path: &Path) -> Svg {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc = roxmltree::Document::parse(&text)
+        .unwrap_or_else(|e| panic!("{} is not XML: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let texts = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.text().unwrap_or_default().trim().to_string())
+        .collect();
+    let fills = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect"))
+        .map(|n| {
+            format!(
+                "{}/{}",
+                n.attribute("fill").unwrap_or(""),
+                n.attribute("opacity").unwrap_or("1")
+            )
+        })
+        .collect();
+    Svg { texts, fills }
+}
+
+#[test]
+fn plot_draws_svg_figures_and_an_offline_page_chromium_renders() {
+    let out = openmp_run("tasks", "plot");
+    let p = read_profile(&out);
+    let html = out.join("plot.html");
+    let o = run(clean_cmd(&lib("kprof")).arg("plot").arg(&out));
+    assert_ok(&o);
+
+    // Top bars: the 15 (name, kind) with the most exclusive time, as profile.json
+    // gives them, in that order, one bar each.
+    let mut flat: std::collections::BTreeMap<(String, String), u64> = Default::default();
+    for (path, n) in kprof_tests::nodes(&p) {
+        let kind = n["kind"].as_str().unwrap().to_string();
+        *flat
+            .entry((path.last().unwrap().clone(), kind))
+            .or_default() += kprof_tests::u(&n["self_ns"]);
+    }
+    let mut flat: Vec<((String, String), u64)> = flat.into_iter().collect();
+    flat.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let top = read_svg(&out.join("plot-top.svg"));
+    let bars = top.fills.iter().filter(|f| *f == "#4682B4/0.55").count();
+    assert_eq!(bars, flat.len().min(15), "{:?}", top.fills);
+    let labels: Vec<&String> = top.texts.iter().filter(|t| t.contains(" [omp_")).collect();
+    for (i, ((name, kind), _)) in flat.iter().take(15).enumerate() {
+        assert!(
+            labels[i].starts_with(&format!("{name} [{kind}]")),
+            "bar {i}: {} is not {name} [{kind}]",
+            labels[i]
+        );
+    }
+
+    // The icicle names the roots; the concurrency chart has a row per thread and
+    // a legend entry per category; the imbalance chart min/mean/max per construct.
+    let icicle = read_svg(&out.join("plot-icicle.svg"));
+    let roots = p["tree"].as_array().unwrap();
+    let all: u64 = roots.iter().map(|r| kprof_tests::u(&r["total_ns"])).sum();
+    // A root a fifth of the width or more has room for its whole name.
+    for root in roots
+        .iter()
+        .filter(|r| kprof_tests::u(&r["total_ns"]) * 5 >= all)
+    {
+        let name = root["name"].as_str().unwrap().to_string();
+        assert!(icicle.texts.contains(&name), "{name}: {:?}", icicle.texts);
+    }
+    let conc = read_svg(&out.join("plot-concurrency.svg"));
+    assert!(
+        conc.texts.contains(&"all threads".to_string()),
+        "{:?}",
+        conc.texts
+    );
+    for t in p["concurrency"]["per_thread"].as_array().unwrap() {
+        let row = format!("{} {}", t["index"], t["name"].as_str().unwrap());
+        assert!(conc.texts.contains(&row), "{row}: {:?}", conc.texts);
+    }
+    for c in p["concurrency"]["categories"].as_array().unwrap() {
+        assert!(conc
+            .texts
+            .contains(&c["category"].as_str().unwrap().to_string()));
+    }
+    let threads = read_svg(&out.join("plot-threads.svg"));
+    for s in ["min", "mean", "max"] {
+        assert!(
+            threads.texts.contains(&s.to_string()),
+            "{:?}",
+            threads.texts
+        );
+    }
+
+    // The page: every figure inline, nothing fetched.
+    let page = std::fs::read_to_string(&html).unwrap();
+    for id in ["top", "icicle", "concurrency", "threads"] {
+        assert!(page.contains(&format!("<section id=\"{id}\">")), "{id}");
+    }
+    assert_eq!(page.matches("<svg").count(), 4);
+    for fetch in ["src=", "<link", "<script", "url(", "@import"] {
+        assert!(!page.contains(fetch), "the page fetches something: {fetch}");
+    }
+
+    if skip_unless(have_chromium(), "chromium (bash tests/setup.sh)") {
+        return;
+    }
+    // The check itself: a page with a console error is caught.
+    let bad = out.join("bad.html");
+    std::fs::write(
+        &bad,
+        "<html><body><script>console.error('boom')</script></body></html>",
+    )
+    .unwrap();
+    let errors = chromium_console(&bad, &out.join("bad.png"));
+    assert!(errors.iter().any(|l| l.contains("boom")), "{errors:?}");
+    let shot = out.join("plot.png");
+    let errors = chromium_console(&html, &shot);
+    assert!(errors.is_empty(), "console messages: {errors:?}");
+    let decoder = png::Decoder::new(std::fs::File::open(&shot).expect("screenshot"));
+    let mut reader = decoder.read_info().expect("PNG");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("PNG frame");
+    let px = info.color_type.samples();
+    let pixels = &buf[..info.buffer_size()];
+    let drawn = pixels
+        .chunks(px)
+        .filter(|c| c[..3].iter().any(|v| *v < 235))
+        .count();
+    let share = drawn as f64 / (pixels.len() / px) as f64;
+    assert_eq!((info.width, info.height), (1100, 1600));
+    assert!(
+        share > 0.08,
+        "only {:.1}% of the screenshot is drawn",
+        100.0 * share
+    );
 }
