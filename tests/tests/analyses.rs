@@ -481,12 +481,33 @@ fn plot_draws_svg_figures_and_an_offline_page_chromium_renders() {
         );
     }
 
+    // The scatter: one point per sample of the 5 longest sampled call paths (and
+    // one legend mark each), from the profile's samples (KPROF_SAMPLES).
+    let mut sampled: Vec<(u64, usize)> = kprof_tests::nodes(&p)
+        .iter()
+        .filter_map(|(_, n)| {
+            let s = n["samples"].as_array()?;
+            Some((kprof_tests::u(&n["total_ns"]), s.len()))
+        })
+        .collect();
+    sampled.sort_by(|a, b| b.cmp(a));
+    sampled.truncate(5);
+    assert!(!sampled.is_empty());
+    let points: usize = sampled.iter().map(|s| s.1).sum();
+    let svg = std::fs::read_to_string(out.join("plot-scatter.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("scatter SVG");
+    let circles = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle"))
+        .count();
+    assert_eq!(circles, points + sampled.len());
+
     // The page: every figure inline, nothing fetched.
     let page = std::fs::read_to_string(&html).unwrap();
-    for id in ["top", "icicle", "concurrency", "threads"] {
+    for id in ["top", "icicle", "scatter", "concurrency", "threads"] {
         assert!(page.contains(&format!("<section id=\"{id}\">")), "{id}");
     }
-    assert_eq!(page.matches("<svg").count(), 4);
+    assert_eq!(page.matches("<svg").count(), 5);
     for fetch in ["src=", "<link", "<script", "url(", "@import"] {
         assert!(!page.contains(fetch), "the page fetches something: {fetch}");
     }
@@ -523,4 +544,71 @@ fn plot_draws_svg_figures_and_an_offline_page_chromium_renders() {
         "only {:.1}% of the screenshot is drawn",
         100.0 * share
     );
+}
+
+/// The harness's `basic` scenario with `n` (3n `axpy` kernels, each spinning
+/// 1 us) under kprof with `env`; its profile.
+fn kokkos_basic(label: &str, n: u64, env: &[(&str, &str)]) -> Value {
+    let dir = scratch(&format!("analyses-samples-{label}"));
+    let (host, _) = build_kokkos_hosts(&dir);
+    let mut cmd = clean_cmd(&host);
+    cmd.current_dir(&dir)
+        .args(["4", "basic", &n.to_string()])
+        .env("KOKKOS_TOOLS_LIBS", lib("libkprof.so"))
+        .env("KPROF_OUTPUT_DIR", dir.join("out"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    assert_ok(&run(&mut cmd));
+    read_profile(&dir.join("out"))
+}
+
+#[test]
+fn a_million_kernels_keep_exactly_the_configured_samples_uniformly() {
+    // 3 x 333,334 = 1,000,002 axpy instances, in place and through records.
+    for (label, env) in [
+        ("in-place", vec![("KPROF_SAMPLES", "500")]),
+        (
+            "records",
+            vec![("KPROF_SAMPLES", "500"), ("KPROF_IN_PLACE", "0")],
+        ),
+    ] {
+        let p = kokkos_basic(label, 333_334, &env);
+        let all = kprof_tests::nodes(&p);
+        let axpy = kprof_tests::node(&all, &["solve", "iteration", "axpy"]);
+        assert_eq!(kprof_tests::u(&axpy["count"]), 1_000_002, "{label}");
+        let samples = axpy["samples"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{label}: no samples"));
+        assert_eq!(samples.len(), 500, "{label}");
+        let run = kprof_tests::u(&p["clock"]["duration_ns"]);
+        let (min, max) = (
+            kprof_tests::u(&axpy["min_ns"]),
+            kprof_tests::u(&axpy["max_ns"]),
+        );
+        let starts: Vec<u64> = samples
+            .iter()
+            .map(|s| {
+                let (start, dur) = (kprof_tests::u(&s[0]), kprof_tests::u(&s[1]));
+                assert!(start <= run && (min..=max).contains(&dur), "{label}: {s}");
+                start
+            })
+            .collect();
+        assert!(
+            starts.windows(2).all(|w| w[0] < w[1]),
+            "{label}: by start, distinct"
+        );
+        // Uniform over the kernels' time: chi-square over ten bins between the
+        // first and the last sample (9 degrees of freedom; 0.1% critical value).
+        let (lo, hi) = (starts[0], starts[starts.len() - 1] + 1);
+        let mut bins = [0u64; 10];
+        for s in &starts {
+            bins[((s - lo) * 10 / (hi - lo)) as usize] += 1;
+        }
+        let chi2: f64 = bins.iter().map(|&o| (o as f64 - 50.0).powi(2) / 50.0).sum();
+        assert!(chi2 < 27.88, "{label}: bins {bins:?}, chi-square {chi2}");
+    }
+    // KPROF_SAMPLES=0: none.
+    let p = kokkos_basic("off", 10, &[("KPROF_SAMPLES", "0")]);
+    assert!(!serde_json::to_string(&p).unwrap().contains("\"samples\""));
 }

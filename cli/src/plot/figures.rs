@@ -487,7 +487,6 @@ pub fn heatmap(
     })
 }
 
-#[allow(dead_code)] // drawn once the profile holds instance samples
 /// Instance durations over time: per series (a call path) its (start, duration)
 /// samples as points, start in ns since the run began.
 pub fn scatter(

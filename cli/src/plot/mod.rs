@@ -30,6 +30,9 @@ pub struct PlotArgs {
     pub top: usize,
 }
 
+/// Call paths in the scatterplot.
+const SCATTER_PATHS: usize = 5;
+
 /// Kinds of device activity: device time, not threads' (the GPU figure shows them).
 const DEVICE_KINDS: [&str; 4] = ["gpu_kernel", "gpu_memcpy", "gpu_memset", "gpu_sync"];
 
@@ -142,6 +145,54 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
         &plot_tree(&r.tree),
         "Each call path as wide as its inclusive time (summed over threads), nested ones below; colour by kind.".into(),
     )?);
+
+    // Scatter: the sampled instances of the longest sampled call paths.
+    let mut sampled: Vec<(String, &TreeNode)> = Vec::new();
+    fn sampled_nodes<'a>(list: &'a [TreeNode], path: &str, out: &mut Vec<(String, &'a TreeNode)>) {
+        for n in list {
+            let p = if path.is_empty() {
+                n.name.clone()
+            } else {
+                format!("{path} > {}", n.name)
+            };
+            if n.samples.as_ref().is_some_and(|s| !s.is_empty()) {
+                out.push((p.clone(), n));
+            }
+            sampled_nodes(&n.children, &p, out);
+        }
+    }
+    sampled_nodes(&r.tree, "", &mut sampled);
+    if !sampled.is_empty() {
+        sampled.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(&b.0)));
+        sampled.truncate(SCATTER_PATHS);
+        let series: Vec<(String, Vec<(f64, f64)>)> = sampled
+            .iter()
+            .map(|(p, n)| {
+                let pts = n
+                    .samples
+                    .iter()
+                    .flatten()
+                    .map(|&[s, d]| (s as f64, d as f64))
+                    .collect();
+                (
+                    format!(
+                        "{p} ({} of {})",
+                        n.samples.as_ref().map_or(0, Vec::len),
+                        n.count
+                    ),
+                    pts,
+                )
+            })
+            .collect();
+        figs.push(figures::scatter(
+            format!(
+                "Start and duration of a uniform sample of the instances (KPROF_SAMPLES) of the {} longest sampled call paths.",
+                series.len()
+            ),
+            &series,
+            r.clock.duration_ns as f64,
+        )?);
+    }
 
     if let Some(c) = &r.concurrency {
         let cats: Vec<String> = c.categories.iter().map(|x| x.category.clone()).collect();

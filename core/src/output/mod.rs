@@ -12,6 +12,7 @@ pub mod flat;
 pub mod messages;
 pub mod mpi;
 pub mod report;
+pub mod samples;
 pub mod summary;
 pub mod taskgraph;
 pub mod tasktree;

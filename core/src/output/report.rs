@@ -396,6 +396,10 @@ pub struct TreeNode {
     /// kind is counted.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub counters: Option<NodeCounters>,
+    /// A uniform sample of its instances as `[start ns since the run began,
+    /// duration ns]`, by start (`KPROF_SAMPLES`; only the longest call paths).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub samples: Option<Vec<[u64; 2]>>,
     /// Nested nodes.
     pub children: Vec<TreeNode>,
 }
@@ -612,6 +616,7 @@ impl TreeNode {
             threads: None,
             args: BTreeMap::new(),
             counters: None,
+            samples: None,
             children,
         }
     }

@@ -254,6 +254,7 @@ fn merge_children(
                 into.add_arg(k, max);
             }
             into.merge_counters(n.counters.as_deref());
+            crate::output::samples::merge_node(into, n.samples.as_deref());
             todo.push((c, m));
         }
     }

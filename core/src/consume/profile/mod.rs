@@ -221,11 +221,12 @@ impl Profile {
         let end = rt.end();
         let counter_names = rt.counters.as_ref().map_or(&[][..], |c| &c.names[..]);
 
-        let tree = merged.tree.nodes[ROOT as usize]
+        let mut tree = merged.tree.nodes[ROOT as usize]
             .children
             .iter()
             .map(|&c| tree_node(merged, c, &text, &devices, counter_names))
-            .collect();
+            .collect::<Vec<_>>();
+        crate::output::samples::attach(&mut tree, &merged.tree, &rt.clock, start);
 
         // One row per section name, as regions are: a section created again and
         // again (inside a loop) is one section; its row keeps the first id.
@@ -587,6 +588,7 @@ fn tree_node(
         max_ns: s.max_ns,
         mean_ns: s.mean(),
         stddev_ns: s.stddev(),
+        samples: None,
         children: node
             .children
             .iter()

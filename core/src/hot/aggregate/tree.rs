@@ -35,6 +35,9 @@ pub struct Node {
     pub counters: Option<Box<NodeCounters>>,
     /// Children in creation order.
     pub children: Vec<u32>,
+    /// A sample of its instances for scatterplots (`KPROF_SAMPLES`); made on the
+    /// first.
+    pub samples: Option<Box<super::samples::Reservoir>>,
     /// (packed key, node) of the child looked up last, for the thread that owns
     /// the tree (key 0: none).
     pub last_child: (u64, u32),
@@ -53,6 +56,7 @@ impl Node {
             args: Vec::new(),
             counters: None,
             children: Vec::new(),
+            samples: None,
             last_child: (0, 0),
         }
     }
