@@ -316,7 +316,6 @@ pub fn icicle(roots: &[PlotNode], note: String) -> Result<Figure, Failure> {
     let mut cells: Vec<(f64, f64, usize, &str, usize)> = Vec::new();
     // Nested nodes summed over threads can outlast their parent (a team's implicit
     // tasks under the region of one thread): they are scaled to fit inside it.
-    #[allow(clippy::too_many_arguments)]
     fn place<'a>(
         list: &'a [PlotNode],
         x: f64,

@@ -524,9 +524,9 @@ fn html(title: &str, subtitle: &str, source: &str, figs: &[Figure]) -> String {
     }
     s.push_str("</nav>\n");
     for f in figs {
-        let _ = write!(
+        let _ = writeln!(
             s,
-            "<section id=\"{}\"><h2>{}</h2><p>{}</p><div class=\"fig\">{}</div></section>\n",
+            "<section id=\"{}\"><h2>{}</h2><p>{}</p><div class=\"fig\">{}</div></section>",
             f.id,
             esc(&f.title),
             esc(&f.note),

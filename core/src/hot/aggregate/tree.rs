@@ -154,6 +154,10 @@ impl Tree {
                     + n.per_thread.capacity() * size_of::<(u32, u64)>()
                     + n.args.capacity() * size_of::<(u32, u64, u64)>()
                     + n.counters.as_ref().map_or(0, |_| size_of::<NodeCounters>())
+                    + n.samples.as_ref().map_or(0, |r| {
+                        size_of::<super::samples::Reservoir>()
+                            + r.items.capacity() * size_of::<(u64, u64)>()
+                    })
             })
             .sum();
         let index = self.index.capacity() * (size_of::<((u32, u32, Kind, u16), u32)>() + 1);
