@@ -524,7 +524,7 @@ pub fn scatter(
                         .map(|p| Circle::new(*p, 2, color.mix(0.7).filled())),
                 )
                 .map_err(b)?
-                .label(label(name, 50))
+                .label(label(name, 64))
                 .legend(move |(x, y)| Circle::new((x + 5, y), 4, color.filled()));
         }
         chart

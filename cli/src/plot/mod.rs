@@ -167,16 +167,19 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
         sampled.truncate(SCATTER_PATHS);
         let series: Vec<(String, Vec<(f64, f64)>)> = sampled
             .iter()
-            .map(|(p, n)| {
+            .map(|(_, n)| {
                 let pts = n
                     .samples
                     .iter()
                     .flatten()
                     .map(|&[s, d]| (s as f64, d as f64))
                     .collect();
+                // The node's own name (a legend line has room for ~60 characters).
                 (
                     format!(
-                        "{p} ({} of {})",
+                        "{} [{}] ({} of {})",
+                        n.name,
+                        n.kind,
                         n.samples.as_ref().map_or(0, Vec::len),
                         n.count
                     ),
