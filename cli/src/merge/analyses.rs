@@ -48,8 +48,13 @@ impl CallPath for Merged {
         put("ranks", self.present.iter().filter(|p| **p).count() as f64);
         put("imbalance", if tmean > 0.0 { tmax / tmean } else { 1.0 });
     }
-    fn children(&self) -> &[Merged] {
-        &self.children
+}
+
+/// The merged tree depth first, for the writers.
+fn walk(list: &[Merged], depth: usize, visit: &mut dyn FnMut(usize, &dyn CallPath)) {
+    for m in list {
+        visit(depth, m);
+        walk(&m.children, depth + 1, visit);
     }
 }
 
@@ -77,5 +82,10 @@ pub fn write(out: &Path, tree: &[Merged], reports: &[(PathBuf, Report)]) {
         .map(|(_, r)| r.program.executable.as_str())
         .unwrap_or_default();
     let title = format!("{exe} ({})", super::ranks_text(reports.len()));
-    write_files(out, tree, &dependences(reports), &title);
+    write_files(
+        out,
+        &|visit| walk(tree, 0, visit),
+        &dependences(reports),
+        &title,
+    );
 }

@@ -1,7 +1,8 @@
 //! The call-path tree as the analysis files read it ([`taskgraph`](super::taskgraph),
-//! [`tasktree`](super::tasktree)): a small trait, so that one process's tree
-//! ([`TreeNode`]) and a tree merged over ranks (`kprof merge`) give the same files
-//! without either being copied into the other's form.
+//! [`tasktree`](super::tasktree)): node by node, depth first ([`Walk`]), each node
+//! through a small trait ([`CallPath`]), so that one process's tree ([`TreeNode`]s,
+//! or a tree streamed node by node) and a tree merged over ranks (`kprof merge`)
+//! give the same files without either being copied into the other's form.
 
 use std::path::Path;
 
@@ -9,7 +10,7 @@ use crate::hot::runtime::warn;
 use crate::output::report::{Report, TaskEdge, TreeNode};
 
 /// One node of a call-path tree, for the analysis writers.
-pub trait CallPath: Sized {
+pub trait CallPath {
     /// Name.
     fn name(&self) -> &str;
     /// Kind (`parallel_for`, `omp_task`, ...).
@@ -22,8 +23,22 @@ pub trait CallPath: Sized {
     /// the same order (Hatchet takes the columns from one node); names holding
     /// `(inc)` are inclusive metrics.
     fn metrics(&self, put: &mut dyn FnMut(&'static str, f64));
-    /// Nested nodes.
-    fn children(&self) -> &[Self];
+}
+
+/// A tree met depth first: calls `visit(depth, node)` for every node, parents
+/// before their children, siblings in order, the roots at depth 0. Called once
+/// per file written.
+pub type Walk<'a> = &'a dyn Fn(&mut dyn FnMut(usize, &dyn CallPath));
+
+/// [`Walk`] over a tree of [`TreeNode`]s.
+pub fn walk_tree(nodes: &[TreeNode], visit: &mut dyn FnMut(usize, &dyn CallPath)) {
+    fn go(nodes: &[TreeNode], depth: usize, visit: &mut dyn FnMut(usize, &dyn CallPath)) {
+        for n in nodes {
+            visit(depth, n);
+            go(&n.children, depth + 1, visit);
+        }
+    }
+    go(nodes, 0, visit);
 }
 
 impl CallPath for TreeNode {
@@ -56,18 +71,15 @@ impl CallPath for TreeNode {
         put("thread max (inc)", t.map_or(0.0, |t| t.max_ns as f64));
         put("imbalance", t.map_or(0.0, |t| t.imbalance));
     }
-    fn children(&self) -> &[TreeNode] {
-        &self.children
-    }
 }
 
-/// Writes `tasktree.json` and `taskgraph.dot` of `roots` into `dir`, each
-/// completely or not at all; a failure is one line on stderr.
-pub fn write_files<T: CallPath>(dir: &Path, roots: &[T], dependences: &[TaskEdge], title: &str) {
-    if let Err(e) = super::tasktree::write(&dir.join("tasktree.json"), roots) {
+/// Writes `tasktree.json` and `taskgraph.dot` of the tree `walk` meets into `dir`,
+/// each completely or not at all; a failure is one line on stderr.
+pub fn write_files(dir: &Path, walk: Walk, dependences: &[TaskEdge], title: &str) {
+    if let Err(e) = super::tasktree::write(&dir.join("tasktree.json"), walk) {
         warn(&e.to_string());
     }
-    if let Err(e) = super::taskgraph::write(&dir.join("taskgraph.dot"), roots, dependences, title) {
+    if let Err(e) = super::taskgraph::write(&dir.join("taskgraph.dot"), walk, dependences, title) {
         warn(&e.to_string());
     }
 }
@@ -79,5 +91,10 @@ pub fn write_report_files(dir: &Path, report: &Report) {
         Some(r) => format!("{} (pid {}, rank {r})", p.executable, p.pid),
         None => format!("{} (pid {})", p.executable, p.pid),
     };
-    write_files(dir, &report.tree, &report.task_graph.edges, &title);
+    write_files(
+        dir,
+        &|visit| walk_tree(&report.tree, visit),
+        &report.task_graph.edges,
+        &title,
+    );
 }

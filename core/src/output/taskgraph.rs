@@ -15,7 +15,7 @@ use std::path::Path;
 
 use rustc_hash::FxHashMap;
 
-use crate::output::call_path::CallPath;
+use crate::output::call_path::Walk;
 use crate::output::report::TaskEdge;
 use crate::output::summary::duration;
 use crate::output::{write_whole, OutputError};
@@ -29,37 +29,53 @@ pub const MAX_NODES: usize = 400;
 const TASK_KINDS: [&str; 2] = ["omp_task", "task"];
 
 /// One node of the graph.
-struct GraphNode<'a> {
-    name: &'a str,
-    kind: &'a str,
+struct GraphNode {
+    name: String,
+    kind: String,
     count: u64,
     total_ns: u64,
 }
 
-/// The graph, before it is written.
+/// The graph, before it is written. Owns its names: a streamed tree's nodes live
+/// only while they are visited.
 #[derive(Default)]
-struct Graph<'a> {
-    nodes: Vec<GraphNode<'a>>,
-    index: FxHashMap<(&'a str, &'a str), usize>,
+struct Graph {
+    nodes: Vec<GraphNode>,
+    /// kind -> name -> node (a hit allocates nothing).
+    index: FxHashMap<String, FxHashMap<String, usize>>,
     /// (parent, child) -> the child's instances under that parent.
     calls: FxHashMap<(usize, usize), u64>,
 }
 
-impl<'a> Graph<'a> {
-    fn node(&mut self, name: &'a str, kind: &'a str) -> usize {
-        *self.index.entry((name, kind)).or_insert_with(|| {
-            self.nodes.push(GraphNode {
-                name,
-                kind,
-                count: 0,
-                total_ns: 0,
-            });
-            self.nodes.len() - 1
-        })
+impl Graph {
+    fn find(&self, name: &str, kind: &str) -> Option<usize> {
+        self.index.get(kind)?.get(name).copied()
     }
 
-    fn add<T: CallPath>(&mut self, list: &'a [T], parent: Option<usize>, open: &mut Vec<usize>) {
-        for n in list {
+    fn node(&mut self, name: &str, kind: &str) -> usize {
+        if let Some(i) = self.find(name, kind) {
+            return i;
+        }
+        self.nodes.push(GraphNode {
+            name: name.into(),
+            kind: kind.into(),
+            count: 0,
+            total_ns: 0,
+        });
+        let at = self.nodes.len() - 1;
+        self.index
+            .entry(kind.into())
+            .or_default()
+            .insert(name.into(), at);
+        at
+    }
+
+    /// Adds the tree `walk` meets.
+    fn add(&mut self, walk: Walk) {
+        // The graph node of each open ancestor, by depth.
+        let mut open: Vec<usize> = Vec::new();
+        walk(&mut |depth, n| {
+            open.truncate(depth);
             let at = self.node(n.name(), n.kind());
             // A recursive instance is inside its outer one's time already.
             let recursive = open.contains(&at);
@@ -68,26 +84,23 @@ impl<'a> Graph<'a> {
             if !recursive {
                 g.total_ns += n.total_ns();
             }
-            if let Some(p) = parent {
+            if let Some(&p) = open.last() {
                 *self.calls.entry((p, at)).or_insert(0) += n.count();
             }
             open.push(at);
-            self.add(n.children(), Some(at), open);
-            open.pop();
-        }
+        });
     }
 
     /// The node a dependence edge's end names: its task execution node, else any
     /// node of that name, else a new task node (a task seen only in the graph).
-    fn task(&mut self, name: &'a str) -> usize {
+    fn task(&mut self, name: &str) -> usize {
         let found = TASK_KINDS
             .iter()
-            .find_map(|k| self.index.get(&(name, *k)).copied())
+            .find_map(|k| self.find(name, k))
             .or_else(|| {
                 self.index
-                    .iter()
-                    .filter(|((n, _), _)| *n == name)
-                    .map(|(_, &i)| i)
+                    .values()
+                    .filter_map(|names| names.get(name).copied())
                     .min()
             });
         found.unwrap_or_else(|| self.node(name, "task"))
@@ -118,10 +131,10 @@ fn quoted(s: &str) -> String {
     out
 }
 
-/// The DOT text of `roots` and `dependences`; `title` labels the graph.
-pub fn render<T: CallPath>(roots: &[T], dependences: &[TaskEdge], title: &str) -> String {
+/// The DOT text of the tree `walk` meets and `dependences`; `title` labels the graph.
+pub fn render(walk: Walk, dependences: &[TaskEdge], title: &str) -> String {
     let mut g = Graph::default();
-    g.add(roots, None, &mut Vec::new());
+    g.add(walk);
     let deps: Vec<(usize, usize, u64)> = dependences
         .iter()
         .map(|e| (g.task(&e.from), g.task(&e.to), e.count))
@@ -133,7 +146,7 @@ pub fn render<T: CallPath>(roots: &[T], dependences: &[TaskEdge], title: &str) -
         let (x, y) = (&g.nodes[a], &g.nodes[b]);
         y.total_ns
             .cmp(&x.total_ns)
-            .then_with(|| (x.name, x.kind).cmp(&(y.name, y.kind)))
+            .then_with(|| (&x.name, &x.kind).cmp(&(&y.name, &y.kind)))
     });
     let mut shown = vec![false; g.nodes.len()];
     for &i in order.iter().take(MAX_NODES) {
@@ -180,13 +193,13 @@ pub fn render<T: CallPath>(roots: &[T], dependences: &[TaskEdge], title: &str) -
         let _ = writeln!(
             s,
             "  n{i} [label=\"{}\\n{}: {} x, {}\", fillcolor=\"0.08 {:.3} 1.0\", fullname=\"{}\", kind=\"{}\", count={}, total_ns={}];",
-            quoted(n.name),
-            quoted(n.kind),
+            quoted(&n.name),
+            quoted(&n.kind),
             n.count,
             duration(n.total_ns as f64),
             0.05 + 0.7 * heat,
-            quoted(n.name),
-            quoted(n.kind),
+            quoted(&n.name),
+            quoted(&n.kind),
             n.count,
             n.total_ns
         );
@@ -211,14 +224,15 @@ pub fn render<T: CallPath>(roots: &[T], dependences: &[TaskEdge], title: &str) -
     s
 }
 
-/// Writes the graph of `roots` and `dependences` to `path` (completely or not at all).
-pub fn write<T: CallPath>(
+/// Writes the graph of the tree `walk` meets and `dependences` to `path`
+/// (completely or not at all).
+pub fn write(
     path: &Path,
-    roots: &[T],
+    walk: Walk,
     dependences: &[TaskEdge],
     title: &str,
 ) -> Result<(), OutputError> {
-    let text = render(roots, dependences, title);
+    let text = render(walk, dependences, title);
     write_whole(path, |f| {
         f.write_all(text.as_bytes())
             .map_err(|source| OutputError::File {
@@ -232,6 +246,7 @@ pub fn write<T: CallPath>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::call_path::walk_tree;
     use crate::output::report::TreeNode;
 
     fn task(name: &str, total: u64, count: u64) -> TreeNode {
@@ -259,7 +274,7 @@ mod tests {
             to: "consume".into(),
             count: 3,
         }];
-        let text = render(&tree, &deps, "app\\1");
+        let text = render(&|v| walk_tree(&tree, v), &deps, "app\\1");
         assert!(text.contains("label=\"main \\\"q\\\"\\nuser_region: 1 x, 1.00 us\""));
         assert!(text.contains("graph [label=\"app\\\\1\""));
         // produce: one node for both call paths, 4 instances.
@@ -279,7 +294,7 @@ mod tests {
             .map(|i| TreeNode::user_region(&format!("k{i}"), 10 + i, 10 + i, 1, vec![]))
             .collect();
         let tree = vec![TreeNode::user_region("main", 1 << 40, 1, 1, children)];
-        let text = render(&tree, &[], "t");
+        let text = render(&|v| walk_tree(&tree, v), &[], "t");
         assert_eq!(text.matches("[label=\"k").count(), MAX_NODES - 1);
         assert!(text.contains("// 11 of 411 nodes (the shortest) are left out"));
         assert!(!text.contains("\"k0\\n"));

@@ -3,66 +3,98 @@
 //! `{"frame": {"name", "type"}, "metrics": {...}, "children": [...]}`. Times are in
 //! ns; `time (inc)` is inclusive, `time` exclusive (Hatchet's default metric).
 //!
-//! Streamed through serde from the tree: no copy of it is built (a profile can have
-//! a million nodes).
+//! Written node by node as the tree is walked (nested arrays opened and closed by
+//! depth): no copy of the tree is built (a profile can have a million nodes).
 
 use std::io::Write;
 use std::path::Path;
 
-use serde::ser::{SerializeMap, SerializeSeq};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
-use crate::output::call_path::CallPath;
+use crate::output::call_path::{CallPath, Walk};
 use crate::output::{write_whole, OutputError};
 
-/// Writes the tree of `roots` to `path` (completely or not at all).
-pub fn write<T: CallPath>(path: &Path, roots: &[T]) -> Result<(), OutputError> {
+/// Writes the tree `walk` meets to `path` (completely or not at all).
+pub fn write(path: &Path, walk: Walk) -> Result<(), OutputError> {
+    let file = |source| OutputError::File {
+        path: path.display().to_string(),
+        source,
+    };
     write_whole(path, |f| {
-        serde_json::to_writer(&mut *f, &Nodes(roots)).map_err(|source| OutputError::Encode {
-            path: path.display().to_string(),
-            source,
-        })?;
-        f.write_all(b"\n").map_err(|source| OutputError::File {
-            path: path.display().to_string(),
-            source,
-        })
+        f.write_all(b"[").map_err(file)?;
+        let mut nodes = Literal::new(f);
+        walk(&mut |depth, n| nodes.node(depth, n));
+        nodes.finish().map_err(file)?;
+        f.write_all(b"]\n").map_err(file)
     })
     .map(drop)
 }
 
-/// A list of sibling nodes.
-struct Nodes<'a, T>(&'a [T]);
+/// Hatchet's literal form of a tree met depth first: each node opened with its
+/// `children` array, closed when the walk leaves it.
+struct Literal<'a, W: Write> {
+    out: &'a mut W,
+    /// Nodes whose children are open.
+    open: usize,
+    /// Whether the next node is the first of its array.
+    first: bool,
+    buf: Vec<u8>,
+    result: std::io::Result<()>,
+}
 
-/// One node with its subtree.
-struct Node<'a, T>(&'a T);
+impl<'a, W: Write> Literal<'a, W> {
+    fn new(out: &'a mut W) -> Self {
+        Literal {
+            out,
+            open: 0,
+            first: true,
+            buf: Vec::new(),
+            result: Ok(()),
+        }
+    }
+
+    fn node(&mut self, depth: usize, n: &dyn CallPath) {
+        if self.result.is_err() {
+            return;
+        }
+        self.buf.clear();
+        while self.open > depth {
+            self.buf.extend_from_slice(b"]}");
+            self.open -= 1;
+            self.first = false;
+        }
+        if !self.first {
+            self.buf.push(b',');
+        }
+        self.buf.extend_from_slice(br#"{"frame":"#);
+        let frame = serde_json::to_writer(&mut self.buf, &Frame(n));
+        self.buf.extend_from_slice(br#","metrics":"#);
+        let metrics = serde_json::to_writer(&mut self.buf, &Metrics(n));
+        // Strings and numbers only: serde_json cannot fail on them.
+        debug_assert!(frame.is_ok() && metrics.is_ok());
+        self.buf.extend_from_slice(br#","children":["#);
+        self.open += 1;
+        self.first = true;
+        self.result = self.out.write_all(&self.buf);
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        self.result?;
+        for _ in 0..self.open {
+            self.out.write_all(b"]}")?;
+        }
+        Ok(())
+    }
+}
 
 /// A node's frame: what Hatchet identifies it by.
-struct Frame<'a, T>(&'a T);
+struct Frame<'a>(&'a dyn CallPath);
 
 /// A node's metrics.
-struct Metrics<'a, T>(&'a T);
+struct Metrics<'a>(&'a dyn CallPath);
 
-impl<T: CallPath> Serialize for Nodes<'_, T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for n in self.0 {
-            seq.serialize_element(&Node(n))?;
-        }
-        seq.end()
-    }
-}
-
-impl<T: CallPath> Serialize for Node<'_, T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(3))?;
-        map.serialize_entry("frame", &Frame(self.0))?;
-        map.serialize_entry("metrics", &Metrics(self.0))?;
-        map.serialize_entry("children", &Nodes(self.0.children()))?;
-        map.end()
-    }
-}
-
-impl<T: CallPath> Serialize for Frame<'_, T> {
+impl Serialize for Frame<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(2))?;
         map.serialize_entry("name", self.0.name())?;
@@ -71,7 +103,7 @@ impl<T: CallPath> Serialize for Frame<'_, T> {
     }
 }
 
-impl<T: CallPath> Serialize for Metrics<'_, T> {
+impl Serialize for Metrics<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut list: Vec<(&'static str, f64)> = Vec::with_capacity(16);
         self.0.metrics(&mut |k, v| list.push((k, v)));
@@ -94,19 +126,29 @@ impl<T: CallPath> Serialize for Metrics<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::call_path::walk_tree;
     use crate::output::report::TreeNode;
 
     #[test]
     fn literal_form_with_every_metric_on_every_node() {
-        let tree = vec![TreeNode::user_region(
-            "main",
-            1000,
-            400,
-            1,
-            vec![TreeNode::user_region("solve \"x\"", 600, 600, 3, vec![])],
-        )];
-        let text = serde_json::to_string(&Nodes(&tree)).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let tree = vec![
+            TreeNode::user_region(
+                "main",
+                1000,
+                400,
+                1,
+                vec![TreeNode::user_region("solve \"x\"", 600, 600, 3, vec![])],
+            ),
+            TreeNode::user_region("io", 10, 10, 1, vec![]),
+        ];
+        let mut out = Vec::new();
+        out.push(b'[');
+        let mut nodes = Literal::new(&mut out);
+        walk_tree(&tree, &mut |d, n| nodes.node(d, n));
+        nodes.finish().unwrap();
+        out.push(b']');
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v.as_array().unwrap().len(), 2, "{v}");
         let root = &v[0];
         assert_eq!(root["frame"]["name"], "main");
         assert_eq!(root["frame"]["type"], "user_region");
@@ -127,5 +169,6 @@ mod tests {
         };
         assert_eq!(keys(root), keys(child));
         assert!(keys(root).contains(&"thread max (inc)".to_string()));
+        assert_eq!(v[1]["frame"]["name"], "io");
     }
 }
