@@ -6,7 +6,8 @@
  *    static libconvey kprof cannot hook otherwise): link the program with
  *
  *      -Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,
- *      -Wl,--wrap=convey_pull,--wrap=convey_advance,--wrap=convey_free
+ *      -Wl,--wrap=convey_pull,--wrap=convey_advance,--wrap=convey_free,
+ *      -Wl,--wrap=convey_epush,--wrap=convey_epull
  *
  *    and compile kprof_actor_wrap.c (installed next to this header) into it, or
  *    call kprof_actor_link(<target>) from kprof's CMake package. The wrappers
@@ -37,8 +38,10 @@ enum kprof_actor_op {
   KPROF_ACTOR_BEGIN = 1,   /* convey_begin: arg = item size in bytes */
   KPROF_ACTOR_PUSH = 2,    /* convey_push: pe = destination */
   KPROF_ACTOR_PULL = 3,    /* convey_pull: pe = source */
-  KPROF_ACTOR_ADVANCE = 4, /* convey_advance: rc = still active, arg = done */
-  KPROF_ACTOR_FREE = 5     /* convey_free */
+  KPROF_ACTOR_ADVANCE = 4, /* convey_advance: rc = its value, arg = done */
+  KPROF_ACTOR_FREE = 5,    /* convey_free */
+  KPROF_ACTOR_EPUSH = 6,   /* convey_epush: pe = destination, arg = item bytes */
+  KPROF_ACTOR_EPULL = 7    /* convey_epull: pe = source, arg = item bytes */
 };
 
 /* Version of struct kprof_actor_wrap_hooks. */
@@ -62,6 +65,10 @@ struct kprof_actor_wrap_hooks {
   /* 0: the MAIN/PROC/COMM breakdown is off (KPROF_ACTOR_BREAKDOWN=0): the
    * wrappers pass t0 = 0 and read no clock; only messages are counted. */
   uint32_t timing;
+  /* Before each entry, after the clock was read; NULL unless the segments are
+   * drawn or counted (a trace or KPROF_COUNTERS). Present when `size` covers
+   * it (a plugin older than this field leaves it out). */
+  void (*enter)(void *conveyor, int op);
 };
 
 /* The clock the wrappers and the plugin share: the time-stamp counter on

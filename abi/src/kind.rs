@@ -125,6 +125,11 @@ pub enum Kind {
     /// named by the function; arguments `bytes_sent`, `bytes_received`, `peer` (in
     /// `MPI_COMM_WORLD` ranks) and `comm_size` (collectives).
     Mpi = 55,
+    /// A segment of an FA-BSP (HClib-Actor) PE's actor phase, named `actor MAIN`
+    /// (the program's own work), `actor PROC` (message handlers) or `actor COMM`
+    /// (inside Conveyors and OpenSHMEM): opened only with a trace or counters,
+    /// for per-PE timelines and counters per segment.
+    ActorSegment = 56,
 }
 
 /// The packing of a [`Kind::Message`] instant's first value.
@@ -149,7 +154,7 @@ pub mod message {
 
 impl Kind {
     /// Every kind, in discriminant order.
-    pub const ALL: [Kind; 55] = [
+    pub const ALL: [Kind; 56] = [
         Kind::ParallelFor,
         Kind::ParallelReduce,
         Kind::ParallelScan,
@@ -205,6 +210,7 @@ impl Kind {
         Kind::GpuApi,
         Kind::Message,
         Kind::Mpi,
+        Kind::ActorSegment,
     ];
 
     /// The kind with discriminant `v`, if any.
@@ -270,6 +276,7 @@ impl Kind {
             Kind::GpuApi => "gpu_api",
             Kind::Message => "message",
             Kind::Mpi => "mpi",
+            Kind::ActorSegment => "actor_segment",
         }
     }
 
@@ -321,6 +328,7 @@ impl Kind {
             Kind::GpuApi => "gpu.api",
             Kind::Message => "message",
             Kind::Mpi => "mpi",
+            Kind::ActorSegment => "actor.segment",
         }
     }
 
@@ -339,6 +347,7 @@ impl Kind {
             _ if matches!(self, Kind::UserRegion | Kind::UserCounter) => "user",
             _ if self == Kind::Message => "message",
             _ if self == Kind::Mpi => "mpi",
+            _ if self == Kind::ActorSegment => "actor",
             k if k >= Kind::GpuKernel as u8 => "gpu",
             k if k >= Kind::RajaLaunch as u8 => "raja",
             k if k >= Kind::AccCompute as u8 => "openacc",
@@ -509,6 +518,8 @@ mod tests {
             (Kind::Mpi.as_str(), Kind::Mpi.category(), Kind::Mpi.model()),
             ("mpi", "mpi", "mpi")
         );
+        assert_eq!(Kind::from_u8(56), Some(Kind::ActorSegment));
+        assert_eq!(Kind::ActorSegment.model(), "actor");
         assert!(Kind::GpuKernel.is_device_activity() && !Kind::GpuApi.is_device_activity());
         assert_eq!(Kind::from_u8(200), None);
         for a in Anomaly::ALL {

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use kprof_core::output::report::{Report, SCHEMA};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::merge::MERGED_SCHEMA;
@@ -38,28 +39,43 @@ pub const MAX_JSON_DEPTH: usize = 100_000;
 
 /// The deepest nesting of `[`/`{` in `text` (strings skipped).
 fn json_depth(text: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in text {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
+    let mut scan = DepthScan::default();
+    scan.feed(text);
+    scan.max
+}
+
+/// The nesting of `[`/`{` in JSON text read piece by piece (strings skipped).
+#[derive(Default)]
+struct DepthScan {
+    depth: usize,
+    max: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl DepthScan {
+    fn feed(&mut self, text: &[u8]) {
+        for &b in text {
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'[' | b'{' => {
+                    self.depth += 1;
+                    self.max = self.max.max(self.depth);
+                }
+                b']' | b'}' => self.depth = self.depth.saturating_sub(1),
                 _ => {}
             }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
         }
     }
-    max
 }
 
 /// Parses `text` as a `T`, however deeply it nests (up to [`MAX_JSON_DEPTH`]).
@@ -143,9 +159,44 @@ pub fn load_report(arg: &Path) -> Result<(PathBuf, Report), Failure> {
     }
 }
 
+/// The deepest nesting of `[`/`{` in the file at `path`, read in blocks (a profile
+/// of a million call paths is hundreds of MB: it is never held whole).
+fn file_depth(path: &Path) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut block = vec![0u8; 1 << 16];
+    let mut scan = DepthScan::default();
+    loop {
+        let n = f.read(&mut block)?;
+        if n == 0 {
+            return Ok(scan.max);
+        }
+        scan.feed(&block[..n]);
+    }
+}
+
+/// Reads a single-process profile straight from the file into the report's
+/// types, without the whole text in memory; `None` when it is not one (another
+/// schema, or invalid: the caller then reads it whole, to say exactly why).
+fn read_single(path: &Path) -> Option<Report> {
+    if file_depth(path).ok()? > MAX_JSON_DEPTH {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let mut de =
+        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
+    de.disable_recursion_limit();
+    let report = Report::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    (report.schema == SCHEMA).then_some(report)
+}
+
 /// Loads a profile of either schema.
 pub fn load_any(arg: &Path) -> Result<(PathBuf, Loaded), Failure> {
     let path = profile_path(arg)?;
+    if let Some(report) = read_single(&path) {
+        return Ok((path, Loaded::Single(Box::new(report))));
+    }
     let (text, schema) = read_checked(&path, &[SCHEMA, MERGED_SCHEMA])?;
     if schema == MERGED_SCHEMA {
         let value: Value = parse(&text).map_err(|e| {

@@ -13,6 +13,7 @@ mod pftrace;
 mod plot;
 mod report;
 mod run;
+mod timebase;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -176,12 +176,12 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
 
     let mut flat = flatten(&r.tree);
     if let Some(re) = filter {
-        flat.retain(|f| re.is_match(f.name));
+        flat.retain(|f| re.is_match(&f.name));
     }
     let order = |a: &FlatRow, b: &FlatRow| {
         sort_value(sort_of(args), b.total_ns, b.self_ns, b.count)
             .cmp(&sort_value(sort_of(args), a.total_ns, a.self_ns, a.count))
-            .then_with(|| (a.name, a.kind, &a.device).cmp(&(b.name, b.kind, &b.device)))
+            .then_with(|| (&a.name, a.kind, &a.device).cmp(&(&b.name, b.kind, &b.device)))
     };
     let all = flat.len();
     let top = args.top.unwrap_or(20);
@@ -227,7 +227,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
             dur(f.max_ns),
             f.kind.to_string(),
             f.device.to_string(),
-            cell(f.name, args),
+            cell(&f.name, args),
         ]);
     }
     if t.len() == 0 {
@@ -236,8 +236,8 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
         s.push_str(&t.render());
     }
     sections(&mut s, r, top, args);
-    kprof_core::output::counters::block(&mut s, r, top);
-    kprof_core::output::mpi::block(&mut s, r);
+    kprof_core::output::counters::block(&mut s, r, &r.tree, top);
+    kprof_core::output::mpi::block(&mut s, r, &r.tree);
     kprof_core::output::messages::block(&mut s, r, top);
     if let Some(c) = &r.concurrency {
         kprof_core::output::summary::concurrency(&mut s, c, top);
@@ -623,7 +623,7 @@ fn flat_machine(flat: &[FlatRow], run: f64, csv: bool) -> String {
             let _ = writeln!(
                 s,
                 "{},{},{},{},{},{},{:.1},{},{},{:.2}",
-                csv_field(f.name),
+                csv_field(&f.name),
                 f.kind,
                 csv_field(&f.device),
                 f.count,

@@ -534,6 +534,21 @@ pub fn main(args: RunArgs) -> Outcome {
     }
     if models.actor {
         wanted.push(("actor", "libkprof_actor.so"));
+        // Counters of an FA-BSP program go to its MAIN/PROC/COMM segments too,
+        // unless the kinds were chosen.
+        let counters = args
+            .counters
+            .clone()
+            .or_else(|| std::env::var("KPROF_COUNTERS").ok());
+        if counters.is_some_and(|c| !c.trim().is_empty())
+            && args.counter_kinds.is_none()
+            && std::env::var_os("KPROF_COUNTER_KINDS").is_none()
+        {
+            env.push((
+                "KPROF_COUNTER_KINDS",
+                format!("{},actor", kprof_core::hot::counters::DEFAULT_KINDS),
+            ));
+        }
     }
     let mut missing = Vec::new();
     // Plugins that go into LD_PRELOAD, before any list already set.
@@ -638,7 +653,8 @@ pub fn main(args: RunArgs) -> Outcome {
     }
     const LINK_WRAPPERS: &str = "link it with kprof_actor_wrap.c and \
          -Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,--wrap=convey_pull,\
-         --wrap=convey_advance,--wrap=convey_free (see kprof_actor.h)";
+         --wrap=convey_advance,--wrap=convey_free,--wrap=convey_epush,--wrap=convey_epull \
+         (see kprof_actor.h)";
     if models.actor && models.conveyors_unwrapped {
         say(&format!(
             "{exe_name} holds Conveyors without kprof's link-time wrappers and its entries \

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use crate::{scratch, test_file, workspace_root};
 
-/// Both programs built with the wrappers, and the histogram without them.
+/// The programs built with the wrappers, and some without them.
 pub struct Programs {
     /// The histogram, wrapped.
     pub histo: PathBuf,
@@ -15,6 +15,12 @@ pub struct Programs {
     pub ig: PathBuf,
     /// The histogram without the wrappers.
     pub histo_unwrapped: PathBuf,
+    /// The triangle count, wrapped.
+    pub triangle: PathBuf,
+    /// The elastic conveyor program, wrapped.
+    pub elastic: PathBuf,
+    /// The elastic conveyor program without the wrappers.
+    pub elastic_unwrapped: PathBuf,
 }
 
 /// Whether Open MPI's OpenSHMEM compiler and launcher work.
@@ -44,7 +50,7 @@ pub fn oshcc(args: &[&str]) {
 }
 
 /// The wrapped entries (the link line kprof_actor.h documents).
-pub const WRAP: &str = "-Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,--wrap=convey_pull,--wrap=convey_advance,--wrap=convey_free";
+pub const WRAP: &str = "-Wl,--wrap=convey_new,--wrap=convey_begin,--wrap=convey_push,--wrap=convey_pull,--wrap=convey_advance,--wrap=convey_free,--wrap=convey_epush,--wrap=convey_epull";
 
 /// The programs, built once per test process.
 pub fn programs() -> &'static Programs {
@@ -66,7 +72,14 @@ pub fn programs() -> &'static Programs {
             .expect("run ar");
         assert!(ar.success());
         let libdir = format!("-L{}", dir.display());
-        for (name, wrapped) in [("histo", true), ("ig", true), ("histo", false)] {
+        for (name, wrapped) in [
+            ("histo", true),
+            ("ig", true),
+            ("histo", false),
+            ("triangle", true),
+            ("elastic", true),
+            ("elastic", false),
+        ] {
             let out = if wrapped {
                 d(name)
             } else {
@@ -85,6 +98,9 @@ pub fn programs() -> &'static Programs {
             histo: dir.join("histo"),
             ig: dir.join("ig"),
             histo_unwrapped: dir.join("histo_unwrapped"),
+            triangle: dir.join("triangle"),
+            elastic: dir.join("elastic"),
+            elastic_unwrapped: dir.join("elastic_unwrapped"),
         }
     })
 }
@@ -117,7 +133,14 @@ pub fn oshrun(np: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
 fn oshrun_once(np: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new("timeout");
     cmd.args(["300", "oshrun", "-np", &np.to_string()]);
-    for (k, _) in env {
+    // More PEs than cores: the stand-in's idle advances yield the CPU (busy
+    // polling PEs would otherwise wait for their peers' time slices).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut env = env.to_vec();
+    if np > cores {
+        env.push(("STANDIN_CONVEY_YIELD", "1"));
+    }
+    for (k, _) in &env {
         cmd.args(["-x", k]);
     }
     cmd.args(args)
@@ -131,7 +154,7 @@ fn oshrun_once(np: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
             cmd.env_remove(k);
         }
     }
-    for (k, v) in env {
+    for (k, v) in &env {
         cmd.env(k, v);
     }
     cmd.output().expect("run oshrun")

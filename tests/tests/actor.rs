@@ -1,8 +1,9 @@
 //! The HClib-Actor / Conveyors plugin (`libkprof_actor.so`) on 4 OpenSHMEM PEs
 //! (Open MPI's OSHMEM, `oshrun`), with the stand-in Conveyors of
 //! `tests/actor/convey/` built as a static library into FA-BSP programs
-//! (`tests/actor/histo.c`, `tests/actor/ig.c`) linked with kprof's link-time
-//! wrappers. The programs count their own logical sends, the stand-in counts its
+//! (`tests/actor/histo.c`, `tests/actor/ig.c`, `tests/actor/triangle.c`,
+//! `tests/actor/elastic.c`) linked with kprof's link-time wrappers or hooked at
+//! load time. The programs count their own logical sends, the stand-in counts its
 //! own physical buffers, and both measure their phase: kprof's matrices must
 //! equal those counts exactly, its MAIN + PROC + COMM the phase.
 
@@ -347,7 +348,7 @@ fn detection_load_time_hooks_and_stripped() {
                 &pattern,
                 "--",
                 &prog.display().to_string(),
-                "500",
+                "4000",
             ],
             &[],
         );
@@ -591,5 +592,433 @@ fn conveyor_never_freed() {
             );
             assert!((main + proc_ + comm).abs_diff(meta(&p, "actor.phase_ns")) <= 3);
         }
+    }
+}
+
+/// Sums the cells of a matrix per rank: {rank: (count, bytes)}.
+fn per_rank(cells: &Cells) -> BTreeMap<u64, (u64, u64)> {
+    let mut m: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for (&(rank, _), &(c, b)) in cells {
+        let e = m.entry(rank).or_default();
+        e.0 += c;
+        e.1 += b;
+    }
+    m
+}
+
+/// The ActorProf case study: the triangle count with its matrix rows spread
+/// 1D-cyclic and 1D-range. Both count the same triangles (the serial count);
+/// kprof's logical matrices equal the program's own counts exactly, and show
+/// what the distribution predicts: cyclic sends are balanced, range sends are
+/// not (row i sends about (p*i)^2/2 messages: the last PE sends tens of times
+/// the first PE's). The time shows it too: under range the two middle PEs,
+/// which handle about twice the messages of the outer ones (and scan longer
+/// rows), have more PROC. (MAIN is not compared: a PE with nothing left to send
+/// spins through its loop, and on a loaded machine its preemptions there weigh
+/// as much as the busiest PE's message generation.)
+#[test]
+fn triangle_count_distribution_imbalance() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let tri = progs.triangle.display().to_string();
+    let mut triangles = Vec::new();
+    for dist in ["cyclic", "range"] {
+        let dir = scratch(&format!("actor_triangle_{dist}"));
+        let args = ["1200", "40", dist];
+        let plain = oshrun(&[&tri, args[0], args[1], args[2]], &[]);
+        assert_ok(&plain);
+        let out = under_kprof(&dir, &progs.triangle, &args, &[]);
+        assert_eq!(lines(&out, "result"), lines(&plain, "result"), "{dist}");
+        assert_eq!(lines(&out, "logical"), lines(&plain, "logical"), "{dist}");
+        let results = lines(&out, "result");
+        let found: u64 = results.iter().map(|f| n(&f[1])).sum();
+        assert_eq!(
+            found,
+            n(&results[0][2]),
+            "{dist}: distributed vs serial count"
+        );
+        triangles.push(found);
+
+        let own = program_logical(&out);
+        let m = merged_matrix(&dir);
+        let send = &m[&("conveyor 0 logical".to_string(), "send".to_string())];
+        assert_eq!(send, &own[&0], "{dist}");
+        let recv = &m[&("conveyor 0 logical".to_string(), "receive".to_string())];
+        let transposed: Cells = own[&0].iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+        assert_eq!(recv, &transposed, "{dist}");
+        for &(c, b) in send.values() {
+            assert_eq!(b, 16 * c, "16-byte messages");
+        }
+        let sends = per_rank(send);
+        let (lo, hi) = (
+            sends.values().map(|v| v.0).min().unwrap(),
+            sends.values().map(|v| v.0).max().unwrap(),
+        );
+        let phases = per_pe(&out, "phase");
+        let mut proc_ = Vec::new();
+        for pe in 0..NP as u64 {
+            let p = read_profile(&dir.join(format!("pe{pe}")));
+            let (_, p_, _) = check_breakdown(&p, phases[&pe]);
+            proc_.push(p_);
+        }
+        // Handled messages per PE, as the program counted them: kprof's receive rows.
+        let handled: BTreeMap<u64, u64> = lines(&out, "work")
+            .into_iter()
+            .map(|f| (n(&f[0]), n(&f[1])))
+            .collect();
+        let received: BTreeMap<u64, u64> =
+            per_rank(recv).into_iter().map(|(r, v)| (r, v.0)).collect();
+        assert_eq!(received, handled, "{dist}");
+        if dist == "cyclic" {
+            assert!(hi * 100 < lo * 125, "{dist}: sends per PE {sends:?}");
+        } else {
+            // Sends grow with the row: PE 3 sends most, PE 0 least.
+            assert_eq!(sends[&3].0, hi, "{sends:?}");
+            assert_eq!(sends[&0].0, lo, "{sends:?}");
+            assert!(hi > 20 * lo, "{dist}: sends per PE {sends:?}");
+            // The receivers' load peaks in the middle blocks.
+            assert!(
+                handled[&1] + handled[&2] > 2 * (handled[&0] + handled[&3]),
+                "{handled:?}"
+            );
+            assert!(
+                proc_[1] + proc_[2] > proc_[0] + proc_[3],
+                "PROC per PE {proc_:?}, handled {handled:?}"
+            );
+        }
+    }
+    assert_eq!(triangles[0], triangles[1]);
+    assert!(triangles[0] > 0);
+}
+
+/// Elastic conveyors (`convey_epush` / `convey_epull`, items of 0 to 40 bytes,
+/// 0-byte items included) through the link-time wrappers and the load-time
+/// hooks, on the local and the remote path: the logical matrix (items and
+/// bytes) equals the program's own counts exactly, receives are its transpose,
+/// the physical matrix equals the stand-in's, MAIN + PROC + COMM the phase;
+/// results unchanged. Counting only (`KPROF_ACTOR_BREAKDOWN=0`) the matrix is
+/// still exact.
+#[test]
+fn elastic_conveyors_every_route() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let remote = [("CONVEY_NLOCAL", "1")];
+    let counts_only = [("KPROF_ACTOR_BREAKDOWN", "0")];
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let runs: [(&str, &Path, Env); 5] = [
+        ("wrapped", &progs.elastic, &[]),
+        ("hooked", &progs.elastic_unwrapped, &[]),
+        ("wrapped_remote", &progs.elastic, &remote),
+        ("hooked_remote", &progs.elastic_unwrapped, &remote),
+        ("hooked_counts_only", &progs.elastic_unwrapped, &counts_only),
+    ];
+    for (name, prog, env) in runs {
+        let dir = scratch(&format!("actor_elastic_{name}"));
+        let plain = oshrun(&[prog.to_str().unwrap(), "4000"], env);
+        assert_ok(&plain);
+        let out = under_kprof(&dir, prog, &["4000"], env);
+        assert_eq!(lines(&out, "received"), lines(&plain, "received"), "{name}");
+        let received = lines(&out, "received");
+        let (mut sent_sum, mut got_sum, mut got, mut zero) = (0u64, 0u64, 0u64, 0u64);
+        for f in &received {
+            got += n(&f[1]);
+            zero += n(&f[2]);
+            sent_sum = sent_sum.wrapping_add(n(&f[3]));
+            got_sum = got_sum.wrapping_add(n(&f[4]));
+        }
+        assert_eq!(got, 4000 * NP as u64, "{name}");
+        assert_eq!(sent_sum, got_sum, "{name}: payloads");
+        assert!(zero > 0, "{name}: no 0-byte item");
+
+        let own = program_logical(&out);
+        let m = merged_matrix(&dir);
+        let send = &m[&("conveyor 0 logical".to_string(), "send".to_string())];
+        assert_eq!(send, &own[&0], "{name}");
+        let recv = &m[&("conveyor 0 logical".to_string(), "receive".to_string())];
+        let transposed: Cells = own[&0].iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+        assert_eq!(recv, &transposed, "{name}");
+        let path = if name.contains("remote") {
+            "remote"
+        } else {
+            "local"
+        };
+        assert_eq!(
+            m[&(format!("conveyor 0 physical {path}"), "send".to_string())],
+            program_physical(&out, path),
+            "{name}"
+        );
+        let phases = per_pe(&out, "phase");
+        for pe in 0..NP as u64 {
+            let p = read_profile(&dir.join(format!("pe{pe}")));
+            if name.contains("counts_only") {
+                assert_eq!(p["metadata"]["actor.breakdown"], "off");
+            } else {
+                check_breakdown(&p, phases[&pe]);
+            }
+            assert!(p["metadata"].get("actor.convey_errors").is_none(), "{name}");
+            assert!(p["metadata"].get("actor.bad_peer").is_none(), "{name}");
+        }
+    }
+}
+
+/// Bad inputs, through the wrappers and the load-time hooks: pushes and pulls
+/// on a conveyor after `convey_free` (the stand-in answers an error) and pulls
+/// whose source PE is outside the job (injected by the stand-in) are counted,
+/// exactly, as unknown-conveyor calls, Conveyors errors and bad peers; the
+/// program's results and exit status are unchanged, and the rest of the matrix
+/// stays exact.
+#[test]
+fn bad_inputs_counted() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let env = [("STANDIN_CONVEY_BAD_FROM", "7")];
+    for (name, prog) in [
+        ("wrapped", &progs.elastic),
+        ("hooked", &progs.elastic_unwrapped),
+    ] {
+        let dir = scratch(&format!("actor_bad_{name}"));
+        let args = ["3000", "5"];
+        let plain = oshrun(&[prog.to_str().unwrap(), args[0], args[1]], &env);
+        assert_ok(&plain);
+        let out = under_kprof(&dir, prog, &args, &env);
+        assert_eq!(lines(&out, "received"), lines(&plain, "received"), "{name}");
+        assert_eq!(lines(&out, "bad_from"), lines(&plain, "bad_from"), "{name}");
+        let bad = per_pe(&out, "bad_from");
+        let after: BTreeMap<u64, (u64, u64)> = lines(&out, "after_free")
+            .into_iter()
+            .map(|f| (n(&f[0]), (n(&f[1]), n(&f[2]))))
+            .collect();
+        let own = program_logical(&out);
+        let m = merged_matrix(&dir);
+        assert_eq!(
+            m[&("conveyor 0 logical".to_string(), "send".to_string())],
+            own[&0],
+            "{name}"
+        );
+        // Receives from a PE outside the job are not in the matrix, only counted.
+        let recv = per_rank(&m[&("conveyor 0 logical".to_string(), "receive".to_string())]);
+        let got: BTreeMap<u64, u64> = lines(&out, "received")
+            .into_iter()
+            .map(|f| (n(&f[0]), n(&f[1])))
+            .collect();
+        for pe in 0..NP as u64 {
+            assert!(bad[&pe] > 0, "{name}: nothing injected on PE {pe}");
+            assert_eq!(recv[&pe].0 + bad[&pe], got[&pe], "{name} PE {pe}");
+            let p = read_profile(&dir.join(format!("pe{pe}")));
+            assert_eq!(meta(&p, "actor.bad_peer"), bad[&pe], "{name} PE {pe}");
+            let (calls, errors) = after[&pe];
+            assert_eq!((calls, errors), (15, 15));
+            assert_eq!(meta(&p, "actor.unknown_conveyor_calls"), calls, "{name}");
+            assert_eq!(meta(&p, "actor.convey_errors"), errors, "{name}");
+            assert_eq!(meta(&p, "actor.phases"), 1);
+        }
+    }
+}
+
+/// Per-PE timelines: with a Perfetto trace, each PE's thread track holds its
+/// actor phase as flat `actor MAIN` / `actor PROC` / `actor COMM` slices, one
+/// PROC slice per message handled (an OK pull opens it, the next Conveyors call
+/// closes it), and their durations add up to the breakdown kprof reports;
+/// `kprof merge` of the PEs' directories gives one trace with one process per
+/// PE holding the same slices. The PEs left their first barrier at about the
+/// same moment (`actor.barrier_ns`: the time base of the merged trace).
+#[test]
+fn per_pe_timelines_and_merged_trace() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let dir = scratch("actor_timeline");
+    let kprof = lib("kprof").display().to_string();
+    let pattern = dir.join("pe%r").display().to_string();
+    let exe = progs.histo_unwrapped.display().to_string();
+    let out = oshrun(
+        &[
+            &kprof,
+            "run",
+            "--actor",
+            "--summary",
+            "0",
+            "--trace",
+            "perfetto",
+            "-o",
+            &pattern,
+            "--",
+            &exe,
+            "4000",
+        ],
+        &[],
+    );
+    assert_ok(&out);
+    let Some(_) = kprof_tests::trace_check::perfetto_schema() else {
+        skip_unless(false, "Perfetto's protos (protoc)");
+        return;
+    };
+    let handled: BTreeMap<u64, u64> = lines(&out, "result")
+        .into_iter()
+        .map(|f| (n(&f[0]), n(&f[1])))
+        .collect();
+    let phases = per_pe(&out, "phase");
+    let mut barriers = Vec::new();
+    let mut per_pe_proc = Vec::new();
+    for pe in 0..NP as u64 {
+        let d = dir.join(format!("pe{pe}"));
+        let p = read_profile(&d);
+        let (main, proc_, comm) = check_breakdown(&p, phases[&pe]);
+        barriers.push(meta(&p, "actor.barrier_ns"));
+        let model = kprof_tests::trace_check::read_perfetto(&d).expect("decodable trace");
+        model.assert_valid();
+        let sum = |name: &str| -> (usize, u64) {
+            let v = model.named(name);
+            (v.len(), v.iter().map(|s| s.end_ns - s.begin_ns).sum())
+        };
+        let (n_main, t_main) = sum("actor MAIN");
+        let (n_proc, t_proc) = sum("actor PROC");
+        let (n_comm, t_comm) = sum("actor COMM");
+        assert_eq!(
+            n_proc as u64, handled[&pe],
+            "PE {pe}: one PROC slice per message"
+        );
+        assert!(
+            n_main > 0 && n_comm > n_proc,
+            "PE {pe}: {n_main} MAIN, {n_comm} COMM"
+        );
+        // Flat: no segment inside another.
+        for s in model.slices.iter().filter(|s| s.name.starts_with("actor ")) {
+            assert_eq!(s.depth, 0, "{s:?}");
+        }
+        eprintln!(
+            "PE {pe}: slices MAIN {t_main} PROC {t_proc} COMM {t_comm}; breakdown {main} {proc_} {comm}"
+        );
+        // The slices cover the phase but for the switches between them (two
+        // core calls each, on this thread, between one slice's end and the
+        // next one's begin: about 5% here; more when the PE is preempted there
+        // or the core takes a new trace buffer there, on a loaded machine).
+        let total = t_main + t_proc + t_comm;
+        let phase = main + proc_ + comm;
+        assert!(
+            total <= phase + phase / 100 && total * 3 >= phase * 2,
+            "PE {pe}: slices {t_main} + {t_proc} + {t_comm} = {total} ns vs phase {phase} ns"
+        );
+        per_pe_proc.push(n_proc);
+    }
+    let (lo, hi) = (
+        *barriers.iter().min().unwrap(),
+        *barriers.iter().max().unwrap(),
+    );
+    assert!(hi - lo < 50_000_000, "first barriers {barriers:?}");
+
+    let merged = dir.join("merged");
+    let dirs: Vec<String> = (0..NP)
+        .map(|r| dir.join(format!("pe{r}")).display().to_string())
+        .collect();
+    let o = Command::new(lib("kprof"))
+        .arg("merge")
+        .args(&dirs)
+        .arg("-o")
+        .arg(&merged)
+        .output()
+        .expect("run kprof merge");
+    assert_ok(&o);
+    let model = kprof_tests::trace_check::read_perfetto(&merged).expect("decodable merged trace");
+    model.assert_valid();
+    // PROC slices per process: the PEs' own, one process each.
+    let mut by_pid: BTreeMap<i64, usize> = BTreeMap::new();
+    for s in model.named("actor PROC") {
+        if let Some(kprof_tests::trace_check::TrackKind::Thread { pid, .. }) =
+            model.tracks.get(&s.track).map(|t| t.kind.clone())
+        {
+            *by_pid.entry(pid).or_default() += 1;
+        }
+    }
+    assert_eq!(by_pid.len(), NP, "{by_pid:?}");
+    let mut got: Vec<usize> = by_pid.values().copied().collect();
+    got.sort();
+    per_pe_proc.sort();
+    assert_eq!(got, per_pe_proc);
+}
+
+/// Counters per segment kind (`kprof run --counters`, which adds the `actor`
+/// counter kind): the program of `tests/actor/counted.c` adds known amounts to
+/// a PAPI software-defined event in known segments, and kprof's `actor MAIN`,
+/// `actor PROC` and `actor COMM` nodes hold exactly those amounts on every PE
+/// (+1 per OK push in MAIN, +3 per message handled in PROC, nothing inside
+/// Conveyors; the +1000 before the phase is in no segment).
+#[test]
+fn counters_per_segment() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)")
+        || skip_unless(
+            Path::new("/usr/include/sde_lib.h").exists(),
+            "PAPI with SDE (libpapi-dev)",
+        )
+    {
+        return;
+    }
+    let dir = scratch("actor_counters");
+    let convey_dir = programs().histo.parent().unwrap().display().to_string();
+    let exe = dir.join("counted").display().to_string();
+    oshcc(&[
+        &format!("-I{}", test_file("actor").display()),
+        &test_file("actor/counted.c").display().to_string(),
+        &format!("-L{convey_dir}"),
+        "-lconvey",
+        "-lsde",
+        "-o",
+        &exe,
+    ]);
+    const EVENT: &str = "sde:::kpactor::work";
+    let kprof = lib("kprof").display().to_string();
+    let pattern = dir.join("pe%r").display().to_string();
+    let out = oshrun(
+        &[
+            &kprof,
+            "run",
+            "--actor",
+            "--summary",
+            "0",
+            "--counters",
+            EVENT,
+            "-o",
+            &pattern,
+            "--",
+            &exe,
+            "3000",
+        ],
+        &[],
+    );
+    assert_ok(&out);
+    let counted: BTreeMap<u64, (u64, u64)> = lines(&out, "counted")
+        .into_iter()
+        .map(|f| (n(&f[0]), (n(&f[1]), n(&f[2]))))
+        .collect();
+    assert_eq!(counted.len(), NP);
+    for pe in 0..NP as u64 {
+        let p = read_profile(&dir.join(format!("pe{pe}")));
+        let seg = |name: &str| -> (u64, u64) {
+            let (_, node) = kprof_tests::nodes(&p)
+                .into_iter()
+                .find(|(path, _)| path == &[name.to_string()])
+                .unwrap_or_else(|| panic!("PE {pe}: no node {name}"));
+            assert_eq!(node["kind"], "actor_segment");
+            let c = &node["counters"];
+            (
+                kprof_tests::u(&c["events"][EVENT]["exclusive"]),
+                kprof_tests::u(&c["instances"]),
+            )
+        };
+        let (main, proc_) = counted[&pe];
+        assert_eq!(main, 3000);
+        assert_eq!(seg("actor MAIN").0, main, "PE {pe}");
+        let (in_proc, proc_instances) = seg("actor PROC");
+        assert_eq!(in_proc, proc_, "PE {pe}");
+        // One PROC segment per message handled.
+        assert_eq!(3 * proc_instances, proc_, "PE {pe}");
+        assert_eq!(seg("actor COMM").0, 0, "PE {pe}");
     }
 }

@@ -124,7 +124,7 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
         .into_iter()
         .filter(|f| !DEVICE_KINDS.contains(&f.kind) && f.kind != "fence")
         .collect();
-    flat.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.name.cmp(b.name)));
+    flat.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.name.cmp(&b.name)));
     let rows: Vec<(String, f64)> = flat
         .iter()
         .take(top)
@@ -170,7 +170,8 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
             .map(|(_, n)| {
                 let pts = n
                     .samples
-                    .iter()
+                    .as_deref()
+                    .into_iter()
                     .flatten()
                     .map(|&[s, d]| (s as f64, d as f64))
                     .collect();
@@ -180,7 +181,7 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
                         "{} [{}] ({} of {})",
                         n.name,
                         n.kind,
-                        n.samples.as_ref().map_or(0, Vec::len),
+                        n.samples.as_ref().map_or(0, |s| s.len()),
                         n.count
                     ),
                     pts,

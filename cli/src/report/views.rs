@@ -34,13 +34,15 @@ pub fn flat(
     // The (name, kind, device) rows, which count recursion once, folded by name.
     let mut rows: Vec<ByName> = Vec::new();
     let mut at: std::collections::HashMap<&str, usize> = Default::default();
-    for f in flatten(&r.tree) {
-        if filter.is_some_and(|re| !re.is_match(f.name)) {
+    let flat = flatten(&r.tree);
+    for f in &flat {
+        let name: &str = &f.name;
+        if filter.is_some_and(|re| !re.is_match(name)) {
             continue;
         }
-        let i = *at.entry(f.name).or_insert_with(|| {
+        let i = *at.entry(name).or_insert_with(|| {
             rows.push(ByName {
-                name: f.name,
+                name,
                 kinds: Vec::new(),
                 count: 0,
                 total_ns: 0,

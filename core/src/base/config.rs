@@ -218,7 +218,7 @@ const SPECS: &[Spec] = &[
         arg: "counter-kinds",
         env: "KPROF_COUNTER_KINDS",
         value: Value::Text,
-        help: "which instances get counters: comma list of regions, kernels, parallel, loops, tasks, sync, data, target, gpu_api, mpi, all (default regions,kernels,parallel)",
+        help: "which instances get counters: comma list of regions, kernels, parallel, loops, tasks, sync, data, target, gpu_api, mpi, actor, all (default regions,kernels,parallel)",
     },
     Spec {
         arg: "fork",

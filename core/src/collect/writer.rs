@@ -22,6 +22,7 @@ use crate::collect::resolve::ThreadStream;
 use crate::collect::sampler::Sampler;
 use crate::collect::symbolize::Symbolizer;
 use crate::consume::concurrency::{self, Timeline};
+use crate::consume::profile::tree_view::MergedTree;
 use crate::consume::profile::{merge, Profile};
 use crate::consume::trace::{self, TraceWriter};
 use crate::hot::aggregate::local::ThreadProfile;
@@ -611,9 +612,8 @@ impl Writer {
         report.system = system;
         report.concurrency =
             concurrency::section(&times, &report.threads, report.clock.duration_ns);
-        // The report holds all the profile says: free the trees before writing (a
-        // million call paths are hundreds of MiB).
-        drop(merged);
+        // The outputs read the call-path tree from `merged`, node by node; what
+        // else the profile kept goes now (the threads' trees went in the merge).
         drop(profile);
         let record_count = records.values().sum::<u64>() - events_in_place;
         report.kprof = SelfCost {
@@ -628,7 +628,8 @@ impl Writer {
         let dir = self.dir.or_else(|| output::prepare_dir(rt, &cfg));
         // The traces are complete: the profile takes the space held for it.
         drop(self.profile_space.take());
-        output::write_all(&report, &cfg, dir.as_deref(), &traces);
+        let tree = MergedTree::new(&merged, rt);
+        output::write_all(&report, &tree, &cfg, dir.as_deref(), &traces);
     }
 }
 

@@ -124,7 +124,8 @@ impl Category {
             | Kind::DualViewSync
             | Kind::DualViewModify
             | Kind::UserCounter
-            | Kind::Message => Region,
+            | Kind::Message
+            | Kind::ActorSegment => Region,
             Kind::GpuApi
             | Kind::Mpi
             | Kind::AccDeviceInit

@@ -9,8 +9,8 @@
 use std::ffi::{c_char, CStr};
 use std::sync::{Mutex, RwLock};
 
+use hashbrown::HashTable;
 use kprof_abi::Anomaly;
-use rustc_hash::FxHashMap;
 
 use crate::base::anomaly::Anomalies;
 
@@ -21,17 +21,71 @@ const MAX_NAMES: usize = 1 << 20;
 const OVERFLOW_NAME: &[u8] = b"<more distinct names than kprof keeps>";
 
 /// The process-wide name table.
+///
+/// Memory per name matters: a program can make a million distinct names (one
+/// kernel name per problem size). A name costs its bytes in a shared arena, one
+/// 16-byte slot in `names` and 4 bytes (plus one control byte) in the hash table
+/// of ids, which compares candidates against the arena instead of keeping keys.
 pub struct Interner {
-    map: Mutex<FxHashMap<&'static [u8], u32>>,
+    /// Lookup by content: ids hashed by their stored bytes; also owns the arena.
+    map: Mutex<Lookup>,
     /// id -> NUL-terminated bytes (the slice includes the NUL).
     names: RwLock<Vec<&'static [u8]>>,
+}
+
+/// The part of the table changed only under its lock.
+struct Lookup {
+    ids: HashTable<u32>,
+    arena: Arena,
+}
+
+/// Append-only storage of the names' bytes, in blocks that never move (the
+/// pointers handed out stay valid for the life of the process).
+struct Arena {
+    /// The unused rest of the current block.
+    free: &'static mut [u8],
+}
+
+/// Bytes of one arena block; a name longer than a quarter of it gets its own.
+const ARENA_BLOCK: usize = 64 << 10;
+
+impl Arena {
+    /// A NUL-terminated copy of `bytes` that lives forever.
+    fn store(&mut self, bytes: &[u8]) -> &'static [u8] {
+        let need = bytes.len() + 1;
+        if need > ARENA_BLOCK / 4 {
+            let mut owned = Vec::with_capacity(need);
+            owned.extend_from_slice(bytes);
+            owned.push(0);
+            return Box::leak(owned.into_boxed_slice());
+        }
+        if self.free.len() < need {
+            self.free = Box::leak(vec![0u8; ARENA_BLOCK].into_boxed_slice());
+        }
+        let (stored, rest) = std::mem::take(&mut self.free).split_at_mut(need);
+        self.free = rest;
+        stored[..bytes.len()].copy_from_slice(bytes);
+        stored[bytes.len()] = 0;
+        stored
+    }
+}
+
+/// The hash of a name's bytes (without its NUL).
+fn hash_of(bytes: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = rustc_hash::FxBuildHasher.build_hasher();
+    h.write(bytes);
+    h.finish()
 }
 
 impl Interner {
     /// A table holding `<null>` as id 0.
     pub fn new() -> Interner {
         let i = Interner {
-            map: Mutex::new(FxHashMap::default()),
+            map: Mutex::new(Lookup {
+                ids: HashTable::new(),
+                arena: Arena { free: &mut [] },
+            }),
             names: RwLock::new(Vec::new()),
         };
         let (id, _) = i.intern(b"<null>", &Anomalies::default());
@@ -43,30 +97,30 @@ impl Interner {
     /// stored NUL-terminated copy.
     pub fn intern(&self, bytes: &[u8], anomalies: &Anomalies) -> (u32, *const c_char) {
         let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(&id) = map.get(bytes) {
-            return (id, self.stored(id).as_ptr().cast());
-        }
-        if map.len() >= MAX_NAMES && bytes != OVERFLOW_NAME {
-            drop(map);
-            return self.intern(OVERFLOW_NAME, anomalies);
+        let hash = hash_of(bytes);
+        {
+            // Writers hold `map`, so `names` only grows under this lock.
+            let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+            let stored = |id: &u32| &names[*id as usize][..names[*id as usize].len() - 1];
+            if let Some(&id) = map.ids.find(hash, |id| stored(id) == bytes) {
+                return (id, names[id as usize].as_ptr().cast());
+            }
+            if map.ids.len() >= MAX_NAMES && bytes != OVERFLOW_NAME {
+                drop(names);
+                drop(map);
+                return self.intern(OVERFLOW_NAME, anomalies);
+            }
         }
         if std::str::from_utf8(bytes).is_err() {
             anomalies.count(Anomaly::InvalidUtf8Name);
         }
-        let mut owned = Vec::with_capacity(bytes.len() + 1);
-        owned.extend_from_slice(bytes);
-        owned.push(0);
-        let stored: &'static [u8] = Box::leak(owned.into_boxed_slice());
+        let stored = map.arena.store(bytes);
         let mut names = self.names.write().unwrap_or_else(|p| p.into_inner());
         let id = names.len() as u32;
         names.push(stored);
-        map.insert(&stored[..stored.len() - 1], id);
+        let rehash = |id: &u32| hash_of(&names[*id as usize][..names[*id as usize].len() - 1]);
+        map.ids.insert_unique(hash, id, rehash);
         (id, stored.as_ptr().cast())
-    }
-
-    fn stored(&self, id: u32) -> &'static [u8] {
-        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
-        names[id as usize]
     }
 
     /// The name of `id` as text for output: invalid UTF-8 replaced by U+FFFD, C++

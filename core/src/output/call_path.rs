@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use crate::hot::runtime::warn;
+use crate::output::calltree::CallTree;
 use crate::output::report::{Report, TaskEdge, TreeNode};
 
 /// One node of a call-path tree, for the analysis writers.
@@ -84,8 +85,8 @@ pub fn write_files(dir: &Path, walk: Walk, dependences: &[TaskEdge], title: &str
     }
 }
 
-/// [`write_files`] for one process's report.
-pub fn write_report_files(dir: &Path, report: &Report) {
+/// [`write_files`] for one process's report, whose call-path tree is `tree`.
+pub fn write_report_files(dir: &Path, report: &Report, tree: &dyn CallTree) {
     let p = &report.program;
     let title = match p.rank {
         Some(r) => format!("{} (pid {}, rank {r})", p.executable, p.pid),
@@ -93,7 +94,7 @@ pub fn write_report_files(dir: &Path, report: &Report) {
     };
     write_files(
         dir,
-        &|visit| walk_tree(&report.tree, visit),
+        &|visit| tree.walk(&mut |depth, n| visit(depth, n)),
         &report.task_graph.edges,
         &title,
     );

@@ -6,12 +6,13 @@ use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap;
 
+use crate::output::calltree::CallTree;
 use crate::output::report::{Report, TreeNode};
 
 /// One row: the counted nodes of one name, kind and device.
-struct Row<'a> {
-    name: &'a str,
-    kind: &'a str,
+struct Row {
+    name: String,
+    kind: String,
     device: String,
     instances: u64,
     /// Per event (in the order of the run's events): inclusive, exclusive.
@@ -31,61 +32,45 @@ pub fn count(v: u64) -> String {
 
 /// The rows of every counted node, aggregated by (name, kind, device); a
 /// recursive node's inclusive values are inside its outer one's already.
-fn rows<'a>(tree: &'a [TreeNode], events: &[String]) -> Vec<Row<'a>> {
-    fn walk<'a>(
-        nodes: &'a [TreeNode],
-        events: &[String],
-        open: &mut Vec<usize>,
-        rows: &mut Vec<Row<'a>>,
-        index: &mut FxHashMap<(&'a str, &'a str, String), usize>,
-    ) {
-        for n in nodes {
-            let mut pushed = false;
-            if let Some(c) = &n.counters {
-                let key = (n.name.as_str(), n.kind.as_str(), n.device_label());
-                let at = *index.entry(key.clone()).or_insert_with(|| {
-                    rows.push(Row {
-                        name: key.0,
-                        kind: key.1,
-                        device: key.2,
-                        instances: 0,
-                        values: vec![(0, 0); events.len()],
-                    });
-                    rows.len() - 1
-                });
-                let recursive = open.contains(&at);
-                let row = &mut rows[at];
-                row.instances += c.instances;
-                for (e, v) in events.iter().zip(row.values.iter_mut()) {
-                    if let Some(t) = c.events.get(e) {
-                        if !recursive {
-                            v.0 += t.inclusive;
-                        }
-                        v.1 += t.exclusive;
-                    }
+fn rows(tree: &dyn CallTree, events: &[String]) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut index: FxHashMap<(String, String, String), usize> = FxHashMap::default();
+    // (depth, row) of the counted nodes enclosing the current one.
+    let mut open: Vec<(usize, usize)> = Vec::new();
+    tree.walk(&mut |depth, n: &TreeNode| {
+        while open.last().is_some_and(|&(d, _)| d >= depth) {
+            open.pop();
+        }
+        let Some(c) = &n.counters else { return };
+        let key = (n.name.clone(), n.kind.clone(), n.device_label());
+        let at = *index.entry(key.clone()).or_insert_with(|| {
+            rows.push(Row {
+                name: key.0,
+                kind: key.1,
+                device: key.2,
+                instances: 0,
+                values: vec![(0, 0); events.len()],
+            });
+            rows.len() - 1
+        });
+        let recursive = open.iter().any(|&(_, r)| r == at);
+        let row = &mut rows[at];
+        row.instances += c.instances;
+        for (e, v) in events.iter().zip(row.values.iter_mut()) {
+            if let Some(t) = c.events.get(e) {
+                if !recursive {
+                    v.0 += t.inclusive;
                 }
-                open.push(at);
-                pushed = true;
-            }
-            walk(&n.children, events, open, rows, index);
-            if pushed {
-                open.pop();
+                v.1 += t.exclusive;
             }
         }
-    }
-    let mut rows = Vec::new();
-    walk(
-        tree,
-        events,
-        &mut Vec::new(),
-        &mut rows,
-        &mut FxHashMap::default(),
-    );
+        open.push((depth, at));
+    });
     rows
 }
 
 /// Appends the counters block to `s` (nothing when no counters were asked for).
-pub fn block(s: &mut String, r: &Report, top: usize) {
+pub fn block(s: &mut String, r: &Report, tree: &dyn CallTree, top: usize) {
     let Some(hc) = &r.hardware_counters else {
         return;
     };
@@ -105,12 +90,12 @@ pub fn block(s: &mut String, r: &Report, top: usize) {
             top,
             hc.events[0]
         );
-        let mut all = rows(&r.tree, &hc.events);
+        let mut all = rows(tree, &hc.events);
         all.sort_by(|a, b| {
             b.values[0]
                 .1
                 .cmp(&a.values[0].1)
-                .then_with(|| (a.name, a.kind).cmp(&(b.name, b.kind)))
+                .then_with(|| (&a.name, &a.kind).cmp(&(&b.name, &b.kind)))
         });
         let ipc = hc
             .events
@@ -138,7 +123,7 @@ pub fn block(s: &mut String, r: &Report, top: usize) {
                     line.push_str("      -");
                 }
             }
-            let name = crate::output::summary::table_name(row.name, Some(48));
+            let name = crate::output::summary::table_name(&row.name, Some(48));
             let device = if row.device.is_empty() {
                 String::new()
             } else {

@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use crate::output::report::{Report, TreeNode};
+use crate::output::calltree::CallTree;
+use crate::output::report::TreeNode;
 use crate::output::{write_whole, OutputError};
 
 /// Column names, in order.
@@ -22,8 +23,8 @@ pub const HEADER: [&str; 13] = [
     "stddev_ns",
 ];
 
-/// Writes the tree of `report` to `path` (completely or not at all).
-pub fn write(path: &Path, report: &Report) -> Result<(), OutputError> {
+/// Writes `tree` to `path` (completely or not at all).
+pub fn write(path: &Path, tree: &dyn CallTree) -> Result<(), OutputError> {
     let err = |e: csv::Error| OutputError::File {
         path: path.display().to_string(),
         source: e.into(),
@@ -32,9 +33,13 @@ pub fn write(path: &Path, report: &Report) -> Result<(), OutputError> {
         let mut w = csv::Writer::from_writer(f);
         w.write_record(HEADER).map_err(err)?;
         let mut row = Row::default();
-        for n in &report.tree {
-            row.write(&mut w, n, 0).map_err(err)?;
-        }
+        let mut result = Ok(());
+        tree.walk(&mut |depth, n| {
+            if result.is_ok() {
+                result = row.write(&mut w, n, depth);
+            }
+        });
+        result.map_err(err)?;
         w.flush().map_err(|source| OutputError::File {
             path: path.display().to_string(),
             source,
@@ -43,12 +48,16 @@ pub fn write(path: &Path, report: &Report) -> Result<(), OutputError> {
     .map(drop)
 }
 
-/// What rows share while the tree is walked: the path so far and a number buffer,
-/// so that a row costs no allocation (a profile can have a million nodes).
+/// What rows share while the tree is walked: the path so far (and where each
+/// enclosing node's part of it ends) and number buffers, so that a row costs no
+/// allocation (a profile can have a million nodes; integers go through `itoa`,
+/// which formats several times faster than `fmt`).
 #[derive(Default)]
 struct Row {
     path: String,
-    number: String,
+    ends: Vec<usize>,
+    number: itoa::Buffer,
+    decimal: String,
 }
 
 impl Row {
@@ -58,7 +67,8 @@ impl Row {
         n: &TreeNode,
         depth: usize,
     ) -> csv::Result<()> {
-        let parent_len = self.path.len();
+        self.ends.truncate(depth);
+        self.path.truncate(self.ends.last().copied().unwrap_or(0));
         if depth > 0 {
             self.path.push(';');
         }
@@ -74,7 +84,7 @@ impl Row {
         w.write_field(&n.kind)?;
         w.write_field(n.device.as_deref().unwrap_or_default())?;
         match n.instance {
-            Some(i) => self.field(w, format_args!("{i}"))?,
+            Some(i) => w.write_field(self.number.format(i))?,
             None => w.write_field("")?,
         }
         for v in [
@@ -85,31 +95,21 @@ impl Row {
             n.min_ns,
             n.max_ns,
         ] {
-            self.field(w, format_args!("{v}"))?;
+            w.write_field(self.number.format(v))?;
         }
         for v in [n.mean_ns, n.stddev_ns] {
             // One decimal, from integers: exact float formatting is the slowest
             // part of a row.
             let tenths = (v * 10.0).round().max(0.0) as u64;
-            self.field(w, format_args!("{}.{}", tenths / 10, tenths % 10))?;
+            self.decimal.clear();
+            self.decimal.push_str(self.number.format(tenths / 10));
+            self.decimal.push('.');
+            self.decimal.push(char::from(b'0' + (tenths % 10) as u8));
+            w.write_field(&self.decimal)?;
         }
         w.write_record(None::<&[u8]>)?;
-        for c in &n.children {
-            self.write(w, c, depth + 1)?;
-        }
-        self.path.truncate(parent_len);
+        self.ends.push(self.path.len());
         Ok(())
-    }
-
-    fn field<W: std::io::Write>(
-        &mut self,
-        w: &mut csv::Writer<W>,
-        v: std::fmt::Arguments,
-    ) -> csv::Result<()> {
-        use std::fmt::Write as _;
-        self.number.clear();
-        let _ = self.number.write_fmt(v);
-        w.write_field(&self.number)
     }
 }
 
@@ -130,14 +130,19 @@ mod tests {
     #[test]
     fn rows_with_escaped_paths() {
         let mut w = csv::Writer::from_writer(Vec::new());
-        let tree = node("a;b", vec![node("c\\d", vec![node("e", vec![])])]);
-        Row::default().write(&mut w, &tree, 0).unwrap();
+        let tree = vec![
+            node("a;b", vec![node("c\\d", vec![node("e", vec![])])]),
+            node("f", vec![]),
+        ];
+        let mut row = Row::default();
+        tree.walk(&mut |depth, n| row.write(&mut w, n, depth).unwrap());
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
         assert_eq!(
             text,
             "a\\;b,a;b,user_region,,,0,3,1000,400,100,600,333.3,0.0\n\
              a\\;b;c\\\\d,c\\d,user_region,,,1,3,1000,400,100,600,333.3,0.0\n\
-             a\\;b;c\\\\d;e,e,user_region,,,2,3,1000,400,100,600,333.3,0.0\n"
+             a\\;b;c\\\\d;e,e,user_region,,,2,3,1000,400,100,600,333.3,0.0\n\
+             f,f,user_region,,,0,3,1000,400,100,600,333.3,0.0\n"
         );
     }
 }

@@ -2,21 +2,59 @@
 //! that the summary and `kprof report` both show, so that they cannot disagree.
 
 use std::borrow::Cow;
+use std::hash::Hash;
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 
 use crate::output::report::{Report, TreeNode};
 
 /// One row: every tree node with the same name, kind and device label. Borrows its
-/// text from the tree (a profile can have a million distinct names).
+/// text from the tree where it can (a profile can have a million distinct names).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlatRow<'a> {
     /// Name.
-    pub name: &'a str,
+    pub name: Cow<'a, str>,
     /// Kind (`parallel_for`, `region`, ...).
     pub kind: &'a str,
     /// Device label (`TreeNode::device_label`), empty for none.
     pub device: Cow<'a, str>,
+    /// Instances, nested ones included.
+    pub count: u64,
+    /// See [`Totals::total_ns`].
+    pub total_ns: u64,
+    /// See [`Totals::instance_ns`].
+    pub instance_ns: u64,
+    /// Exclusive time (never counted twice).
+    pub self_ns: u64,
+    /// Shortest instance.
+    pub min_ns: u64,
+    /// Longest instance.
+    pub max_ns: u64,
+}
+
+impl<'a> FlatRow<'a> {
+    /// The row of a key and its figures.
+    pub fn new(name: Cow<'a, str>, kind: &'a str, device: Cow<'a, str>, t: Totals) -> Self {
+        FlatRow {
+            name,
+            kind,
+            device,
+            count: t.count,
+            total_ns: t.total_ns,
+            instance_ns: t.instance_ns,
+            self_ns: t.self_ns,
+            min_ns: t.min_ns,
+            max_ns: t.max_ns,
+        }
+    }
+}
+
+/// The figures of a flat row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Totals {
     /// Instances, nested ones included.
     pub count: u64,
     /// Inclusive time inside this name: a recursive instance (nested in one of the
@@ -32,6 +70,212 @@ pub struct FlatRow<'a> {
     pub min_ns: u64,
     /// Longest instance.
     pub max_ns: u64,
+}
+
+impl Default for Totals {
+    fn default() -> Self {
+        Totals {
+            count: 0,
+            total_ns: 0,
+            instance_ns: 0,
+            self_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+}
+
+/// The figures of one node, as the flat view adds them.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeFigures {
+    /// Instances.
+    pub count: u64,
+    /// Inclusive time.
+    pub total_ns: u64,
+    /// Exclusive time.
+    pub self_ns: u64,
+    /// Shortest instance.
+    pub min_ns: u64,
+    /// Longest instance.
+    pub max_ns: u64,
+}
+
+impl From<&TreeNode> for NodeFigures {
+    fn from(n: &TreeNode) -> Self {
+        NodeFigures {
+            count: n.count,
+            total_ns: n.total_ns,
+            self_ns: n.self_ns,
+            min_ns: n.min_ns,
+            max_ns: n.max_ns,
+        }
+    }
+}
+
+/// Adds up nodes met depth first into one row per key: the one rule of the flat
+/// view, whatever the key (the names' text when read from a file, their ids in
+/// the runtime). Each key is kept once, in its row; the index holds row numbers.
+pub struct Flattener<K> {
+    index: HashTable<u32>,
+    /// The rows, in the order their keys were first met.
+    pub rows: Vec<(K, Totals)>,
+    /// The rows of the nodes enclosing the current one.
+    open: Vec<u32>,
+}
+
+impl<K: Hash + Eq> Flattener<K> {
+    /// A flattener for about `nodes` nodes (sized once: growing a table of a
+    /// million keys rehashes them all, repeatedly).
+    pub fn with_capacity(nodes: usize) -> Self {
+        Flattener {
+            index: HashTable::with_capacity(nodes),
+            rows: Vec::with_capacity(nodes),
+            open: Vec::new(),
+        }
+    }
+
+    /// Adds the node met next, at `depth`.
+    pub fn add(&mut self, depth: usize, key: K, n: NodeFigures) {
+        self.open.truncate(depth);
+        let hash = FxBuildHasher.hash_one(&key);
+        let rows = &mut self.rows;
+        let found = self
+            .index
+            .find(hash, |&at| rows[at as usize].0 == key)
+            .copied();
+        let at = match found {
+            Some(at) => at,
+            None => {
+                let at = rows.len() as u32;
+                rows.push((key, Totals::default()));
+                self.index
+                    .insert_unique(hash, at, |&i| FxBuildHasher.hash_one(&rows[i as usize].0));
+                at
+            }
+        };
+        let recursive = self.open.contains(&at);
+        let f = &mut self.rows[at as usize].1;
+        f.count += n.count;
+        if !recursive {
+            f.total_ns += n.total_ns;
+        }
+        f.instance_ns += n.total_ns;
+        f.self_ns += n.self_ns;
+        f.min_ns = f.min_ns.min(n.min_ns);
+        f.max_ns = f.max_ns.max(n.max_ns);
+        self.open.push(at);
+    }
+}
+
+/// The flat view of a large tree with little memory: the rows one after the
+/// other, by key order, to `emit`, without a table of every key. `walk` calls its
+/// argument with (depth, node) depth first, parents before children; `key` and
+/// `figures` read a node. Memory: 5 bytes per node (the order and a flag), where
+/// a [`Flattener`] holds about 70 bytes per distinct key. The rows are those of a
+/// [`Flattener`] fed the same walk (tested).
+pub fn rows_by_key<K: Ord + Copy>(
+    nodes: usize,
+    walk: impl Fn(&mut dyn FnMut(usize, u32)),
+    key: impl Fn(u32) -> K,
+    figures: impl Fn(u32) -> NodeFigures,
+) -> impl FnMut(&mut dyn FnMut(K, Totals)) {
+    // Whether a node is nested in one of the same key (its time is inside that
+    // one's already), by node.
+    let mut recursive = vec![false; nodes];
+    let mut order = Vec::with_capacity(nodes);
+    let mut open: Vec<K> = Vec::new();
+    walk(&mut |depth, n| {
+        open.truncate(depth);
+        let k = key(n);
+        if let Some(r) = recursive.get_mut(n as usize) {
+            *r = open.contains(&k);
+        }
+        open.push(k);
+        order.push(n);
+    });
+    order.sort_by_key(|&n| key(n));
+    move |emit: &mut dyn FnMut(K, Totals)| {
+        let mut i = 0;
+        while i < order.len() {
+            let k = key(order[i]);
+            let mut t = Totals::default();
+            while i < order.len() && key(order[i]) == k {
+                let n = order[i];
+                let f = figures(n);
+                t.count += f.count;
+                if !recursive.get(n as usize).copied().unwrap_or(false) {
+                    t.total_ns += f.total_ns;
+                }
+                t.instance_ns += f.total_ns;
+                t.self_ns += f.self_ns;
+                t.min_ns = t.min_ns.min(f.min_ns);
+                t.max_ns = t.max_ns.max(f.max_ns);
+                i += 1;
+            }
+            emit(k, t);
+        }
+    }
+}
+
+/// What the tables show of the flat view: the `top` rows of work by exclusive
+/// time, how many rows of work there are, and the fences (device activities are
+/// device time, not threads': they have their own block).
+#[derive(Debug, Default)]
+pub struct FlatTop<'a> {
+    /// The top rows, in order.
+    pub work: Vec<FlatRow<'a>>,
+    /// Rows of work in all.
+    pub work_rows: usize,
+    /// Every fence row.
+    pub fences: Vec<FlatRow<'a>>,
+}
+
+/// Kinds of device activities, left out of the flat tables.
+pub fn is_device_kind(kind: &str) -> bool {
+    matches!(
+        kind,
+        "gpu_kernel" | "gpu_memcpy" | "gpu_memset" | "gpu_sync"
+    )
+}
+
+/// The tables' order: exclusive time, then name, kind and device.
+pub fn by_self_time(a: &FlatRow, b: &FlatRow) -> std::cmp::Ordering {
+    b.self_ns
+        .cmp(&a.self_ns)
+        .then_with(|| (&a.name, a.kind, &a.device).cmp(&(&b.name, b.kind, &b.device)))
+}
+
+impl<'a> FlatTop<'a> {
+    /// The top of `rows` (every row of the flat view).
+    pub fn select(rows: Vec<FlatRow<'a>>, top: usize) -> Self {
+        let (fences, work): (Vec<_>, Vec<_>) = rows
+            .into_iter()
+            .filter(|f| !is_device_kind(f.kind))
+            .partition(|f| f.kind == "fence");
+        let work_rows = work.len();
+        Self::of_candidates(work, work_rows, fences, top)
+    }
+
+    /// The top of `work`, which holds every row that may be among the top ones
+    /// of `work_rows` in all.
+    pub fn of_candidates(
+        mut work: Vec<FlatRow<'a>>,
+        work_rows: usize,
+        fences: Vec<FlatRow<'a>>,
+        top: usize,
+    ) -> Self {
+        // Only the top rows are shown: select them before sorting (a million names).
+        if work.len() > top {
+            work.select_nth_unstable_by(top, by_self_time);
+            work.truncate(top);
+        }
+        work.sort_by(by_self_time);
+        FlatTop {
+            work,
+            work_rows,
+            fences,
+        }
+    }
 }
 
 impl FlatRow<'_> {
@@ -54,13 +298,23 @@ impl TreeNode {
 
     /// [`TreeNode::device_label`], borrowed when it is the back end alone.
     fn device_text(&self) -> Cow<'_, str> {
-        match (&self.device, self.device_index, self.instance) {
-            (Some(d), Some(i), Some(inst)) if i != 0 || inst > 1 => {
-                Cow::Owned(format!("{d}[{i}:{inst}]"))
-            }
-            (Some(d), _, _) => Cow::Borrowed(d),
-            _ => Cow::Borrowed(""),
+        device_text(self.device.as_deref(), self.device_index, self.instance)
+    }
+}
+
+/// A device as the tables show it: the back end, with `[device:instance]` when
+/// either is not the default; empty for none.
+pub fn device_text(
+    device: Option<&str>,
+    index: Option<u32>,
+    instance: Option<u32>,
+) -> Cow<'_, str> {
+    match (device, index, instance) {
+        (Some(d), Some(i), Some(inst)) if i != 0 || inst > 1 => {
+            Cow::Owned(format!("{d}[{i}:{inst}]"))
         }
+        (Some(d), _, _) => Cow::Borrowed(d),
+        _ => Cow::Borrowed(""),
     }
 }
 
@@ -78,53 +332,28 @@ impl Report {
 
 /// Aggregates `tree` by (name, kind, device label), rows in the order first met.
 pub fn flatten(tree: &[TreeNode]) -> Vec<FlatRow<'_>> {
-    type Key<'a> = (&'a str, &'a str, Cow<'a, str>);
-    fn walk<'a>(
-        nodes: &'a [TreeNode],
-        open: &mut Vec<usize>,
-        rows: &mut Vec<FlatRow<'a>>,
-        index: &mut FxHashMap<Key<'a>, usize>,
-    ) {
-        for n in nodes {
-            let key = (n.name.as_str(), n.kind.as_str(), n.device_text());
-            let at = match index.get(&key) {
-                Some(&at) => at,
-                None => {
-                    rows.push(FlatRow {
-                        name: key.0,
-                        kind: key.1,
-                        device: key.2.clone(),
-                        min_ns: u64::MAX,
-                        ..Default::default()
-                    });
-                    index.insert(key, rows.len() - 1);
-                    rows.len() - 1
-                }
-            };
-            let recursive = open.contains(&at);
-            let f = &mut rows[at];
-            f.count += n.count;
-            if !recursive {
-                f.total_ns += n.total_ns;
-            }
-            f.instance_ns += n.total_ns;
-            f.self_ns += n.self_ns;
-            f.min_ns = f.min_ns.min(n.min_ns);
-            f.max_ns = f.max_ns.max(n.max_ns);
-            open.push(at);
-            walk(&n.children, open, rows, index);
-            open.pop();
-        }
-    }
     fn count(nodes: &[TreeNode]) -> usize {
         nodes.iter().map(|n| 1 + count(&n.children)).sum()
     }
-    // Sized once: growing a table of a million keys rehashes them all, repeatedly.
-    let nodes = count(tree);
-    let mut rows = Vec::with_capacity(nodes);
-    let mut index = FxHashMap::with_capacity_and_hasher(nodes, Default::default());
-    walk(tree, &mut Vec::new(), &mut rows, &mut index);
-    rows
+    fn walk<'a>(
+        nodes: &'a [TreeNode],
+        depth: usize,
+        f: &mut Flattener<(&'a str, &'a str, Cow<'a, str>)>,
+    ) {
+        for n in nodes {
+            let key = (n.name.as_str(), n.kind.as_str(), n.device_text());
+            f.add(depth, key, n.into());
+            walk(&n.children, depth + 1, f);
+        }
+    }
+    let mut f = Flattener::with_capacity(count(tree));
+    walk(tree, 0, &mut f);
+    f.rows
+        .into_iter()
+        .map(|((name, kind, device), totals)| {
+            FlatRow::new(Cow::Borrowed(name), kind, device, totals)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -161,6 +390,63 @@ mod tests {
         assert_eq!((r.min_ns, r.max_ns), (100, 300));
         assert_eq!(r.mean_ns(), 200.0);
         assert!(r.mean_ns() >= r.min_ns as f64 && r.mean_ns() <= r.max_ns as f64);
+    }
+
+    /// The sorted rows equal the hashed ones, recursion and repeats included.
+    #[test]
+    fn rows_by_key_equal_the_flattener() {
+        // A tree as (depth, key, figures) in walk order, made up but deterministic.
+        let mut nodes = Vec::new();
+        let mut x: u64 = 12345;
+        let mut depth = 0usize;
+        for _ in 0..2000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            depth = match x >> 62 {
+                0 => 0,
+                1 => depth.saturating_sub(1),
+                _ => (depth + 1).min(nodes.len().min(6)),
+            };
+            let key = ((x >> 20) % 7) as u32;
+            let v = (x >> 33) % 1000;
+            nodes.push((
+                depth.min(nodes.last().map_or(0, |&(d, _, _)| d + 1)),
+                key,
+                v,
+            ));
+        }
+        let fig = |v: u64| NodeFigures {
+            count: v % 3 + 1,
+            total_ns: v * 2,
+            self_ns: v,
+            min_ns: v / 2,
+            max_ns: v * 2,
+        };
+        let mut f = Flattener::with_capacity(nodes.len());
+        for &(d, k, v) in &nodes {
+            f.add(d, k, fig(v));
+        }
+        let mut hashed = f.rows;
+        hashed.sort_by_key(|&(k, _)| k);
+        let walk = |visit: &mut dyn FnMut(usize, u32)| {
+            for (i, &(d, _, _)) in nodes.iter().enumerate() {
+                visit(d, i as u32);
+            }
+        };
+        let mut rows = rows_by_key(
+            nodes.len(),
+            walk,
+            |n| nodes[n as usize].1,
+            |n| fig(nodes[n as usize].2),
+        );
+        let mut sorted = Vec::new();
+        rows(&mut |k, t| sorted.push((k, t)));
+        assert_eq!(sorted, hashed);
+        assert!(
+            sorted.iter().any(|(_, t)| t.total_ns < t.instance_ns),
+            "no recursion tested"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! ([`csv`]).
 
 pub mod call_path;
+pub mod calltree;
 pub mod counters;
 pub mod csv;
 pub mod flat;
@@ -25,7 +26,8 @@ use std::path::{Path, PathBuf};
 use crate::base::config::Config;
 use crate::base::process::ProcessInfo;
 use crate::hot::runtime::{warn, Runtime};
-use crate::output::report::Report;
+use crate::output::calltree::CallTree;
+use crate::output::report::{Report, TreeNode};
 use csv as csv_out;
 
 /// Bytes on disk under `path`: a file's size, or a directory's files summed.
@@ -196,18 +198,103 @@ pub fn write_whole(
     }
 }
 
-fn write_json(dir: &Path, report: &Report) -> Result<PathBuf, OutputError> {
+/// Writes `profile.json`: `report`, with `tree` as its call-path tree (the
+/// report's own `tree` is not written). The tree is written node by node as it is
+/// walked: a profile of a million call paths never exists twice in memory.
+fn write_json(dir: &Path, report: &Report, tree: &dyn CallTree) -> Result<PathBuf, OutputError> {
     let path = dir.join("profile.json");
+    let encode = |source| OutputError::Encode {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = |source| OutputError::File {
+        path: path.display().to_string(),
+        source,
+    };
     write_whole(&path, |f| {
-        serde_json::to_writer(&mut *f, report).map_err(|source| OutputError::Encode {
-            path: path.display().to_string(),
-            source,
-        })?;
-        f.write_all(b"\n").map_err(|source| OutputError::File {
-            path: path.display().to_string(),
-            source,
-        })
+        // The report's own tree is not written (an empty one is skipped).
+        let head = if report.tree.is_empty() {
+            serde_json::to_vec(report)
+        } else {
+            serde_json::to_vec(&Report {
+                tree: Vec::new(),
+                ..report.clone()
+            })
+        }
+        .map_err(encode)?;
+        // `{...}` without its closing brace, then the tree as its last member.
+        f.write_all(&head[..head.len() - 1]).map_err(file)?;
+        f.write_all(br#","tree":["#).map_err(file)?;
+        let mut nodes = TreeJson::new(f);
+        tree.walk(&mut |depth, n| nodes.node(depth, n));
+        nodes.finish().map_err(file)?;
+        f.write_all(b"]}\n").map_err(file)
     })
+}
+
+/// Writes a tree met depth first as nested JSON arrays of [`TreeNode`]s: each node
+/// as serde writes it, its `children` (always its last member) opened, and closed
+/// when the walk leaves it.
+struct TreeJson<'a, W: Write> {
+    out: &'a mut W,
+    /// Nodes whose children are open.
+    open: usize,
+    /// Whether the next node is the first of its array.
+    first: bool,
+    buf: Vec<u8>,
+    result: std::io::Result<()>,
+}
+
+impl<'a, W: Write> TreeJson<'a, W> {
+    fn new(out: &'a mut W) -> Self {
+        TreeJson {
+            out,
+            open: 0,
+            first: true,
+            buf: Vec::new(),
+            result: Ok(()),
+        }
+    }
+
+    fn node(&mut self, depth: usize, n: &TreeNode) {
+        if self.result.is_err() {
+            return;
+        }
+        self.buf.clear();
+        while self.open > depth {
+            self.buf.extend_from_slice(b"]}");
+            self.open -= 1;
+            self.first = false;
+        }
+        if !self.first {
+            self.buf.push(b',');
+        }
+        let start = self.buf.len();
+        let leaf = if n.children.is_empty() {
+            serde_json::to_writer(&mut self.buf, n)
+        } else {
+            let alone = TreeNode {
+                children: Vec::new(),
+                ..n.clone()
+            };
+            serde_json::to_writer(&mut self.buf, &alone)
+        };
+        debug_assert!(leaf.is_ok() && self.buf[start..].ends_with(b"[]}"));
+        // Drop `]}`: the node's `children` array stays open.
+        self.buf.truncate(self.buf.len() - 2);
+        self.open += 1;
+        self.first = true;
+        self.result = self.out.write_all(&self.buf);
+    }
+
+    fn finish(mut self) -> std::io::Result<()> {
+        self.result?;
+        for _ in 0..self.open {
+            self.out.write_all(b"]}")?;
+        }
+        self.open = 0;
+        Ok(())
+    }
 }
 
 /// Creates this process's output directory from the configured pattern; on failure
@@ -274,20 +361,59 @@ pub enum Written {
 /// Set by `kprof run` to `kprof run` in the program's environment.
 pub const LAUNCHER_VAR: &str = "KPROF_LAUNCHER";
 
-/// Writes the profile files into `dir` and prints the summary, listing `traces`.
-pub fn write_all(report: &Report, cfg: &Config, dir: Option<&Path>, traces: &[PathBuf]) {
-    let mut profile_written = false;
-    if let Some(dir) = dir {
-        match write_json(dir, report) {
-            Ok(_) => profile_written = true,
-            Err(e) => warn(&e.to_string()),
+/// Writes the profile files into `dir` and prints the summary, listing `traces`:
+/// `report`, whose call-path tree is `tree`. `profile.json`, `profile.csv` and the
+/// summary each walk the whole tree: they are made at once on three threads (the
+/// program's threads are done; a million call paths take seconds on one core),
+/// or one after the other where a thread cannot be had.
+pub fn write_all(
+    report: &Report,
+    tree: &dyn CallTree,
+    cfg: &Config,
+    dir: Option<&Path>,
+    traces: &[PathBuf],
+) {
+    let json = || dir.map(|d| write_json(d, report, tree));
+    let csv = || dir.map(|d| csv_out::write(&d.join("profile.csv"), tree));
+    let body = || {
+        cfg.summary
+            .then(|| summary::body(report, tree, cfg.summary_top, traces))
+    };
+    let (json, csv, body) = std::thread::scope(|s| {
+        let spawn = |name: &str| std::thread::Builder::new().name(name.into());
+        let json_thread = spawn("kprof-json").spawn_scoped(s, json).ok();
+        let csv_thread = spawn("kprof-csv").spawn_scoped(s, csv).ok();
+        let body = body();
+        // A writer that failed inside says so; the other files still come.
+        fn lost<T>(file: &str) -> Option<T> {
+            warn(&format!("{file} was not written: internal error"));
+            None
         }
-        if let Err(e) = csv_out::write(&dir.join("profile.csv"), report) {
+        let json = match json_thread {
+            Some(t) => t.join().unwrap_or_else(|_| lost("profile.json")),
+            None => json(),
+        };
+        let csv = match csv_thread {
+            Some(t) => t.join().unwrap_or_else(|_| lost("profile.csv")),
+            None => csv(),
+        };
+        (json, csv, body)
+    });
+    let profile_written = match json {
+        Some(Ok(_)) => true,
+        Some(Err(e)) => {
             warn(&e.to_string());
+            false
         }
-        call_path::write_report_files(dir, report);
+        None => false,
+    };
+    if let Some(Err(e)) = csv {
+        warn(&e.to_string());
     }
-    if cfg.summary {
+    if let Some(dir) = dir {
+        call_path::write_report_files(dir, report, tree);
+    }
+    if let Some(mut text) = body {
         // `kprof run` says where the files are once the program has ended; the
         // summary then does not say it too.
         let dir_line = if std::env::var_os(LAUNCHER_VAR).is_some_and(|v| v == "kprof run") {
@@ -300,7 +426,7 @@ pub fn write_all(report: &Report, cfg: &Config, dir: Option<&Path>, traces: &[Pa
             Some(_) if profile_written => Written::All,
             Some(_) => Written::NoProfile,
         };
-        let text = summary::render(report, cfg.summary_top, dir_line, written, traces);
+        text.push_str(&summary::ending(dir_line, written));
         let _ = std::io::stderr().write_all(text.as_bytes());
     }
 }
@@ -316,6 +442,67 @@ mod tests {
             host: "node7".into(),
             rank: None,
         }
+    }
+
+    /// `profile.json` written node by node from a walk reads back as the report
+    /// with its tree in place: every node, nesting and field.
+    #[test]
+    fn the_streamed_tree_reads_back_whole() {
+        let leaf = |name: &str, children| TreeNode::user_region(name, 30, 10, 3, children);
+        let mut spread = leaf("team", vec![]);
+        spread.threads = Some(Box::new(report::ThreadSpread {
+            threads: 2,
+            min_ns: 1,
+            max_ns: 3,
+            mean_ns: 2.0,
+            imbalance: 1.5,
+        }));
+        spread
+            .args
+            .insert("team_size".into(), report::ArgRange { min: 2, max: 4 });
+        let tree = vec![
+            leaf(
+                "a",
+                vec![
+                    leaf("b", vec![leaf("c", vec![]), spread]),
+                    leaf("d \"quoted\" ]}", vec![]),
+                ],
+            ),
+            leaf("e", vec![]),
+            leaf("f", vec![leaf("g", vec![leaf("h", vec![])])]),
+        ];
+        let report: Report = serde_json::from_value(serde_json::json!({
+            "schema": report::SCHEMA, "kprof_version": "0", "plugins": [], "threads": [],
+            "program": {"executable": "app", "pid": 1, "host": "h", "rank": null},
+            "clock": {"source": "tsc", "domain": "CLOCK_MONOTONIC", "start_ns": 0,
+                      "end_ns": 10, "duration_ns": 10},
+            "sections": [], "events": [], "deep_copies": [], "memory": [],
+            "dual_views": [], "metadata": {}, "anomalies": {}, "dropped_records": 0
+        }))
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("kprof-json-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for written in [
+            &report,
+            &Report {
+                tree: tree.clone(),
+                ..report.clone()
+            },
+        ] {
+            let path = write_json(&dir, written, &tree).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let want = serde_json::to_value(Report {
+                tree: tree.clone(),
+                ..report.clone()
+            })
+            .unwrap();
+            assert_eq!(back, want);
+            assert_eq!(text.matches("\"tree\"").count(), 1);
+            std::fs::remove_file(&path).unwrap();
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

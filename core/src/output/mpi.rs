@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::output::calltree::CallTree;
 use crate::output::report::{Report, TreeNode};
 use crate::output::summary::duration;
 
@@ -21,29 +22,26 @@ pub struct MpiTime {
     pub of_threads: f64,
 }
 
-/// The time in MPI, when the profile has MPI calls.
-pub fn time(r: &Report) -> Option<MpiTime> {
-    fn walk(nodes: &[TreeNode], calls: &mut u64, ns: &mut u64) {
-        for n in nodes {
-            if n.kind == "mpi" {
-                *calls += n.count;
-                *ns += n.total_ns;
-                count_calls(&n.children, calls);
-            } else {
-                walk(&n.children, calls, ns);
-            }
-        }
-    }
-    fn count_calls(nodes: &[TreeNode], calls: &mut u64) {
-        for n in nodes {
-            if n.kind == "mpi" {
-                *calls += n.count;
-            }
-            count_calls(&n.children, calls);
-        }
+/// The time in MPI, when the profile (`r`, whose tree is `tree`) has MPI calls.
+pub fn time(r: &Report, tree: &dyn CallTree) -> Option<MpiTime> {
+    if !tree.has_kind(&["mpi"]) {
+        return None;
     }
     let (mut calls, mut ns) = (0, 0);
-    walk(&r.tree, &mut calls, &mut ns);
+    // The depth of the outermost MPI call enclosing the current node.
+    let mut inside: Option<usize> = None;
+    tree.walk(&mut |depth, n: &TreeNode| {
+        if inside.is_some_and(|d| depth <= d) {
+            inside = None;
+        }
+        if n.kind == "mpi" {
+            calls += n.count;
+            if inside.is_none() {
+                ns += n.total_ns;
+                inside = Some(depth);
+            }
+        }
+    });
     if calls == 0 {
         return None;
     }
@@ -57,8 +55,8 @@ pub fn time(r: &Report) -> Option<MpiTime> {
 }
 
 /// The summary's line (nothing without MPI calls).
-pub fn block(s: &mut String, r: &Report) {
-    if let Some(t) = time(r) {
+pub fn block(s: &mut String, r: &Report, tree: &dyn CallTree) {
+    if let Some(t) = time(r, tree) {
         let _ = writeln!(
             s,
             "\nMPI: {} calls, {} in MPI = {:.1}% of the run ({:.1}% of the threads' time)",

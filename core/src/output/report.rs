@@ -24,7 +24,9 @@ pub struct Report {
     pub plugins: Vec<String>,
     /// Threads that recorded.
     pub threads: Vec<ThreadInfo>,
-    /// Roots of the call-path tree.
+    /// Roots of the call-path tree. The runtime writes it last, from its merged
+    /// tree, node by node (see `output::calltree`); empty here then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tree: Vec<TreeNode>,
     /// Sections.
     pub sections: Vec<Section>,
@@ -388,18 +390,18 @@ pub struct TreeNode {
     pub stddev_ns: f64,
     /// How the inclusive time spread over threads (OpenMP kinds only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub threads: Option<ThreadSpread>,
+    pub threads: Option<Box<ThreadSpread>>,
     /// Ranges of the numeric arguments its instances carried (team sizes, gangs).
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub args: BTreeMap<String, ArgRange>,
     /// Hardware and software counters (`KPROF_COUNTERS`) by event name, when its
     /// kind is counted.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub counters: Option<NodeCounters>,
+    pub counters: Option<Box<NodeCounters>>,
     /// A uniform sample of its instances as `[start ns since the run began,
     /// duration ns]`, by start (`KPROF_SAMPLES`; only the longest call paths).
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub samples: Option<Vec<[u64; 2]>>,
+    pub samples: Option<Box<Vec<[u64; 2]>>>,
     /// Nested nodes.
     pub children: Vec<TreeNode>,
 }

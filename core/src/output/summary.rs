@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::output::flat::flatten;
+use crate::output::calltree::CallTree;
 use crate::output::report::{Report, SelfCost, System, TreeNode};
 use crate::output::Written;
 
@@ -79,15 +79,24 @@ pub fn table_name(name: &str, width: Option<usize>) -> String {
     out
 }
 
-/// Renders the summary. `dir` is where the files went, when the summary says so;
-/// `written` what could be written; `traces` are the trace files written.
+/// Renders the summary of `r`, whose call-path tree is `tree`. `dir` is where the
+/// files went, when the summary says so; `written` what could be written; `traces`
+/// are the trace files written.
 pub fn render(
     r: &Report,
+    tree: &dyn CallTree,
     top: usize,
     dir: Option<&Path>,
     written: Written,
     traces: &[PathBuf],
 ) -> String {
+    let mut s = body(r, tree, top, traces);
+    s.push_str(&ending(dir, written));
+    s
+}
+
+/// The summary without its last line ([`ending`]).
+pub fn body(r: &Report, tree: &dyn CallTree, top: usize, traces: &[PathBuf]) -> String {
     let mut s = String::new();
     let run = r.clock.duration_ns.max(1) as f64;
     let _ = writeln!(
@@ -107,28 +116,8 @@ pub fn render(
     // Times are summed over threads: shares are of all recorded threads' time
     // together, so that none exceeds 100%.
     let thread_time = r.thread_time_ns() as f64;
-    // Device activities are device time, not threads': they have their own block.
-    let (fences, mut work): (Vec<_>, Vec<_>) = flatten(&r.tree)
-        .into_iter()
-        .filter(|f| {
-            !matches!(
-                f.kind,
-                "gpu_kernel" | "gpu_memcpy" | "gpu_memset" | "gpu_sync"
-            )
-        })
-        .partition(|f| f.kind == "fence");
-    let order = |a: &crate::output::flat::FlatRow, b: &crate::output::flat::FlatRow| {
-        b.self_ns
-            .cmp(&a.self_ns)
-            .then_with(|| (a.name, a.kind, &a.device).cmp(&(b.name, b.kind, &b.device)))
-    };
-    // Only the top rows are shown: select them before sorting (a million names).
-    let rows = work.len();
-    if work.len() > top {
-        work.select_nth_unstable_by(top, order);
-        work.truncate(top);
-    }
-    work.sort_by(order);
+    let flat = tree.flat_top(top);
+    let (work, rows, fences) = (flat.work, flat.work_rows, flat.fences);
     if rows == 0 {
         let _ = writeln!(s, "No kernels or regions were recorded.");
     } else {
@@ -159,7 +148,7 @@ pub fn render(
                 duration(f.max_ns as f64),
                 f.kind,
                 f.device,
-                short(f.name)
+                short(&f.name)
             );
         }
     }
@@ -182,14 +171,14 @@ pub fn render(
                 duration(f.total_ns as f64),
                 f.count,
                 f.device,
-                short(f.name)
+                short(&f.name)
             );
         }
     }
 
-    openmp(&mut s, &r.tree, top);
-    crate::output::counters::block(&mut s, r, top);
-    crate::output::mpi::block(&mut s, r);
+    openmp(&mut s, tree, top);
+    crate::output::counters::block(&mut s, r, tree, top);
+    crate::output::mpi::block(&mut s, r, tree);
     crate::output::messages::block(&mut s, r, top);
     if let Some(c) = &r.concurrency {
         concurrency(&mut s, c, top);
@@ -303,6 +292,13 @@ pub fn render(
             }
         );
     }
+    s
+}
+
+/// The summary's last line: where the files are (`dir`, when the summary says so),
+/// or what could not be written.
+pub fn ending(dir: Option<&Path>, written: Written) -> String {
+    let mut s = String::new();
     match (dir, written) {
         (_, Written::Nothing) => {
             let _ = writeln!(s, "kprof: no files were written (see above)");
@@ -518,44 +514,49 @@ pub fn self_cost_line(c: &SelfCost) -> String {
 
 /// OpenMP: how evenly teams shared each parallel region's work, and where threads
 /// waited (synchronization, locks).
-fn openmp(s: &mut String, tree: &[TreeNode], top: usize) {
+fn openmp(s: &mut String, tree: &dyn CallTree, top: usize) {
+    const KINDS: [&str; 4] = [
+        "omp_implicit_task",
+        "omp_barrier",
+        "omp_sync_wait",
+        "omp_mutex_wait",
+    ];
+    if !tree.has_kind(&KINDS) {
+        return;
+    }
     // (region name, spread of its implicit tasks)
     let mut regions: Vec<(String, u32, u64, u64, f64, f64)> = Vec::new();
     let mut waits: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
-    fn walk(
-        nodes: &[TreeNode],
-        parent: &str,
-        regions: &mut Vec<(String, u32, u64, u64, f64, f64)>,
-        waits: &mut BTreeMap<(String, String), (u64, u64)>,
-    ) {
-        for n in nodes {
-            if let (Some(t), "omp_implicit_task") = (&n.threads, n.kind.as_str()) {
-                regions.push((
-                    parent.to_string(),
-                    t.threads,
-                    t.min_ns,
-                    t.max_ns,
-                    t.mean_ns,
-                    t.imbalance,
-                ));
-            }
-            // An implicit barrier's slice is its wait (no separate wait inside).
-            let implicit = n.kind == "omp_barrier" && n.name == "implicit barrier";
-            if n.kind == "omp_sync_wait" || n.kind == "omp_mutex_wait" || implicit {
-                let (kind, what) = match n.kind.as_str() {
-                    "omp_mutex_wait" => ("omp_mutex_wait", n.name.as_str()),
-                    _ => ("omp_sync_wait", parent),
-                };
-                let e = waits
-                    .entry((kind.to_string(), what.to_string()))
-                    .or_default();
-                e.0 += n.total_ns;
-                e.1 += n.count;
-            }
-            walk(&n.children, &n.name, regions, waits);
+    // The names of the nodes enclosing the current one.
+    let mut path: Vec<String> = Vec::new();
+    tree.walk(&mut |depth, n: &TreeNode| {
+        path.truncate(depth);
+        let parent = path.last().map_or("", String::as_str);
+        if let (Some(t), "omp_implicit_task") = (&n.threads, n.kind.as_str()) {
+            regions.push((
+                parent.to_string(),
+                t.threads,
+                t.min_ns,
+                t.max_ns,
+                t.mean_ns,
+                t.imbalance,
+            ));
         }
-    }
-    walk(tree, "", &mut regions, &mut waits);
+        // An implicit barrier's slice is its wait (no separate wait inside).
+        let implicit = n.kind == "omp_barrier" && n.name == "implicit barrier";
+        if n.kind == "omp_sync_wait" || n.kind == "omp_mutex_wait" || implicit {
+            let (kind, what) = match n.kind.as_str() {
+                "omp_mutex_wait" => ("omp_mutex_wait", n.name.as_str()),
+                _ => ("omp_sync_wait", parent),
+            };
+            let e = waits
+                .entry((kind.to_string(), what.to_string()))
+                .or_default();
+            e.0 += n.total_ns;
+            e.1 += n.count;
+        }
+        path.push(n.name.clone());
+    });
     if regions.is_empty() && waits.is_empty() {
         return;
     }

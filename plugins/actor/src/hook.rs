@@ -28,16 +28,18 @@ use crate::state::{self, op};
 use crate::wrap;
 
 /// The entries hooked, in this order in [`TRAMPOLINES`].
-pub const ENTRIES: [&str; 5] = [
+pub const ENTRIES: [&str; 7] = [
     "convey_begin",
     "convey_push",
     "convey_pull",
     "convey_advance",
     "convey_free",
+    "convey_epush",
+    "convey_epull",
 ];
 
 /// The trampolines (the original entries), by [`ENTRIES`] index (0: not hooked).
-static TRAMPOLINES: [AtomicUsize; 5] = [const { AtomicUsize::new(0) }; 5];
+static TRAMPOLINES: [AtomicUsize; 7] = [const { AtomicUsize::new(0) }; 7];
 
 /// Why an entry or the program could not be hooked.
 #[derive(Debug, thiserror::Error)]
@@ -86,30 +88,61 @@ pub fn dispatch_len(code: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
-/// How many bytes of `code` are whole instructions of a function prologue known
-/// to be position independent (pushes, register moves, `sub $imm8,%rsp`,
-/// `endbr64`), at least 5 (None when the prologue holds anything else within
-/// its first 5 bytes: then it is not hooked).
-pub fn prologue_len(code: &[u8]) -> Option<usize> {
+/// `jmp *0(%rip)` followed by the 8-byte absolute target: 14 bytes, any distance.
+fn abs_jump(to: usize) -> [u8; 14] {
+    let mut j = [0xff, 0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    j[6..].copy_from_slice(&(to as u64).to_le_bytes());
+    j
+}
+
+/// The first instructions of a function at `addr` (its code: `code`), at least 5
+/// bytes of them, moved elsewhere: how many bytes they take at `addr`, and their
+/// relocated code (to run anywhere, followed by a jump back to `addr` + that
+/// many bytes). Only instructions known to mean the same anywhere are taken:
+/// `endbr64`, pushes, register-to-register moves, tests and xors, `sub
+/// $imm8,%rsp`, and conditional jumps, rewritten as a jump over an absolute
+/// jump to their target (gcc's `test %rdi,%rdi; je ...` argument check at the
+/// top of bale's `convey_begin`, `convey_advance`, `convey_free`). None when
+/// anything else comes first: then the function is not hooked.
+pub fn relocate_prologue(code: &[u8], addr: usize) -> Option<(usize, Vec<u8>)> {
+    let mut out = Vec::new();
     let mut i = 0;
     while i < 5 {
         let rest = code.get(i..)?;
+        let reg = |m: u8| m >> 6 == 3;
         let n = match rest {
             [0xf3, 0x0f, 0x1e, 0xfa, ..] => 4,
             // push %reg / push %r8-15
             [0x50..=0x57, ..] => 1,
             [0x41, 0x50..=0x57, ..] => 2,
-            // mov/movslq between registers (mod = 11), 64-bit (REX.W) or 32-bit
-            [0x48 | 0x49 | 0x4c | 0x4d, 0x89 | 0x8b | 0x63, m, ..] if m >> 6 == 3 => 3,
-            [0x89 | 0x8b | 0x31, m, ..] if m >> 6 == 3 => 2,
-            [0x41 | 0x44 | 0x45, 0x89 | 0x8b | 0x31, m, ..] if m >> 6 == 3 => 3,
+            // mov/movslq/test/xor between registers (mod = 11), 64- or 32-bit
+            [0x48 | 0x49 | 0x4c | 0x4d, 0x89 | 0x8b | 0x63 | 0x85 | 0x31, m, ..] if reg(*m) => 3,
+            [0x89 | 0x8b | 0x31 | 0x85, m, ..] if reg(*m) => 2,
+            [0x41 | 0x44 | 0x45, 0x89 | 0x8b | 0x31 | 0x85, m, ..] if reg(*m) => 3,
             // sub $imm8,%rsp
             [0x48, 0x83, 0xec, _, ..] => 4,
+            // jcc rel8 / jcc rel32: the inverted jcc skips an absolute jump
+            [op @ 0x70..=0x7f, rel, ..] => {
+                let target = (addr + i + 2).wrapping_add_signed(isize::from(*rel as i8));
+                out.extend_from_slice(&[op ^ 1, 14]);
+                out.extend_from_slice(&abs_jump(target));
+                i += 2;
+                continue;
+            }
+            [0x0f, op @ 0x80..=0x8f, r0, r1, r2, r3, ..] => {
+                let rel = i32::from_le_bytes([*r0, *r1, *r2, *r3]) as isize;
+                let target = (addr + i + 6).wrapping_add_signed(rel);
+                out.extend_from_slice(&[(0x70 | (op & 0x0f)) ^ 1, 14]);
+                out.extend_from_slice(&abs_jump(target));
+                i += 6;
+                continue;
+            }
             _ => return None,
         };
+        out.extend_from_slice(&rest[..n]);
         i += n;
     }
-    Some(i)
+    Some((i, out))
 }
 
 /// The porter's local send (bale's `local_send(porter_t*, int dest, uint64_t
@@ -117,14 +150,14 @@ pub fn prologue_len(code: &[u8]) -> Option<usize> {
 /// peer's buffer through a `shmem_ptr` address), continued past its prologue.
 static LOCAL_SEND: AtomicUsize = AtomicUsize::new(0);
 
-/// Hooks the local function `name` at `addr` (an ordinary prologue, relocated
-/// into the trampoline, which jumps back after it) so that it goes to `hook`;
-/// returns the trampoline.
-fn hook_prologue(name: &'static str, addr: usize, hook: usize) -> Result<usize, HookError> {
+/// A page holding a stub that jumps to `hook` (at 0) and the trampoline of the
+/// function at `addr` (at 16: its relocated first instructions, then a jump
+/// back after them), made read-execute; returns the page.
+fn prologue_page(name: &'static str, addr: usize, hook: usize) -> Result<usize, HookError> {
     // SAFETY: `addr` is a function of the loaded executable (its symbol); 32
     // bytes of text are readable there.
     let code = unsafe { std::slice::from_raw_parts(addr as *const u8, 32) };
-    let len = prologue_len(code).ok_or_else(|| {
+    let (len, moved) = relocate_prologue(code, addr).ok_or_else(|| {
         HookError::Pattern(
             name,
             code[..12]
@@ -135,23 +168,37 @@ fn hook_prologue(name: &'static str, addr: usize, hook: usize) -> Result<usize, 
         )
     })?;
     let page = map_near(addr).ok_or(HookError::Near(name))?;
-    // Page: stub to the hook at 0, trampoline at 16: the prologue, then
-    // `jmp *0(%rip)` back to the rest of the function.
-    // SAFETY: `page` is a fresh read-write page of 4096 bytes.
+    // SAFETY: `page` is a fresh read-write page of 4096 bytes; the stub, the
+    // moved instructions (at most 5 of 16 bytes each) and the jump back fit.
     unsafe {
         let p = std::slice::from_raw_parts_mut(page, 4096);
-        p[..6].copy_from_slice(&[0xff, 0x25, 0, 0, 0, 0]);
-        p[6..14].copy_from_slice(&(hook as u64).to_le_bytes());
-        p[16..16 + len].copy_from_slice(&code[..len]);
-        let back = 16 + len;
-        p[back..back + 6].copy_from_slice(&[0xff, 0x25, 0, 0, 0, 0]);
-        p[back + 6..back + 14].copy_from_slice(&((addr + len) as u64).to_le_bytes());
+        p[..14].copy_from_slice(&abs_jump(hook));
+        p[16..16 + moved.len()].copy_from_slice(&moved);
+        let back = 16 + moved.len();
+        p[back..back + 14].copy_from_slice(&abs_jump(addr + len));
         if libc::mprotect(page as *mut c_void, 4096, libc::PROT_READ | libc::PROT_EXEC) != 0 {
             return Err(HookError::Protect(name, std::io::Error::last_os_error()));
         }
     }
-    patch_jump(name, addr, page as usize)?;
-    Ok(page as usize + 16)
+    Ok(page as usize)
+}
+
+/// Hooks the local function `name` at `addr` (an ordinary prologue, relocated
+/// into the trampoline, which jumps back after it) so that it goes to `hook`;
+/// `ready` receives the trampoline before the function is patched.
+fn hook_prologue(
+    name: &'static str,
+    addr: usize,
+    hook: usize,
+    ready: &AtomicUsize,
+) -> Result<(), HookError> {
+    let page = prologue_page(name, addr, hook)?;
+    ready.store(page + 16, Ordering::Release);
+    if let Err(e) = patch_jump(name, addr, page) {
+        ready.store(0, Ordering::Release);
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// Writes `jmp rel32` to `to` over the 5 bytes at `at`.
@@ -178,7 +225,9 @@ fn patch_jump(name: &'static str, at: usize, to: usize) -> Result<(), HookError>
     Ok(())
 }
 
-/// The porter's local send ran: a buffer of `n_bytes` memcpy'd to `dest`.
+/// The porter's local send ran: a buffer of `n_bytes` memcpy'd to `dest`
+/// (bale's `static bool local_send(...)`: its value is the caller's; a call
+/// with 0 bytes only signals, and is no buffer).
 unsafe extern "C" fn hook_local_send(
     p: *mut c_void,
     dest: c_int,
@@ -186,23 +235,26 @@ unsafe extern "C" fn hook_local_send(
     n_bytes: usize,
     buf: *mut c_void,
     signal: u64,
-) {
+) -> bool {
     // SAFETY: the trampoline is local_send's own prologue and the jump back.
-    let f: unsafe extern "C" fn(*mut c_void, c_int, u64, usize, *mut c_void, u64) =
+    let f: unsafe extern "C" fn(*mut c_void, c_int, u64, usize, *mut c_void, u64) -> bool =
         unsafe { std::mem::transmute(LOCAL_SEND.load(Ordering::Relaxed)) };
     // SAFETY: forwarding the caller's arguments.
-    unsafe { f(p, dest, level, n_bytes, buf, signal) };
-    kprof_abi::guard::guard((), || {
-        if crate::api().is_some() {
-            state::local_send(i64::from(dest), n_bytes as u64);
-        }
-    });
+    let sent = unsafe { f(p, dest, level, n_bytes, buf, signal) };
+    if n_bytes > 0 {
+        kprof_abi::guard::guard((), || {
+            if crate::api().is_some() {
+                state::local_send(i64::from(dest), n_bytes as u64);
+            }
+        });
+    }
+    sent
 }
 
 /// What the executable's symbol table says.
 struct Found {
     /// The entries' addresses, by [`ENTRIES`] index (None: absent).
-    entries: [Option<usize>; 5],
+    entries: [Option<usize>; 7],
     /// The link-time wrappers are linked in.
     wrapped: bool,
     /// The porter's `local_send` (None: absent, or several of that name).
@@ -217,7 +269,7 @@ fn find_entries() -> Result<Found, HookError> {
     // SAFETY: getauxval has no preconditions; AT_ENTRY is the loaded entry point.
     let entry = unsafe { libc::getauxval(libc::AT_ENTRY) } as usize;
     let bias = entry.wrapping_sub(file.entry() as usize);
-    let mut found = [None; 5];
+    let mut found = [None; 7];
     let mut wrapped = false;
     let mut local_send = None;
     let mut local_sends = 0;
@@ -296,12 +348,15 @@ fn hook_one(i: usize, addr: usize, hook: usize) -> Result<(), HookError> {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let Some((skip, len)) = dispatch_len(code) else {
-        return Err(HookError::Pattern(name, hex()));
+    let Some((skip, len)) = dispatch_len(code).filter(|&(_, len)| len >= 5) else {
+        // Not a bare dispatch (bale's convey_begin, convey_advance and
+        // convey_free check their argument first): an ordinary prologue,
+        // relocated.
+        return hook_prologue(name, addr, hook, &TRAMPOLINES[i]).map_err(|e| match e {
+            HookError::Pattern(..) => HookError::Pattern(name, hex()),
+            e => e,
+        });
     };
-    if len < 5 {
-        return Err(HookError::Pattern(name, hex()));
-    }
     let at = addr + skip;
     let page = map_near(at).ok_or(HookError::Near(name))?;
     // Page layout: stub (14 bytes) at 0, trampoline (the dispatch) at 16.
@@ -324,13 +379,15 @@ fn hook_one(i: usize, addr: usize, hook: usize) -> Result<(), HookError> {
 }
 
 /// The hook functions, by [`ENTRIES`] index.
-fn hooks() -> [usize; 5] {
+fn hooks() -> [usize; 7] {
     [
         hook_begin as *const () as usize,
         hook_push as *const () as usize,
         hook_pull as *const () as usize,
         hook_advance as *const () as usize,
         hook_free as *const () as usize,
+        hook_epush as *const () as usize,
+        hook_epull as *const () as usize,
     ]
 }
 
@@ -358,9 +415,9 @@ pub fn install() {
     let mut failed = Vec::new();
     // The porter's local path (a memcpy, no OpenSHMEM call): by either route.
     if let Some(addr) = local_send {
-        match hook_prologue("local_send", addr, hook_local_send as *const () as usize) {
-            Ok(t) => LOCAL_SEND.store(t, Ordering::Release),
-            Err(e) => failed.push(e.to_string()),
+        let hook = hook_local_send as *const () as usize;
+        if let Err(e) = hook_prologue("local_send", addr, hook, &LOCAL_SEND) {
+            failed.push(e.to_string());
         }
     }
     if wrapped {
@@ -396,15 +453,20 @@ pub fn install() {
     }
 }
 
-/// Whether the breakdown reads the clock, and the hooks' view of the plugin.
+/// The clock before an entry runs (0 without the breakdown), None while kprof
+/// is off; with segments ([`crate::segments`]) COMM opens (`begins`: the entry
+/// is `convey_begin`, which may start the phase).
 #[inline(always)]
-fn t0() -> Option<u64> {
-    crate::api_or_connect()?;
-    Some(if state::timing() {
-        crate::clock::ticks()
-    } else {
-        0
-    })
+fn t0(begins: bool) -> Option<u64> {
+    let api = crate::api_or_connect()?;
+    if !state::timing() {
+        return Some(0);
+    }
+    let t0 = crate::clock::ticks();
+    if crate::segments::on() {
+        crate::segments::enter(api, begins);
+    }
+    Some(t0)
 }
 
 /// The trampoline of entry `i`.
@@ -417,7 +479,7 @@ unsafe extern "C" fn hook_begin(c: *mut c_void, size: usize, align: usize) -> c_
     // SAFETY: the trampoline is convey_begin's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, usize, usize) -> c_int =
         unsafe { std::mem::transmute(original(0)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(true) else {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { f(c, size, align) };
     };
@@ -434,7 +496,7 @@ unsafe extern "C" fn hook_push(c: *mut c_void, item: *const c_void, pe: i64) -> 
     // SAFETY: the trampoline is convey_push's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, *const c_void, i64) -> c_int =
         unsafe { std::mem::transmute(original(1)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(false) else {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { f(c, item, pe) };
     };
@@ -442,7 +504,7 @@ unsafe extern "C" fn hook_push(c: *mut c_void, item: *const c_void, pe: i64) -> 
     // SAFETY: as above.
     let rc = unsafe { f(c, item, pe) };
     state::CURRENT.store(0, Ordering::Relaxed);
-    if t0 == 0 && rc != 0 {
+    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
         return rc; // messages only: a failed push is no message
     }
     // SAFETY: the wrappers' report.
@@ -454,7 +516,7 @@ unsafe extern "C" fn hook_pull(c: *mut c_void, item: *mut c_void, from: *mut i64
     // SAFETY: the trampoline is convey_pull's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64) -> c_int =
         unsafe { std::mem::transmute(original(2)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(false) else {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { f(c, item, from) };
     };
@@ -468,7 +530,7 @@ unsafe extern "C" fn hook_pull(c: *mut c_void, item: *mut c_void, from: *mut i64
     // SAFETY: as above; `where_` is the caller's pointer or our local.
     let rc = unsafe { f(c, item, where_) };
     state::CURRENT.store(0, Ordering::Relaxed);
-    if t0 == 0 && rc != 0 {
+    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
         return rc; // messages only: a failed pull is no message
     }
     // SAFETY: `where_` was written by convey_pull (or still holds -1).
@@ -478,11 +540,11 @@ unsafe extern "C" fn hook_pull(c: *mut c_void, item: *mut c_void, from: *mut i64
     rc
 }
 
-unsafe extern "C" fn hook_advance(c: *mut c_void, done: bool) -> bool {
+unsafe extern "C" fn hook_advance(c: *mut c_void, done: bool) -> c_int {
     // SAFETY: the trampoline is convey_advance's own code, with its signature.
-    let f: unsafe extern "C" fn(*mut c_void, bool) -> bool =
+    let f: unsafe extern "C" fn(*mut c_void, bool) -> c_int =
         unsafe { std::mem::transmute(original(3)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(false) else {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { f(c, done) };
     };
@@ -501,7 +563,7 @@ unsafe extern "C" fn hook_advance(c: *mut c_void, done: bool) -> bool {
 unsafe extern "C" fn hook_free(c: *mut c_void) -> c_int {
     // SAFETY: the trampoline is convey_free's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void) -> c_int = unsafe { std::mem::transmute(original(4)) };
-    let Some(t0) = t0() else {
+    let Some(t0) = t0(false) else {
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(c) };
     };
@@ -511,6 +573,69 @@ unsafe extern "C" fn hook_free(c: *mut c_void) -> c_int {
     state::CURRENT.store(0, Ordering::Relaxed);
     // SAFETY: the wrappers' report.
     unsafe { wrap::leave(c, op::FREE, i64::from(rc), 0, 0, t0) };
+    rc
+}
+
+unsafe extern "C" fn hook_epush(
+    c: *mut c_void,
+    bytes: usize,
+    item: *const c_void,
+    pe: i64,
+) -> c_int {
+    // SAFETY: the trampoline is convey_epush's own code, with its signature.
+    let f: unsafe extern "C" fn(*mut c_void, usize, *const c_void, i64) -> c_int =
+        unsafe { std::mem::transmute(original(5)) };
+    let Some(t0) = t0(false) else {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { f(c, bytes, item, pe) };
+    };
+    state::CURRENT.store(c as usize, Ordering::Relaxed);
+    // SAFETY: as above.
+    let rc = unsafe { f(c, bytes, item, pe) };
+    state::CURRENT.store(0, Ordering::Relaxed);
+    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
+        return rc; // messages only: a failed push is no message
+    }
+    // SAFETY: the wrappers' report.
+    unsafe { wrap::leave(c, op::EPUSH, i64::from(rc), pe, bytes as u64, t0) };
+    rc
+}
+
+/// Conveyors' `convey_item_t` (bale 3.0): what `convey_epull` fills.
+#[repr(C)]
+pub struct ConveyItem {
+    /// The item's size in bytes.
+    pub bytes: usize,
+    /// The item (valid until the next pull).
+    pub data: *mut c_void,
+    /// The PE that pushed it.
+    pub from: i64,
+}
+
+unsafe extern "C" fn hook_epull(c: *mut c_void, result: *mut ConveyItem) -> c_int {
+    // SAFETY: the trampoline is convey_epull's own code, with its signature.
+    let f: unsafe extern "C" fn(*mut c_void, *mut ConveyItem) -> c_int =
+        unsafe { std::mem::transmute(original(6)) };
+    let Some(t0) = t0(false) else {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { f(c, result) };
+    };
+    state::CURRENT.store(c as usize, Ordering::Relaxed);
+    // SAFETY: as above.
+    let rc = unsafe { f(c, result) };
+    state::CURRENT.store(0, Ordering::Relaxed);
+    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
+        return rc; // messages only: a failed pull is no message
+    }
+    let (bytes, from) = if i64::from(rc) == state::CONVEY_OK && !result.is_null() {
+        // SAFETY: convey_epull returned OK: it filled the caller's `*result`.
+        let r = unsafe { &*result };
+        (r.bytes as u64, r.from)
+    } else {
+        (0, -1)
+    };
+    // SAFETY: the wrappers' report.
+    unsafe { wrap::leave(c, op::EPULL, i64::from(rc), from, bytes, t0) };
     rc
 }
 
@@ -547,16 +672,37 @@ mod tests {
 
     #[test]
     fn prologue_patterns() {
-        use super::prologue_len;
+        use super::relocate_prologue;
+        let len = |code: &[u8]| relocate_prologue(code, 0x1000).map(|(n, _)| n);
         // push %r12; mov %rdi,%r12 (the stand-in's local_send)
-        assert_eq!(prologue_len(&[0x41, 0x54, 0x49, 0x89, 0xfc, 0x55]), Some(5));
+        assert_eq!(len(&[0x41, 0x54, 0x49, 0x89, 0xfc, 0x55]), Some(5));
         // push %rbp; mov %rdi,%rbp; push %rbx
-        assert_eq!(prologue_len(&[0x55, 0x48, 0x89, 0xfd, 0x53, 0x48]), Some(5));
+        assert_eq!(len(&[0x55, 0x48, 0x89, 0xfd, 0x53, 0x48]), Some(5));
         // endbr64; push %rbp; ...
-        assert_eq!(prologue_len(&[0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x53]), Some(5));
+        assert_eq!(len(&[0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x53]), Some(5));
         // a RIP-relative load in the first bytes: refused
-        assert_eq!(prologue_len(&[0x48, 0x8b, 0x05, 0, 0, 0, 0]), None);
+        assert_eq!(len(&[0x48, 0x8b, 0x05, 0, 0, 0, 0]), None);
         // a call in the first bytes: refused
-        assert_eq!(prologue_len(&[0x55, 0xe8, 0, 0, 0, 0]), None);
+        assert_eq!(len(&[0x55, 0xe8, 0, 0, 0, 0]), None);
+    }
+
+    #[test]
+    fn conditional_jumps_become_absolute() {
+        use super::relocate_prologue;
+        // bale 3.0's convey_begin (gcc 12 -O2): test %rdi,%rdi; je +0x106
+        let code = [0x48, 0x85, 0xff, 0x0f, 0x84, 0x06, 0x01, 0x00, 0x00, 0x53];
+        let (n, out) = relocate_prologue(&code, 0x320).unwrap();
+        assert_eq!(n, 9);
+        assert_eq!(&out[..3], &[0x48, 0x85, 0xff]);
+        // jne over the absolute jump to 0x320 + 9 + 0x106 = 0x42f
+        assert_eq!(&out[3..5], &[0x75, 14]);
+        assert_eq!(&out[5..7], &[0xff, 0x25]);
+        assert_eq!(u64::from_le_bytes(out[11..19].try_into().unwrap()), 0x42f);
+        // convey_free: test %rdi,%rdi; je rel8 +0x6b
+        let code = [0x48, 0x85, 0xff, 0x74, 0x6b, 0x53];
+        let (n, out) = relocate_prologue(&code, 0x5f0).unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(&out[3..5], &[0x75, 14]);
+        assert_eq!(u64::from_le_bytes(out[11..19].try_into().unwrap()), 0x660);
     }
 }

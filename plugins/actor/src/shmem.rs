@@ -91,20 +91,42 @@ pub fn my_pe_n_pes() -> (i64, i64) {
     }
 }
 
+/// The clock before an OpenSHMEM call; with segments, COMM opens when the
+/// program (not Conveyors) makes the call during the phase.
+#[inline(always)]
+fn start() -> u64 {
+    let t0 = ticks();
+    if crate::segments::on() && state::CURRENT.load(Ordering::Relaxed) == 0 {
+        if let Some(api) = crate::api() {
+            guard((), || crate::segments::enter(api, false));
+        }
+    }
+    t0
+}
+
 /// Books a call of `f` that started at `t0`.
 #[inline(always)]
 fn done(f: F, t0: u64, put: Option<(i64, u64)>) {
     guard((), || {
-        if crate::api_or_connect().is_none() {
+        let Some(api) = crate::api_or_connect() else {
             return;
-        }
+        };
         // Inside an OpenSHMEM call: initialized, so its PE numbers can be asked.
         state::learn_pes();
         let now = state::shmem_call(t0, put);
         bump(&CALLS[f as usize], 1);
         bump(&TICKS[f as usize], now.saturating_sub(t0));
+        if crate::segments::on() && state::CURRENT.load(Ordering::Relaxed) == 0 {
+            crate::segments::after(api);
+        }
     })
 }
+
+/// CLOCK_MONOTONIC when the PE left its first `shmem_barrier_all` (0: none
+/// yet): every PE leaves a barrier at about the same moment, so the
+/// differences between PEs' values are their clocks' offsets (metadata
+/// `actor.barrier_ns`, the time base of a merged trace).
+static FIRST_BARRIER_NS: AtomicU64 = AtomicU64::new(0);
 
 /// `shmem_putmem_nbi`.
 ///
@@ -141,7 +163,7 @@ unsafe fn put(which: F, dest: *mut c_void, src: *const c_void, n: usize, pe: c_i
     if f == 0 {
         return;
     }
-    let t0 = ticks();
+    let t0 = start();
     // SAFETY: `which` is pshmem_putmem or pshmem_putmem_nbi, both of this
     // signature, called with the caller's arguments.
     unsafe {
@@ -159,7 +181,7 @@ pub extern "C" fn shmem_quiet() {
     if f == 0 {
         return;
     }
-    let t0 = ticks();
+    let t0 = start();
     // SAFETY: liboshmem's pshmem_quiet, `void (void)`.
     unsafe {
         let f: unsafe extern "C" fn() = std::mem::transmute(f);
@@ -175,11 +197,14 @@ pub extern "C" fn shmem_barrier_all() {
     if f == 0 {
         return;
     }
-    let t0 = ticks();
+    let t0 = start();
     // SAFETY: liboshmem's pshmem_barrier_all, `void (void)`.
     unsafe {
         let f: unsafe extern "C" fn() = std::mem::transmute(f);
         f();
+    }
+    if FIRST_BARRIER_NS.load(Ordering::Relaxed) == 0 {
+        FIRST_BARRIER_NS.store(crate::clock::mono_ns(), Ordering::Relaxed);
     }
     done(F::BarrierAll, t0, None);
 }
@@ -194,7 +219,7 @@ pub unsafe extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_voi
     if f == 0 {
         return std::ptr::null_mut();
     }
-    let t0 = ticks();
+    let t0 = start();
     // SAFETY: liboshmem's pshmem_ptr, called with the caller's arguments.
     let r = unsafe {
         let f: unsafe extern "C" fn(*const c_void, c_int) -> *mut c_void = std::mem::transmute(f);
@@ -214,7 +239,7 @@ pub unsafe extern "C" fn shmem_longlong_p(addr: *mut c_longlong, value: c_longlo
     if f == 0 {
         return;
     }
-    let t0 = ticks();
+    let t0 = start();
     // SAFETY: liboshmem's pshmem_longlong_p, called with the caller's arguments.
     unsafe {
         let f: unsafe extern "C" fn(*mut c_longlong, c_longlong, c_int) = std::mem::transmute(f);
@@ -225,6 +250,10 @@ pub unsafe extern "C" fn shmem_longlong_p(addr: *mut c_longlong, value: c_longlo
 
 /// Writes the calls and time per function (`ns_per_tick`: the clock's scale).
 pub fn report(api: &CoreApi, ns_per_tick: f64) {
+    let barrier = FIRST_BARRIER_NS.load(Ordering::Relaxed);
+    if barrier != 0 {
+        state::meta(api, "actor.barrier_ns", &barrier.to_string());
+    }
     for (i, name) in NAMES.iter().enumerate() {
         let calls = CALLS[i].load(Ordering::Relaxed);
         if calls == 0 {

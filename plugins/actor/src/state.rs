@@ -30,6 +30,10 @@ pub mod op {
     pub const ADVANCE: i32 = 4;
     /// `convey_free`.
     pub const FREE: i32 = 5;
+    /// `convey_epush` (pe: destination, arg: the item's bytes).
+    pub const EPUSH: i32 = 6;
+    /// `convey_epull` (pe: source, arg: the item's bytes).
+    pub const EPULL: i32 = 7;
 }
 
 /// Whether the MAIN/PROC/COMM breakdown is measured (`KPROF_ACTOR_BREAKDOWN`,
@@ -39,8 +43,11 @@ pub fn timing() -> bool {
     *ON.get_or_init(|| std::env::var("KPROF_ACTOR_BREAKDOWN").map_or(true, |v| v.trim() != "0"))
 }
 
-/// `convey_OK`.
-pub const CONVEY_OK: i64 = 0;
+/// `convey_OK` (bale's value; `convey_FAIL` is 0, errors are negative).
+pub const CONVEY_OK: i64 = 1;
+
+/// `convey_FAIL`: a full buffer (push) or nothing to pull; no message.
+pub const CONVEY_FAIL: i64 = 0;
 
 /// Adds `v` to a counter owned by this PE's one conveyor thread.
 #[inline(always)]
@@ -196,6 +203,9 @@ pub struct Odd {
     pub too_many: AtomicU64,
     /// Conveyors still alive at exit.
     pub not_freed: AtomicU64,
+    /// Pushes and pulls that returned an error (a negative value: a PE out of
+    /// range, a conveyor in the wrong state, an item too large).
+    pub errors: AtomicU64,
 }
 
 /// The odd calls seen.
@@ -204,6 +214,7 @@ pub static ODD: Odd = Odd {
     bad_peer: AtomicU64::new(0),
     too_many: AtomicU64::new(0),
     not_freed: AtomicU64::new(0),
+    errors: AtomicU64::new(0),
 };
 
 /// Sends and receives made without Conveyors ([`crate::api`]).
@@ -229,6 +240,18 @@ pub fn learn_pes() {
 /// The job's PEs as learnt ([`learn_pes`]; 0 when unknown).
 pub fn n_pes() -> usize {
     N_PES.load(Ordering::Relaxed).max(0) as usize
+}
+
+/// Whether an actor phase runs (a conveyor begun and not freed).
+#[inline(always)]
+pub fn in_phase() -> bool {
+    ACTIVE.load(Ordering::Relaxed) > 0
+}
+
+/// Whether the running segment is a handler's (PROC).
+#[inline(always)]
+pub fn in_proc() -> bool {
+    SEG.load(Ordering::Relaxed) != 0
 }
 
 /// The slot of conveyor `key`, if measured.
@@ -340,25 +363,34 @@ pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
         LAST.store(now, Ordering::Relaxed);
         SEG.store(
             match slot {
-                Some(s) if op == op::PULL && rc == CONVEY_OK => s + 1,
+                Some(s) if (op == op::PULL || op == op::EPULL) && rc == CONVEY_OK => s + 1,
                 _ => 0,
             },
             Ordering::Relaxed,
         );
+    }
+    if rc < 0 && matches!(op, op::PUSH | op::PULL | op::EPUSH | op::EPULL) {
+        bump(&ODD.errors, 1);
     }
     let Some(s) = slot else {
         return;
     };
     let c = &CONVS[s];
     match op {
-        op::PUSH | op::PULL if rc == CONVEY_OK => {
+        op::PUSH | op::PULL | op::EPUSH | op::EPULL if rc == CONVEY_OK => {
             if let Some(rows) = c.rows() {
-                let row = if op == op::PUSH {
+                let row = if op == op::PUSH || op == op::EPUSH {
                     &rows.send
                 } else {
                     &rows.recv
                 };
-                if !row.add(pe, 1, c.item.load(Ordering::Relaxed)) {
+                // Elastic items carry their own size (0 bytes is an item too).
+                let bytes = if op == op::EPUSH || op == op::EPULL {
+                    arg
+                } else {
+                    c.item.load(Ordering::Relaxed)
+                };
+                if !row.add(pe, 1, bytes) {
                     bump(&ODD.bad_peer, 1);
                 }
             }
@@ -490,56 +522,115 @@ pub fn emit_row(api: &CoreApi, channel: &str, direction: u8, rows: Vec<(u32, u64
 pub struct Retired {
     index: u32,
     item: u64,
-    send: Vec<(u32, u64, u64)>,
-    recv: Vec<(u32, u64, u64)>,
-    phys: Vec<(u32, u64, u64)>,
-    local: Vec<(u32, u64, u64)>,
+    /// Its rows, moved out of its slot (the slot's next conveyor gets new ones).
+    rows: Option<Box<Rows>>,
     /// Ticks: its life, its COMM, its PROC.
     life: u64,
     comm: u64,
     proc_: u64,
 }
 
+/// A parked [`Retired`], in a preallocated array: retiring a conveyor inside
+/// `convey_free` allocates nothing and takes no lock (the program's phase ends
+/// right after).
+struct Parked {
+    index: AtomicU32,
+    item: AtomicU64,
+    rows: AtomicPtr<Rows>,
+    life: AtomicU64,
+    comm: AtomicU64,
+    proc_: AtomicU64,
+}
+
+/// Conveyors parked without allocating; more go to [`RETIRED`].
+const PARKED_MAX: usize = 256;
+static PARKED: [Parked; PARKED_MAX] = [const {
+    Parked {
+        index: AtomicU32::new(0),
+        item: AtomicU64::new(0),
+        rows: AtomicPtr::new(std::ptr::null_mut()),
+        life: AtomicU64::new(0),
+        comm: AtomicU64::new(0),
+        proc_: AtomicU64::new(0),
+    }
+}; PARKED_MAX];
+static PARKED_N: AtomicUsize = AtomicUsize::new(0);
+
 static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
 
 /// Takes conveyor `c`'s rows and times (it is freed at `now`, or the run ends).
 fn retire(c: &Conv, now: u64) {
+    let rows = c.rows.swap(std::ptr::null_mut(), Ordering::Relaxed);
+    let life = now.saturating_sub(c.begin.load(Ordering::Relaxed));
+    let n = PARKED_N.load(Ordering::Relaxed);
+    if let Some(p) = PARKED.get(n) {
+        p.index
+            .store(c.index.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.item
+            .store(c.item.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.rows.store(rows, Ordering::Relaxed);
+        p.life.store(life, Ordering::Relaxed);
+        p.comm
+            .store(c.comm.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.proc_
+            .store(c.proc_.load(Ordering::Relaxed), Ordering::Relaxed);
+        PARKED_N.store(n + 1, Ordering::Release);
+        return;
+    }
     let r = Retired {
         index: c.index.load(Ordering::Relaxed),
         item: c.item.load(Ordering::Relaxed),
-        send: c.rows().map(|r| r.send.take()).unwrap_or_default(),
-        recv: c.rows().map(|r| r.recv.take()).unwrap_or_default(),
-        phys: c.rows().map(|r| r.phys.take()).unwrap_or_default(),
-        local: c.rows().map(|r| r.local.take()).unwrap_or_default(),
-        life: now.saturating_sub(c.begin.load(Ordering::Relaxed)),
+        // SAFETY: `rows` was a leaked Box of this slot, now owned here alone.
+        rows: (!rows.is_null()).then(|| unsafe { Box::from_raw(rows) }),
+        life,
         comm: c.comm.load(Ordering::Relaxed),
         proc_: c.proc_.load(Ordering::Relaxed),
     };
     RETIRED.lock().unwrap_or_else(|p| p.into_inner()).push(r);
 }
 
+/// Every retired conveyor, in the order they were retired.
+fn all_retired() -> Vec<Retired> {
+    let n = PARKED_N.swap(0, Ordering::Acquire).min(PARKED_MAX);
+    let mut v: Vec<Retired> = PARKED[..n]
+        .iter()
+        .map(|p| {
+            let rows = p.rows.swap(std::ptr::null_mut(), Ordering::Relaxed);
+            Retired {
+                index: p.index.load(Ordering::Relaxed),
+                item: p.item.load(Ordering::Relaxed),
+                // SAFETY: a Box parked by `retire`, owned by the array alone.
+                rows: (!rows.is_null()).then(|| unsafe { Box::from_raw(rows) }),
+                life: p.life.load(Ordering::Relaxed),
+                comm: p.comm.load(Ordering::Relaxed),
+                proc_: p.proc_.load(Ordering::Relaxed),
+            }
+        })
+        .collect();
+    v.append(&mut RETIRED.lock().unwrap_or_else(|p| p.into_inner()));
+    v
+}
+
 /// Delivers a retired conveyor (`k`: nanoseconds per tick).
 fn emit(api: &CoreApi, r: Retired, k: f64) {
     let n = r.index;
-    emit_row(api, &format!("conveyor {n} logical"), message::SEND, r.send);
-    emit_row(
-        api,
-        &format!("conveyor {n} logical"),
-        message::RECEIVE,
-        r.recv,
-    );
-    emit_row(
-        api,
-        &format!("conveyor {n} physical remote"),
-        message::SEND,
-        r.phys,
-    );
-    emit_row(
-        api,
-        &format!("conveyor {n} physical local"),
-        message::SEND,
-        r.local,
-    );
+    if let Some(rows) = &r.rows {
+        let logical = format!("conveyor {n} logical");
+        emit_row(api, &logical, message::SEND, rows.send.take());
+        emit_row(api, &logical, message::RECEIVE, rows.recv.take());
+        emit_row(
+            api,
+            &format!("conveyor {n} physical remote"),
+            message::SEND,
+            rows.phys.take(),
+        );
+        emit_row(
+            api,
+            &format!("conveyor {n} physical local"),
+            message::SEND,
+            rows.local.take(),
+        );
+    }
     let p = format!("actor.conveyor.{n}");
     meta(api, &format!("{p}.item_bytes"), &r.item.to_string());
     if timing() {
@@ -557,6 +648,7 @@ fn emit(api: &CoreApi, r: Retired, k: f64) {
 
 /// The end of the run: conveyors never freed, the PE's breakdown, the odd calls.
 pub fn finish(api: &CoreApi) {
+    crate::segments::finish(api);
     let now = clock::ticks();
     for c in &CONVS {
         if c.key.load(Ordering::Relaxed) != 0 {
@@ -572,8 +664,7 @@ pub fn finish(api: &CoreApi) {
     }
     CACHE_KEY.store(0, Ordering::Relaxed);
     let k = clock::ns_per_tick();
-    let retired = std::mem::take(&mut *RETIRED.lock().unwrap_or_else(|p| p.into_inner()));
-    for r in retired {
+    for r in all_retired() {
         emit(api, r, k);
     }
     if let Some((send, recv)) = DIRECT.get() {
@@ -621,6 +712,7 @@ pub fn finish(api: &CoreApi) {
         ("bad_peer", &ODD.bad_peer),
         ("conveyors_not_measured", &ODD.too_many),
         ("conveyors_not_freed", &ODD.not_freed),
+        ("convey_errors", &ODD.errors),
     ] {
         let v = v.load(Ordering::Relaxed);
         if v > 0 {

@@ -31,6 +31,9 @@ pub struct WrapHooks {
     ),
     /// 0: no breakdown (`KPROF_ACTOR_BREAKDOWN=0`): the wrappers read no clock.
     pub timing: u32,
+    /// Before each entry, after the clock was read (NULL: not needed; only
+    /// with segments, [`crate::segments`]): the conveyor and the op.
+    pub enter: Option<unsafe extern "C" fn(conveyor: *mut c_void, op: c_int)>,
 }
 
 /// `KPROF_ACTOR_WRAP_VERSION`.
@@ -61,6 +64,11 @@ pub extern "C" fn kprof_actor_wrap_hooks_v1() -> *const WrapHooks {
                     current: state::CURRENT.as_ptr() as *mut *mut c_void,
                     leave,
                     timing: u32::from(state::timing()),
+                    enter: if crate::segments::on() {
+                        Some(enter)
+                    } else {
+                        None
+                    },
                 })
             })
             .0
@@ -85,6 +93,23 @@ pub unsafe extern "C" fn leave(
             #[allow(clippy::unnecessary_cast)]
             let rc = rc as i64;
             state::leave(conveyor as usize, op, rc, pe, arg, t0);
+        }
+        if t0 != 0 && crate::segments::on() {
+            if let Some(api) = crate::api() {
+                crate::segments::after(api);
+            }
+        }
+    })
+}
+
+/// A Conveyors entry is about to run (only with segments).
+///
+/// # Safety
+/// Any values: `conveyor` is not used.
+pub unsafe extern "C" fn enter(_conveyor: *mut c_void, op: c_int) {
+    guard((), || {
+        if let Some(api) = crate::api() {
+            crate::segments::enter(api, op == crate::state::op::BEGIN);
         }
     })
 }

@@ -1,13 +1,23 @@
 /* A stand-in for bale's Conveyors library, written for kprof's tests from the
- * library's public description (no code of bale's): the same public entry names
- * and the same structure. Public `convey_*` entries dispatch through the
- * conveyor's method table; a porter moves full buffers either through a
- * shmem_ptr address (memcpy into the peer's symmetric buffer, an atomic store as
- * the signal) or, between "nodes" (forced with CONVEY_NLOCAL=1), with
- * shmem_putmem_nbi, completed later by shmem_quiet and a signal put. A push into
- * a full buffer that cannot be sent yet returns convey_FAIL and the caller
- * retries, as with the real library. Built as a STATIC library linked into the
- * test programs, as bale builds it. */
+ * library's public description (no code of bale's): the same public entry names,
+ * signatures and status values, and the same structure. Public `convey_*`
+ * entries dispatch through the conveyor's method table (laid out as bale 3.0's):
+ * push, pull, epush and epull at once, begin, advance and free after checking
+ * their argument and state. A porter moves full buffers either through a shmem_ptr address (memcpy into
+ * the peer's symmetric buffer, an atomic store as the signal) or, between
+ * "nodes" (forced with CONVEY_NLOCAL=1), with shmem_putmem_nbi, completed later
+ * by shmem_quiet and a signal put. A push into a full buffer that cannot be sent
+ * yet returns convey_FAIL and the caller retries, as with the real library.
+ * Elastic conveyors (convey_new_elastic) carry items of any size up to a bound
+ * (convey_epush / convey_epull, 0-byte items included). Built as a STATIC
+ * library linked into the test programs, as bale builds it.
+ *
+ * Unlike bale, a freed conveyor's memory is kept (its methods then return
+ * convey_error_STATE), so that the bad-input tests' pushes after convey_free
+ * are an error return rather than undefined behaviour. With
+ * STANDIN_CONVEY_BAD_FROM=<n> every n-th successful pull reports a source PE
+ * outside the job (a fault the tests inject). With STANDIN_CONVEY_YIELD=1 an
+ * advance with nothing to pull yields the CPU (for more PEs than cores). */
 #ifndef STANDIN_CONVEY_H
 #define STANDIN_CONVEY_H
 
@@ -15,15 +25,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum convey_status { convey_FAIL = -1, convey_OK = 0 };
+/* bale 3.0's values: FAIL and DONE are 0, OK is 1; errors are negative. */
+enum convey_status { convey_DONE = 0, convey_FAIL = 0, convey_OK = 1, convey_NEAR = 2 };
+
+enum convey_error {
+  convey_error_OFLO = -10,  /* item larger than the conveyor's bound */
+  convey_error_MISFIT = -9, /* next item is not of the pull's size */
+  convey_error_RIGID = -8,  /* elastic operation on a rigid conveyor */
+  convey_error_RANGE = -4,  /* PE out of range */
+  convey_error_NULL = -3,   /* a NULL conveyor */
+  convey_error_STATE = -1,  /* wrong state (e.g. used after convey_free) */
+};
+
+/* What convey_epull delivers: the item's size, a pointer to it (valid until
+ * the next pull) and the PE that pushed it. */
+typedef struct {
+  size_t bytes;
+  void *data;
+  int64_t from;
+} convey_item_t;
 
 typedef struct convey convey_t;
 
 convey_t *convey_new(size_t capacity, size_t n_local, size_t n_buffers, uint64_t options);
+/* An elastic conveyor: items up to `max_bytes` (bale's signature; `alloc` unused). */
+convey_t *convey_new_elastic(size_t item_bound, size_t max_bytes, size_t n_local,
+                             const void *alloc, uint64_t options);
 int convey_begin(convey_t *c, size_t item_size, size_t align);
 int convey_push(convey_t *c, const void *item, int64_t pe);
 int convey_pull(convey_t *c, void *item, int64_t *from);
-bool convey_advance(convey_t *c, bool done);
+int convey_epush(convey_t *c, size_t bytes, const void *item, int64_t pe);
+int convey_epull(convey_t *c, convey_item_t *result);
+int convey_advance(convey_t *c, bool done);
 int convey_free(convey_t *c);
 
 /* The stand-in's own count of what its porter sent, per destination PE and path

@@ -246,15 +246,15 @@ fn merge_children(
             let m = tree.child(g, name, n.kind, n.dev);
             let into = &mut tree.nodes[m as usize];
             into.stats.merge(&n.stats);
-            for &(t, ns) in &n.per_thread {
+            for &(t, ns) in n.per_thread() {
                 into.add_thread_time(t, ns);
             }
-            for &(k, min, max) in &n.args {
+            for &(k, min, max) in n.args() {
                 into.add_arg(k, min);
                 into.add_arg(k, max);
             }
-            into.merge_counters(n.counters.as_deref());
-            crate::output::samples::merge_node(into, n.samples.as_deref());
+            into.merge_counters(n.counters());
+            into.merge_samples(n.samples());
             todo.push((c, m));
         }
     }

@@ -6,6 +6,7 @@
 pub mod gpu;
 pub mod memory;
 pub mod merge;
+pub mod tree_view;
 
 use std::collections::BTreeMap;
 
@@ -14,10 +15,9 @@ use rustc_hash::FxHashMap;
 
 use crate::hot::aggregate::local::ThreadProfile;
 use crate::hot::aggregate::stats::Stats;
-use crate::hot::aggregate::tree::ROOT;
 use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, SiteRef};
 use crate::hot::runtime::Runtime;
-use crate::output::report::{self, Report, TreeNode};
+use crate::output::report::{self, Report};
 use memory::{Freed, Label, Space};
 use merge::Merged;
 
@@ -211,7 +211,9 @@ impl Profile {
     }
 
     /// Renders everything aggregated into a [`Report`]: `merged`, the threads'
-    /// profiles as one, and what this profile kept across threads. `records`
+    /// profiles as one, and what this profile kept across threads; all but the
+    /// call-path tree, which the outputs read from `merged`
+    /// ([`tree_view::MergedTree`]). `records`
     /// gives each thread index's processed record or event count.
     pub fn report(&self, merged: &Merged, records: &FxHashMap<u32, u64>) -> Report {
         let rt = self.rt;
@@ -219,14 +221,6 @@ impl Profile {
         let devices = rt.devices.snapshot();
         let start = rt.start_raw;
         let end = rt.end();
-        let counter_names = rt.counters.as_ref().map_or(&[][..], |c| &c.names[..]);
-
-        let mut tree = merged.tree.nodes[ROOT as usize]
-            .children
-            .iter()
-            .map(|&c| tree_node(merged, c, &text, &devices, counter_names))
-            .collect::<Vec<_>>();
-        crate::output::samples::attach(&mut tree, &merged.tree, &rt.clock, start);
 
         // One row per section name, as regions are: a section created again and
         // again (inside a loop) is one section; its row keeps the first id.
@@ -431,7 +425,8 @@ impl Profile {
             },
             plugins: rt.plugins.lock().map(|p| p.clone()).unwrap_or_default(),
             threads,
-            tree,
+            // Written from `merged` by the outputs (see `tree_view`).
+            tree: Vec::new(),
             sections,
             events,
             deep_copies,
@@ -497,102 +492,4 @@ fn hardware_counters(rt: &Runtime) -> Option<report::HardwareCounters> {
         multiplexed: c.is_some_and(|c| c.multiplexed),
         problems: rt.counter_problems.clone(),
     })
-}
-
-/// A node's counter totals by event name, with the rates derived from them.
-fn node_counters(
-    c: &crate::hot::aggregate::tree::NodeCounters,
-    names: &[String],
-    total_ns: u64,
-) -> report::NodeCounters {
-    let seconds = total_ns as f64 / 1e9;
-    let events: std::collections::BTreeMap<String, report::CounterTotal> = names
-        .iter()
-        .enumerate()
-        .map(|(k, name)| {
-            let inclusive = c.inclusive[k];
-            let per_second = if seconds > 0.0 {
-                inclusive as f64 / seconds
-            } else {
-                0.0
-            };
-            let total = report::CounterTotal {
-                inclusive,
-                exclusive: c.exclusive[k],
-                per_second,
-            };
-            (name.clone(), total)
-        })
-        .collect();
-    let ipc = match (events.get("PAPI_TOT_INS"), events.get("PAPI_TOT_CYC")) {
-        (Some(i), Some(c)) if c.inclusive > 0 => Some(i.inclusive as f64 / c.inclusive as f64),
-        _ => None,
-    };
-    report::NodeCounters {
-        instances: c.instances,
-        events,
-        ipc,
-    }
-}
-
-/// The report node of merged node `n`, with its subtree.
-fn tree_node(
-    merged: &Merged,
-    n: u32,
-    text: &dyn Fn(u32) -> String,
-    devices: &[crate::base::devices::Device],
-    counter_names: &[String],
-) -> TreeNode {
-    let node = &merged.tree.nodes[n as usize];
-    let dev = usize::from(node.dev)
-        .checked_sub(1)
-        .and_then(|i| devices.get(i));
-    let s = &node.stats;
-    let threads = (!node.per_thread.is_empty()).then(|| {
-        let totals: Vec<u64> = node.per_thread.iter().map(|&(_, t)| t).collect();
-        let (min, max) = (
-            totals.iter().copied().min().unwrap_or(0),
-            totals.iter().copied().max().unwrap_or(0),
-        );
-        let mean = totals.iter().sum::<u64>() as f64 / totals.len() as f64;
-        report::ThreadSpread {
-            threads: totals.len() as u32,
-            min_ns: min,
-            max_ns: max,
-            mean_ns: mean,
-            imbalance: if mean > 0.0 { max as f64 / mean } else { 1.0 },
-        }
-    });
-    let args = node
-        .args
-        .iter()
-        .map(|&(k, min, max)| (text(k), report::ArgRange { min, max }))
-        .collect();
-    let counters = node
-        .counters
-        .as_deref()
-        .map(|c| node_counters(c, counter_names, s.total_ns));
-    TreeNode {
-        name: text(node.name),
-        kind: node.kind.as_str().into(),
-        threads,
-        args,
-        counters,
-        device: dev.map(|d| d.label()),
-        device_index: dev.map(|d| d.index),
-        instance: dev.map(|d| d.instance),
-        count: s.count,
-        total_ns: s.total_ns,
-        self_ns: s.self_ns,
-        min_ns: s.min(),
-        max_ns: s.max_ns,
-        mean_ns: s.mean(),
-        stddev_ns: s.stddev(),
-        samples: None,
-        children: node
-            .children
-            .iter()
-            .map(|&c| tree_node(merged, c, text, devices, counter_names))
-            .collect(),
-    }
 }

@@ -528,12 +528,13 @@ impl ThreadProfile {
                 local
             }
         };
-        let cache = self.tree.nodes[node as usize].last_child;
-        if cache.0 == key {
-            return cache.1;
+        let parent = &self.tree.nodes[node as usize];
+        if parent.last_key == key {
+            return parent.last_node;
         }
         let n = self.tree.child(node, name, kind, dev);
-        self.tree.nodes[node as usize].last_child = (key, n);
+        let parent = &mut self.tree.nodes[node as usize];
+        (parent.last_key, parent.last_node) = (key, n);
         n
     }
 
@@ -608,12 +609,7 @@ impl ThreadProfile {
         let node = &mut self.tree.nodes[f.node as usize];
         node.stats.add(dur, dur.saturating_sub(f.child_ns));
         if self.samples_k > 0 {
-            node.samples.get_or_insert_with(Box::default).offer(
-                f.begin,
-                dur,
-                self.samples_k,
-                &mut self.rng,
-            );
+            node.sample(f.begin, dur, self.samples_k, &mut self.rng);
         }
         if f.kind.is_openmp() {
             node.add_thread_time(self.slot.index, dur);

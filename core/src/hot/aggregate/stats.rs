@@ -14,7 +14,9 @@ pub struct Stats {
     pub min_ns: u64,
     /// Longest instance.
     pub max_ns: u64,
-    sum_sq: u128,
+    /// The sum of squares, a u128 kept as two words so that a node needs no
+    /// 16-byte alignment (8 bytes less per node, of a million).
+    sum_sq: [u64; 2],
 }
 
 impl Default for Stats {
@@ -25,7 +27,7 @@ impl Default for Stats {
             self_ns: 0,
             min_ns: u64::MAX,
             max_ns: 0,
-            sum_sq: 0,
+            sum_sq: [0; 2],
         }
     }
 }
@@ -38,9 +40,10 @@ impl Stats {
         self.self_ns = self.self_ns.saturating_add(self_ns);
         self.min_ns = self.min_ns.min(total_ns);
         self.max_ns = self.max_ns.max(total_ns);
-        self.sum_sq = self
-            .sum_sq
-            .saturating_add(u128::from(total_ns) * u128::from(total_ns));
+        self.set_sum_sq(
+            self.sum_sq()
+                .saturating_add(u128::from(total_ns) * u128::from(total_ns)),
+        );
     }
 
     /// Merges another node's statistics into these.
@@ -50,7 +53,15 @@ impl Stats {
         self.self_ns = self.self_ns.saturating_add(o.self_ns);
         self.min_ns = self.min_ns.min(o.min_ns);
         self.max_ns = self.max_ns.max(o.max_ns);
-        self.sum_sq = self.sum_sq.saturating_add(o.sum_sq);
+        self.set_sum_sq(self.sum_sq().saturating_add(o.sum_sq()));
+    }
+
+    fn sum_sq(&self) -> u128 {
+        u128::from(self.sum_sq[1]) << 64 | u128::from(self.sum_sq[0])
+    }
+
+    fn set_sum_sq(&mut self, v: u128) {
+        self.sum_sq = [v as u64, (v >> 64) as u64];
     }
 
     /// Shortest instance (0 when none).
@@ -78,7 +89,7 @@ impl Stats {
         }
         let n = self.count as f64;
         let mean = self.mean();
-        (self.sum_sq as f64 / n - mean * mean).max(0.0).sqrt()
+        (self.sum_sq() as f64 / n - mean * mean).max(0.0).sqrt()
     }
 }
 

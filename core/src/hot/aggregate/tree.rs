@@ -1,8 +1,8 @@
 //! The call-path tree: one node per distinct path of (name, kind, device) from the
 //! root, shared by all threads, so nodes with the same path merge across threads.
 
+use hashbrown::HashTable;
 use kprof_abi::Kind;
-use rustc_hash::FxHashMap;
 
 use super::stats::Stats;
 use crate::hot::counters::Values;
@@ -13,7 +13,9 @@ pub const ROOT: u32 = 0;
 /// Up to this many children, a child is found by looking at each.
 const SCAN_CHILDREN: usize = 8;
 
-/// A node of the tree.
+/// A node of the tree. Kept small (112 bytes): a profile can hold a million
+/// nodes, so what few nodes have (thread spread, arguments, counters) lives in
+/// [`Extra`], allocated on first use.
 #[derive(Debug, Clone)]
 pub struct Node {
     /// Parent node (the root is its own parent).
@@ -26,21 +28,25 @@ pub struct Node {
     pub dev: u16,
     /// Timing.
     pub stats: Stats,
-    /// Inclusive time per thread index, for kinds whose instances run on many
-    /// threads at once (OpenMP): the spread shows load imbalance.
-    pub per_thread: Vec<(u32, u64)>,
-    /// Numeric arguments seen on its instances: (key name id, min, max).
-    pub args: Vec<(u32, u64, u64)>,
-    /// What its counted instances counted (`KPROF_COUNTERS`); made on the first.
-    pub counters: Option<Box<NodeCounters>>,
+    /// Thread spread, arguments and counters, for the nodes that have any.
+    extra: Option<Box<Extra>>,
     /// Children in creation order.
     pub children: Vec<u32>,
-    /// A sample of its instances for scatterplots (`KPROF_SAMPLES`); made on the
-    /// first.
-    pub samples: Option<Box<super::samples::Reservoir>>,
-    /// (packed key, node) of the child looked up last, for the thread that owns
-    /// the tree (key 0: none).
-    pub last_child: (u64, u32),
+    /// Packed key of the child looked up last, for the thread that owns the
+    /// tree (0: none), and that child.
+    pub last_key: u64,
+    /// See `last_key`.
+    pub last_node: u32,
+}
+
+/// What only some nodes carry.
+#[derive(Debug, Clone, Default)]
+struct Extra {
+    per_thread: Vec<(u32, u64)>,
+    args: Vec<(u32, u64, u64)>,
+    counters: Option<NodeCounters>,
+    /// A sample of its instances for scatterplots (`KPROF_SAMPLES`).
+    samples: Option<super::samples::Reservoir>,
 }
 
 impl Node {
@@ -52,12 +58,71 @@ impl Node {
             kind,
             dev,
             stats: Stats::default(),
-            per_thread: Vec::new(),
-            args: Vec::new(),
-            counters: None,
+            extra: None,
             children: Vec::new(),
-            samples: None,
-            last_child: (0, 0),
+            last_key: 0,
+            last_node: 0,
+        }
+    }
+
+    fn extra(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    /// Inclusive time per thread index, for kinds whose instances run on many
+    /// threads at once (OpenMP): the spread shows load imbalance.
+    pub fn per_thread(&self) -> &[(u32, u64)] {
+        self.extra.as_ref().map_or(&[], |e| &e.per_thread)
+    }
+
+    /// Numeric arguments seen on its instances: (key name id, min, max).
+    pub fn args(&self) -> &[(u32, u64, u64)] {
+        self.extra.as_ref().map_or(&[], |e| &e.args)
+    }
+
+    /// What its counted instances counted (`KPROF_COUNTERS`); made on the first.
+    pub fn counters(&self) -> Option<&NodeCounters> {
+        self.extra.as_ref().and_then(|e| e.counters.as_ref())
+    }
+
+    /// Heap bytes of what only some nodes have.
+    fn extra_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.extra.as_ref().map_or(0, |e| {
+            size_of::<Extra>()
+                + e.per_thread.capacity() * size_of::<(u32, u64)>()
+                + e.args.capacity() * size_of::<(u32, u64, u64)>()
+                + e.samples
+                    .as_ref()
+                    .map_or(0, |r| r.items.capacity() * size_of::<(u64, u64)>())
+        })
+    }
+
+    /// The sample of its instances (`KPROF_SAMPLES`), when it has one.
+    pub fn samples(&self) -> Option<&super::samples::Reservoir> {
+        self.extra.as_ref().and_then(|e| e.samples.as_ref())
+    }
+
+    /// Offers one instance (raw begin, duration) to its sample of at most `k`.
+    #[inline]
+    pub fn sample(&mut self, begin: u64, dur: u64, k: usize, rng: &mut super::samples::Rng) {
+        self.extra()
+            .samples
+            .get_or_insert_with(Default::default)
+            .offer(begin, dur, k, rng);
+    }
+
+    /// Merges another thread's sample of the same call path into this one's, each
+    /// kept in proportion to the instances it stands for.
+    pub fn merge_samples(&mut self, other: Option<&super::samples::Reservoir>) {
+        let Some(o) = other else { return };
+        match &mut self.extra().samples {
+            Some(mine) => {
+                // End-of-run work: seeded from the counts, so a merge is repeatable.
+                let mut rng = super::samples::Rng::new(mine.seen.rotate_left(32) ^ o.seen);
+                mine.merge(o, &mut rng);
+            }
+            slot @ None => *slot = Some(o.clone()),
         }
     }
 
@@ -67,7 +132,7 @@ impl Node {
     /// difference never goes below 0 (multiplexed values are estimates).
     #[inline]
     pub fn add_counters(&mut self, delta: &Values, children: &Values, n: usize) {
-        let c = self.counters.get_or_insert_with(Box::default);
+        let c = self.extra().counters.get_or_insert_with(Default::default);
         c.instances += 1;
         for k in 0..n.min(delta.len()) {
             c.inclusive[k] = c.inclusive[k].wrapping_add(delta[k]);
@@ -78,7 +143,7 @@ impl Node {
     /// Merges another node's counter totals into this one's.
     pub fn merge_counters(&mut self, other: Option<&NodeCounters>) {
         let Some(o) = other else { return };
-        let c = self.counters.get_or_insert_with(Box::default);
+        let c = self.extra().counters.get_or_insert_with(Default::default);
         c.instances += o.instances;
         for k in 0..o.inclusive.len() {
             c.inclusive[k] = c.inclusive[k].saturating_add(o.inclusive[k]);
@@ -88,20 +153,22 @@ impl Node {
 
     /// Folds an instance's argument into the node's range for that key.
     pub fn add_arg(&mut self, key: u32, value: u64) {
-        match self.args.iter_mut().find(|(k, _, _)| *k == key) {
+        let args = &mut self.extra().args;
+        match args.iter_mut().find(|(k, _, _)| *k == key) {
             Some((_, min, max)) => {
                 *min = (*min).min(value);
                 *max = (*max).max(value);
             }
-            None => self.args.push((key, value, value)),
+            None => args.push((key, value, value)),
         }
     }
 
     /// Adds `ns` to thread `thread`'s total (teams are small: a linear search).
     pub fn add_thread_time(&mut self, thread: u32, ns: u64) {
-        match self.per_thread.iter_mut().find(|(t, _)| *t == thread) {
+        let per_thread = &mut self.extra().per_thread;
+        match per_thread.iter_mut().find(|(t, _)| *t == thread) {
             Some((_, total)) => *total += ns,
-            None => self.per_thread.push((thread, ns)),
+            None => per_thread.push((thread, ns)),
         }
     }
 }
@@ -122,16 +189,30 @@ pub struct NodeCounters {
 pub struct Tree {
     /// All nodes; index 0 is the root.
     pub nodes: Vec<Node>,
-    index: FxHashMap<(u32, u32, Kind, u16), u32>,
+    /// The children of parents with many, by (parent, name, kind, device): node
+    /// ids only, the key is read from the node.
+    index: HashTable<u32>,
 }
 
 impl Default for Tree {
     fn default() -> Self {
         Tree {
             nodes: vec![Node::new(ROOT, 0, Kind::Region, 0)],
-            index: FxHashMap::default(),
+            index: HashTable::new(),
         }
     }
+}
+
+/// The hash of a child's key in the index.
+fn key_hash(parent: u32, name: u32, kind: Kind, dev: u16) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one((parent, name, kind, dev))
+}
+
+/// The index key of node `n`.
+fn node_hash(nodes: &[Node], n: u32) -> u64 {
+    let k = &nodes[n as usize];
+    key_hash(k.parent, k.name, k.kind, k.dev)
 }
 
 impl Tree {
@@ -149,55 +230,51 @@ impl Tree {
         let nodes: usize = self
             .nodes
             .iter()
-            .map(|n| {
-                n.children.capacity() * size_of::<u32>()
-                    + n.per_thread.capacity() * size_of::<(u32, u64)>()
-                    + n.args.capacity() * size_of::<(u32, u64, u64)>()
-                    + n.counters.as_ref().map_or(0, |_| size_of::<NodeCounters>())
-                    + n.samples.as_ref().map_or(0, |r| {
-                        size_of::<super::samples::Reservoir>()
-                            + r.items.capacity() * size_of::<(u64, u64)>()
-                    })
-            })
+            .map(|n| n.children.capacity() * size_of::<u32>() + n.extra_bytes())
             .sum();
-        let index = self.index.capacity() * (size_of::<((u32, u32, Kind, u16), u32)>() + 1);
+        let index = self.index.capacity() * (size_of::<u32>() + 1);
         (self.nodes.capacity() * size_of::<Node>() + nodes + index) as u64
     }
 
     /// The child of `parent` with this key, created if new.
     pub fn child(&mut self, parent: u32, name: u32, kind: Kind, dev: u16) -> u32 {
         let kids = &self.nodes[parent as usize].children;
-        let key = (parent, name, kind, dev);
+        let same = |n: &Node| n.name == name && n.kind == kind && n.dev == dev;
         if kids.len() <= SCAN_CHILDREN {
             // Most nodes have a few children (a region's loop and barrier): looking
             // at them is cheaper than hashing.
-            let found = kids.iter().copied().find(|&c| {
-                let n = &self.nodes[c as usize];
-                n.name == name && n.kind == kind && n.dev == dev
-            });
+            let found = kids
+                .iter()
+                .copied()
+                .find(|&c| same(&self.nodes[c as usize]));
             if let Some(n) = found {
                 return n;
             }
-        } else if let Some(&n) = self.index.get(&key) {
-            return n;
+        } else {
+            let nodes = &self.nodes;
+            let hash = key_hash(parent, name, kind, dev);
+            let hit = |&c: &u32| nodes[c as usize].parent == parent && same(&nodes[c as usize]);
+            if let Some(&n) = self.index.find(hash, hit) {
+                return n;
+            }
         }
         let n = self.nodes.len() as u32;
         self.nodes.push(Node::new(parent, name, kind, dev));
-        let kids = &mut self.nodes[parent as usize].children;
-        kids.push(n);
+        self.nodes[parent as usize].children.push(n);
         // Only parents with many children are looked up by hash: a million
         // distinct leaves under one parent need the index, a million small
         // families do not.
+        let nodes = &self.nodes;
+        let kids = &nodes[parent as usize].children;
+        let rehash = |&c: &u32| node_hash(nodes, c);
         match kids.len() {
             len if len == SCAN_CHILDREN + 1 => {
-                let kids = kids.clone();
-                for c in kids {
-                    let k = &self.nodes[c as usize];
-                    self.index.insert((parent, k.name, k.kind, k.dev), c);
+                for &c in kids.iter() {
+                    self.index.insert_unique(node_hash(nodes, c), c, rehash);
                 }
             }
             len if len > SCAN_CHILDREN + 1 => {
-                self.index.insert(key, n);
+                self.index.insert_unique(node_hash(nodes, n), n, rehash);
             }
             _ => {}
         }
@@ -208,6 +285,16 @@ impl Tree {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A million distinct call paths must fit in about 120 MB of nodes.
+    #[test]
+    fn a_node_stays_small() {
+        assert!(
+            std::mem::size_of::<Node>() <= 112,
+            "{}",
+            std::mem::size_of::<Node>()
+        );
+    }
 
     /// A parent's children are found again whether it has a few (scanned) or
     /// many (hashed, from the ninth on, the first eight included).

@@ -83,6 +83,7 @@ const KIND_WORDS: &[(&str, &[Kind])] = &[
     ("target", &[Kind::OmpTarget]),
     ("gpu_api", &[Kind::GpuApi]),
     ("mpi", &[Kind::Mpi]),
+    ("actor", &[Kind::ActorSegment]),
 ];
 
 /// The kinds named by a comma list of [`KIND_WORDS`] (`all`: every kind that has
