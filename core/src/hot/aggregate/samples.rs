@@ -77,6 +77,11 @@ impl Reservoir {
     #[inline(never)]
     fn fill(&mut self, begin: u64, dur: u64, k: usize, rng: &mut Rng) {
         self.k = k;
+        if self.items.is_empty() {
+            // Most call paths of a large profile have one instance: room for
+            // one, not the four a first push makes.
+            self.items.reserve_exact(1);
+        }
         self.items.push((begin, dur));
         if self.items.len() == k {
             self.w = (rng.unit().ln() / k as f64).exp();
