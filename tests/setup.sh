@@ -19,11 +19,13 @@ demo=0
 # otf2-print to read the archives back; pkg-config: the install checks;
 # libpapi-dev: PAPI 7 and its software-defined events (sde_lib.h, libsde) for the
 # counters tests (tests/tests/counters.rs); openmpi-bin, libopenmpi-dev: Open MPI
-# 4.1 with OSHMEM (mpicc, mpirun, oshcc, oshrun) for the MPI and actor plugins.
+# 4.1 with OSHMEM (mpicc, mpirun, oshcc, oshrun) for the MPI and actor plugins;
+# graphviz: dot reads taskgraph.dot back, chromium: renders kprof plot's page
+# headless (tests/tests/analyses.rs).
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev openmpi-bin libopenmpi-dev)
+packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev openmpi-bin libopenmpi-dev graphviz chromium)
 # The demo builds kprof and Kokkos (cmake, make, g++; pip fetches the sdist's build
 # requirements) and runs the example.
 [[ $demo == 1 ]] && packages=(cmake make gcc g++ python3 python3-pip)
@@ -88,3 +90,6 @@ bash tests/scripts/build-kokkos.sh
 # CUPTI's headers and library (CUDA 12 and 13) from PyPI's wheels, for the CUDA
 # plugin's tests without a GPU (tests/tests/cuda.rs).
 bash tests/scripts/install-cupti.sh
+
+# llnl-hatchet from PyPI, which loads kprof's tasktree.json (tests/tests/analyses.rs).
+bash tests/scripts/install-hatchet.sh

@@ -10,6 +10,7 @@ mod fmt;
 mod load;
 mod merge;
 mod pftrace;
+mod plot;
 mod report;
 mod run;
 mod timebase;
@@ -46,6 +47,9 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Merges the outputs of several processes (MPI ranks) into one directory.
     Merge(merge::MergeArgs),
+    /// Draws a profile: one offline HTML page and an SVG file per figure.
+    #[command(after_help = "Example: kprof plot run1 -o run1.html   (then open run1.html)")]
+    Plot(plot::PlotArgs),
 }
 
 /// Sort keys of `report`.
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         Command::Report(a) => on_reader_stack(move || report::main(a)),
         Command::Diff(a) => on_reader_stack(move || diff::main(a)),
         Command::Merge(a) => on_reader_stack(move || merge::main(a)),
+        Command::Plot(a) => on_reader_stack(move || plot::main(a)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

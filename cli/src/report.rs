@@ -12,6 +12,8 @@ use crate::fmt::{bar, bytes, csv_field, dur, pct, Align, Table};
 use crate::load::{load_any, Loaded};
 use crate::{show, Failure, Outcome, SortKey};
 
+mod views;
+
 /// Arguments of `kprof report`.
 #[derive(clap::Args)]
 pub struct ReportArgs {
@@ -43,6 +45,10 @@ pub struct ReportArgs {
     /// (min/mean/max per thread, imbalance = max/mean).
     #[arg(long, conflicts_with_all = ["tree", "csv", "json"])]
     pub threads: bool,
+    /// Kernels and regions by name over all their call paths and kinds: total
+    /// time, calls and time per call, as kokkos-tools' kernel-timer shows them.
+    #[arg(long, conflicts_with_all = ["tree", "threads", "csv", "json"])]
+    pub flat: bool,
 }
 
 fn sort_value(key: SortKey, total: u64, self_ns: u64, count: u64) -> u64 {
@@ -63,7 +69,7 @@ fn sort_name(key: SortKey) -> &'static str {
 
 /// Entry point.
 pub fn main(mut args: ReportArgs) -> Outcome {
-    args.sort = Some(args.sort.unwrap_or(if args.tree {
+    args.sort = Some(args.sort.unwrap_or(if args.tree || args.flat {
         SortKey::Total
     } else {
         SortKey::SelfTime
@@ -102,6 +108,9 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
         let mut s = header(r, path);
         threads(&mut s, r, args);
         return s;
+    }
+    if args.flat {
+        return views::flat(r, path, args, filter);
     }
     if args.tree {
         let rows = tree_rows(&r.tree, args, filter);
@@ -276,6 +285,7 @@ fn threads(s: &mut String, r: &Report, args: &ReportArgs) {
         ]);
     }
     s.push_str(&t.render());
+    views::thread_times(s, r, args);
 
     fn walk<'a>(
         nodes: &'a [TreeNode],

@@ -70,6 +70,10 @@ pub struct RunArgs {
     /// (KPROF_SAMPLE_MS, 10 to 60000; default 0: off).
     #[arg(long, value_name = "MS")]
     pub sample_ms: Option<String>,
+    /// Instances per call path kept as (start, duration) samples for scatterplots
+    /// (KPROF_SAMPLES, 0 to 100000; default 1000, 0: off).
+    #[arg(long, value_name = "N")]
+    pub samples: Option<String>,
     /// 0: no summary on stderr at exit (KPROF_SUMMARY, default 1).
     #[arg(long, value_name = "0|1")]
     pub summary: Option<String>,
@@ -405,6 +409,7 @@ pub fn main(args: RunArgs) -> Outcome {
         ("prefault-mb", "KPROF_PREFAULT_MB", &args.prefault_mb),
         ("flush-ms", "KPROF_FLUSH_MS", &args.flush_ms),
         ("sample-ms", "KPROF_SAMPLE_MS", &args.sample_ms),
+        ("samples", "KPROF_SAMPLES", &args.samples),
         ("summary", "KPROF_SUMMARY", &args.summary),
         ("summary-top", "KPROF_SUMMARY_TOP", &args.summary_top),
         ("signals", "KPROF_SIGNALS", &args.signals),

@@ -46,6 +46,8 @@ fn run(exe: &Path, n: u64, variant: &str, out: &Path) -> (f64, f64) {
         }
     }
     let start = Instant::now();
+    // Reaped by wait4 below, which also gives its peak memory.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().expect("run names_driver");
     let pid = child.id() as i32;
     let mut status = 0;

@@ -8,6 +8,7 @@
 //! the number of ranks; per-rank arrays are kept only with `--by-rank`. Two
 //! threads read at once (folding is commutative), each into its own form.
 
+mod analyses;
 #[cfg(test)]
 mod reference;
 
@@ -47,19 +48,29 @@ const READERS: usize = 2;
 
 /// Folds the profiles of `dirs` (read one at a time per reader); the first
 /// failure stops every reader.
+#[cfg(test)]
 pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
+    fold_dirs_with_dependences(dirs, by_rank).map(|(fold, _)| fold)
+}
+
+/// [`fold_dirs`], with the ranks' task dependence edges summed.
+fn fold_dirs_with_dependences(
+    dirs: &[PathBuf],
+    by_rank: bool,
+) -> Result<(Fold, analyses::Dependences), Failure> {
     let total = dirs.len();
     let next = AtomicUsize::new(0);
     let failed: Mutex<Option<Failure>> = Mutex::new(None);
     let step = (total / 100).max(1);
     let readers = READERS.min(total).max(1);
-    let folds: Vec<Fold> = std::thread::scope(|s| {
+    let folds: Vec<(Fold, analyses::Dependences)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..readers)
             .filter_map(|_| {
                 // Deeply nested profiles are read recursively: the reader's stack.
                 let b = std::thread::Builder::new().stack_size(crate::READER_STACK);
                 b.spawn_scoped(s, || {
                     let mut fold = Fold::new(by_rank);
+                    let mut deps = analyses::Dependences::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         if i >= total || failed.lock().map_or(true, |f| f.is_some()) {
@@ -70,7 +81,10 @@ pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
                             eprintln!("kprof merge: [{}/{total}] reading {}", i + 1, show(d));
                         }
                         match load_report_fast(d) {
-                            Ok(r) => fold.add_report(&r, i as u32, Some(show(d))),
+                            Ok(r) => {
+                                analyses::add_dependences(&mut deps, &r.task_graph.edges);
+                                fold.add_report(&r, i as u32, Some(show(d)))
+                            }
                             Err(e) => {
                                 if let Ok(mut f) = failed.lock() {
                                     f.get_or_insert(e);
@@ -79,7 +93,7 @@ pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
                             }
                         }
                     }
-                    fold
+                    (fold, deps)
                 })
                 .ok()
             })
@@ -90,9 +104,14 @@ pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
         return Err(e);
     }
     let mut folds = folds.into_iter();
-    let mut fold = folds.next().unwrap_or_else(|| Fold::new(by_rank));
-    for f in folds {
+    let (mut fold, mut deps) = folds
+        .next()
+        .unwrap_or_else(|| (Fold::new(by_rank), analyses::Dependences::new()));
+    for (f, d) in folds {
         fold.fold(f.into_form());
+        for (edge, count) in d {
+            *deps.entry(edge).or_insert(0) += count;
+        }
     }
     if fold.processes() != total {
         return Err(Failure(format!(
@@ -100,7 +119,7 @@ pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
             fold.processes()
         )));
     }
-    Ok(fold)
+    Ok((fold, deps))
 }
 
 /// Entry point.
@@ -112,7 +131,7 @@ pub fn main(args: MergeArgs) -> Outcome {
         )));
     }
     let total = args.dirs.len();
-    let fold = fold_dirs(&args.dirs, args.by_rank)?;
+    let (fold, deps) = fold_dirs_with_dependences(&args.dirs, args.by_rank)?;
     let merged = render(fold.form());
     // (rank label, who) in the merged profile's order, and each rank's clock
     // offset to rank 0's (measured at MPI_Init; 0 when none).
@@ -128,8 +147,9 @@ pub fn main(args: MergeArgs) -> Outcome {
         .map_err(|e| Failure(format!("cannot create {}: {e}", show(&args.output))))?;
     let path = args.output.join("profile.json");
     let text = serde_json::to_string_pretty(&merged)? + "\n";
-    drop(merged);
     std::fs::write(&path, text).map_err(|e| Failure(format!("{}: {e}", show(&path))))?;
+    analyses::write(&args.output, &merged, &deps, total);
+    drop(merged);
     eprintln!("kprof merge: {} ({})", show(&path), ranks_text(total));
 
     if !args.no_trace {

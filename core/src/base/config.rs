@@ -72,6 +72,8 @@ pub struct Config {
     pub per_rank: bool,
     /// Directory pattern of the job's merged profile (written by MPI rank 0).
     pub job_output_dir: String,
+    /// Instances kept per call path for scatterplots (a uniform sample); 0: none.
+    pub samples: u64,
 }
 
 impl Default for Config {
@@ -96,6 +98,7 @@ impl Default for Config {
             sample_ms: 0,
             per_rank: false,
             job_output_dir: "kprof-%e-job".into(),
+            samples: 1000,
         }
     }
 }
@@ -162,6 +165,12 @@ const SPECS: &[Spec] = &[
         env: "KPROF_SAMPLE_MS",
         value: Value::Count { min: 0, max: 60_000 },
         help: "ms between samples of the process and the node (CPU use, RSS, page faults, context switches, I/O, load, free memory, RAPL and NVML power), taken by the writer thread: counter tracks in traces, min/mean/max in profile.json's system section; 10 to 60000, 0: off (default 0)",
+    },
+    Spec {
+        arg: "samples",
+        env: "KPROF_SAMPLES",
+        value: Value::Count { min: 0, max: 100_000 },
+        help: "instances per call path kept as (start, duration) samples for scatterplots (a uniform random sample over the run, whatever its length); profile.json holds them for the longest call paths; 0: none (default 1000)",
     },
     Spec {
         arg: "max-depth",
@@ -360,6 +369,7 @@ impl Config {
                     "flush-ms" => (defaults.flush_ms, "milliseconds, 10 to 3600000"),
                     "max-depth" => (defaults.max_depth, "a whole number, 1 to 100000"),
                     "sample-ms" => (defaults.sample_ms, "milliseconds, 10 to 60000, or 0 (off)"),
+                    "samples" => (defaults.samples, "a whole number, 0 (off) to 100000"),
                     "trace-max-mb" => (
                         defaults.trace_max_mb,
                         "a whole number of MiB, 0 (no limit) to 1073741824",
@@ -381,6 +391,7 @@ impl Config {
                     "max-depth" => self.max_depth = v,
                     "trace-max-mb" => self.trace_max_mb = v,
                     "sample-ms" => self.sample_ms = v,
+                    "samples" => self.samples = v,
                     _ => self.summary_top = v as usize,
                 }
             }

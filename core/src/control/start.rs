@@ -185,6 +185,7 @@ fn start() {
         shutdown: AtomicBool::new(false),
         done: AtomicBool::new(false),
         writer: OnceLock::new(),
+        samples: cfg.samples as u32,
     }));
     RUNTIME.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
     crate::hot::thread::prepare_barrier();

@@ -83,6 +83,8 @@ pub struct Runtime {
     pub(crate) done: AtomicBool,
     /// The writer thread, to wake it.
     pub(crate) writer: OnceLock<std::thread::Thread>,
+    /// Instances sampled per node for scatterplots (`KPROF_SAMPLES`; 0: none).
+    pub samples: u32,
 }
 
 /// The runtime of this process (null before start). A leaked box, never freed: a

@@ -5,6 +5,7 @@
 //! ([`report`]), its flat view ([`flat`]), the summary ([`summary`]) and the CSV
 //! ([`csv`]).
 
+pub mod call_path;
 pub mod calltree;
 pub mod counters;
 pub mod csv;
@@ -12,7 +13,10 @@ pub mod flat;
 pub mod messages;
 pub mod mpi;
 pub mod report;
+pub mod samples;
 pub mod summary;
+pub mod taskgraph;
+pub mod tasktree;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -405,6 +409,9 @@ pub fn write_all(
     };
     if let Some(Err(e)) = csv {
         warn(&e.to_string());
+    }
+    if let Some(dir) = dir {
+        call_path::write_report_files(dir, report, tree);
     }
     if let Some(mut text) = body {
         // `kprof run` says where the files are once the program has ended; the

@@ -405,6 +405,10 @@ pub struct TreeNode {
     /// kind is counted.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub counters: Option<Box<NodeCounters>>,
+    /// A uniform sample of its instances as `[start ns since the run began,
+    /// duration ns]`, by start (`KPROF_SAMPLES`; only the longest call paths).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub samples: Option<Box<Vec<[u64; 2]>>>,
     /// Nested nodes.
     pub children: Vec<TreeNode>,
 }
@@ -621,6 +625,7 @@ impl TreeNode {
             threads: None,
             args: BTreeMap::new(),
             counters: None,
+            samples: None,
             children,
         }
     }

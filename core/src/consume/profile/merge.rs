@@ -254,6 +254,7 @@ fn merge_children(
                 into.add_arg(k, max);
             }
             into.merge_counters(n.counters());
+            into.merge_samples(n.samples());
             todo.push((c, m));
         }
     }

@@ -19,6 +19,8 @@ pub struct MergedTree<'a> {
     rt: &'a Runtime,
     devices: Vec<Device>,
     counter_names: &'a [String],
+    /// Per node, whether its instance samples are written (the longest paths').
+    samples_shown: Vec<bool>,
 }
 
 impl<'a> MergedTree<'a> {
@@ -29,6 +31,7 @@ impl<'a> MergedTree<'a> {
             rt,
             devices: rt.devices.snapshot(),
             counter_names: rt.counters.as_ref().map_or(&[][..], |c| &c.names[..]),
+            samples_shown: crate::output::samples::shown(&merged.tree),
         }
     }
 
@@ -223,6 +226,16 @@ impl MergedTree<'_> {
             max_ns: s.max_ns,
             mean_ns: s.mean(),
             stddev_ns: s.stddev(),
+            samples: node
+                .samples()
+                .filter(|_| self.samples_shown[n as usize])
+                .map(|r| {
+                    Box::new(crate::output::samples::report(
+                        r,
+                        &self.rt.clock,
+                        self.rt.start_raw,
+                    ))
+                }),
             children: Vec::new(),
         }
     }

@@ -187,6 +187,10 @@ pub struct ThreadProfile {
     pub first_ts: u64,
     /// See [`ThreadProfile::first_ts`].
     pub last_ts: u64,
+    /// Instances sampled per node (`KPROF_SAMPLES`; 0: none).
+    samples_k: usize,
+    /// The thread's random numbers, for sampling.
+    rng: super::samples::Rng,
 }
 
 impl ThreadProfile {
@@ -219,6 +223,10 @@ impl ThreadProfile {
             events: 0,
             first_ts: 0,
             last_ts: 0,
+            samples_k: rt.samples as usize,
+            rng: super::samples::Rng::new(
+                u64::from(slot.index).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ rt.start_raw,
+            ),
         }
     }
 
@@ -600,6 +608,9 @@ impl ThreadProfile {
         let dur = self.rt.clock.delta_ns(f.begin, end);
         let node = &mut self.tree.nodes[f.node as usize];
         node.stats.add(dur, dur.saturating_sub(f.child_ns));
+        if self.samples_k > 0 {
+            node.sample(f.begin, dur, self.samples_k, &mut self.rng);
+        }
         if f.kind.is_openmp() {
             node.add_thread_time(self.slot.index, dur);
         }

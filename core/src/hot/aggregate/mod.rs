@@ -12,6 +12,7 @@
 
 pub mod busy;
 pub mod local;
+pub mod samples;
 pub mod stats;
 pub mod task_graph;
 pub mod tree;

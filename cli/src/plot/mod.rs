@@ -1,0 +1,542 @@
+//! `kprof plot DIR [-o FILE]`: the profile as pictures. One SVG file per figure
+//! (`plot-<figure>.svg`) and one HTML page holding them all inline (no script, no
+//! link, no font or image fetched: it renders offline), from one process's
+//! profile or a merged one (`kprof merge`).
+
+mod figures;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use kprof_core::output::flat::flatten;
+use kprof_core::output::report::{Report, TreeNode};
+use serde_json::Value;
+
+use crate::fmt::{bytes, duration};
+use crate::load::{load_any, Loaded};
+use crate::{show, Failure, Outcome};
+use figures::{fmt_bytes, Figure, PlotNode};
+
+/// Arguments of `kprof plot`.
+#[derive(clap::Args)]
+pub struct PlotArgs {
+    /// A kprof output directory (or its profile.json; a merged profile works too).
+    pub dir: PathBuf,
+    /// The HTML page to write (default: plot.html in DIR); the SVG files go beside it.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Bars per chart.
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    pub top: usize,
+}
+
+/// Call paths in the scatterplot.
+const SCATTER_PATHS: usize = 5;
+
+/// Kinds of device activity: device time, not threads' (the GPU figure shows them).
+const DEVICE_KINDS: [&str; 4] = ["gpu_kernel", "gpu_memcpy", "gpu_memset", "gpu_sync"];
+
+/// Entry point.
+pub fn main(args: PlotArgs) -> Outcome {
+    let (path, loaded) = load_any(&args.dir)?;
+    let html_path = match &args.output {
+        Some(o) => o.clone(),
+        None => path
+            .parent()
+            .map(|d| d.join("plot.html"))
+            .unwrap_or_else(|| PathBuf::from("plot.html")),
+    };
+    let (title, subtitle, figs) = match &loaded {
+        Loaded::Single(r) => (
+            format!("kprof: {}", r.program.executable),
+            format!(
+                "pid {} on {}{}, {} threads, {} run, plugins: {}",
+                r.program.pid,
+                r.program.host,
+                r.program
+                    .rank
+                    .map(|k| format!(", rank {k}"))
+                    .unwrap_or_default(),
+                r.threads.len(),
+                duration(r.clock.duration_ns as f64),
+                if r.plugins.is_empty() {
+                    "none".to_string()
+                } else {
+                    r.plugins.join(", ")
+                }
+            ),
+            single(r, args.top)?,
+        ),
+        Loaded::Merged(v) => (
+            format!(
+                "kprof: {} (merged)",
+                v["ranks"][0]["executable"].as_str().unwrap_or("?")
+            ),
+            format!(
+                "{} ranks, mean run {}",
+                v["ranks"].as_array().map_or(0, Vec::len),
+                duration(v["duration_ns"]["mean"].as_f64().unwrap_or(0.0))
+            ),
+            merged(v, args.top)?,
+        ),
+    };
+    let dir = html_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let stem = html_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plot".into());
+    for f in &figs {
+        let p = dir.join(format!("{stem}-{}.svg", f.id));
+        std::fs::write(&p, &f.svg).map_err(|e| Failure(format!("{}: {e}", show(&p))))?;
+    }
+    let page = html(&title, &subtitle, &show(&path), &figs);
+    std::fs::write(&html_path, page).map_err(|e| Failure(format!("{}: {e}", show(&html_path))))?;
+    eprintln!(
+        "kprof plot: {} and {} SVG file{} ({stem}-*.svg) in {}",
+        show(&html_path),
+        figs.len(),
+        if figs.len() == 1 { "" } else { "s" },
+        show(&dir)
+    );
+    Ok(0)
+}
+
+fn plot_tree(list: &[TreeNode]) -> Vec<PlotNode> {
+    list.iter()
+        .filter(|n| !DEVICE_KINDS.contains(&n.kind.as_str()))
+        .map(|n| PlotNode {
+            name: n.name.clone(),
+            kind: n.kind.clone(),
+            total: n.total_ns as f64,
+            children: plot_tree(&n.children),
+        })
+        .collect()
+}
+
+/// The figures of one process's profile.
+fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
+    let mut figs = Vec::new();
+    let mut flat: Vec<_> = flatten(&r.tree)
+        .into_iter()
+        .filter(|f| !DEVICE_KINDS.contains(&f.kind) && f.kind != "fence")
+        .collect();
+    flat.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.name.cmp(&b.name)));
+    let rows: Vec<(String, f64)> = flat
+        .iter()
+        .take(top)
+        .map(|f| (format!("{} [{}]", f.name, f.kind), f.self_ns as f64))
+        .collect();
+    figs.push(figures::bars(
+        "top",
+        "Top kernels and regions (exclusive time)",
+        format!(
+            "The {} of {} kernels/regions with the most exclusive time, summed over threads and call paths.",
+            rows.len(),
+            flat.len()
+        ),
+        &rows,
+        duration,
+    )?);
+    figs.push(figures::icicle(
+        &plot_tree(&r.tree),
+        "Each call path as wide as its inclusive time (summed over threads), nested ones below; colour by kind.".into(),
+    )?);
+
+    // Scatter: the sampled instances of the longest sampled call paths.
+    let mut sampled: Vec<(String, &TreeNode)> = Vec::new();
+    fn sampled_nodes<'a>(list: &'a [TreeNode], path: &str, out: &mut Vec<(String, &'a TreeNode)>) {
+        for n in list {
+            let p = if path.is_empty() {
+                n.name.clone()
+            } else {
+                format!("{path} > {}", n.name)
+            };
+            if n.samples.as_ref().is_some_and(|s| !s.is_empty()) {
+                out.push((p.clone(), n));
+            }
+            sampled_nodes(&n.children, &p, out);
+        }
+    }
+    sampled_nodes(&r.tree, "", &mut sampled);
+    if !sampled.is_empty() {
+        sampled.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(&b.0)));
+        sampled.truncate(SCATTER_PATHS);
+        let series: Vec<(String, Vec<(f64, f64)>)> = sampled
+            .iter()
+            .map(|(_, n)| {
+                let pts = n
+                    .samples
+                    .as_deref()
+                    .into_iter()
+                    .flatten()
+                    .map(|&[s, d]| (s as f64, d as f64))
+                    .collect();
+                // The node's own name (a legend line has room for ~60 characters).
+                (
+                    format!(
+                        "{} [{}] ({} of {})",
+                        n.name,
+                        n.kind,
+                        n.samples.as_ref().map_or(0, |s| s.len()),
+                        n.count
+                    ),
+                    pts,
+                )
+            })
+            .collect();
+        figs.push(figures::scatter(
+            format!(
+                "Start and duration of a uniform sample of the instances (KPROF_SAMPLES) of the {} longest sampled call paths.",
+                series.len()
+            ),
+            &series,
+            r.clock.duration_ns as f64,
+        )?);
+    }
+
+    if let Some(c) = &r.concurrency {
+        let cats: Vec<String> = c.categories.iter().map(|x| x.category.clone()).collect();
+        let share = |list: &[kprof_core::output::report::CategoryTime]| -> Vec<f64> {
+            cats.iter()
+                .map(|k| {
+                    list.iter()
+                        .find(|x| &x.category == k)
+                        .map_or(0.0, |x| x.pct)
+                })
+                .collect()
+        };
+        let mut rows = vec![("all threads".to_string(), share(&c.categories))];
+        for t in &c.per_thread {
+            rows.push((format!("{} {}", t.index, t.name), share(&t.categories)));
+        }
+        figs.push(figures::stacked(
+            "concurrency",
+            "Concurrency: the threads' time by kind of work",
+            format!(
+                "Share of each thread's span (first begin to last end) in each kind of work; {} threads, {} of thread time.",
+                c.threads,
+                duration(c.thread_ns as f64)
+            ),
+            &cats,
+            &rows,
+        )?);
+    }
+
+    // Imbalance: the team constructs whose slowest thread is furthest from the mean.
+    let mut spread = Vec::new();
+    fn walk<'a>(list: &'a [TreeNode], out: &mut Vec<&'a TreeNode>) {
+        for n in list {
+            if n.threads.as_ref().is_some_and(|t| t.threads > 1) {
+                out.push(n);
+            }
+            walk(&n.children, out);
+        }
+    }
+    walk(&r.tree, &mut spread);
+    if !spread.is_empty() {
+        let lost = |n: &TreeNode| {
+            n.threads
+                .as_ref()
+                .map_or(0.0, |t| t.max_ns as f64 - t.mean_ns)
+        };
+        spread.sort_by(|a, b| lost(b).total_cmp(&lost(a)));
+        let rows: Vec<(String, Vec<f64>)> = spread
+            .iter()
+            .take(top.min(10))
+            .filter_map(|n| {
+                let t = n.threads.as_ref()?;
+                Some((
+                    format!(
+                        "{} [{}] {:.2}x over {} threads",
+                        n.name, n.kind, t.imbalance, t.threads
+                    ),
+                    vec![t.min_ns as f64, t.mean_ns, t.max_ns as f64],
+                ))
+            })
+            .collect();
+        figs.push(figures::grouped(
+            "threads",
+            "Per-thread imbalance",
+            "Per team construct the least, mean and most time a thread spent in it (imbalance = max/mean), worst first.".into(),
+            &["min", "mean", "max"],
+            &rows,
+            duration,
+        )?);
+    }
+
+    if !r.memory.is_empty() {
+        let rows: Vec<(String, Vec<f64>)> = r
+            .memory
+            .iter()
+            .map(|m| {
+                (
+                    format!(
+                        "{} (high water at {})",
+                        m.space,
+                        duration(m.high_water_ns as f64)
+                    ),
+                    vec![m.high_water_bytes as f64, m.current_bytes as f64],
+                )
+            })
+            .collect();
+        figs.push(figures::grouped(
+            "memory",
+            "Memory per space",
+            "Per memory space the most bytes in use at once and the bytes still in use at the end."
+                .into(),
+            &["high water", "at end"],
+            &rows,
+            fmt_bytes,
+        )?);
+    }
+
+    if !r.messages.is_empty() {
+        let mut peers: Vec<u32> = r
+            .messages
+            .iter()
+            .flat_map(|m| m.peers.iter().map(|p| p.peer))
+            .collect();
+        peers.sort_unstable();
+        peers.dedup();
+        let rows: Vec<String> = r
+            .messages
+            .iter()
+            .map(|m| format!("{} {}", m.channel, m.direction))
+            .collect();
+        let values: Vec<Vec<f64>> = r
+            .messages
+            .iter()
+            .map(|m| {
+                peers
+                    .iter()
+                    .map(|p| {
+                        m.peers
+                            .iter()
+                            .find(|x| x.peer == *p)
+                            .map_or(0.0, |x| x.bytes as f64)
+                    })
+                    .collect()
+            })
+            .collect();
+        let total: u64 = r.messages.iter().map(|m| m.bytes).sum();
+        figs.push(figures::heatmap(
+            "messages",
+            "Messages: bytes per channel and peer",
+            format!(
+                "This process's rows of the communication matrices ({} in all); darker is more.",
+                bytes(total)
+            ),
+            &rows,
+            &peers.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            &values,
+        )?);
+    }
+
+    if let Some(g) = &r.gpu {
+        let rows: Vec<(String, f64)> = g
+            .kernels
+            .iter()
+            .take(top)
+            .map(|k| (format!("{} [{}]", k.name, k.device), k.total_ns as f64))
+            .collect();
+        if !rows.is_empty() {
+            figs.push(figures::bars(
+                "gpu",
+                "GPU kernels (device time)",
+                format!(
+                    "Kernels by device time; devices: {}.",
+                    g.devices
+                        .iter()
+                        .map(|d| format!(
+                            "{} busy {} ({:.1}% idle)",
+                            d.device,
+                            duration(d.busy_ns as f64),
+                            d.idle_pct
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                &rows,
+                duration,
+            )?);
+        }
+    }
+    Ok(figs)
+}
+
+fn merged_tree(list: &Value) -> Vec<PlotNode> {
+    list.as_array()
+        .map(|v| v.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter(|n| !DEVICE_KINDS.contains(&n["kind"].as_str().unwrap_or_default()))
+        .map(|n| PlotNode {
+            name: n["name"].as_str().unwrap_or_default().into(),
+            kind: n["kind"].as_str().unwrap_or_default().into(),
+            total: n["total_ns"]["mean"].as_f64().unwrap_or(0.0),
+            children: merged_tree(&n["children"]),
+        })
+        .collect()
+}
+
+/// The figures of a merged profile: means over ranks, and per rank.
+fn merged(v: &Value, top: usize) -> Result<Vec<Figure>, Failure> {
+    let mut figs = Vec::new();
+    // (name [kind], mean self, min/mean/max total over ranks)
+    let mut nodes: Vec<(String, f64, [f64; 3])> = Vec::new();
+    fn walk(list: &Value, out: &mut Vec<(String, f64, [f64; 3])>) {
+        for n in list.as_array().map(|v| v.as_slice()).unwrap_or_default() {
+            let t = &n["total_ns"];
+            out.push((
+                format!(
+                    "{} [{}]",
+                    n["name"].as_str().unwrap_or_default(),
+                    n["kind"].as_str().unwrap_or_default()
+                ),
+                n["self_ns"]["mean"].as_f64().unwrap_or(0.0),
+                [
+                    t["min"].as_f64().unwrap_or(0.0),
+                    t["mean"].as_f64().unwrap_or(0.0),
+                    t["max"].as_f64().unwrap_or(0.0),
+                ],
+            ));
+            walk(&n["children"], out);
+        }
+    }
+    walk(&v["tree"], &mut nodes);
+    nodes.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let rows: Vec<(String, f64)> = nodes.iter().take(top).map(|n| (n.0.clone(), n.1)).collect();
+    figs.push(figures::bars(
+        "top",
+        "Top call paths (mean exclusive time per rank)",
+        format!(
+            "The {} of {} call paths with the most exclusive time, mean over ranks.",
+            rows.len(),
+            nodes.len()
+        ),
+        &rows,
+        duration,
+    )?);
+    figs.push(figures::icicle(
+        &merged_tree(&v["tree"]),
+        "Each call path as wide as its mean inclusive time over ranks, nested ones below; colour by kind.".into(),
+    )?);
+    nodes.sort_by(|a, b| {
+        (b.2[2] - b.2[1])
+            .total_cmp(&(a.2[2] - a.2[1]))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    let rows: Vec<(String, Vec<f64>)> = nodes
+        .iter()
+        .take(top.min(10))
+        .map(|n| {
+            let imb = if n.2[1] > 0.0 { n.2[2] / n.2[1] } else { 1.0 };
+            (format!("{} {imb:.2}x", n.0), n.2.to_vec())
+        })
+        .collect();
+    figs.push(figures::grouped(
+        "ranks",
+        "Per-rank imbalance",
+        "Per call path the least, mean and most inclusive time of a rank (imbalance = max/mean), worst first.".into(),
+        &["min", "mean", "max"],
+        &rows,
+        duration,
+    )?);
+    if let Some(list) = v["messages"].as_array().filter(|l| !l.is_empty()) {
+        // The first channel's matrix: rank rows, peer columns.
+        let m = &list[0];
+        let entries = m["entries"]
+            .as_array()
+            .map(|v| v.as_slice())
+            .unwrap_or_default();
+        let n = entries
+            .iter()
+            .flat_map(|e| {
+                [
+                    e["rank"].as_u64().unwrap_or(0),
+                    e["peer"].as_u64().unwrap_or(0),
+                ]
+            })
+            .max()
+            .map_or(0, |x| x as usize + 1)
+            .min(256);
+        let mut values = vec![vec![0.0; n]; n];
+        for e in entries {
+            let (r, p) = (
+                e["rank"].as_u64().unwrap_or(0) as usize,
+                e["peer"].as_u64().unwrap_or(0) as usize,
+            );
+            if r < n && p < n {
+                values[r][p] += e["bytes"].as_f64().unwrap_or(0.0);
+            }
+        }
+        let labels: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+        figs.push(figures::heatmap(
+            "messages",
+            "Messages: bytes rank x peer",
+            format!(
+                "Channel {} ({}): rows are ranks, columns peers; darker is more.",
+                m["channel"].as_str().unwrap_or_default(),
+                m["direction"].as_str().unwrap_or_default()
+            ),
+            &labels,
+            &labels,
+            &values,
+        )?);
+    }
+    Ok(figs)
+}
+
+/// `s` escaped for HTML text.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The page: the figures' SVG inline, a heading and a line of text each.
+fn html(title: &str, subtitle: &str, source: &str, figs: &[Figure]) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>{}</title><style>\
+         body{{font-family:sans-serif;margin:24px;color:#222;background:#fff}}\
+         h1{{font-size:22px;margin:0 0 4px}} h2{{font-size:17px;margin:28px 0 4px}}\
+         p{{margin:2px 0 8px;color:#555}} .fig svg{{max-width:100%;height:auto;border:1px solid #ddd}}\
+         nav a{{margin-right:12px}}\
+         </style></head><body>\n<h1>{}</h1><p>{}</p><p>from {}</p>\n<nav>",
+        esc(title),
+        esc(title),
+        esc(subtitle),
+        esc(source)
+    );
+    for f in figs {
+        let _ = write!(s, "<a href=\"#{}\">{}</a>", f.id, esc(&f.title));
+    }
+    s.push_str("</nav>\n");
+    for f in figs {
+        let _ = writeln!(
+            s,
+            "<section id=\"{}\"><h2>{}</h2><p>{}</p><div class=\"fig\">{}</div></section>",
+            f.id,
+            esc(&f.title),
+            esc(&f.note),
+            f.svg
+        );
+    }
+    s.push_str("</body></html>\n");
+    s
+}

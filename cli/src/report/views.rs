@@ -1,0 +1,147 @@
+//! `kprof report --flat` (kernels and regions by name over every call path and
+//! kind, as kokkos-tools' kernel-timer prints them) and the per-thread time table
+//! of `kprof report --threads`.
+
+use std::fmt::Write as _;
+
+use kprof_core::output::flat::flatten;
+use kprof_core::output::report::Report;
+use regex::Regex;
+
+use super::{cell, header, sort_name, sort_of, sort_value, thread_time, ReportArgs};
+use crate::fmt::{bar, dur, pct, Align, Table};
+
+/// One name over all its call paths, kinds and devices.
+struct ByName<'a> {
+    name: &'a str,
+    /// Kinds, in the order first met (`parallel_for`, `region`).
+    kinds: Vec<&'a str>,
+    count: u64,
+    total_ns: u64,
+    instance_ns: u64,
+    self_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+/// The flat table by name: total time, calls, time per call, shares, kinds.
+pub fn flat(
+    r: &Report,
+    path: &std::path::Path,
+    args: &ReportArgs,
+    filter: Option<&Regex>,
+) -> String {
+    // The (name, kind, device) rows, which count recursion once, folded by name.
+    let mut rows: Vec<ByName> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = Default::default();
+    let flat = flatten(&r.tree);
+    for f in &flat {
+        let name: &str = &f.name;
+        if filter.is_some_and(|re| !re.is_match(name)) {
+            continue;
+        }
+        let i = *at.entry(name).or_insert_with(|| {
+            rows.push(ByName {
+                name,
+                kinds: Vec::new(),
+                count: 0,
+                total_ns: 0,
+                instance_ns: 0,
+                self_ns: 0,
+                min_ns: u64::MAX,
+                max_ns: 0,
+            });
+            rows.len() - 1
+        });
+        let b = &mut rows[i];
+        if !b.kinds.contains(&f.kind) {
+            b.kinds.push(f.kind);
+        }
+        b.count += f.count;
+        b.total_ns += f.total_ns;
+        b.instance_ns += f.instance_ns;
+        b.self_ns += f.self_ns;
+        b.min_ns = b.min_ns.min(f.min_ns);
+        b.max_ns = b.max_ns.max(f.max_ns);
+    }
+    let key = sort_of(args);
+    rows.sort_by(|a, b| {
+        sort_value(key, b.total_ns, b.self_ns, b.count)
+            .cmp(&sort_value(key, a.total_ns, a.self_ns, a.count))
+            .then_with(|| a.name.cmp(b.name))
+    });
+    let all = rows.len();
+    let top = args.top.unwrap_or(20);
+    let run = r.thread_time_ns() as f64;
+    let mut s = header(r, path);
+    let _ = writeln!(
+        s,
+        "\nBy name over all call paths (top {} of {all} by {}; % of {})",
+        all.min(top),
+        sort_name(key),
+        thread_time(r)
+    );
+    let mut t = Table::new(&[
+        ("total", Align::Right),
+        ("%", Align::Right),
+        ("", Align::Left),
+        ("calls", Align::Right),
+        ("time/call", Align::Right),
+        ("min", Align::Right),
+        ("max", Align::Right),
+        ("self", Align::Right),
+        ("kind", Align::Left),
+        ("name", Align::Left),
+    ]);
+    for b in rows.iter().take(top) {
+        t.row(vec![
+            dur(b.total_ns),
+            pct(b.total_ns as f64, run),
+            bar(b.total_ns as f64, run),
+            b.count.to_string(),
+            crate::fmt::duration(b.instance_ns as f64 / b.count.max(1) as f64),
+            dur(b.min_ns),
+            dur(b.max_ns),
+            dur(b.self_ns),
+            b.kinds.join(","),
+            cell(b.name, args),
+        ]);
+    }
+    if t.len() == 0 {
+        s.push_str("  (no nodes)\n");
+    } else {
+        s.push_str(&t.render());
+    }
+    s
+}
+
+/// Per thread its span and the share of each kind of work in it (the concurrency
+/// view of `profile.json`), one column per category.
+pub fn thread_times(s: &mut String, r: &Report, args: &ReportArgs) {
+    let Some(c) = &r.concurrency else {
+        return;
+    };
+    let cats: Vec<&str> = c.categories.iter().map(|x| x.category.as_str()).collect();
+    let _ = writeln!(
+        s,
+        "\nTime per thread (share of each thread's span by kind of work)"
+    );
+    let mut cols = vec![("index", Align::Right), ("span", Align::Right)];
+    cols.extend(cats.iter().map(|c| (*c, Align::Right)));
+    cols.push(("name", Align::Left));
+    let mut t = Table::new(&cols);
+    for th in &c.per_thread {
+        let mut row = vec![th.index.to_string(), dur(th.span_ns)];
+        for cat in &cats {
+            let p = th
+                .categories
+                .iter()
+                .find(|x| x.category == *cat)
+                .map_or(0.0, |x| x.pct);
+            row.push(format!("{p:.1}%"));
+        }
+        row.push(cell(&th.name, args));
+        t.row(row);
+    }
+    s.push_str(&t.render());
+}

@@ -1,0 +1,101 @@
+//! The call-path tree as the analysis files read it ([`taskgraph`](super::taskgraph),
+//! [`tasktree`](super::tasktree)): node by node, depth first ([`Walk`]), each node
+//! through a small trait ([`CallPath`]), so that one process's tree ([`TreeNode`]s,
+//! or a tree streamed node by node) and a tree merged over ranks (`kprof merge`)
+//! give the same files without either being copied into the other's form.
+
+use std::path::Path;
+
+use crate::hot::runtime::warn;
+use crate::output::calltree::CallTree;
+use crate::output::report::{Report, TaskEdge, TreeNode};
+
+/// One node of a call-path tree, for the analysis writers.
+pub trait CallPath {
+    /// Name.
+    fn name(&self) -> &str;
+    /// Kind (`parallel_for`, `omp_task`, ...).
+    fn kind(&self) -> &str;
+    /// Instances (over ranks: summed).
+    fn count(&self) -> u64;
+    /// Inclusive time in ns (over ranks: summed).
+    fn total_ns(&self) -> u64;
+    /// Metrics for Hatchet, by name. Every node of one tree gives the same names in
+    /// the same order (Hatchet takes the columns from one node); names holding
+    /// `(inc)` are inclusive metrics.
+    fn metrics(&self, put: &mut dyn FnMut(&'static str, f64));
+}
+
+/// A tree met depth first: calls `visit(depth, node)` for every node, parents
+/// before their children, siblings in order, the roots at depth 0. Called once
+/// per file written.
+pub type Walk<'a> = &'a dyn Fn(&mut dyn FnMut(usize, &dyn CallPath));
+
+/// [`Walk`] over a tree of [`TreeNode`]s.
+pub fn walk_tree(nodes: &[TreeNode], visit: &mut dyn FnMut(usize, &dyn CallPath)) {
+    fn go(nodes: &[TreeNode], depth: usize, visit: &mut dyn FnMut(usize, &dyn CallPath)) {
+        for n in nodes {
+            visit(depth, n);
+            go(&n.children, depth + 1, visit);
+        }
+    }
+    go(nodes, 0, visit);
+}
+
+impl CallPath for TreeNode {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn kind(&self) -> &str {
+        &self.kind
+    }
+    fn count(&self) -> u64 {
+        self.count
+    }
+    fn total_ns(&self) -> u64 {
+        self.total_ns
+    }
+    fn metrics(&self, put: &mut dyn FnMut(&'static str, f64)) {
+        put("time (inc)", self.total_ns as f64);
+        put("time", self.self_ns as f64);
+        put("count", self.count as f64);
+        put("min (inc)", self.min_ns as f64);
+        put("mean (inc)", self.mean_ns);
+        put("max (inc)", self.max_ns as f64);
+        put("stddev (inc)", self.stddev_ns);
+        // Nodes without a team (not OpenMP constructs) have 0 threads: Hatchet
+        // wants every column on every node.
+        let t = self.threads.as_ref();
+        put("threads", t.map_or(0.0, |t| t.threads as f64));
+        put("thread min (inc)", t.map_or(0.0, |t| t.min_ns as f64));
+        put("thread mean (inc)", t.map_or(0.0, |t| t.mean_ns));
+        put("thread max (inc)", t.map_or(0.0, |t| t.max_ns as f64));
+        put("imbalance", t.map_or(0.0, |t| t.imbalance));
+    }
+}
+
+/// Writes `tasktree.json` and `taskgraph.dot` of the tree `walk` meets into `dir`,
+/// each completely or not at all; a failure is one line on stderr.
+pub fn write_files(dir: &Path, walk: Walk, dependences: &[TaskEdge], title: &str) {
+    if let Err(e) = super::tasktree::write(&dir.join("tasktree.json"), walk) {
+        warn(&e.to_string());
+    }
+    if let Err(e) = super::taskgraph::write(&dir.join("taskgraph.dot"), walk, dependences, title) {
+        warn(&e.to_string());
+    }
+}
+
+/// [`write_files`] for one process's report, whose call-path tree is `tree`.
+pub fn write_report_files(dir: &Path, report: &Report, tree: &dyn CallTree) {
+    let p = &report.program;
+    let title = match p.rank {
+        Some(r) => format!("{} (pid {}, rank {r})", p.executable, p.pid),
+        None => format!("{} (pid {})", p.executable, p.pid),
+    };
+    write_files(
+        dir,
+        &|visit| tree.walk(&mut |depth, n| visit(depth, n)),
+        &report.task_graph.edges,
+        &title,
+    );
+}

@@ -1,0 +1,302 @@
+//! `taskgraph.dot`: the task graph as Graphviz reads it. One node per kind of work
+//! (name and kind: task, kernel, region) with its instances and inclusive time;
+//! solid edges parent -> child (the call-path tree folded by name, labelled with
+//! the child's instances under that parent), dashed red edges the declared
+//! dependences between tasks (`task_graph` of `profile.json`) with their instances.
+//!
+//! Every node and edge also carries its numbers as attributes (`fullname`, `kind`,
+//! `count`, `total_ns`, `type`), which Graphviz keeps (`dot -Tjson`) and ignores in drawing.
+//! Written by hand: DOT is a few lines of text, and no crate writes it better than
+//! a format string.
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::Path;
+
+use rustc_hash::FxHashMap;
+
+use crate::output::call_path::Walk;
+use crate::output::report::TaskEdge;
+use crate::output::summary::duration;
+use crate::output::{write_whole, OutputError};
+
+/// Most nodes drawn: the longest by inclusive time. Graphviz lays out a few hundred
+/// nodes readably; a profile can have a million names (the file says how many
+/// were left out).
+pub const MAX_NODES: usize = 400;
+
+/// Kinds whose nodes are task executions: the ends of dependence edges.
+const TASK_KINDS: [&str; 2] = ["omp_task", "task"];
+
+/// One node of the graph.
+struct GraphNode {
+    name: String,
+    kind: String,
+    count: u64,
+    total_ns: u64,
+}
+
+/// The graph, before it is written. Owns its names: a streamed tree's nodes live
+/// only while they are visited.
+#[derive(Default)]
+struct Graph {
+    nodes: Vec<GraphNode>,
+    /// kind -> name -> node (a hit allocates nothing).
+    index: FxHashMap<String, FxHashMap<String, usize>>,
+    /// (parent, child) -> the child's instances under that parent.
+    calls: FxHashMap<(usize, usize), u64>,
+}
+
+impl Graph {
+    fn find(&self, name: &str, kind: &str) -> Option<usize> {
+        self.index.get(kind)?.get(name).copied()
+    }
+
+    fn node(&mut self, name: &str, kind: &str) -> usize {
+        if let Some(i) = self.find(name, kind) {
+            return i;
+        }
+        self.nodes.push(GraphNode {
+            name: name.into(),
+            kind: kind.into(),
+            count: 0,
+            total_ns: 0,
+        });
+        let at = self.nodes.len() - 1;
+        self.index
+            .entry(kind.into())
+            .or_default()
+            .insert(name.into(), at);
+        at
+    }
+
+    /// Adds the tree `walk` meets.
+    fn add(&mut self, walk: Walk) {
+        // The graph node of each open ancestor, by depth.
+        let mut open: Vec<usize> = Vec::new();
+        walk(&mut |depth, n| {
+            open.truncate(depth);
+            let at = self.node(n.name(), n.kind());
+            // A recursive instance is inside its outer one's time already.
+            let recursive = open.contains(&at);
+            let g = &mut self.nodes[at];
+            g.count += n.count();
+            if !recursive {
+                g.total_ns += n.total_ns();
+            }
+            if let Some(&p) = open.last() {
+                *self.calls.entry((p, at)).or_insert(0) += n.count();
+            }
+            open.push(at);
+        });
+    }
+
+    /// The node a dependence edge's end names: its task execution node, else any
+    /// node of that name, else a new task node (a task seen only in the graph).
+    fn task(&mut self, name: &str) -> usize {
+        let found = TASK_KINDS
+            .iter()
+            .find_map(|k| self.find(name, k))
+            .or_else(|| {
+                self.index
+                    .values()
+                    .filter_map(|names| names.get(name).copied())
+                    .min()
+            });
+        found.unwrap_or_else(|| self.node(name, "task"))
+    }
+}
+
+/// `s` as the inside of a DOT quoted string: quotes and backslashes escaped (a
+/// backslash would start a label escape such as `\n`), control characters shown
+/// escaped.
+fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                for e in c.escape_default() {
+                    if e == '\\' {
+                        out.push_str("\\\\");
+                    } else {
+                        out.push(e);
+                    }
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The DOT text of the tree `walk` meets and `dependences`; `title` labels the graph.
+pub fn render(walk: Walk, dependences: &[TaskEdge], title: &str) -> String {
+    let mut g = Graph::default();
+    g.add(walk);
+    let deps: Vec<(usize, usize, u64)> = dependences
+        .iter()
+        .map(|e| (g.task(&e.from), g.task(&e.to), e.count))
+        .collect();
+
+    // The longest nodes, and every end of a dependence (the graph's point).
+    let mut order: Vec<usize> = (0..g.nodes.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&g.nodes[a], &g.nodes[b]);
+        y.total_ns
+            .cmp(&x.total_ns)
+            .then_with(|| (&x.name, &x.kind).cmp(&(&y.name, &y.kind)))
+    });
+    let mut shown = vec![false; g.nodes.len()];
+    for &i in order.iter().take(MAX_NODES) {
+        shown[i] = true;
+    }
+    for &(a, b, _) in &deps {
+        shown[a] = true;
+        shown[b] = true;
+    }
+    let hidden = shown.iter().filter(|s| !**s).count();
+    let longest = g.nodes.iter().map(|n| n.total_ns).max().unwrap_or(0).max(1) as f64;
+
+    let mut s = String::new();
+    let _ = writeln!(s, "digraph kprof {{");
+    let _ = writeln!(
+        s,
+        "  // kprof task graph: nodes are kinds of work by name (instances, inclusive time);"
+    );
+    let _ = writeln!(
+        s,
+        "  // solid edges parent -> child with the child's instances, dashed red edges declared dependences."
+    );
+    if hidden > 0 {
+        let _ = writeln!(
+            s,
+            "  // {hidden} of {} nodes (the shortest) are left out, with their edges.",
+            g.nodes.len()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  graph [label=\"{}\", labelloc=t, rankdir=TB, fontname=\"Helvetica\"];",
+        quoted(title)
+    );
+    let _ = writeln!(
+        s,
+        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];"
+    );
+    let _ = writeln!(s, "  edge [fontname=\"Helvetica\", fontsize=9];");
+    for &i in order.iter().filter(|&&i| shown[i]) {
+        let n = &g.nodes[i];
+        // White to orange by share of the longest node.
+        let heat = n.total_ns as f64 / longest;
+        let _ = writeln!(
+            s,
+            "  n{i} [label=\"{}\\n{}: {} x, {}\", fillcolor=\"0.08 {:.3} 1.0\", fullname=\"{}\", kind=\"{}\", count={}, total_ns={}];",
+            quoted(&n.name),
+            quoted(&n.kind),
+            n.count,
+            duration(n.total_ns as f64),
+            0.05 + 0.7 * heat,
+            quoted(&n.name),
+            quoted(&n.kind),
+            n.count,
+            n.total_ns
+        );
+    }
+    let mut calls: Vec<(&(usize, usize), &u64)> = g.calls.iter().collect();
+    calls.sort();
+    for (&(a, b), &count) in calls {
+        if shown[a] && shown[b] {
+            let _ = writeln!(
+                s,
+                "  n{a} -> n{b} [label=\"{count}\", type=\"call\", count={count}];"
+            );
+        }
+    }
+    for (a, b, count) in deps {
+        let _ = writeln!(
+            s,
+            "  n{a} -> n{b} [label=\"dep {count}\", type=\"dependence\", count={count}, style=dashed, color=red, fontcolor=red, constraint=false];"
+        );
+    }
+    let _ = writeln!(s, "}}");
+    s
+}
+
+/// Writes the graph of the tree `walk` meets and `dependences` to `path`
+/// (completely or not at all).
+pub fn write(
+    path: &Path,
+    walk: Walk,
+    dependences: &[TaskEdge],
+    title: &str,
+) -> Result<(), OutputError> {
+    let text = render(walk, dependences, title);
+    write_whole(path, |f| {
+        f.write_all(text.as_bytes())
+            .map_err(|source| OutputError::File {
+                path: path.display().to_string(),
+                source,
+            })
+    })
+    .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::call_path::walk_tree;
+    use crate::output::report::TreeNode;
+
+    fn task(name: &str, total: u64, count: u64) -> TreeNode {
+        TreeNode {
+            kind: "omp_task".into(),
+            ..TreeNode::user_region(name, total, total, count, vec![])
+        }
+    }
+
+    #[test]
+    fn nodes_by_name_calls_and_dependences() {
+        let tree = vec![TreeNode::user_region(
+            "main \"q\"",
+            1000,
+            100,
+            1,
+            vec![
+                task("produce", 300, 3),
+                task("consume", 200, 3),
+                TreeNode::user_region("x", 10, 10, 2, vec![task("produce", 5, 1)]),
+            ],
+        )];
+        let deps = vec![TaskEdge {
+            from: "produce".into(),
+            to: "consume".into(),
+            count: 3,
+        }];
+        let text = render(&|v| walk_tree(&tree, v), &deps, "app\\1");
+        assert!(text.contains("label=\"main \\\"q\\\"\\nuser_region: 1 x, 1.00 us\""));
+        assert!(text.contains("graph [label=\"app\\\\1\""));
+        // produce: one node for both call paths, 4 instances.
+        assert!(
+            text.contains("label=\"produce\\nomp_task: 4 x, 305 ns\""),
+            "{text}"
+        );
+        assert!(text.contains("n0 -> n1 [label=\"3\", type=\"call\", count=3];"));
+        assert!(text.contains("n1 -> n2 [label=\"dep 3\", type=\"dependence\", count=3,"));
+        assert!(text.contains("n3 -> n1 [label=\"1\", type=\"call\", count=1];"));
+        assert_eq!(text.matches(" -> n").count(), 5);
+    }
+
+    #[test]
+    fn large_graphs_keep_the_longest_nodes() {
+        let children: Vec<TreeNode> = (0..MAX_NODES as u64 + 10)
+            .map(|i| TreeNode::user_region(&format!("k{i}"), 10 + i, 10 + i, 1, vec![]))
+            .collect();
+        let tree = vec![TreeNode::user_region("main", 1 << 40, 1, 1, children)];
+        let text = render(&|v| walk_tree(&tree, v), &[], "t");
+        assert_eq!(text.matches("[label=\"k").count(), MAX_NODES - 1);
+        assert!(text.contains("// 11 of 411 nodes (the shortest) are left out"));
+        assert!(!text.contains("\"k0\\n"));
+    }
+}
