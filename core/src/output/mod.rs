@@ -362,10 +362,11 @@ pub enum Written {
 pub const LAUNCHER_VAR: &str = "KPROF_LAUNCHER";
 
 /// Writes the profile files into `dir` and prints the summary, listing `traces`:
-/// `report`, whose call-path tree is `tree`. `profile.json`, `profile.csv` and the
-/// summary each walk the whole tree: they are made at once on three threads (the
-/// program's threads are done; a million call paths take seconds on one core),
-/// or one after the other where a thread cannot be had.
+/// `report`, whose call-path tree is `tree`. `profile.json`, `profile.csv`, the
+/// analysis files (`tasktree.json`, `taskgraph.dot`) and the summary each walk the
+/// whole tree: they are made at once on four threads (the program's threads are
+/// done; a million call paths take seconds on one core), or one after the other
+/// where a thread cannot be had.
 pub fn write_all(
     report: &Report,
     tree: &dyn CallTree,
@@ -383,6 +384,12 @@ pub fn write_all(
         let spawn = |name: &str| std::thread::Builder::new().name(name.into());
         let json_thread = spawn("kprof-json").spawn_scoped(s, json).ok();
         let csv_thread = spawn("kprof-csv").spawn_scoped(s, csv).ok();
+        let analyses = || {
+            if let Some(dir) = dir {
+                call_path::write_report_files(dir, report, tree);
+            }
+        };
+        let analyses_thread = spawn("kprof-analyses").spawn_scoped(s, analyses).ok();
         let body = body();
         // A writer that failed inside says so; the other files still come.
         fn lost<T>(file: &str) -> Option<T> {
@@ -397,6 +404,12 @@ pub fn write_all(
             Some(t) => t.join().unwrap_or_else(|_| lost("profile.csv")),
             None => csv(),
         };
+        match analyses_thread {
+            Some(t) => t.join().unwrap_or_else(|_| {
+                lost::<()>("tasktree.json or taskgraph.dot");
+            }),
+            None => analyses(),
+        }
         (json, csv, body)
     });
     let profile_written = match json {
@@ -409,9 +422,6 @@ pub fn write_all(
     };
     if let Some(Err(e)) = csv {
         warn(&e.to_string());
-    }
-    if let Some(dir) = dir {
-        call_path::write_report_files(dir, report, tree);
     }
     if let Some(mut text) = body {
         // `kprof run` says where the files are once the program has ended; the

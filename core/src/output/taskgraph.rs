@@ -13,7 +13,9 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
+
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::output::call_path::Walk;
 use crate::output::report::TaskEdge;
@@ -70,25 +72,62 @@ impl Graph {
         at
     }
 
-    /// Adds the tree `walk` meets.
-    fn add(&mut self, walk: Walk) {
-        // The graph node of each open ancestor, by depth.
-        let mut open: Vec<usize> = Vec::new();
+    /// Adds the tree `walk` meets: the nodes that may be among the [`MAX_NODES`]
+    /// longest kinds of work, the tasks and the ends of `dependences`. A first walk
+    /// adds up each kind of work's time by a hash of its name, keeping no text (a
+    /// profile can have a million distinct names); the second builds the graph of
+    /// those that can be shown. Returns the number of kinds of work in the tree.
+    fn add(&mut self, walk: Walk, dependences: &[TaskEdge]) -> usize {
+        let key = |kind: &str, name: &str| FxBuildHasher.hash_one((kind, name));
+        let mut totals: FxHashMap<u64, u64> = FxHashMap::default();
+        let mut open: Vec<u64> = Vec::new();
         walk(&mut |depth, n| {
             open.truncate(depth);
+            let k = key(n.kind(), n.name());
+            let total = totals.entry(k).or_insert(0);
+            if !open.contains(&k) {
+                *total += n.total_ns();
+            }
+            open.push(k);
+        });
+        let kinds = totals.len();
+        let mut all: Vec<u64> = totals.values().copied().collect();
+        let least = match all.len() {
+            len if len > MAX_NODES => *all.select_nth_unstable_by(MAX_NODES - 1, |a, b| b.cmp(a)).1,
+            _ => 0,
+        };
+        drop(all);
+        let ends: Vec<&str> = dependences
+            .iter()
+            .flat_map(|e| [e.from.as_str(), e.to.as_str()])
+            .collect();
+        // The graph node of each open ancestor, by depth (`None`: not in the graph).
+        let mut open: Vec<Option<usize>> = Vec::new();
+        walk(&mut |depth, n| {
+            open.truncate(depth);
+            let shown = totals
+                .get(&key(n.kind(), n.name()))
+                .is_some_and(|&t| t >= least)
+                || TASK_KINDS.contains(&n.kind())
+                || ends.contains(&n.name());
+            if !shown {
+                open.push(None);
+                return;
+            }
             let at = self.node(n.name(), n.kind());
             // A recursive instance is inside its outer one's time already.
-            let recursive = open.contains(&at);
+            let recursive = open.contains(&Some(at));
             let g = &mut self.nodes[at];
             g.count += n.count();
             if !recursive {
                 g.total_ns += n.total_ns();
             }
-            if let Some(&p) = open.last() {
+            if let Some(&Some(p)) = open.last() {
                 *self.calls.entry((p, at)).or_insert(0) += n.count();
             }
-            open.push(at);
+            open.push(Some(at));
         });
+        kinds
     }
 
     /// The node a dependence edge's end names: its task execution node, else any
@@ -134,7 +173,7 @@ fn quoted(s: &str) -> String {
 /// The DOT text of the tree `walk` meets and `dependences`; `title` labels the graph.
 pub fn render(walk: Walk, dependences: &[TaskEdge], title: &str) -> String {
     let mut g = Graph::default();
-    g.add(walk);
+    let kinds = g.add(walk, dependences);
     let deps: Vec<(usize, usize, u64)> = dependences
         .iter()
         .map(|e| (g.task(&e.from), g.task(&e.to), e.count))
@@ -156,7 +195,8 @@ pub fn render(walk: Walk, dependences: &[TaskEdge], title: &str) -> String {
         shown[a] = true;
         shown[b] = true;
     }
-    let hidden = shown.iter().filter(|s| !**s).count();
+    // Left out: the kinds of work never added, and those added but not shown.
+    let hidden = kinds.saturating_sub(g.nodes.len()) + shown.iter().filter(|s| !**s).count();
     let longest = g.nodes.iter().map(|n| n.total_ns).max().unwrap_or(0).max(1) as f64;
 
     let mut s = String::new();
@@ -173,7 +213,7 @@ pub fn render(walk: Walk, dependences: &[TaskEdge], title: &str) -> String {
         let _ = writeln!(
             s,
             "  // {hidden} of {} nodes (the shortest) are left out, with their edges.",
-            g.nodes.len()
+            kinds.max(g.nodes.len())
         );
     }
     let _ = writeln!(
