@@ -1,7 +1,7 @@
 /*
  * kp_core_api.h - the C mirror of libkprof_core.so's plugin table, for the test
  * programs that drive the core directly (trace_driver.c, in_place.c). It follows
- * abi/src/lib.rs (struct CoreApi) field by field, in order, through gpu_activity
+ * abi/src/lib.rs (struct CoreApi) field by field, in order, through job_free
  * (the last field of ABI 1 today; a core's table is at least sizeof(kp_core_api)
  * bytes when its `size` says so).
  */
@@ -96,6 +96,12 @@ typedef struct {
   void (*arg_static)(const char *key, uint64_t value);
   void (*instant_static)(uint8_t kind, const char *name, uint64_t a, uint64_t b);
   bool (*extension)(const char *name, const char *json, const char *summary);
+  uint8_t *(*job_profile)(uint64_t rank, size_t *len);
+  uint8_t *(*job_fold)(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len,
+                       size_t *len);
+  int32_t (*job_write)(const uint8_t *form, size_t len);
+  void (*job_done)(int32_t merged);
+  void (*job_free)(uint8_t *form, size_t len);
 } kp_core_api;
 
 /* The table's layout as abi/src/lib.rs has it on x86-64 and aarch64. */
@@ -105,7 +111,7 @@ _Static_assert(offsetof(kp_activity, site) == 40, "kp_activity.site");
 _Static_assert(offsetof(kp_activity, args) == 72, "kp_activity.args");
 _Static_assert(offsetof(kp_core_api, attach) == 16, "kp_core_api.attach");
 _Static_assert(offsetof(kp_core_api, gpu_activity) == 16 + 30 * 8, "kp_core_api.gpu_activity");
-_Static_assert(sizeof(kp_core_api) == 16 + 35 * 8, "kp_core_api");
+_Static_assert(sizeof(kp_core_api) == 16 + 40 * 8, "kp_core_api");
 
 extern const kp_core_api *kprof_core_api(uint32_t version);
 
