@@ -137,7 +137,13 @@ pub fn done(merged: bool) {
         return;
     }
     if let Some(dir) = held.dir {
-        for f in ["profile.json", "profile.csv"] {
+        // The profile files and the analysis files made from the same tree.
+        for f in [
+            "profile.json",
+            "profile.csv",
+            "tasktree.json",
+            "taskgraph.dot",
+        ] {
             let _ = std::fs::remove_file(dir.join(f));
         }
         // Only when nothing else (a trace) is in it.
