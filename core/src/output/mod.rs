@@ -12,6 +12,7 @@ pub mod csv;
 pub mod flat;
 pub mod messages;
 pub mod mpi;
+pub mod nested_json;
 pub mod report;
 pub mod samples;
 pub mod summary;
@@ -27,6 +28,7 @@ use crate::base::config::Config;
 use crate::base::process::ProcessInfo;
 use crate::hot::runtime::{warn, Runtime};
 use crate::output::calltree::CallTree;
+use crate::output::nested_json::NestedJson;
 use crate::output::report::{Report, TreeNode};
 use csv as csv_out;
 
@@ -225,76 +227,28 @@ fn write_json(dir: &Path, report: &Report, tree: &dyn CallTree) -> Result<PathBu
         // `{...}` without its closing brace, then the tree as its last member.
         f.write_all(&head[..head.len() - 1]).map_err(file)?;
         f.write_all(br#","tree":["#).map_err(file)?;
-        let mut nodes = TreeJson::new(f);
-        tree.walk(&mut |depth, n| nodes.node(depth, n));
+        // Each node as serde writes it, its `children` (always its last member) open.
+        let mut nodes = NestedJson::new(f);
+        tree.walk(&mut |depth, n| {
+            nodes.node(depth, |buf| {
+                let start = buf.len();
+                let leaf = if n.children.is_empty() {
+                    serde_json::to_writer(&mut *buf, n)
+                } else {
+                    let alone = TreeNode {
+                        children: Vec::new(),
+                        ..n.clone()
+                    };
+                    serde_json::to_writer(&mut *buf, &alone)
+                };
+                debug_assert!(leaf.is_ok() && buf[start..].ends_with(b"[]}"));
+                // Drop `]}`: the node's `children` array stays open.
+                buf.truncate(buf.len() - 2);
+            })
+        });
         nodes.finish().map_err(file)?;
         f.write_all(b"]}\n").map_err(file)
     })
-}
-
-/// Writes a tree met depth first as nested JSON arrays of [`TreeNode`]s: each node
-/// as serde writes it, its `children` (always its last member) opened, and closed
-/// when the walk leaves it.
-struct TreeJson<'a, W: Write> {
-    out: &'a mut W,
-    /// Nodes whose children are open.
-    open: usize,
-    /// Whether the next node is the first of its array.
-    first: bool,
-    buf: Vec<u8>,
-    result: std::io::Result<()>,
-}
-
-impl<'a, W: Write> TreeJson<'a, W> {
-    fn new(out: &'a mut W) -> Self {
-        TreeJson {
-            out,
-            open: 0,
-            first: true,
-            buf: Vec::new(),
-            result: Ok(()),
-        }
-    }
-
-    fn node(&mut self, depth: usize, n: &TreeNode) {
-        if self.result.is_err() {
-            return;
-        }
-        self.buf.clear();
-        while self.open > depth {
-            self.buf.extend_from_slice(b"]}");
-            self.open -= 1;
-            self.first = false;
-        }
-        if !self.first {
-            self.buf.push(b',');
-        }
-        let start = self.buf.len();
-        let leaf = if n.children.is_empty() {
-            serde_json::to_writer(&mut self.buf, n)
-        } else {
-            let alone = TreeNode {
-                children: Vec::new(),
-                ..n.clone()
-            };
-            serde_json::to_writer(&mut self.buf, &alone)
-        };
-        debug_assert!(leaf.is_ok() && self.buf[start..].ends_with(b"[]}"));
-        // Drop `]}`: the node's `children` array stays open.
-        self.buf.truncate(self.buf.len() - 2);
-        self.open += 1;
-        self.first = true;
-        self.result = self.out.write_all(&self.buf);
-    }
-
-    fn finish(mut self) -> std::io::Result<()> {
-        self.result?;
-        for _ in 0..self.open {
-            self.out.write_all(b"]}")?;
-        }
-        self.open = 0;
-        Ok(())
-    }
 }
 
 /// Creates this process's output directory from the configured pattern; on failure

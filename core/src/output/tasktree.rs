@@ -13,6 +13,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use crate::output::call_path::{CallPath, Walk};
+use crate::output::nested_json::NestedJson;
 use crate::output::{write_whole, OutputError};
 
 /// Writes the tree `walk` meets to `path` (completely or not at all).
@@ -23,69 +24,23 @@ pub fn write(path: &Path, walk: Walk) -> Result<(), OutputError> {
     };
     write_whole(path, |f| {
         f.write_all(b"[").map_err(file)?;
-        let mut nodes = Literal::new(f);
-        walk(&mut |depth, n| nodes.node(depth, n));
+        let mut nodes = NestedJson::new(f);
+        walk(&mut |depth, n| nodes.node(depth, |buf| literal(buf, n)));
         nodes.finish().map_err(file)?;
         f.write_all(b"]\n").map_err(file)
     })
     .map(drop)
 }
 
-/// Hatchet's literal form of a tree met depth first: each node opened with its
-/// `children` array, closed when the walk leaves it.
-struct Literal<'a, W: Write> {
-    out: &'a mut W,
-    /// Nodes whose children are open.
-    open: usize,
-    /// Whether the next node is the first of its array.
-    first: bool,
-    buf: Vec<u8>,
-    result: std::io::Result<()>,
-}
-
-impl<'a, W: Write> Literal<'a, W> {
-    fn new(out: &'a mut W) -> Self {
-        Literal {
-            out,
-            open: 0,
-            first: true,
-            buf: Vec::new(),
-            result: Ok(()),
-        }
-    }
-
-    fn node(&mut self, depth: usize, n: &dyn CallPath) {
-        if self.result.is_err() {
-            return;
-        }
-        self.buf.clear();
-        while self.open > depth {
-            self.buf.extend_from_slice(b"]}");
-            self.open -= 1;
-            self.first = false;
-        }
-        if !self.first {
-            self.buf.push(b',');
-        }
-        self.buf.extend_from_slice(br#"{"frame":"#);
-        let frame = serde_json::to_writer(&mut self.buf, &Frame(n));
-        self.buf.extend_from_slice(br#","metrics":"#);
-        let metrics = serde_json::to_writer(&mut self.buf, &Metrics(n));
-        // Strings and numbers only: serde_json cannot fail on them.
-        debug_assert!(frame.is_ok() && metrics.is_ok());
-        self.buf.extend_from_slice(br#","children":["#);
-        self.open += 1;
-        self.first = true;
-        self.result = self.out.write_all(&self.buf);
-    }
-
-    fn finish(self) -> std::io::Result<()> {
-        self.result?;
-        for _ in 0..self.open {
-            self.out.write_all(b"]}")?;
-        }
-        Ok(())
-    }
+/// Hatchet's literal form of node `n`, opened with its `children` array.
+fn literal(buf: &mut Vec<u8>, n: &dyn CallPath) {
+    buf.extend_from_slice(br#"{"frame":"#);
+    let frame = serde_json::to_writer(&mut *buf, &Frame(n));
+    buf.extend_from_slice(br#","metrics":"#);
+    let metrics = serde_json::to_writer(&mut *buf, &Metrics(n));
+    // Strings and numbers only: serde_json cannot fail on them.
+    debug_assert!(frame.is_ok() && metrics.is_ok());
+    buf.extend_from_slice(br#","children":["#);
 }
 
 /// A node's frame: what Hatchet identifies it by.
@@ -143,8 +98,8 @@ mod tests {
         ];
         let mut out = Vec::new();
         out.push(b'[');
-        let mut nodes = Literal::new(&mut out);
-        walk_tree(&tree, &mut |d, n| nodes.node(d, n));
+        let mut nodes = NestedJson::new(&mut out);
+        walk_tree(&tree, &mut |d, n| nodes.node(d, |buf| literal(buf, n)));
         nodes.finish().unwrap();
         out.push(b']');
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
