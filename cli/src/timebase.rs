@@ -6,38 +6,42 @@
 //! barrier exit skew on one). A merged trace adds a rank's offset to every
 //! timestamp of that rank to put all ranks on rank 0's clock.
 
-use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// The metadata key the actor plugin writes.
 pub const BARRIER_KEY: &str = "actor.barrier_ns";
 
-/// Per rank (in the order given), the nanoseconds to add to its timestamps to
-/// put it on the first rank's clock; None unless every profile has the
-/// barrier time (not an actor job, or a PE that never reached a barrier).
-// Called by `kprof merge` when it combines the ranks' traces.
-#[cfg_attr(not(test), allow(dead_code))]
-pub fn barrier_offsets(profiles: &[&Value]) -> Option<Vec<i64>> {
-    let times: Vec<i64> = profiles
-        .iter()
-        .map(|p| p["metadata"][BARRIER_KEY].as_str()?.parse::<i64>().ok())
-        .collect::<Option<_>>()?;
+/// When a PE left its first barrier (its CLOCK_MONOTONIC ns), from its
+/// profile's metadata; None when it never reached one (or is no PE).
+pub fn barrier_ns(metadata: &BTreeMap<String, String>) -> Option<i64> {
+    metadata.get(BARRIER_KEY)?.parse().ok()
+}
+
+/// Per rank (in the order given: the first is the reference), the nanoseconds
+/// to add to its timestamps to put it on the first rank's clock, from each
+/// rank's [`barrier_ns`]; None unless every rank has one.
+pub fn barrier_offsets(times: &[Option<i64>]) -> Option<Vec<i64>> {
+    let times: Vec<i64> = times.iter().copied().collect::<Option<_>>()?;
     let first = *times.first()?;
     Some(times.iter().map(|t| first - t).collect())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::barrier_offsets;
-    use serde_json::json;
+    use super::*;
 
     #[test]
     fn offsets_put_ranks_on_the_first_ranks_clock() {
-        let a = json!({"metadata": {"actor.barrier_ns": "1000000"}});
-        let b = json!({"metadata": {"actor.barrier_ns": "250"}});
-        let c = json!({"metadata": {"actor.barrier_ns": "1000100"}});
-        assert_eq!(barrier_offsets(&[&a, &b, &c]), Some(vec![0, 999_750, -100]));
-        let none = json!({"metadata": {}});
-        assert_eq!(barrier_offsets(&[&a, &none]), None);
+        let meta = |v: &str| BTreeMap::from([(BARRIER_KEY.to_string(), v.to_string())]);
+        let times: Vec<Option<i64>> = ["1000000", "250", "1000100"]
+            .iter()
+            .map(|v| barrier_ns(&meta(v)))
+            .collect();
+        assert_eq!(barrier_offsets(&times), Some(vec![0, 999_750, -100]));
+        let none = barrier_ns(&BTreeMap::new());
+        assert_eq!(none, None);
+        assert_eq!(barrier_offsets(&[times[0], none]), None);
         assert_eq!(barrier_offsets(&[]), None);
+        assert_eq!(barrier_ns(&meta("x")), None);
     }
 }

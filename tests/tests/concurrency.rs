@@ -270,3 +270,295 @@ fn imbalance_waits_in_the_barrier_in_traces() {
         assert_eq!(idle.last().map(|&(_, v)| v), Some(2.0), "{:?}", m.format);
     }
 }
+
+/// Phases of `tests/openmp/phases.c`: (start, end) CLOCK_MONOTONIC ns of one
+/// thread busy, four threads busy, and 123456789 bytes in the Host space.
+const PHASE_BYTES: u64 = 123_456_789;
+
+/// The interior buckets of `[a, b)` (a tenth of it kept off each end), as
+/// bucket indices of a series starting at `start` with width `w`.
+fn interior(a: u64, b: u64, start: u64, w: u64) -> std::ops::Range<usize> {
+    let margin = (b - a) / 10;
+    let first = (a + margin - start).div_ceil(w) as usize;
+    let last = ((b - margin - start) / w) as usize; // exclusive: whole buckets only
+    first..last.max(first)
+}
+
+fn mean_of(v: &[f64], r: std::ops::Range<usize>) -> f64 {
+    assert!(!r.is_empty(), "no whole bucket in the phase");
+    v[r.clone()].iter().sum::<f64>() / r.len() as f64
+}
+
+/// The profile's series over time (`over_time`) and `kprof plot`'s figures of
+/// it, on a real OpenMP runtime: one thread in parallel work, then four, then
+/// 123456789 bytes in the Host space and no parallel work (300 ms each). After
+/// a region, libomp keeps its workers in the region's implicit barrier until
+/// the next one (or the end): in phase 3 the three workers wait. In place and
+/// from records, the series show that structure bucket by bucket, add up to
+/// the concurrency section's totals, and the SVG figures hold the same series.
+#[test]
+fn over_time_shows_the_phases_and_plot_draws_them() {
+    let exe = build("phases", Compiler::Clang);
+    for (label, records) in [("in-place", false), ("records", true)] {
+        let dir = scratch(&format!("concurrency-over-time-{label}"));
+        let mut cmd = kprof_cmd(&exe, &dir, Runtime::Llvm14, false);
+        cmd.env_remove("KPROF_TRACE")
+            .env("KOKKOS_TOOLS_LIBS", lib("libkprof.so"))
+            .env("KPROF_SUMMARY", "0");
+        if records {
+            cmd.env("KPROF_IN_PLACE", "0");
+        }
+        let out = run(&mut cmd);
+        assert_ok(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let phases: Vec<(u64, u64)> = stdout
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.first() == Some(&"phase"))
+                    .then(|| (f[2].parse().unwrap(), f[3].parse().unwrap()))
+            })
+            .collect();
+        assert_eq!(phases.len(), 3, "{stdout}");
+        assert!(stdout.contains("ran 2 1 1 1"), "{stdout}");
+        let outdir = dir.join("out");
+        let p = read_profile(&outdir);
+        assert_eq!(
+            u(&p["kprof"]["events_in_place"]) > 0,
+            !records,
+            "{label}: in place or not"
+        );
+        let o = &p["over_time"];
+        let (w, n) = (u(&o["bucket_ns"]), u(&o["buckets"]) as usize);
+        let start = u(&p["clock"]["start_ns"]);
+        let run_ns = u(&p["clock"]["duration_ns"]);
+        // Between half and all of the 512 buckets span the run.
+        assert!(
+            (256..=512).contains(&n) && (n as u64 - 1) * w < run_ns && run_ns <= n as u64 * w + 1,
+            "{label}: {n} buckets of {w} ns for {run_ns} ns"
+        );
+        let series = |c: &str| -> Vec<f64> {
+            o["threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["category"] == c)
+                .map(|t| {
+                    t["mean"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x.as_f64().unwrap())
+                        .collect()
+                })
+                .unwrap_or_else(|| vec![0.0; n])
+        };
+        let cats = o["threads"].as_array().unwrap();
+        for t in cats {
+            assert_eq!(t["mean"].as_array().unwrap().len(), n);
+        }
+        // Only parallel work and its barriers: the bottom area of the plot.
+        assert_eq!(cats[0]["category"], "parallel", "{label}");
+        let busy = series("parallel");
+        let (wait, idle) = (series("wait"), series("idle"));
+        let [(a1, b1), (a2, b2), (a3, b3)] = [phases[0], phases[1], phases[2]];
+        let (r1, r2, r3) = (
+            interior(a1, b1, start, w),
+            interior(a2, b2, start, w),
+            interior(a3, b3, start, w),
+        );
+        let (busy1, busy2, busy3) = (
+            mean_of(&busy, r1.clone()),
+            mean_of(&busy, r2.clone()),
+            mean_of(&busy, r3.clone()),
+        );
+        let wait3 = mean_of(&wait, r3.clone());
+        eprintln!(
+            "{label}: parallel {busy1:.2} / {busy2:.2} / {busy3:.2}; waiting in 3 {wait3:.2}"
+        );
+        assert!(
+            (0.95..=1.05).contains(&busy1),
+            "{label}: phase 1 parallel {busy1}"
+        );
+        assert!(
+            (3.6..=4.05).contains(&busy2),
+            "{label}: phase 2 parallel {busy2}"
+        );
+        assert!(busy3 < 0.05, "{label}: phase 3 parallel {busy3}");
+        assert!(
+            (2.95..=3.05).contains(&wait3),
+            "{label}: phase 3 waiting {wait3}"
+        );
+        // Nobody waits inside phases 1 and 2, and no known thread is between
+        // instances there.
+        assert!(
+            mean_of(&wait, r1.clone()) + mean_of(&wait, r2.clone()) < 0.05,
+            "{label}"
+        );
+        assert!(
+            mean_of(&idle, r1.clone()) + mean_of(&idle, r2.clone()) < 0.05,
+            "{label}"
+        );
+        // The series add up to the concurrency section's time per category.
+        for t in cats {
+            let c = t["category"].as_str().unwrap();
+            let v = series(c);
+            let last = run_ns - (n as u64 - 1) * w;
+            let ns: f64 =
+                v[..n - 1].iter().map(|x| x * w as f64).sum::<f64>() + v[n - 1] * last as f64;
+            let want = p["concurrency"]["categories"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["category"] == c)
+                .map(|x| u(&x["ns"]))
+                .unwrap() as f64;
+            assert!(
+                (ns - want).abs() <= 0.01 * want + 2.0 * w as f64,
+                "{label}: {c}: series {ns} ns, section {want} ns"
+            );
+        }
+        // Memory: the block's bytes in phase 3's buckets, none before or after.
+        let host = o["memory"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["space"] == "Host")
+            .expect("Host space");
+        let mem: Vec<u64> = host["max_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(u)
+            .collect();
+        assert_eq!(mem.len(), n);
+        assert!(mem[r3.clone()].iter().all(|&b| b == PHASE_BYTES), "{label}");
+        assert!(mem[..r2.end].iter().all(|&b| b == 0), "{label}");
+        let after = ((b3 - start) / w) as usize + 1;
+        assert!(mem[after..].iter().all(|&b| b == 0), "{label}");
+        assert_eq!(mem.iter().max(), Some(&PHASE_BYTES));
+
+        // kprof plot: the stacked areas (drawn first, all threads; drawn last,
+        // the bottom category: parallel work) and the memory line, in phase
+        // order.
+        let o = run(std::process::Command::new(lib("kprof"))
+            .arg("plot")
+            .arg(&outdir));
+        assert_ok(&o);
+        let frac = |x: f64, xs: &[f64]| {
+            let (l, r) = (xs[0], xs[xs.len() - 1]);
+            (x - l) / (r - l)
+        };
+        let threads_svg =
+            std::fs::read_to_string(outdir.join("plot-threads-over-time.svg")).unwrap();
+        let doc = roxmltree::Document::parse(&threads_svg).expect("SVG");
+        let polygons: Vec<Vec<(f64, f64)>> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polygon"))
+            .map(|n| points(n.attribute("points").unwrap()))
+            .collect();
+        assert_eq!(polygons.len(), cats.len(), "{label}: one area per category");
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .map(str::trim)
+            .collect();
+        for t in cats {
+            assert!(
+                texts.contains(&t["category"].as_str().unwrap()),
+                "{texts:?}"
+            );
+        }
+        // Height of an area at time t (its steps' mean over a phase's interior).
+        let height = |poly: &[(f64, f64)], a: u64, b: u64| -> f64 {
+            let base = poly.iter().map(|p| p.1).fold(f64::MIN, f64::max);
+            let top = poly;
+            let xs: Vec<f64> = {
+                let mut v: Vec<f64> = top.iter().map(|p| p.0).collect();
+                v.sort_by(f64::total_cmp);
+                v
+            };
+            let (fa, fb) = (
+                (a + (b - a) / 5 - start) as f64 / run_ns as f64,
+                (b - (b - a) / 5 - start) as f64 / run_ns as f64,
+            );
+            let hs: Vec<f64> = top
+                .iter()
+                .filter(|p| (fa..=fb).contains(&frac(p.0, &xs)))
+                .map(|p| base - p.1)
+                .collect();
+            assert!(!hs.is_empty());
+            hs.iter().sum::<f64>() / hs.len() as f64
+        };
+        let (all, busy_area) = (&polygons[0], &polygons[polygons.len() - 1]);
+        let (h1, h2, h3) = (
+            height(busy_area, a1, b1),
+            height(busy_area, a2, b2),
+            height(busy_area, a3, b3),
+        );
+        assert!(
+            (3.4..=4.3).contains(&(h2 / h1)) && h3 < 0.05 * h2,
+            "{label}: busy area {h1} / {h2} / {h3} px"
+        );
+        // All threads: four in phase 2, the three waiting ones in phase 3.
+        let (all2, all3) = (height(all, a2, b2), height(all, a3, b3));
+        assert!(
+            (all2 - h2).abs() < 0.05 * h2 && (all3 / all2 - 0.75).abs() < 0.05,
+            "{label}: all threads {all2} / {all3} px vs {h2}"
+        );
+
+        let mem_svg = std::fs::read_to_string(outdir.join("plot-memory-over-time.svg")).unwrap();
+        let doc = roxmltree::Document::parse(&mem_svg).expect("SVG");
+        let lines: Vec<Vec<(f64, f64)>> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2"))
+            .map(|n| points(n.attribute("points").unwrap()))
+            .collect();
+        assert_eq!(lines.len(), o_memory_len(&p), "{label}: one line per space");
+        let line = lines
+            .iter()
+            .max_by(|a, b| {
+                let h = |l: &Vec<(f64, f64)>| {
+                    l.iter().map(|p| p.1).fold(f64::MIN, f64::max)
+                        - l.iter().map(|p| p.1).fold(f64::MAX, f64::min)
+                };
+                h(a).total_cmp(&h(b))
+            })
+            .unwrap();
+        let xs: Vec<f64> = line.iter().map(|p| p.0).collect();
+        let top_y = line.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+        let high: Vec<f64> = line
+            .iter()
+            .filter(|p| p.1 < top_y + 0.5)
+            .map(|p| frac(p.0, &xs) * run_ns as f64 + start as f64)
+            .collect();
+        let (lo, hi) = (
+            high.iter().copied().fold(f64::MAX, f64::min),
+            high.iter().copied().fold(f64::MIN, f64::max),
+        );
+        let slack = 2.0 * w as f64;
+        assert!(
+            lo >= a3 as f64 - slack && hi <= b3 as f64 + slack && hi - lo >= 0.8 * (b3 - a3) as f64,
+            "{label}: the memory line is high from {lo} to {hi}, phase 3 is {a3}..{b3}"
+        );
+        let page = std::fs::read_to_string(outdir.join("plot.html")).unwrap();
+        for id in ["threads-over-time", "memory-over-time"] {
+            assert!(page.contains(&format!("<section id=\"{id}\">")), "{id}");
+        }
+    }
+}
+
+fn o_memory_len(p: &Value) -> usize {
+    p["over_time"]["memory"].as_array().map_or(0, Vec::len)
+}
+
+/// An SVG `points` attribute.
+fn points(s: &str) -> Vec<(f64, f64)> {
+    s.split_whitespace()
+        .filter_map(|xy| {
+            let (x, y) = xy.split_once(',')?;
+            Some((x.parse().ok()?, y.parse().ok()?))
+        })
+        .collect()
+}

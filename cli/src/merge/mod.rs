@@ -50,27 +50,47 @@ const READERS: usize = 2;
 /// failure stops every reader.
 #[cfg(test)]
 pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
-    fold_dirs_with_dependences(dirs, by_rank).map(|(fold, _)| fold)
+    fold_dirs_with_extras(dirs, by_rank).map(|(fold, _)| fold)
 }
 
-/// [`fold_dirs`], with the ranks' task dependence edges summed.
-fn fold_dirs_with_dependences(
-    dirs: &[PathBuf],
-    by_rank: bool,
-) -> Result<(Fold, analyses::Dependences), Failure> {
+/// What the merge takes from each rank besides its folded profile.
+#[derive(Default)]
+struct Extras {
+    /// The ranks' task dependence edges, summed.
+    deps: analyses::Dependences,
+    /// Per rank read (by its position in the arguments): when it left its first
+    /// OpenSHMEM barrier (`actor.barrier_ns`), where it says.
+    barriers: Vec<(u32, i64)>,
+    /// Ranks whose profile has a series over time (`over_time`), which the
+    /// merge leaves out.
+    over_time: usize,
+}
+
+impl Extras {
+    fn add(&mut self, o: Extras) {
+        for (edge, count) in o.deps {
+            *self.deps.entry(edge).or_insert(0) += count;
+        }
+        self.barriers.extend(o.barriers);
+        self.over_time += o.over_time;
+    }
+}
+
+/// [`fold_dirs`], with what else the merge needs of each rank ([`Extras`]).
+fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<(Fold, Extras), Failure> {
     let total = dirs.len();
     let next = AtomicUsize::new(0);
     let failed: Mutex<Option<Failure>> = Mutex::new(None);
     let step = (total / 100).max(1);
     let readers = READERS.min(total).max(1);
-    let folds: Vec<(Fold, analyses::Dependences)> = std::thread::scope(|s| {
+    let folds: Vec<(Fold, Extras)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..readers)
             .filter_map(|_| {
                 // Deeply nested profiles are read recursively: the reader's stack.
                 let b = std::thread::Builder::new().stack_size(crate::READER_STACK);
                 b.spawn_scoped(s, || {
                     let mut fold = Fold::new(by_rank);
-                    let mut deps = analyses::Dependences::new();
+                    let mut extras = Extras::default();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         if i >= total || failed.lock().map_or(true, |f| f.is_some()) {
@@ -82,7 +102,11 @@ fn fold_dirs_with_dependences(
                         }
                         match load_report_fast(d) {
                             Ok(r) => {
-                                analyses::add_dependences(&mut deps, &r.task_graph.edges);
+                                analyses::add_dependences(&mut extras.deps, &r.task_graph.edges);
+                                if let Some(b) = crate::timebase::barrier_ns(&r.metadata) {
+                                    extras.barriers.push((i as u32, b));
+                                }
+                                extras.over_time += usize::from(r.over_time.is_some());
                                 fold.add_report(&r, i as u32, Some(show(d)))
                             }
                             Err(e) => {
@@ -93,7 +117,7 @@ fn fold_dirs_with_dependences(
                             }
                         }
                     }
-                    (fold, deps)
+                    (fold, extras)
                 })
                 .ok()
             })
@@ -104,14 +128,12 @@ fn fold_dirs_with_dependences(
         return Err(e);
     }
     let mut folds = folds.into_iter();
-    let (mut fold, mut deps) = folds
+    let (mut fold, mut extras) = folds
         .next()
-        .unwrap_or_else(|| (Fold::new(by_rank), analyses::Dependences::new()));
-    for (f, d) in folds {
+        .unwrap_or_else(|| (Fold::new(by_rank), Extras::default()));
+    for (f, x) in folds {
         fold.fold(f.into_form());
-        for (edge, count) in d {
-            *deps.entry(edge).or_insert(0) += count;
-        }
+        extras.add(x);
     }
     if fold.processes() != total {
         return Err(Failure(format!(
@@ -119,7 +141,7 @@ fn fold_dirs_with_dependences(
             fold.processes()
         )));
     }
-    Ok((fold, deps))
+    Ok((fold, extras))
 }
 
 /// Entry point.
@@ -131,24 +153,27 @@ pub fn main(args: MergeArgs) -> Outcome {
         )));
     }
     let total = args.dirs.len();
-    let (fold, deps) = fold_dirs_with_dependences(&args.dirs, args.by_rank)?;
+    let (fold, extras) = fold_dirs_with_extras(&args.dirs, args.by_rank)?;
     let merged = render(fold.form());
     // (rank label, who) in the merged profile's order, and each rank's clock
-    // offset to rank 0's (measured at MPI_Init; 0 when none).
+    // offset to rank 0's.
     let order = kprof_core::reduce::render::order(fold.form());
-    let offsets: std::collections::HashMap<u32, i64> = fold
-        .form()
-        .ranks
-        .iter()
-        .map(|r| (r.who, r.clock_offset_ns.unwrap_or(0)))
-        .collect();
+    let offsets = clock_offsets(&fold, &order, &extras.barriers);
     drop(fold);
+    if extras.over_time > 0 {
+        eprintln!(
+            "kprof merge: the series over time (over_time) of {} are not merged (each \
+             rank's buckets are on its own clock and width); kprof plot draws them from \
+             each rank's directory",
+            ranks_text(extras.over_time)
+        );
+    }
     std::fs::create_dir_all(&args.output)
         .map_err(|e| Failure(format!("cannot create {}: {e}", show(&args.output))))?;
     let path = args.output.join("profile.json");
     let text = serde_json::to_string_pretty(&merged)? + "\n";
     std::fs::write(&path, text).map_err(|e| Failure(format!("{}: {e}", show(&path))))?;
-    analyses::write(&args.output, &merged, &deps, total);
+    analyses::write(&args.output, &merged, &extras.deps, total);
     drop(merged);
     eprintln!("kprof merge: {} ({})", show(&path), ranks_text(total));
 
@@ -175,6 +200,37 @@ pub fn main(args: MergeArgs) -> Outcome {
         }
     }
     Ok(0)
+}
+
+/// Each rank's clock offset to the first rank's, by `who`: measured at
+/// `MPI_Init` by the MPI plugin where any rank has one; otherwise, in an
+/// OpenSHMEM job where every rank left a first barrier, from those barriers
+/// ([`crate::timebase`]); otherwise none (0).
+fn clock_offsets(
+    fold: &Fold,
+    order: &[(u64, u32)],
+    barriers: &[(u32, i64)],
+) -> std::collections::HashMap<u32, i64> {
+    let ranks = &fold.form().ranks;
+    if ranks.iter().any(|r| r.clock_offset_ns.is_some()) {
+        return ranks
+            .iter()
+            .map(|r| (r.who, r.clock_offset_ns.unwrap_or(0)))
+            .collect();
+    }
+    let by_who: std::collections::HashMap<u32, i64> = barriers.iter().copied().collect();
+    let times: Vec<Option<i64>> = order.iter().map(|(_, who)| by_who.get(who).copied()).collect();
+    match crate::timebase::barrier_offsets(&times) {
+        Some(offsets) if order.len() > 1 => {
+            eprintln!(
+                "kprof merge: clock offsets from the PEs' first barrier (actor.barrier_ns), up \
+                 to {} us",
+                offsets.iter().map(|o| o.unsigned_abs()).max().unwrap_or(0) / 1000
+            );
+            order.iter().map(|&(_, who)| who).zip(offsets).collect()
+        }
+        _ => std::collections::HashMap::new(),
+    }
 }
 
 fn trace_of(dir: &Path) -> PathBuf {

@@ -544,6 +544,146 @@ pub fn scatter(
     })
 }
 
+/// Series over the run's time in buckets `bucket_ns` wide, drawn as steps (a
+/// bucket's value holds across it).
+fn steps(values: &[f64], bucket_ns: f64, run_ns: f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(2 * values.len());
+    for (i, &v) in values.iter().enumerate() {
+        let (a, b) = (i as f64 * bucket_ns, ((i + 1) as f64 * bucket_ns).min(run_ns));
+        out.push((a, v));
+        out.push((b.max(a), v));
+    }
+    out
+}
+
+/// Series over time stacked as areas, the first at the bottom: one filled
+/// polygon per series from 0 to the sum of it and those below it, drawn top
+/// one first (so each polygon holds the series under it too).
+pub fn stacked_over_time(
+    id: &'static str,
+    title: &str,
+    note: String,
+    series: &[(String, Vec<f64>)],
+    bucket_ns: f64,
+    run_ns: f64,
+    y_desc: &str,
+) -> Result<Figure, Failure> {
+    let buckets = series.iter().map(|s| s.1.len()).max().unwrap_or(0);
+    let mut sums: Vec<Vec<f64>> = Vec::with_capacity(series.len());
+    let mut below = vec![0.0; buckets];
+    for (_, v) in series {
+        for (acc, x) in below.iter_mut().zip(v) {
+            *acc += x;
+        }
+        sums.push(below.clone());
+    }
+    let max = below.iter().copied().fold(0.0, f64::max).max(1.0);
+    let svg = svg(title, 380, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(10)
+            .x_label_area_size(28)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0f64..run_ns.max(1.0), 0f64..max * 1.3)
+            .map_err(b)?;
+        chart
+            .configure_mesh()
+            .x_labels(8)
+            .y_labels(6)
+            .x_label_formatter(&|v| duration(*v))
+            .x_desc("time since start")
+            .y_desc(y_desc)
+            .draw()
+            .map_err(b)?;
+        for (c, (name, _)) in series.iter().enumerate().rev() {
+            let color = PALETTE[c % PALETTE.len()];
+            chart
+                .draw_series(AreaSeries::new(
+                    steps(&sums[c], bucket_ns, run_ns),
+                    0.0,
+                    color.filled(),
+                ))
+                .map_err(b)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.3))
+            .draw()
+            .map_err(b)?;
+        Ok(())
+    })?;
+    Ok(Figure {
+        id,
+        title: title.into(),
+        note,
+        svg,
+    })
+}
+
+/// Series over time as step lines, one polyline each; `fmt` writes a value.
+pub fn lines_over_time(
+    id: &'static str,
+    title: &str,
+    note: String,
+    series: &[(String, Vec<f64>)],
+    bucket_ns: f64,
+    run_ns: f64,
+    fmt: fn(f64) -> String,
+) -> Result<Figure, Failure> {
+    let max = series
+        .iter()
+        .flat_map(|s| s.1.iter().copied())
+        .fold(0.0, f64::max)
+        .max(1.0);
+    let svg = svg(title, 380, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(10)
+            .x_label_area_size(28)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0f64..run_ns.max(1.0), 0f64..max * 1.2)
+            .map_err(b)?;
+        chart
+            .configure_mesh()
+            .x_labels(8)
+            .y_labels(6)
+            .x_label_formatter(&|v| duration(*v))
+            .y_label_formatter(&|v| fmt(*v))
+            .x_desc("time since start")
+            .draw()
+            .map_err(b)?;
+        for (c, (name, values)) in series.iter().enumerate() {
+            let color = PALETTE[c % PALETTE.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    steps(values, bucket_ns, run_ns),
+                    color.stroke_width(2),
+                ))
+                .map_err(b)?
+                .label(label(name, 60))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], color));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.3))
+            .draw()
+            .map_err(b)?;
+        Ok(())
+    })?;
+    Ok(Figure {
+        id,
+        title: title.into(),
+        note,
+        svg,
+    })
+}
+
 /// Bytes for axis labels.
 pub fn fmt_bytes(v: f64) -> String {
     bytes(v.max(0.0) as u64)

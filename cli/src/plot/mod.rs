@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use kprof_core::output::flat::flatten;
-use kprof_core::output::report::{Report, TreeNode};
+use kprof_core::output::report::{OverTime, Report, TreeNode};
 use serde_json::Value;
 
 use crate::fmt::{bytes, duration};
@@ -226,6 +226,10 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
         )?);
     }
 
+    if let Some(o) = &r.over_time {
+        over_time(o, r.clock.duration_ns as f64, &mut figs)?;
+    }
+
     // Imbalance: the team constructs whose slowest thread is furthest from the mean.
     let mut spread = Vec::new();
     fn walk<'a>(list: &'a [TreeNode], out: &mut Vec<&'a TreeNode>) {
@@ -366,6 +370,67 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
         }
     }
     Ok(figs)
+}
+
+/// The figures over time (profile.json's `over_time`): threads per kind of work
+/// stacked (idle on top), and bytes in use per memory space.
+fn over_time(o: &OverTime, run_ns: f64, figs: &mut Vec<Figure>) -> Result<(), Failure> {
+    let width = o.bucket_ns as f64;
+    if !o.threads.is_empty() {
+        let mut series: Vec<(String, Vec<f64>)> = o
+            .threads
+            .iter()
+            .map(|t| (t.category.clone(), t.mean.clone()))
+            .collect();
+        // Busy kinds of work at the bottom, idle threads above them.
+        series.sort_by_key(|(c, _)| c == "idle");
+        let peak = (0..o.buckets as usize)
+            .map(|i| {
+                series
+                    .iter()
+                    .filter(|(c, _)| c != "idle")
+                    .map(|(_, v)| v.get(i).copied().unwrap_or(0.0))
+                    .sum::<f64>()
+            })
+            .fold(0.0, f64::max);
+        figs.push(figures::stacked_over_time(
+            "threads-over-time",
+            "Concurrency over time: threads per kind of work",
+            format!(
+                "Mean number of threads in each kind of work per {} (idle: between instances), at most {peak:.1} busy at once.",
+                duration(width)
+            ),
+            &series,
+            width,
+            run_ns,
+            "threads",
+        )?);
+    }
+    if !o.memory.is_empty() {
+        let series: Vec<(String, Vec<f64>)> = o
+            .memory
+            .iter()
+            .map(|m| {
+                (
+                    m.space.clone(),
+                    m.max_bytes.iter().map(|&x| x as f64).collect(),
+                )
+            })
+            .collect();
+        figs.push(figures::lines_over_time(
+            "memory-over-time",
+            "Memory per space over time",
+            format!(
+                "The most bytes in use at once in each memory space per {}.",
+                duration(width)
+            ),
+            &series,
+            width,
+            run_ns,
+            fmt_bytes,
+        )?);
+    }
+    Ok(())
 }
 
 fn merged_tree(list: &Value) -> Vec<PlotNode> {

@@ -3,6 +3,7 @@
 //! output blocks.
 
 pub mod anomaly;
+pub mod category;
 pub mod config;
 pub mod devices;
 pub mod extensions;

@@ -605,6 +605,7 @@ impl Writer {
             profile.thread_profiles().chain(in_place).collect();
         let profile_bytes = threads.iter().map(|t| t.bytes()).sum();
         let times = concurrency::tally_all(&threads, &rt.clock);
+        let busy_series = concurrency::series(&threads);
         let merged = merge::merge(&mut threads, &mut self.symbols);
         let call_paths = merged.thread_nodes;
         drop(threads);
@@ -612,6 +613,7 @@ impl Writer {
         report.system = system;
         report.concurrency =
             concurrency::section(&times, &report.threads, report.clock.duration_ns);
+        report.over_time = profile.over_time(busy_series);
         // The outputs read the call-path tree from `merged`, node by node; what
         // else the profile kept goes now (the threads' trees went in the merge).
         drop(profile);

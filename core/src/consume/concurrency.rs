@@ -18,142 +18,16 @@
 //!   changes within [`COALESCE_NS`] of a point are folded into it, so a trace of a
 //!   million tiny instances does not get a million counter values per category.
 
-use kprof_abi::Kind;
-
+pub use crate::base::category::{Category, CATEGORIES};
 use crate::hot::aggregate::local::ThreadProfile;
+use crate::hot::aggregate::series::{Grid, BUCKETS};
 use crate::hot::aggregate::tree::ROOT;
 use crate::hot::clock::Clock;
 use crate::hot::nesting::{Consumer, Event, Global};
 use crate::output::report;
 
-/// Number of categories, idle included.
-pub const CATEGORIES: usize = 8;
-
 /// Changes closer than this to the last point are folded into it (ns).
 pub const COALESCE_NS: u64 = 1_000;
-
-/// What a thread is doing, by the kind of its innermost open instance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Category {
-    /// Kernels: Kokkos `parallel_for/reduce/scan`, RAJA launches and captures,
-    /// OpenACC compute constructs and launches, OpenMP target regions and
-    /// submissions.
-    Kernel = 0,
-    /// OpenMP parallel work not in a finer kind: the region, implicit tasks,
-    /// worksharing constructs, reductions, `masked`, holding a mutex.
-    Parallel = 1,
-    /// OpenMP explicit tasks (running, and their creation).
-    Task = 2,
-    /// Waiting: OpenMP barriers, sync waits, `taskwait`, `taskgroup`, waiting for
-    /// a mutex; Kokkos fences; OpenACC `wait`.
-    Wait = 3,
-    /// Moving data: deep copies, OpenMP target data, OpenACC data constructs,
-    /// enter/exit data, updates and transfers.
-    Data = 4,
-    /// Named regions (Kokkos profile regions, `kprof_region_begin`) with nothing
-    /// finer open inside.
-    Region = 5,
-    /// Inside a runtime's own calls: GPU API calls, MPI calls, device initialization and
-    /// shutdown.
-    Runtime = 6,
-    /// Inside no instance: the thread is known (it recorded) but between
-    /// instances (serial code outside any region, or not running).
-    Idle = 7,
-}
-
-impl Category {
-    /// Every category, in index order.
-    pub const ALL: [Category; CATEGORIES] = [
-        Category::Kernel,
-        Category::Parallel,
-        Category::Task,
-        Category::Wait,
-        Category::Data,
-        Category::Region,
-        Category::Runtime,
-        Category::Idle,
-    ];
-
-    /// The category of a thread whose innermost open instance is of `kind`;
-    /// `None` for device activities, which are device time, not a thread's.
-    pub fn of(kind: Kind) -> Option<Category> {
-        use Category::*;
-        Some(match kind {
-            Kind::ParallelFor
-            | Kind::ParallelReduce
-            | Kind::ParallelScan
-            | Kind::AccCompute
-            | Kind::AccLaunch
-            | Kind::RajaLaunch
-            | Kind::RajaCapture
-            | Kind::OmpTarget
-            | Kind::OmpTargetSubmit => Kernel,
-            Kind::OmpParallel
-            | Kind::OmpImplicitTask
-            | Kind::OmpLoop
-            | Kind::OmpSections
-            | Kind::OmpSingle
-            | Kind::OmpSingleOther
-            | Kind::OmpWorkshare
-            | Kind::OmpDistribute
-            | Kind::OmpTaskloop
-            | Kind::OmpDispatch
-            | Kind::OmpReduction
-            | Kind::OmpMutexHold
-            | Kind::OmpMasked => Parallel,
-            Kind::OmpTask | Kind::OmpTaskCreate => Task,
-            Kind::Fence
-            | Kind::OmpBarrier
-            | Kind::OmpSyncWait
-            | Kind::OmpTaskwait
-            | Kind::OmpTaskgroup
-            | Kind::OmpMutexWait
-            | Kind::AccWait => Wait,
-            Kind::DeepCopy
-            | Kind::OmpTargetData
-            | Kind::AccData
-            | Kind::AccEnterData
-            | Kind::AccExitData
-            | Kind::AccUpdate
-            | Kind::AccUpload
-            | Kind::AccDownload => Data,
-            // Instants never open; should a runtime open one, it is the region's.
-            Kind::Region
-            | Kind::UserRegion
-            | Kind::Marker
-            | Kind::DualViewSync
-            | Kind::DualViewModify
-            | Kind::UserCounter
-            | Kind::Message
-            | Kind::ActorSegment => Region,
-            Kind::GpuApi
-            | Kind::Mpi
-            | Kind::AccDeviceInit
-            | Kind::AccDeviceShutdown
-            | Kind::OmpDevice => Runtime,
-            Kind::GpuKernel | Kind::GpuMemcpy | Kind::GpuMemset | Kind::GpuSync => return None,
-        })
-    }
-
-    /// Name in profiles and traces (`"wait"`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Kernel => "kernel",
-            Category::Parallel => "parallel",
-            Category::Task => "task",
-            Category::Wait => "wait",
-            Category::Data => "data",
-            Category::Region => "region",
-            Category::Runtime => "runtime",
-            Category::Idle => "idle",
-        }
-    }
-
-    /// Name of its counter track in traces (`"threads wait"`).
-    pub fn track_name(self) -> String {
-        format!("threads {}", self.as_str())
-    }
-}
 
 /// One thread's time by category (idle included) over its observed span.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,6 +73,25 @@ pub fn tally_all(threads: &[&mut ThreadProfile], clock: &Clock) -> Vec<ThreadTim
     let mut all: Vec<ThreadTimes> = threads.iter().filter_map(|p| tally(p, clock)).collect();
     all.sort_by_key(|t| t.index);
     all
+}
+
+/// The threads' time per category over the run, summed bucket by bucket
+/// (each thread's own series, [`crate::hot::aggregate::series::ThreadSeries`],
+/// kept by the same moves between categories as [`tally`] adds up): the grid of
+/// the widest thread's series, and its ticks per bucket and category.
+pub fn series(threads: &[&mut ThreadProfile]) -> (Grid, Vec<[u64; CATEGORIES]>) {
+    let grid = threads
+        .iter()
+        .map(|p| p.series.grid())
+        .max_by_key(|g| g.shift);
+    let Some(grid) = grid else {
+        return (Grid { origin: 0, shift: 0 }, Vec::new());
+    };
+    let mut sum = vec![[0u64; CATEGORIES]; BUCKETS];
+    for p in threads {
+        p.series.add_to(grid, &mut sum);
+    }
+    (grid, sum)
 }
 
 fn shares(ns: &[u64; CATEGORIES], of: u64) -> Vec<report::CategoryTime> {
@@ -383,6 +276,7 @@ impl Consumer for Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kprof_abi::Kind;
 
     #[test]
     fn every_host_kind_has_a_category() {

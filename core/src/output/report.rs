@@ -69,6 +69,11 @@ pub struct Report {
     /// (absent when no thread opened an instance).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<Concurrency>,
+    /// The run over time in at most 512 buckets of equal width: threads per
+    /// kind of work, bytes in use per memory space (absent when neither was
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_time: Option<OverTime>,
     /// Blocks plugins computed themselves, by name (the Kokkos tuner's
     /// `tuning`); absent when none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -76,6 +81,43 @@ pub struct Report {
     /// The summary lines of those blocks, in arrival order (not in the file).
     #[serde(skip)]
     pub extension_summaries: Vec<String>,
+}
+
+/// The run over time: bucket `i` covers `[clock.start_ns + i * bucket_ns,
+/// clock.start_ns + (i + 1) * bucket_ns)`, the last one ending at the run's end.
+/// The width doubles (neighbours combined) whenever the run outlasts the
+/// buckets, so there are between 256 and 512 of them after the first 0.5 ms.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OverTime {
+    /// Width of a bucket, in ns.
+    pub bucket_ns: u64,
+    /// Buckets (the length of every series).
+    pub buckets: u32,
+    /// Per category of the concurrency view that had any time: the mean number
+    /// of threads in it per bucket (time-weighted).
+    #[serde(default)]
+    pub threads: Vec<ThreadsOverTime>,
+    /// Per memory space: the most bytes in use at once per bucket.
+    #[serde(default)]
+    pub memory: Vec<MemoryOverTime>,
+}
+
+/// Threads in one category over time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ThreadsOverTime {
+    /// Category (`"kernel"`, ..., `"idle"`).
+    pub category: String,
+    /// Mean threads in it per bucket.
+    pub mean: Vec<f64>,
+}
+
+/// Bytes in use in one memory space over time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MemoryOverTime {
+    /// Space (`"Host"`, `"Cuda"`).
+    pub space: String,
+    /// Most bytes in use at once per bucket.
+    pub max_bytes: Vec<u64>,
 }
 
 /// What the system sampler saw: per metric, its range over the samples.

@@ -22,6 +22,8 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::hot::aggregate::series::{coalesce, Grid, BUCKETS};
+
 /// Largest allocations remembered per space.
 pub const LARGEST: usize = 10;
 
@@ -182,6 +184,94 @@ impl Space {
     }
 }
 
+/// Bytes in use per space over the run: per bucket of a [`Grid`], the most in
+/// use at once (every space on the same grid; coarsened together).
+pub struct MemorySeries {
+    grid: Grid,
+    /// By space name id.
+    spaces: FxHashMap<u32, SpaceSeries>,
+}
+
+/// One space's series.
+struct SpaceSeries {
+    max: Box<[u64]>,
+    /// The bucket of its latest change.
+    last: usize,
+    /// Bytes in use since then.
+    current: u64,
+}
+
+impl MemorySeries {
+    /// An empty series on `grid`.
+    pub fn new(grid: Grid) -> MemorySeries {
+        MemorySeries {
+            grid,
+            spaces: FxHashMap::default(),
+        }
+    }
+
+    /// Space `space` holds `bytes` from raw time `ts` on (times arrive in order).
+    pub fn set(&mut self, space: u32, ts: u64, bytes: u64) {
+        self.cover(ts);
+        let i = self.grid.index(ts);
+        let s = self.spaces.entry(space).or_insert_with(|| SpaceSeries {
+            max: vec![0; BUCKETS].into_boxed_slice(),
+            last: i,
+            current: 0,
+        });
+        s.carry(i);
+        s.max[i] = s.max[i].max(bytes);
+        s.current = bytes;
+    }
+
+    /// Coarsens the grid until raw time `ts` is in its last bucket or before.
+    fn cover(&mut self, ts: u64) {
+        while self.grid.index(ts) >= BUCKETS {
+            for s in self.spaces.values_mut() {
+                coalesce(&mut s.max, u64::max);
+                s.last /= 2;
+            }
+            self.grid.shift += 1;
+        }
+    }
+
+    /// The series up to raw time `end`, on a grid with at least `shift`: the
+    /// grid, and per space (name id) the most in use per bucket, one value per
+    /// bucket up to `end`'s.
+    pub fn finish(mut self, end: u64, shift: u32) -> (Grid, Vec<(u32, Vec<u64>)>) {
+        self.cover(end);
+        while self.grid.shift < shift {
+            for s in self.spaces.values_mut() {
+                coalesce(&mut s.max, u64::max);
+                s.last /= 2;
+            }
+            self.grid.shift += 1;
+        }
+        let n = self.grid.index(end) + 1;
+        let mut out: Vec<(u32, Vec<u64>)> = self
+            .spaces
+            .into_iter()
+            .map(|(space, mut s)| {
+                s.carry(n - 1);
+                (space, s.max[..n].to_vec())
+            })
+            .collect();
+        out.sort_unstable_by_key(|(space, _)| *space);
+        (self.grid, out)
+    }
+}
+
+impl SpaceSeries {
+    /// Carries the bytes in use into the buckets after the latest change, up
+    /// to bucket `i`: they held at least that much.
+    fn carry(&mut self, i: usize) {
+        for m in &mut self.max[(self.last + 1).min(i)..=i] {
+            *m = (*m).max(self.current);
+        }
+        self.last = self.last.max(i);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,5 +332,34 @@ mod tests {
         assert_eq!(s.free_labelled(0x200, Label::Unlabeled), Freed::Known);
         assert_eq!(s.free_labelled(0x999, Label::Unlabeled), Freed::Pending);
         assert_eq!(s.unmatched_frees(), 1);
+    }
+
+    /// Most in use per bucket, carried over buckets without a change, and
+    /// coarsened by maxima when the run outlasts the buckets.
+    #[test]
+    fn memory_series_keeps_the_most_in_use_per_bucket() {
+        let grid = Grid {
+            origin: 0,
+            shift: 4,
+        };
+        let mut m = MemorySeries::new(grid);
+        m.set(7, 5, 100); // bucket 0
+        m.set(7, 6, 40);
+        m.set(7, 50, 300); // bucket 3; buckets 1 and 2 hold 40
+        m.set(7, 52, 0);
+        let (g, v) = m.finish(100, 4);
+        assert_eq!(g, grid);
+        assert_eq!(v, vec![(7, vec![100, 40, 40, 300, 0, 0, 0])]);
+        // Past the last bucket: the width doubles, maxima of pairs.
+        let mut m = MemorySeries::new(grid);
+        m.set(1, 5, 100);
+        m.set(1, 40, 10);
+        m.set(1, 16 * BUCKETS as u64 + 20, 7);
+        let (g, v) = m.finish(16 * BUCKETS as u64 + 30, 0);
+        assert_eq!(g.shift, 5);
+        assert_eq!(v[0].1.len(), BUCKETS / 2 + 1);
+        assert_eq!(&v[0].1[..3], &[100, 100, 10]);
+        assert_eq!(v[0].1[BUCKETS / 2], 10);
+        assert_eq!(v[0].1[BUCKETS / 2 - 1], 10);
     }
 }

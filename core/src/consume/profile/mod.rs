@@ -13,12 +13,14 @@ use std::collections::BTreeMap;
 use kprof_abi::Anomaly;
 use rustc_hash::FxHashMap;
 
+use crate::consume::concurrency::Category;
 use crate::hot::aggregate::local::ThreadProfile;
+use crate::hot::aggregate::series::{coalesce, Grid};
 use crate::hot::aggregate::stats::Stats;
 use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, SiteRef};
 use crate::hot::runtime::Runtime;
 use crate::output::report::{self, Report};
-use memory::{Freed, Label, Space};
+use memory::{Freed, Label, MemorySeries, Space};
 use merge::Merged;
 
 #[derive(Default)]
@@ -34,6 +36,8 @@ pub struct Profile {
     /// index.
     threads: Vec<Option<Box<ThreadProfile>>>,
     spaces: FxHashMap<u32, Space>,
+    /// Bytes in use per space over the run.
+    memory_series: MemorySeries,
     /// What each allocation label id says about its owner (program or runtime).
     label_kinds: FxHashMap<u32, Label>,
     sections: FxHashMap<u32, SectionStats>,
@@ -56,6 +60,7 @@ impl Profile {
             rt,
             threads: Vec::new(),
             spaces: FxHashMap::default(),
+            memory_series: MemorySeries::new(Grid::new(&rt.clock, rt.start_raw)),
             label_kinds: FxHashMap::default(),
             sections: FxHashMap::default(),
             sites: FxHashMap::default(),
@@ -160,22 +165,20 @@ impl Consumer for Profile {
                 bytes,
             } => {
                 let kind = self.label_kind(label);
-                self.spaces
-                    .entry(space)
-                    .or_default()
-                    .alloc_labelled(ts, label, kind, ptr, bytes)
+                let s = self.spaces.entry(space).or_default();
+                s.alloc_labelled(ts, label, kind, ptr, bytes);
+                self.memory_series.set(space, ts, s.current);
             }
             Global::Free {
                 space, label, ptr, ..
             } => {
                 let kind = self.label_kind(label);
-                if self
-                    .spaces
-                    .entry(space)
-                    .or_default()
-                    .free_labelled(ptr, kind)
-                    == Freed::Unknown
-                {
+                let s = self.spaces.entry(space).or_default();
+                let freed = s.free_labelled(ptr, kind);
+                if freed == Freed::Known {
+                    self.memory_series.set(space, ts, s.current);
+                }
+                if freed == Freed::Unknown {
                     anomalies.count(Anomaly::UnknownFree);
                 }
             }
@@ -201,6 +204,72 @@ impl Consumer for Profile {
 }
 
 impl Profile {
+    /// The profile's `over_time` section: `threads`, the threads' time per
+    /// category summed on its grid ([`crate::consume::concurrency::series`]),
+    /// and the bytes in use per space, both on one grid that spans the run;
+    /// `None` when neither holds anything.
+    pub fn over_time(
+        &mut self,
+        threads: (Grid, Vec<[u64; crate::consume::concurrency::CATEGORIES]>),
+    ) -> Option<report::OverTime> {
+        let rt = self.rt;
+        let end = rt.end();
+        let (tgrid, mut ticks) = threads;
+        let grid = Grid::new(&rt.clock, rt.start_raw);
+        let memory = std::mem::replace(&mut self.memory_series, MemorySeries::new(grid));
+        let (grid, spaces) = memory.finish(end, tgrid.shift);
+        for _ in tgrid.shift..grid.shift {
+            coalesce(&mut ticks, |mut a, b| {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x += y;
+                }
+                a
+            });
+        }
+        let n = grid.index(end) + 1;
+        let busy = ticks.iter().flatten().any(|&t| t > 0);
+        if !busy && spaces.is_empty() {
+            return None;
+        }
+        // Mean threads: ticks over the bucket's ticks (the last one ends with
+        // the run), to three decimals.
+        let covered = |i: usize| {
+            let (a, b) = (grid.start(i), grid.start(i + 1).min(end.max(grid.start(i) + 1)));
+            (b - a) as f64
+        };
+        let threads = if busy {
+            Category::ALL
+                .iter()
+                .filter(|&&c| ticks.iter().any(|r| r[c as usize] > 0))
+                .map(|&c| report::ThreadsOverTime {
+                    category: c.as_str().into(),
+                    mean: (0..n)
+                        .map(|i| {
+                            let t = ticks.get(i).map_or(0, |r| r[c as usize]);
+                            (t as f64 / covered(i) * 1000.0).round() / 1000.0
+                        })
+                        .collect(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut memory: Vec<report::MemoryOverTime> = spaces
+            .into_iter()
+            .map(|(space, max_bytes)| report::MemoryOverTime {
+                space: rt.names.text(space),
+                max_bytes,
+            })
+            .collect();
+        memory.sort_by(|a, b| a.space.cmp(&b.space));
+        Some(report::OverTime {
+            bucket_ns: rt.clock.delta_ns(grid.origin, grid.start(1)),
+            buckets: n as u32,
+            threads,
+            memory,
+        })
+    }
+
     fn section_known(&self, id: u32) -> bool {
         let n = self.rt.sections.lock().map(|s| s.len()).unwrap_or(0);
         let known = id >= 1 && id as usize <= n;
@@ -444,6 +513,8 @@ impl Profile {
             // The writer adds the sampler's section.
             system: None,
             concurrency: None,
+            // The writer adds it (`Profile::over_time`).
+            over_time: None,
             extensions: crate::base::extensions::all()
                 .into_iter()
                 .map(|e| (e.name, e.json))

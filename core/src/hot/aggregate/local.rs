@@ -13,6 +13,7 @@
 use kprof_abi::{Anomaly, Kind};
 use rustc_hash::FxHashMap;
 
+use crate::base::category::Category;
 use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{
     count_unclosed, ended_at, DeviceActivity, Event, Extras, OpenInstance, Opening, Slice, MAX_ARGS,
@@ -21,6 +22,7 @@ use crate::hot::runtime::Runtime;
 use crate::hot::thread::{ThreadSlot, GUID_SEQ_BITS};
 
 use super::busy::DeviceBusy;
+use super::series::{Grid, ThreadSeries};
 use super::task_graph::TaskGraph;
 use super::tree::{Tree, ROOT};
 
@@ -46,6 +48,8 @@ struct Frame {
     capped: bool,
     /// Its counters were read at its begin: it has an entry on the counter stack.
     counted: bool,
+    /// What the thread does while this is its innermost instance.
+    category: Category,
 }
 
 /// A counted open instance: its counters at begin, and what the counted
@@ -187,6 +191,8 @@ pub struct ThreadProfile {
     pub first_ts: u64,
     /// See [`ThreadProfile::first_ts`].
     pub last_ts: u64,
+    /// Its time per category over the run, in buckets.
+    pub series: ThreadSeries,
     /// Instances sampled per node (`KPROF_SAMPLES`; 0: none).
     samples_k: usize,
     /// The thread's random numbers, for sampling.
@@ -223,6 +229,7 @@ impl ThreadProfile {
             events: 0,
             first_ts: 0,
             last_ts: 0,
+            series: ThreadSeries::new(Grid::new(&rt.clock, rt.start_raw)),
             samples_k: rt.samples as usize,
             rng: super::samples::Rng::new(
                 u64::from(slot.index).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ rt.start_raw,
@@ -469,6 +476,15 @@ impl ThreadProfile {
             });
             self.child(parent, key, name, kind, o.dev)
         };
+        // The thread's category changes to the new instance's (an instance
+        // beyond the cap stays in the capped frame's, as its time does).
+        let outer = self.frames.last().map_or(Category::Idle, |f| f.category);
+        self.series.moved(o.begin, outer);
+        let category = if capped {
+            outer
+        } else {
+            Category::of(kind).unwrap_or(outer)
+        };
         let copy = copy.filter(|_| !capped);
         if let Some(key) = copy {
             let c = self.copies.entry(key).or_default();
@@ -499,6 +515,7 @@ impl ThreadProfile {
             copy,
             capped,
             counted,
+            category,
         });
     }
 
@@ -590,6 +607,7 @@ impl ThreadProfile {
         end_lost: bool,
         counters: CountersAtEnd<'_>,
     ) {
+        self.series.moved(end, f.category);
         let counted = if f.counted {
             self.close_counters(counters)
         } else {
@@ -756,6 +774,7 @@ impl ThreadProfile {
         self.place_names = FxHashMap::default();
         self.anchors = FxHashMap::default();
         self.tree.nodes.shrink_to_fit();
+        self.series.compact();
     }
 
     /// Memory this profile holds, in bytes (approximately: the tree and the
@@ -772,6 +791,7 @@ impl ThreadProfile {
                 .address_cache
                 .as_ref()
                 .map_or(0, |_| ADDRESS_CACHE * size_of::<(u64, u32)>())
+            + self.series.bytes()
             + size_of::<ThreadProfile>();
         self.tree.bytes() + tables as u64
     }

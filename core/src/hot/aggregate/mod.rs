@@ -13,6 +13,7 @@
 pub mod busy;
 pub mod local;
 pub mod samples;
+pub mod series;
 pub mod stats;
 pub mod task_graph;
 pub mod tree;
