@@ -219,7 +219,10 @@ fn clock_offsets(
             .collect();
     }
     let by_who: std::collections::HashMap<u32, i64> = barriers.iter().copied().collect();
-    let times: Vec<Option<i64>> = order.iter().map(|(_, who)| by_who.get(who).copied()).collect();
+    let times: Vec<Option<i64>> = order
+        .iter()
+        .map(|(_, who)| by_who.get(who).copied())
+        .collect();
     match crate::timebase::barrier_offsets(&times) {
         Some(offsets) if order.len() > 1 => {
             eprintln!(

@@ -549,7 +549,10 @@ pub fn scatter(
 fn steps(values: &[f64], bucket_ns: f64, run_ns: f64) -> Vec<(f64, f64)> {
     let mut out = Vec::with_capacity(2 * values.len());
     for (i, &v) in values.iter().enumerate() {
-        let (a, b) = (i as f64 * bucket_ns, ((i + 1) as f64 * bucket_ns).min(run_ns));
+        let (a, b) = (
+            i as f64 * bucket_ns,
+            ((i + 1) as f64 * bucket_ns).min(run_ns),
+        );
         out.push((a, v));
         out.push((b.max(a), v));
     }

@@ -130,4 +130,3 @@ impl Category {
         format!("threads {}", self.as_str())
     }
 }
-

@@ -85,7 +85,13 @@ pub fn series(threads: &[&mut ThreadProfile]) -> (Grid, Vec<[u64; CATEGORIES]>) 
         .map(|p| p.series.grid())
         .max_by_key(|g| g.shift);
     let Some(grid) = grid else {
-        return (Grid { origin: 0, shift: 0 }, Vec::new());
+        return (
+            Grid {
+                origin: 0,
+                shift: 0,
+            },
+            Vec::new(),
+        );
     };
     let mut sum = vec![[0u64; CATEGORIES]; BUCKETS];
     for p in threads {

@@ -234,7 +234,10 @@ impl Profile {
         // Mean threads: ticks over the bucket's ticks (the last one ends with
         // the run), to three decimals.
         let covered = |i: usize| {
-            let (a, b) = (grid.start(i), grid.start(i + 1).min(end.max(grid.start(i) + 1)));
+            let (a, b) = (
+                grid.start(i),
+                grid.start(i + 1).min(end.max(grid.start(i) + 1)),
+            );
             (b - a) as f64
         };
         let threads = if busy {
