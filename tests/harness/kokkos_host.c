@@ -524,9 +524,33 @@ static void call_parse_args(const char *exe, const char *cmd_args, const char *e
 
 /* ---------------------------------------------------------------- scenarios */
 
+/* KOKKOS_HOST_STARTS=FILE (basic): the CLOCK_MONOTONIC ns at which each axpy
+ * is launched (before its begin callback), written to FILE as 3N native
+ * uint64 in launch order: a sampled instance's start maps to its index. */
+static uint64_t *axpy_starts;
+static size_t axpy_launched;
+
+static uint64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void write_axpy_starts(void) {
+  const char *path = getenv("KOKKOS_HOST_STARTS");
+  if (!path || !axpy_starts) return;
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(axpy_starts, sizeof *axpy_starts, axpy_launched, f) != axpy_launched) {
+    fprintf(stderr, "kokkos_host: cannot write %s\n", path);
+    exit(3);
+  }
+  fclose(f);
+}
+
 static void scenario_basic(int n) {
   static double x[1000], y[1000], leaky[512], dx[1000], tmp[12500];
   static char dv[64];
+  if (getenv("KOKKOS_HOST_STARTS")) axpy_starts = malloc(3 * (size_t)n * sizeof *axpy_starts);
   k_push("solve");
   k_alloc("Host", "x", x, 8000);
   k_alloc("Host", "y", y, 8000);
@@ -535,7 +559,10 @@ static void scenario_basic(int n) {
   for (int it = 0; it < 3; it++) {
     k_push("iteration");
     if (it == 0) k_alloc("Host", "tmp", tmp, 100000);
-    for (int i = 0; i < n; i++) k_kernel(FOR, "axpy", DEV_OPENMP);
+    for (int i = 0; i < n; i++) {
+      if (axpy_starts) axpy_starts[axpy_launched++] = mono_ns();
+      k_kernel(FOR, "axpy", DEV_OPENMP);
+    }
     k_kernel(REDUCE, "dot", DEV_OPENMP);
     k_kernel(SCAN, "prefix", DEV_OPENMP);
     if (it == 0) k_dealloc("Host", "tmp", tmp, 100000);
@@ -569,6 +596,8 @@ static void scenario_basic(int n) {
   k_dealloc("Host", "y", y, 8000);
   k_dealloc("Cuda", "d_x", dx, 8000);
   k_pop();
+  write_axpy_starts();
+  free(axpy_starts);
 }
 
 /* Kokkos 4.x's OpenMP back end (2 threads) growing its team scratch for a team

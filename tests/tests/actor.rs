@@ -1022,3 +1022,118 @@ fn counters_per_segment() {
         assert_eq!(seg("actor COMM").0, 0, "PE {pe}");
     }
 }
+
+/// `kprof merge` of an OpenSHMEM job (no MPI, so no clock offsets measured at
+/// `MPI_Init`) puts every PE on PE 0's clock by the PEs' first barrier
+/// (`actor.barrier_ns`). On one node the PEs share a clock and the offsets are
+/// the barrier's exit skew; to see offsets that matter, as between nodes, the
+/// PEs' barrier times are moved as if PE k's clock ran k x 7 ms ahead: the
+/// merged trace then has PE k's slices that much earlier than its own trace,
+/// to the nanosecond.
+#[test]
+fn merged_trace_is_on_pe_0s_clock_by_the_first_barrier() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let Some(_) = kprof_tests::trace_check::perfetto_schema() else {
+        skip_unless(false, "Perfetto's protos (protoc)");
+        return;
+    };
+    const AHEAD_NS: i64 = 7_000_000;
+    let dir = scratch("actor_barrier_offsets");
+    let kprof = lib("kprof").display().to_string();
+    let pattern = dir.join("pe%r").display().to_string();
+    let exe = programs().histo_unwrapped.display().to_string();
+    let out = oshrun(
+        &[
+            &kprof,
+            "run",
+            "--actor",
+            "--summary",
+            "0",
+            "--trace",
+            "perfetto",
+            "-o",
+            &pattern,
+            "--",
+            &exe,
+            "2000",
+        ],
+        &[],
+    );
+    assert_ok(&out);
+    // Per PE: its pid, its first PROC slice's begin in its own trace, and when
+    // it left its first barrier.
+    let mut own: Vec<(i64, u64, i64)> = Vec::new();
+    for pe in 0..NP {
+        let d = dir.join(format!("pe{pe}"));
+        let model = kprof_tests::trace_check::read_perfetto(&d).expect("decodable trace");
+        let (pid, first) = first_proc(&model)[0];
+        own.push((
+            pid,
+            first,
+            meta(&read_profile(&d), "actor.barrier_ns") as i64,
+        ));
+        // The same run with PE k's barrier time moved k x AHEAD_NS on.
+        let moved = dir.join(format!("moved/pe{pe}"));
+        std::fs::create_dir_all(&moved).unwrap();
+        std::fs::copy(d.join("trace.pftrace"), moved.join("trace.pftrace")).unwrap();
+        let text = std::fs::read_to_string(d.join("profile.json")).unwrap();
+        let b = own[pe].2;
+        let (from, to) = (
+            format!("\"actor.barrier_ns\":\"{b}\""),
+            format!("\"actor.barrier_ns\":\"{}\"", b + pe as i64 * AHEAD_NS),
+        );
+        assert_eq!(
+            text.matches(&from).count(),
+            1,
+            "{from} in PE {pe}'s profile"
+        );
+        std::fs::write(moved.join("profile.json"), text.replace(&from, &to)).unwrap();
+    }
+    for (which, ahead) in [("", 0), ("moved/", AHEAD_NS)] {
+        let merged = dir.join(format!("{which}merged"));
+        let dirs: Vec<String> = (0..NP)
+            .map(|r| dir.join(format!("{which}pe{r}")).display().to_string())
+            .collect();
+        let o = Command::new(lib("kprof"))
+            .arg("merge")
+            .args(&dirs)
+            .arg("-o")
+            .arg(&merged)
+            .output()
+            .expect("run kprof merge");
+        assert_ok(&o);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains("PEs' first barrier"), "{stderr}");
+        let model =
+            kprof_tests::trace_check::read_perfetto(&merged).expect("decodable merged trace");
+        model.assert_valid();
+        let got: BTreeMap<i64, u64> = first_proc(&model).into_iter().collect();
+        let b0 = own[0].2;
+        for (pe, &(pid, first, b)) in own.iter().enumerate() {
+            let offset = b0 - (b + pe as i64 * ahead);
+            assert_eq!(
+                got.get(&pid).copied(),
+                Some((first as i64 + offset) as u64),
+                "{which}PE {pe}: first PROC slice, offset {offset} ns"
+            );
+        }
+    }
+}
+
+/// Per process (pid) in a trace, its earliest `actor PROC` slice's begin, by
+/// pid.
+fn first_proc(model: &kprof_tests::trace_check::Model) -> Vec<(i64, u64)> {
+    let mut first: BTreeMap<i64, u64> = BTreeMap::new();
+    for s in model.named("actor PROC") {
+        if let Some(kprof_tests::trace_check::TrackKind::Thread { pid, .. }) =
+            model.tracks.get(&s.track).map(|t| t.kind.clone())
+        {
+            let e = first.entry(pid).or_insert(u64::MAX);
+            *e = (*e).min(s.begin_ns);
+        }
+    }
+    assert!(!first.is_empty(), "no PROC slice");
+    first.into_iter().collect()
+}

@@ -507,7 +507,9 @@ fn plot_draws_svg_figures_and_an_offline_page_chromium_renders() {
     for id in ["top", "icicle", "scatter", "concurrency", "threads"] {
         assert!(page.contains(&format!("<section id=\"{id}\">")), "{id}");
     }
-    assert_eq!(page.matches("<svg").count(), 5);
+    // ... and the threads over time.
+    assert!(page.contains("<section id=\"threads-over-time\">"));
+    assert_eq!(page.matches("<svg").count(), 6);
     for fetch in ["src=", "<link", "<script", "url(", "@import"] {
         assert!(!page.contains(fetch), "the page fetches something: {fetch}");
     }
@@ -573,6 +575,10 @@ fn a_million_kernels_keep_exactly_the_configured_samples_uniformly() {
             vec![("KPROF_SAMPLES", "500"), ("KPROF_IN_PLACE", "0")],
         ),
     ] {
+        let launches = scratch(&format!("analyses-launches-{label}")).join("starts.bin");
+        let mut env = env;
+        let path = launches.display().to_string();
+        env.push(("KOKKOS_HOST_STARTS", path.as_str()));
         let p = kokkos_basic(label, 333_334, &env);
         let all = kprof_tests::nodes(&p);
         let axpy = kprof_tests::node(&all, &["solve", "iteration", "axpy"]);
@@ -598,12 +604,23 @@ fn a_million_kernels_keep_exactly_the_configured_samples_uniformly() {
             starts.windows(2).all(|w| w[0] < w[1]),
             "{label}: by start, distinct"
         );
-        // Uniform over the kernels' time: chi-square over ten bins between the
-        // first and the last sample (9 degrees of freedom; 0.1% critical value).
-        let (lo, hi) = (starts[0], starts[starts.len() - 1] + 1);
+        // Uniform over the instances: each sample is the instance launched
+        // last before its start (the harness's launch times, on the same
+        // clock), binned by that index, so a stalled machine that spreads the
+        // instances unevenly over time changes nothing. Chi-square over ten
+        // bins (9 degrees of freedom; 0.1% critical value).
+        let launched: Vec<u64> = std::fs::read(&launches)
+            .expect("the harness's launch times")
+            .chunks_exact(8)
+            .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(launched.len(), 1_000_002, "{label}");
+        assert!(launched.windows(2).all(|w| w[0] < w[1]));
+        let t0 = kprof_tests::u(&p["clock"]["start_ns"]);
         let mut bins = [0u64; 10];
         for s in &starts {
-            bins[((s - lo) * 10 / (hi - lo)) as usize] += 1;
+            let at = launched.partition_point(|&l| l <= t0 + s).max(1) - 1;
+            bins[at * 10 / launched.len()] += 1;
         }
         let chi2: f64 = bins.iter().map(|&o| (o as f64 - 50.0).powi(2) / 50.0).sum();
         assert!(chi2 < 27.88, "{label}: bins {bins:?}, chi-square {chi2}");
