@@ -52,6 +52,8 @@ impl Category {
 
     /// The category of a thread whose innermost open instance is of `kind`;
     /// `None` for device activities, which are device time, not a thread's.
+    /// (On every begin: inlined, a table lookup.)
+    #[inline(always)]
     pub fn of(kind: Kind) -> Option<Category> {
         use Category::*;
         Some(match kind {

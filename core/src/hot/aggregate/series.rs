@@ -90,6 +90,11 @@ pub struct ThreadSeries {
     grid: Grid,
     /// Raw time of the latest move (0: the thread has not begun).
     last: u64,
+    /// Raw time where the latest move's bucket ends (0: none, the next move
+    /// takes the slow path).
+    bucket_end: u64,
+    /// The latest move's bucket, as an index of `rows`.
+    current: usize,
     /// Bucket `lo + i` is `rows[i]`: all [`BUCKETS`] while the thread runs
     /// (made at its first begin), the used ones after [`ThreadSeries::compact`].
     rows: Box<[[u64; CATEGORIES]]>,
@@ -102,6 +107,8 @@ impl ThreadSeries {
         ThreadSeries {
             grid,
             last: 0,
+            bucket_end: 0,
+            current: 0,
             rows: Box::new([]),
             lo: 0,
         }
@@ -112,15 +119,12 @@ impl ThreadSeries {
     /// to `from`.
     #[inline(always)]
     pub fn moved(&mut self, ts: u64, from: Category) {
-        let last = self.last;
-        if ts > last && last != 0 {
-            let i = self.grid.index(ts);
-            if i == self.grid.index(last) {
-                if let Some(r) = self.rows.get_mut(i.wrapping_sub(self.lo)) {
-                    r[from as usize] += ts - last;
-                    self.last = ts;
-                    return;
-                }
+        // Within the latest move's bucket: one add.
+        if ts < self.bucket_end && ts >= self.last {
+            if let Some(r) = self.rows.get_mut(self.current) {
+                r[from as usize] += ts - self.last;
+                self.last = ts;
+                return;
             }
         }
         self.spread(ts, from);
@@ -135,7 +139,7 @@ impl ThreadSeries {
             self.last = ts;
             return;
         }
-        if ts <= self.last {
+        if ts < self.last {
             return;
         }
         if self.rows.len() < BUCKETS {
@@ -153,6 +157,9 @@ impl ThreadSeries {
             at = next;
         }
         self.last = ts;
+        let i = self.grid.index(ts);
+        self.current = i;
+        self.bucket_end = self.grid.start(i + 1);
     }
 
     /// All buckets again (after [`ThreadSeries::compact`]).
@@ -174,6 +181,8 @@ impl ThreadSeries {
         let end = self.rows.iter().rposition(used).map_or(first, |e| e + 1);
         self.rows = self.rows[first..end].into();
         self.lo += first;
+        // Rows are no longer indexed by bucket: the next move takes the slow path.
+        self.bucket_end = 0;
     }
 
     /// Its grid now.
