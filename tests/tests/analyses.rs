@@ -229,6 +229,13 @@ fn merged_ranks_give_hatchet_min_mean_max_and_summed_dependences() {
         .arg(&m)
         .arg("--no-trace"));
     assert_ok(&o);
+    // The ranks' series over time are left out, and the merge says so.
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("series over time (over_time) of 2 ranks are not merged"),
+        "{said}"
+    );
+    assert!(read_profile(&m).get("over_time").is_none());
     check_with_hatchet(&m, true);
     // kprof plot of the merged directory: means over ranks, and per rank.
     assert_ok(&run(clean_cmd(&lib("kprof")).arg("plot").arg(&m)));
