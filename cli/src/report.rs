@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use kprof_core::output::flat::{flatten, FlatRow};
+use kprof_core::output::flat::{top_rows, FlatRow};
 use kprof_core::output::report::{Report, TreeNode};
 use regex::Regex;
 use serde_json::{json, Value};
@@ -174,23 +174,15 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
         return s;
     }
 
-    let mut flat = flatten(&r.tree);
-    if let Some(re) = filter {
-        flat.retain(|f| re.is_match(&f.name));
-    }
     let order = |a: &FlatRow, b: &FlatRow| {
         sort_value(sort_of(args), b.total_ns, b.self_ns, b.count)
             .cmp(&sort_value(sort_of(args), a.total_ns, a.self_ns, a.count))
             .then_with(|| (&a.name, a.kind, &a.device).cmp(&(&b.name, b.kind, &b.device)))
     };
-    let all = flat.len();
+    let keep = |f: &FlatRow| filter.is_none_or(|re| re.is_match(&f.name));
     let top = args.top.unwrap_or(20);
-    // Only the top rows are shown: select them before sorting (a million names).
-    if flat.len() > top {
-        flat.select_nth_unstable_by(top, order);
-        flat.truncate(top);
-    }
-    flat.sort_by(order);
+    // Only the top rows are shown: they are kept as the rows come (a million names).
+    let (flat, all) = top_rows(&r.tree, &keep, &order, top);
     if args.csv || args.json {
         return flat_machine(&flat, run, args.csv);
     }
