@@ -120,9 +120,7 @@ extern "C" fn in_front(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void)
                 None => (false, pid as u32),
             }
         }
-        Some((code, pid, _)) if matches!(code, libc::SI_USER | libc::SI_QUEUE | libc::SI_TKILL) => {
-            (false, pid as u32)
-        }
+        Some((libc::SI_USER | libc::SI_QUEUE | libc::SI_TKILL, pid, _)) => (false, pid as u32),
         _ => (false, NO_ORIGIN),
     };
     let arrival = Arrival {
