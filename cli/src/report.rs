@@ -161,7 +161,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
                 dur(n.self_ns),
                 n.count.to_string(),
                 crate::fmt::duration(n.mean_ns),
-                n.kind.clone(),
+                n.kind.to_string(),
                 n.device_label(),
                 format!("{}{}", "  ".repeat(depth), cell(&n.name, args)),
             ]);
@@ -340,7 +340,7 @@ fn threads(s: &mut String, r: &Report, args: &ReportArgs) {
             dur(th.min_ns),
             crate::fmt::duration(th.mean_ns),
             dur(th.max_ns),
-            n.kind.clone(),
+            n.kind.to_string(),
             cell(path, args),
         ]);
     }

@@ -341,7 +341,7 @@ pub fn flatten(tree: &[TreeNode]) -> Vec<FlatRow<'_>> {
         f: &mut Flattener<(&'a str, &'a str, Cow<'a, str>)>,
     ) {
         for n in nodes {
-            let key = (n.name.as_str(), n.kind.as_str(), n.device_text());
+            let key = (n.name.as_ref(), n.kind.as_ref(), n.device_text());
             f.add(depth, key, n.into());
             walk(&n.children, depth + 1, f);
         }

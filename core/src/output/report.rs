@@ -2,6 +2,7 @@
 //! The summary, `profile.json` and `profile.csv` are all rendered from one [`Report`],
 //! so they never disagree.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -371,10 +372,11 @@ pub struct ThreadInfo {
 /// A node of the call-path tree.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TreeNode {
-    /// Name.
-    pub name: String,
+    /// Name (borrowed from the runtime's names where it reads as stored: a
+    /// streamed tree makes a node per visit, a million per file).
+    pub name: Cow<'static, str>,
     /// Kind (`parallel_for`, `region`, ...).
-    pub kind: String,
+    pub kind: Cow<'static, str>,
     /// Back end label, `null` for no device.
     pub device: Option<String>,
     /// Device number.
@@ -610,7 +612,7 @@ impl TreeNode {
         children: Vec<TreeNode>,
     ) -> TreeNode {
         TreeNode {
-            name: name.into(),
+            name: name.to_string().into(),
             kind: "user_region".into(),
             device: None,
             device_index: None,

@@ -539,7 +539,7 @@ fn openmp(s: &mut String, tree: &dyn CallTree, top: usize) {
     tree.walk(&mut |depth, n: &TreeNode| {
         path.truncate(depth);
         let parent = path.last().map_or("", String::as_str);
-        if let (Some(t), "omp_implicit_task") = (&n.threads, n.kind.as_str()) {
+        if let (Some(t), "omp_implicit_task") = (&n.threads, n.kind.as_ref()) {
             regions.push((
                 parent.to_string(),
                 t.threads,
@@ -552,8 +552,8 @@ fn openmp(s: &mut String, tree: &dyn CallTree, top: usize) {
         // An implicit barrier's slice is its wait (no separate wait inside).
         let implicit = n.kind == "omp_barrier" && n.name == "implicit barrier";
         if n.kind == "omp_sync_wait" || n.kind == "omp_mutex_wait" || implicit {
-            let (kind, what) = match n.kind.as_str() {
-                "omp_mutex_wait" => ("omp_mutex_wait", n.name.as_str()),
+            let (kind, what) = match n.kind.as_ref() {
+                "omp_mutex_wait" => ("omp_mutex_wait", n.name.as_ref()),
                 _ => ("omp_sync_wait", parent),
             };
             let e = waits
@@ -562,7 +562,7 @@ fn openmp(s: &mut String, tree: &dyn CallTree, top: usize) {
             e.0 += n.total_ns;
             e.1 += n.count;
         }
-        path.push(n.name.clone());
+        path.push(n.name.to_string());
     });
     if regions.is_empty() && waits.is_empty() {
         return;
