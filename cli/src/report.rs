@@ -46,8 +46,9 @@ pub struct ReportArgs {
     #[arg(long, conflicts_with_all = ["tree", "csv", "json"])]
     pub threads: bool,
     /// Kernels and regions by name over all their call paths and kinds: total
-    /// time, calls and time per call, as kokkos-tools' kernel-timer shows them.
-    #[arg(long, conflicts_with_all = ["tree", "threads", "csv", "json"])]
+    /// time, calls and time per call, as kokkos-tools' kernel-timer shows them
+    /// (with `--csv` or `--json`: those rows, machine-readable).
+    #[arg(long, conflicts_with_all = ["tree", "threads"])]
     pub flat: bool,
 }
 
