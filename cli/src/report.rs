@@ -238,6 +238,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
     if let Some(g) = &r.gpu {
         kprof_core::output::summary::gpu(&mut s, g, top);
     }
+    kprof_core::output::summary::extension_blocks(&mut s, r);
     s
 }
 

@@ -74,8 +74,9 @@ pub struct Report {
     /// `tuning`); absent when none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, serde_json::Value>,
-    /// The summary lines of those blocks, in arrival order (not in the file).
-    #[serde(skip)]
+    /// The summary lines of those blocks, in arrival order (`kprof report`
+    /// prints them as the exit summary did).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extension_summaries: Vec<String>,
 }
 
