@@ -79,8 +79,9 @@ pub struct Report {
     /// `tuning`); absent when none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, serde_json::Value>,
-    /// The summary lines of those blocks, in arrival order (not in the file).
-    #[serde(skip)]
+    /// The summary lines of those blocks, in arrival order (`kprof report`
+    /// prints them as the exit summary did).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extension_summaries: Vec<String>,
 }
 
@@ -418,6 +419,7 @@ pub struct TreeNode {
     /// streamed tree makes a node per visit, a million per file).
     pub name: Cow<'static, str>,
     /// Kind (`parallel_for`, `region`, ...).
+    #[serde(deserialize_with = "known_kind")]
     pub kind: Cow<'static, str>,
     /// Back end label, `null` for no device.
     pub device: Option<String>,
@@ -673,4 +675,25 @@ impl TreeNode {
             children,
         }
     }
+}
+
+/// Reads a node's kind, as the runtime's own text when it is one of its kinds: a
+/// profile of a million nodes read back then holds no copy of those few words.
+fn known_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'static, str>, D::Error> {
+    struct KindText;
+    impl serde::de::Visitor<'_> for KindText {
+        type Value = Cow<'static, str>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a kind")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(
+                match kprof_abi::Kind::ALL.iter().find(|k| k.as_str() == v) {
+                    Some(k) => Cow::Borrowed(k.as_str()),
+                    None => Cow::Owned(v.to_string()),
+                },
+            )
+        }
+    }
+    d.deserialize_str(KindText)
 }

@@ -246,12 +246,7 @@ pub fn body(r: &Report, tree: &dyn CallTree, top: usize, traces: &[PathBuf]) -> 
         let _ = writeln!(s, "\nKokkos kernels on devices: {how}");
     }
 
-    for lines in &r.extension_summaries {
-        let _ = write!(s, "\n{lines}");
-        if !lines.ends_with('\n') {
-            s.push('\n');
-        }
-    }
+    extension_blocks(&mut s, r);
 
     let anomalies: Vec<String> = r
         .anomalies
@@ -652,5 +647,15 @@ mod tests {
             "kprof itself: 2000000 events aggregated in place into 12 call paths (6.00 KiB of \
              profile); 4800 records"
         ));
+    }
+}
+
+/// The blocks plugins added to the summary (`CoreApi::extension`), as they gave them.
+pub fn extension_blocks(s: &mut String, r: &Report) {
+    for lines in &r.extension_summaries {
+        let _ = write!(s, "\n{lines}");
+        if !lines.ends_with('\n') {
+            s.push('\n');
+        }
     }
 }
