@@ -601,6 +601,16 @@ fn openmp(s: &mut String, tree: &dyn CallTree, top: usize) {
     }
 }
 
+/// The blocks plugins added to the summary (`CoreApi::extension`), as they gave them.
+pub fn extension_blocks(s: &mut String, r: &Report) {
+    for lines in &r.extension_summaries {
+        let _ = write!(s, "\n{lines}");
+        if !lines.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -647,15 +657,5 @@ mod tests {
             "kprof itself: 2000000 events aggregated in place into 12 call paths (6.00 KiB of \
              profile); 4800 records"
         ));
-    }
-}
-
-/// The blocks plugins added to the summary (`CoreApi::extension`), as they gave them.
-pub fn extension_blocks(s: &mut String, r: &Report) {
-    for lines in &r.extension_summaries {
-        let _ = write!(s, "\n{lines}");
-        if !lines.ends_with('\n') {
-            s.push('\n');
-        }
     }
 }
