@@ -1,7 +1,7 @@
 /*
  * kp_core_api.h - the C mirror of libkprof_core.so's plugin table, for the test
  * programs that drive the core directly (trace_driver.c, in_place.c). It follows
- * abi/src/lib.rs (struct CoreApi) field by field, in order, through job_free
+ * abi/src/lib.rs (struct CoreApi) field by field, in order, through call
  * (the last field of ABI 1 today; a core's table is at least sizeof(kp_core_api)
  * bytes when its `size` says so).
  */
@@ -102,6 +102,8 @@ typedef struct {
   int32_t (*job_write)(const uint8_t *form, size_t len);
   void (*job_done)(int32_t merged);
   void (*job_free)(uint8_t *form, size_t len);
+  uint64_t (*stamp)(void);
+  void (*call)(const void *call);
 } kp_core_api;
 
 /* The table's layout as abi/src/lib.rs has it on x86-64 and aarch64. */

@@ -740,6 +740,41 @@ fn merged_traces_are_on_rank_0s_clock() {
         let ring = own.named("ring");
         assert_eq!(ring.len(), 1, "rank {r}");
         want.push(ring[0].begin_ns.saturating_add_signed(-offset));
+        // Calls recorded whole are slices in the trace as any other: inside
+        // the ring, with their arguments, as many as the profile counts.
+        let all = nodes(&p);
+        for (call, key, peer) in [
+            ("MPI_Send", "bytes_sent", (r + 1) % RANKS),
+            ("MPI_Recv", "bytes_received", (r + RANKS - 1) % RANKS),
+        ] {
+            let slices = own.named(call);
+            assert_eq!(
+                slices.len() as u64,
+                count(&all, &["ring", call]),
+                "rank {r} {call}"
+            );
+            assert_eq!(slices.len(), 3, "rank {r} {call}");
+            let node = node(&all, &["ring", call]);
+            let (lo, hi) = arg(node, key);
+            for s in slices {
+                let parent = s.parent.map(|i| own.slices[i].name.as_str());
+                assert_eq!(parent, Some("ring"), "rank {r} {call}");
+                assert!(s.begin_ns <= s.end_ns && s.begin_ns >= ring[0].begin_ns);
+                assert!(s.end_ns <= ring[0].end_ns, "rank {r} {call}");
+                let bytes = s.args.get(key).and_then(Value::as_u64).expect(key);
+                assert!(bytes > 0 && (lo..=hi).contains(&bytes), "rank {r} {call}");
+            }
+            // The ring's last round receives from MPI_ANY_SOURCE: the peer is
+            // the status's, the left neighbour.
+            if call == "MPI_Recv" {
+                let peers: BTreeSet<u64> = own
+                    .named(call)
+                    .iter()
+                    .filter_map(|s| s.args.get("peer").and_then(Value::as_u64))
+                    .collect();
+                assert_eq!(peers, BTreeSet::from([u64::from(peer)]), "rank {r}");
+            }
+        }
         cmd.arg(&d);
     }
     assert_ok(&run(cmd.arg("-o").arg(dir.join("m"))));
