@@ -12,13 +12,14 @@
 //! in `MPI_COMM_WORLD` ranks) and `comm_size` (collectives). Point-to-point
 //! messages go to the profile's message matrix (channel `MPI p2p`): sends when
 //! posted, receives when completed (`MPI_Recv`, `MPI_Sendrecv`, or the wait or test
-//! that completes an `MPI_Irecv`: source from the status, bytes from
-//! `PMPI_Get_count` x the type's size), peers translated to `MPI_COMM_WORLD` ranks
+//! that completes an `MPI_Irecv`: source and bytes from the status, which holds
+//! the bytes received in both families), peers translated to `MPI_COMM_WORLD` ranks
 //! with `PMPI_Group_translate_ranks` once per communicator.
 //!
-//! Open MPI only (its ABI is declared in [`sys`]): under another MPI (MPICH and
-//! its derivatives) the plugin says so in one line at `MPI_Init` and only
-//! forwards. No lock, allocation or system call on a call, except the first use
+//! Open MPI and MPICH (and the libraries sharing its ABI), told apart at
+//! `MPI_Init` ([`sys::Abi`]); under another MPI the plugin says so in one line
+//! and only forwards. Each call is one call into the core once MPI returned
+//! ([`kprof_abi::CoreApi::call`], the clock read before it). No lock, allocation or system call on a call, except the first use
 //! of a communicator (its translation) and a wait or test that completes more than
 //! 64 tracked receives, or ignores the statuses of more than 64 requests (a heap
 //! buffer then); no panic reaches the program ([`kprof_abi::guard`]).
@@ -54,10 +55,9 @@ fn measured(
     let Some(a) = active() else {
         return fwd(p);
     };
-    let begin = a.stamp();
+    let mut r = guard(Rec::new(name, 0), || a.open(name));
     let rc = fwd(p);
     guard((), || {
-        let mut r = Rec::new(name, begin);
         after(a, p, rc, &mut r);
         a.record(&r);
     });
@@ -119,7 +119,7 @@ unsafe fn at(counts: *const c_int, i: c_int, n: c_int) -> u64 {
 
 // ---- start and end ----
 
-/// `MPI_Init`: attaches kprof (Open MPI), then initializes MPI.
+/// `MPI_Init`: attaches kprof (Open MPI or MPICH), then initializes MPI.
 ///
 /// # Safety
 /// The MPI standard's C binding.
@@ -194,7 +194,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     guard((), || {
         // The call is counted; its time is the real finalize's, after the
         // profile ends.
-        a.record(&Rec::new(c"MPI_Finalize", a.stamp()));
+        a.record(&a.open(c"MPI_Finalize"));
         state::deactivate(a);
         if let Some(j) = &a.job {
             job::reduce(a, p, j);
@@ -221,7 +221,7 @@ pub unsafe extern "C" fn MPI_Abort(comm: Comm, errorcode: c_int) -> c_int {
     };
     if let Some(a) = active() {
         guard((), || {
-            a.record(&Rec::new(c"MPI_Abort", a.stamp()));
+            a.record(&a.open(c"MPI_Abort"));
             state::deactivate(a);
             state::metadata(a.api, "MPI_Abort error code", &errorcode.to_string());
             let mut len = 0usize;
@@ -633,7 +633,7 @@ fn completion(
     let Some(a) = active() else {
         return fwd(p, statuses);
     };
-    let begin = a.stamp();
+    let mut r = guard(Rec::new(name, 0), || a.open(name));
     // Built in place and never moved: they are arrays of a few KiB.
     let mut scan = Scan::new();
     // SAFETY: the program passes `count` requests.
@@ -642,7 +642,6 @@ fn completion(
     let ptr = st.set(&a.abi, statuses, count, !scan.is_empty());
     let rc = fwd(p, ptr);
     guard((), || {
-        let mut r = Rec::new(name, begin);
         if scan.is_empty() || rc != sys::SUCCESS {
             a.record(&r);
             return;

@@ -76,6 +76,9 @@ pub struct Active {
     pub world_size: c_int,
     /// kprof's own communicator (None: the job ends with per-rank files only).
     pub job: Option<crate::job::Job>,
+    /// Calls are recorded whole ([`kprof_abi::CoreApi::call`]); false when MPI
+    /// calls get hardware counters, which are read as an instance opens.
+    pub whole: bool,
 }
 
 /// The state while measuring.
@@ -143,12 +146,14 @@ pub fn activate(api: &'static CoreApi, abi: Abi, p: &Pmpi, thread_level: Option<
     if unsafe { (p.get_library_version)(buf.as_mut_ptr().cast(), &mut len) } == sys::SUCCESS {
         let text =
             String::from_utf8_lossy(&buf[..usize::try_from(len).unwrap_or(0).min(buf.len())]);
+        // Its first line or clause, spaces collapsed (MPICH's has a tab).
         let first = text
             .split([',', '\n'])
             .next()
             .unwrap_or_default()
-            .trim()
-            .to_string();
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         metadata(api, "MPI library", &first);
     }
     metadata(api, "MPI rank", &rank.to_string());
@@ -171,6 +176,8 @@ pub fn activate(api: &'static CoreApi, abi: Abi, p: &Pmpi, thread_level: Option<
         world_rank: rank,
         world_size: size,
         job: crate::job::Job::start(p, &abi),
+        // SAFETY: a NUL-terminated literal.
+        whole: unsafe { (api.option_flag)(c"mpi-counters".as_ptr()) } != 1,
     };
     match a.job {
         Some(j) => crate::job::clock_offsets(&a, p, &j),
@@ -379,19 +386,40 @@ impl Active {
 
     // ---- recording ----
 
-    /// The core clock before a call, for its [`Rec`].
+    /// A call named `name` begins: the core clock now, for its [`Rec`] (or,
+    /// when MPI calls get hardware counters, its instance opens now).
     #[inline(always)]
-    pub fn stamp(&self) -> u64 {
-        // SAFETY: no arguments.
-        unsafe { (self.api.stamp)() }
+    pub fn open(&self, name: &'static CStr) -> Rec {
+        if self.whole {
+            // SAFETY: no arguments.
+            return Rec::new(name, unsafe { (self.api.stamp)() });
+        }
+        // SAFETY: a static NUL-terminated name.
+        unsafe { (self.api.begin_static)(Kind::Mpi as u8, name.as_ptr(), 0, 0) };
+        Rec::new(name, 0)
     }
 
-    /// Records a call whole: its node, arguments and first message, in one
-    /// call into the core.
+    /// Records a call: whole (its node, arguments and first message, in one
+    /// call into the core), or, when it was opened, its arguments, message and
+    /// end.
     #[inline(always)]
     pub fn record(&self, r: &Rec) {
-        // SAFETY: a call whose strings are all static literals.
-        unsafe { (self.api.call)(&r.0) };
+        if self.whole {
+            // SAFETY: a call whose strings are all static literals.
+            unsafe { (self.api.call)(&r.0) };
+            return;
+        }
+        let c = &r.0;
+        // SAFETY: static NUL-terminated keys and channel; plain values.
+        unsafe {
+            for a in &c.args[..usize::from(c.nargs)] {
+                (self.api.arg_static)(a.key, a.value);
+            }
+            if !c.channel.is_null() {
+                (self.api.instant_static)(Kind::Message as u8, c.channel, c.message, c.bytes);
+            }
+            (self.api.end)(Kind::Mpi as u8, 0);
+        }
     }
 
     /// One message to or from world rank `peer`, on its own (a call's second

@@ -156,7 +156,6 @@ pmpi_table! {
     group_free: "PMPI_Group_free" fn(*mut Group);
     group_size: "PMPI_Group_size" fn(Group, *mut c_int);
     type_size: "PMPI_Type_size" fn(Datatype, *mut c_int);
-    get_count: "PMPI_Get_count" fn(*const Status, Datatype, *mut c_int);
     get_library_version: "PMPI_Get_library_version" fn(*mut c_char, *mut c_int);
     cancel: "PMPI_Cancel" fn(*mut Request);
     abort: "PMPI_Abort" fn(Comm, c_int);
