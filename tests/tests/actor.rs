@@ -896,15 +896,36 @@ fn per_pe_timelines_and_merged_trace() {
         eprintln!(
             "PE {pe}: slices MAIN {t_main} PROC {t_proc} COMM {t_comm}; breakdown {main} {proc_} {comm}"
         );
-        // The slices cover the phase but for the switches between them (two
-        // core calls each, on this thread, between one slice's end and the
-        // next one's begin: about 5% here; more when the PE is preempted there
-        // or the core takes a new trace buffer there, on a loaded machine).
+        // The slices tile the phase: none outlasts it, and between one slice's
+        // end and the next one's begin there are only the two core calls of a
+        // switch. Their cost is the machine's (on a loaded one a PE is also
+        // preempted there now and then), so the tiling is checked by the
+        // typical gap, not by a share of the phase.
         let total = t_main + t_proc + t_comm;
         let phase = main + proc_ + comm;
         assert!(
-            total <= phase + phase / 100 && total * 3 >= phase * 2,
+            total <= phase + phase / 100 && total * 3 >= phase,
             "PE {pe}: slices {t_main} + {t_proc} + {t_comm} = {total} ns vs phase {phase} ns"
+        );
+        let mut seg: Vec<(u64, u64)> = model
+            .slices
+            .iter()
+            .filter(|s| s.name.starts_with("actor "))
+            .map(|s| (s.begin_ns, s.end_ns))
+            .collect();
+        seg.sort_unstable();
+        let mut gaps: Vec<u64> = seg
+            .windows(2)
+            .map(|w| {
+                assert!(w[1].0 >= w[0].1, "PE {pe}: segments overlap {w:?}");
+                w[1].0 - w[0].1
+            })
+            .collect();
+        gaps.sort_unstable();
+        let median = gaps[gaps.len() / 2];
+        assert!(
+            median < 20_000,
+            "PE {pe}: median gap between segments {median} ns"
         );
         per_pe_proc.push(n_proc);
     }

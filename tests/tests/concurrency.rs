@@ -160,11 +160,12 @@ fn check_section(p: &Value) -> u64 {
     for other in ["kernel", "task", "data", "region", "runtime"] {
         assert_eq!(category(cats, other), (0.0, 0), "{other}: {c}");
     }
-    // The waiting is the sleep's length on the other thread, 3 times.
+    // The waiting is the sleep's length on the other thread, 3 times: never
+    // less, and more only by how late a loaded machine wakes the sleeper.
     let want = (ROUNDS * SLEEP_NS) as f64;
     assert!(
-        (wait_ns as f64 - want).abs() <= 0.05 * want,
-        "wait {wait_ns} ns, want {want} +- 5%"
+        within_sleep(wait_ns as f64, want),
+        "wait {wait_ns} ns, want {want} -5% +30%"
     );
 
     // Per thread: the initial thread waits, the worker works.
@@ -183,6 +184,13 @@ fn check_section(p: &Value) -> u64 {
     assert!(w0 >= 90.0, "initial thread waits {w0}%: {initial}");
     assert!(p1 >= 90.0, "worker works {p1}%: {worker}");
     wait_ns
+}
+
+/// Whether `ns` is the length of sleeps of `want` ns in all: not shorter (but
+/// for the clock's and the timestamps' slack), and longer only by the wake-up
+/// delays that a loaded machine adds to each.
+fn within_sleep(ns: f64, want: f64) -> bool {
+    ns >= 0.95 * want && ns <= 1.3 * want
 }
 
 /// A counter series' step function: total time at each value, and the integral
@@ -245,8 +253,8 @@ fn imbalance_waits_in_the_barrier_in_traces() {
         let one = *at.get(&1).unwrap_or(&0) as f64;
         let want = (ROUNDS * SLEEP_NS) as f64;
         assert!(
-            (one - want).abs() <= 0.05 * want,
-            "{:?}: one thread waits {one} ns, want {want} +- 5% ({at:?})",
+            within_sleep(one, want),
+            "{:?}: one thread waits {one} ns, want {want} -5% +30% ({at:?})",
             m.format
         );
         // The same waiting as the profile's.
