@@ -113,7 +113,7 @@ _Static_assert(offsetof(kp_activity, site) == 40, "kp_activity.site");
 _Static_assert(offsetof(kp_activity, args) == 72, "kp_activity.args");
 _Static_assert(offsetof(kp_core_api, attach) == 16, "kp_core_api.attach");
 _Static_assert(offsetof(kp_core_api, gpu_activity) == 16 + 30 * 8, "kp_core_api.gpu_activity");
-_Static_assert(sizeof(kp_core_api) == 16 + 40 * 8, "kp_core_api");
+_Static_assert(sizeof(kp_core_api) == 16 + 42 * 8, "kp_core_api");
 
 extern const kp_core_api *kprof_core_api(uint32_t version);
 
