@@ -879,3 +879,71 @@ fn merged_traces_are_on_rank_0s_clock() {
     want.sort_unstable();
     assert_eq!(got, want);
 }
+
+/// With hardware counters asked for MPI calls (`KPROF_COUNTER_KINDS=mpi`), the
+/// plugin opens and closes each call (so that counters are read at both ends)
+/// instead of recording it whole: the same nodes, counts, arguments and rows.
+/// (The counter itself need not be countable here: the flag alone chooses.)
+#[test]
+fn calls_opened_for_counters_give_the_same_profile_as_whole_calls() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_counted_calls");
+    let prog = program();
+    let plugin = lib("libkprof_mpi.so");
+    let preload = format!("LD_PRELOAD={}", plugin.display());
+    let mut profiles = Vec::new();
+    for (name, counted) in [("whole", false), ("opened", true)] {
+        let out = dir.join(name);
+        let target = format!("KPROF_OUTPUT_DIR={}", out.join("r%r").display());
+        let mut argv: Vec<PathBuf> = ["-x", &preload, "-x", &target]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        if counted {
+            for kv in ["KPROF_COUNTERS=PAPI_TOT_INS", "KPROF_COUNTER_KINDS=mpi"] {
+                argv.extend(["-x", kv].map(PathBuf::from));
+            }
+        }
+        argv.push(prog.clone());
+        let argv: Vec<&Path> = argv.iter().map(PathBuf::as_path).collect();
+        let o = mpirun_n(
+            &dir,
+            RANKS,
+            &argv,
+            &["ring", "alltoall", "collectives"],
+            &[("KPROF_PER_RANK", "1")],
+        );
+        assert_ok(&o);
+        profiles.push(
+            (0..RANKS)
+                .map(|r| read_profile(&out.join(format!("r{r}"))))
+                .collect::<Vec<_>>(),
+        );
+    }
+    let mpi_nodes = |p: &Value| -> BTreeMap<Vec<String>, (u64, String)> {
+        nodes(p)
+            .into_iter()
+            .filter(|(_, n)| n["kind"] == "mpi")
+            .map(|(path, n)| (path, (u(&n["count"]), n["args"].to_string())))
+            .collect()
+    };
+    for r in 0..RANKS as usize {
+        let (whole, opened) = (&profiles[0][r], &profiles[1][r]);
+        let w = mpi_nodes(whole);
+        assert!(w.len() > 15, "rank {r}: {w:?}");
+        assert_eq!(w, mpi_nodes(opened), "rank {r}");
+        assert_eq!(whole["metadata"]["MPI calls"], "recorded whole");
+        assert_eq!(
+            opened["metadata"]["MPI calls"],
+            "opened and closed (hardware counters)"
+        );
+        assert_eq!(rows(whole), rows(opened), "rank {r}");
+        assert_eq!(
+            rows(whole),
+            expected(&dir.join("expect"), r as u32),
+            "rank {r}"
+        );
+    }
+}

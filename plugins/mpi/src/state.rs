@@ -168,6 +168,17 @@ pub fn activate(api: &'static CoreApi, abi: Abi, p: &Pmpi, thread_level: Option<
         };
         metadata(api, "MPI thread level", name);
     }
+    // SAFETY: a NUL-terminated literal.
+    let whole = unsafe { (api.option_flag)(c"mpi-counters".as_ptr()) } != 1;
+    metadata(
+        api,
+        "MPI calls",
+        if whole {
+            "recorded whole"
+        } else {
+            "opened and closed (hardware counters)"
+        },
+    );
     let a = Active {
         api,
         abi,
@@ -176,8 +187,7 @@ pub fn activate(api: &'static CoreApi, abi: Abi, p: &Pmpi, thread_level: Option<
         world_rank: rank,
         world_size: size,
         job: crate::job::Job::start(p, &abi),
-        // SAFETY: a NUL-terminated literal.
-        whole: unsafe { (api.option_flag)(c"mpi-counters".as_ptr()) } != 1,
+        whole,
     };
     match a.job {
         Some(j) => crate::job::clock_offsets(&a, p, &j),
