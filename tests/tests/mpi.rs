@@ -929,8 +929,7 @@ fn calls_opened_for_counters_give_the_same_profile_as_whole_calls() {
             .map(|(path, n)| (path, (u(&n["count"]), n["args"].to_string())))
             .collect()
     };
-    for r in 0..RANKS as usize {
-        let (whole, opened) = (&profiles[0][r], &profiles[1][r]);
+    for (r, (whole, opened)) in profiles[0].iter().zip(&profiles[1]).enumerate() {
         let w = mpi_nodes(whole);
         assert!(w.len() > 15, "rank {r}: {w:?}");
         assert_eq!(w, mpi_nodes(opened), "rank {r}");
