@@ -18,7 +18,7 @@ TARGET_DIR ?= $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
 RELEASE := $(TARGET_DIR)/release
 VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
-PLUGINS := libkprof_core.so libkprof.so libkprof_ompt.so libkprof_acc.so libkprof_raja.so libkprof_cuda.so libkprof_rocm.so libkprof_mpi.so libkprof_actor.so
+PLUGINS := libkprof_core.so libkprof.so libkprof_ompt.so libkprof_acc.so libkprof_raja.so libkprof_cuda.so libkprof_rocm.so libkprof_mpi.so libkprof_actor.so libkprof_signals.so
 HEADERS := ffi-headers/kprof.h ffi-headers/kprof.hpp ffi-headers/kprof.f90 ffi-headers/kprof_actor.h ffi-headers/kprof_actor_wrap.c
 
 D := $(DESTDIR)$(PREFIX)

@@ -11,6 +11,7 @@
 //! The table is versioned: a plugin checks [`CoreApi::version`] and [`CoreApi::size`]
 //! before use, so a newer core can append functions without breaking older plugins.
 
+pub mod forward;
 pub mod guard;
 pub mod kind;
 pub mod loader;

@@ -77,8 +77,8 @@ fn index(tree: &[TreeNode], metric: Metric) -> BTreeMap<Vec<(String, String, Str
     ) {
         for n in nodes {
             path.push((
-                n.name.clone(),
-                n.kind.clone(),
+                n.name.to_string(),
+                n.kind.to_string(),
                 n.device.clone().unwrap_or_default(),
             ));
             let v = out.entry(path.clone()).or_default();
@@ -272,7 +272,7 @@ fn counter_index(tree: &[TreeNode], metric: Metric) -> CounterIndex {
         for n in nodes {
             path.push(match &n.device {
                 Some(d) => format!("{} [{d}]", n.name),
-                None => n.name.clone(),
+                None => n.name.to_string(),
             });
             for (e, t) in n.counters.iter().flat_map(|c| &c.events) {
                 let v = match metric {

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use kprof_core::output::flat::{flatten, FlatRow};
+use kprof_core::output::flat::{top_rows, FlatRow};
 use kprof_core::output::report::{Report, TreeNode};
 use regex::Regex;
 use serde_json::{json, Value};
@@ -46,8 +46,9 @@ pub struct ReportArgs {
     #[arg(long, conflicts_with_all = ["tree", "csv", "json"])]
     pub threads: bool,
     /// Kernels and regions by name over all their call paths and kinds: total
-    /// time, calls and time per call, as kokkos-tools' kernel-timer shows them.
-    #[arg(long, conflicts_with_all = ["tree", "threads", "csv", "json"])]
+    /// time, calls and time per call, as kokkos-tools' kernel-timer shows them
+    /// (with `--csv` or `--json`: those rows, machine-readable).
+    #[arg(long, conflicts_with_all = ["tree", "threads"])]
     pub flat: bool,
 }
 
@@ -161,7 +162,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
                 dur(n.self_ns),
                 n.count.to_string(),
                 crate::fmt::duration(n.mean_ns),
-                n.kind.clone(),
+                n.kind.to_string(),
                 n.device_label(),
                 format!("{}{}", "  ".repeat(depth), cell(&n.name, args)),
             ]);
@@ -174,23 +175,15 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
         return s;
     }
 
-    let mut flat = flatten(&r.tree);
-    if let Some(re) = filter {
-        flat.retain(|f| re.is_match(&f.name));
-    }
     let order = |a: &FlatRow, b: &FlatRow| {
         sort_value(sort_of(args), b.total_ns, b.self_ns, b.count)
             .cmp(&sort_value(sort_of(args), a.total_ns, a.self_ns, a.count))
             .then_with(|| (&a.name, a.kind, &a.device).cmp(&(&b.name, b.kind, &b.device)))
     };
-    let all = flat.len();
+    let keep = |f: &FlatRow| filter.is_none_or(|re| re.is_match(&f.name));
     let top = args.top.unwrap_or(20);
-    // Only the top rows are shown: select them before sorting (a million names).
-    if flat.len() > top {
-        flat.select_nth_unstable_by(top, order);
-        flat.truncate(top);
-    }
-    flat.sort_by(order);
+    // Only the top rows are shown: they are kept as the rows come (a million names).
+    let (flat, all) = top_rows(&r.tree, &keep, &order, top);
     if args.csv || args.json {
         return flat_machine(&flat, run, args.csv);
     }
@@ -245,6 +238,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
     if let Some(g) = &r.gpu {
         kprof_core::output::summary::gpu(&mut s, g, top);
     }
+    kprof_core::output::summary::extension_blocks(&mut s, r);
     s
 }
 
@@ -340,7 +334,7 @@ fn threads(s: &mut String, r: &Report, args: &ReportArgs) {
             dur(th.min_ns),
             crate::fmt::duration(th.mean_ns),
             dur(th.max_ns),
-            n.kind.clone(),
+            n.kind.to_string(),
             cell(path, args),
         ]);
     }

@@ -207,6 +207,39 @@ fn already_pending(pid: i32, sig: libc::c_int) -> bool {
 /// The program's pid while it runs (not yet reaped), 0 after.
 static CHILD: AtomicI32 = AtomicI32::new(0);
 
+/// The library `kprof run` preloads into the program so that a signal reaching
+/// it both directly and forwarded is delivered once (see `plugins/signals`).
+const SIGNALS_LIB: &str = "libkprof_signals.so";
+
+/// Whether process `pid` has [`SIGNALS_LIB`] mapped: it tells a marked forwarded
+/// copy from a direct one. A program without it (a static program, or one that
+/// cleared `LD_PRELOAD`) gets a plain `kill`, as it always has.
+fn pairs_copies(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/maps")).is_ok_and(|maps| {
+        maps.split(|&b| b == b'\n')
+            .any(|l| l.ends_with(SIGNALS_LIB.as_bytes()))
+    })
+}
+
+/// Sends `sig`, which `origin` sent to kprof, on to the program: queued with a
+/// value that marks it as forwarded and names `origin` where the program pairs
+/// copies, so a copy it also received directly from `origin` is delivered once.
+fn forward(child: i32, sig: libc::c_int, origin: u32) {
+    if pairs_copies(child) {
+        let value = libc::sigval {
+            sival_ptr: kprof_abi::forward::encode(origin) as usize as *mut libc::c_void,
+        };
+        // SAFETY: sigqueue has no memory preconditions.
+        if unsafe { libc::sigqueue(child, sig, value) } == 0 {
+            return;
+        }
+    }
+    // SAFETY: kill has no memory preconditions.
+    unsafe {
+        libc::kill(child, sig);
+    }
+}
+
 /// Takes the forwarded signals (blocked in every kprof thread) and sends each to
 /// the program, unless it has it already: from the terminal (the foreground group,
 /// `SI_KERNEL`), or from a `kill` of the whole process group (still pending in the
@@ -221,7 +254,8 @@ fn forward_signals(child: i32) {
             continue;
         }
         // SAFETY: sigwaitinfo returned a signal, so `info` is filled.
-        let code = unsafe { info.assume_init() }.si_code;
+        let info = unsafe { info.assume_init() };
+        let code = info.si_code;
         if code == libc::SI_KERNEL || already_pending(child, sig) {
             continue;
         }
@@ -229,10 +263,13 @@ fn forward_signals(child: i32) {
         if CHILD.load(Ordering::SeqCst) != child {
             continue;
         }
-        // SAFETY: kill has no memory preconditions.
-        unsafe {
-            libc::kill(child, sig);
-        }
+        let origin = if matches!(code, libc::SI_USER | libc::SI_QUEUE | libc::SI_TKILL) {
+            // SAFETY: these codes fill the sender's pid.
+            unsafe { info.si_pid() as u32 }
+        } else {
+            kprof_abi::forward::NO_ORIGIN
+        };
+        forward(child, sig, origin);
     }
 }
 
@@ -632,6 +669,19 @@ pub fn main(args: RunArgs) -> Outcome {
             _ => env.push(("ACC_PROFLIB", lib)),
         }
         loaded.push(model);
+    }
+    // Not a model: with it the program gets a signal that reaches it both
+    // directly and through kprof once (see `forward`).
+    if let Some(lib) = dir
+        .as_ref()
+        .map(|d| d.join(SIGNALS_LIB))
+        .filter(|p| p.is_file())
+    {
+        preload.insert(0, lib.display().to_string());
+        env.push((
+            kprof_abi::forward::RUN_PID_VAR,
+            std::process::id().to_string(),
+        ));
     }
     if !preload.is_empty() {
         let ours = preload.join(":");

@@ -17,6 +17,14 @@
  *                 race record regions "r" until SIGTERM; main joins them, prints
  *                 "calls <n>" (regions recorded) and returns from main.
  *   crash R SIG   R regions "r", then the signal: segv (a NULL store), bus, abort.
+ *   count R       its own handlers that count deliveries and go on running: SIGTERM
+ *                 (sigaction, SA_SIGINFO), SIGUSR1 (signal()) and SIGUSR2
+ *                 (SA_RESETHAND). Checks that sigaction and signal return the
+ *                 actions as set, prints "ready", then for each line on stdin
+ *                 records R regions "r" and prints "term T usr1 U usr2 V reset X
+ *                 code C from P" (deliveries so far; X: SIGUSR2's action is
+ *                 SIG_DFL again; si_code and si_pid of the last SIGTERM); returns
+ *                 from main at the end of its input.
  */
 #include <kprof.h>
 #include <pthread.h>
@@ -147,6 +155,62 @@ static void busy(int threads) {
     fflush(stdout);
 }
 
+static volatile sig_atomic_t term_count, usr1_count, usr2_count, term_code, term_from;
+
+static void count_term(int sig, siginfo_t *info, void *ctx) {
+    (void)sig;
+    (void)ctx;
+    term_count++;
+    term_code = info->si_code;
+    term_from = info->si_pid;
+}
+
+static void count_usr1(int sig) {
+    (void)sig;
+    usr1_count++;
+}
+
+static void count_usr2(int sig) {
+    (void)sig;
+    usr2_count++;
+}
+
+static int count(int r) {
+    struct sigaction sa, q;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = count_term;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGUSR2);
+    sigaction(SIGTERM, &sa, NULL);
+    memset(&q, 0, sizeof q);
+    sigaction(SIGTERM, NULL, &q);
+    if (q.sa_sigaction != count_term || (q.sa_flags & (SA_SIGINFO | SA_RESTART)) != (SA_SIGINFO | SA_RESTART) ||
+        !sigismember(&q.sa_mask, SIGUSR2) || sigismember(&q.sa_mask, SIGUSR1)) {
+        fprintf(stderr, "robust: sigaction returned another SIGTERM action\n");
+        return 3;
+    }
+    if (signal(SIGUSR1, count_usr1) != SIG_DFL || signal(SIGUSR1, count_usr1) != count_usr1) {
+        fprintf(stderr, "robust: signal returned another SIGUSR1 handler\n");
+        return 3;
+    }
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = count_usr2;
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(SIGUSR2, &sa, NULL);
+    printf("ready\n");
+    fflush(stdout);
+    char line[64];
+    while (fgets(line, sizeof line, stdin)) {
+        record("r", r);
+        sigaction(SIGUSR2, NULL, &q);
+        printf("term %d usr1 %d usr2 %d reset %d code %d from %d\n", (int)term_count, (int)usr1_count,
+               (int)usr2_count, q.sa_handler == SIG_DFL, (int)term_code, (int)term_from);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: robust MODE ARGS\n");
@@ -197,6 +261,8 @@ int main(int argc, char **argv) {
         busy(a);
         return 0;
     }
+    if (!strcmp(mode, "count"))
+        return count(a);
     if (!strcmp(mode, "crash") && argc > 3) {
         record("r", a);
         if (!strcmp(argv[3], "segv"))

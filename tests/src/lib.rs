@@ -66,6 +66,8 @@ pub fn lib_dir() -> PathBuf {
                     "-p",
                     "kprof-mpi",
                     "-p",
+                    "kprof-signals",
+                    "-p",
                     "kprof-actor",
                     "-p",
                     "kprof-cli",

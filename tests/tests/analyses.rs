@@ -305,6 +305,41 @@ fn report_flat_and_threads_tables_hold_the_profiles_numbers() {
     assert!(totals.windows(2).all(|w| w[0] >= w[1]), "{text}");
     assert!(got[PRODUCE].1.contains(&"omp_task".to_string()));
 
+    // --flat --json and --csv: the same rows, in the same order, exact numbers.
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&report(&out, &["--flat", "--json", "--top", "1000"])).unwrap();
+    let mut got_json = std::collections::BTreeMap::new();
+    for r in &rows {
+        let mut kinds: Vec<String> = r["kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap().to_string())
+            .collect();
+        kinds.sort();
+        got_json.insert(
+            r["name"].as_str().unwrap().to_string(),
+            (kprof_tests::u(&r["calls"]), kinds),
+        );
+    }
+    assert_eq!(got_json, want, "{rows:?}");
+    let csv = report(&out, &["--flat", "--csv", "--top", "1000"]);
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("name,kinds,calls,total_ns,time_per_call_ns,min_ns,max_ns,self_ns,total_pct")
+    );
+    let csv_rows: Vec<&str> = lines.collect();
+    assert_eq!(csv_rows.len(), rows.len(), "{csv}");
+    for (line, r) in csv_rows.iter().zip(&rows) {
+        let total = r["total_ns"].to_string();
+        let calls = r["calls"].to_string();
+        assert!(
+            line.contains(&format!(",{calls},{total},")),
+            "{line} vs {r}"
+        );
+    }
+
     // --threads: per thread its span and each category's share, as in profile.json.
     let text = report(&out, &["--threads", "--wide"]);
     let lines: Vec<&str> = text.lines().collect();

@@ -185,6 +185,18 @@ fn known_best_value_is_found_cached_and_survives_a_corrupt_cache() {
         "summary:\n{err}"
     );
 
+    // kprof report shows the same tuning block as the exit summary.
+    let report = run_ok(
+        Command::new(lib("kprof"))
+            .arg("report")
+            .arg(dir.join("run1")),
+    );
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("block [kernel_name=stencil]: 4 (default 16)"),
+        "report:\n{text}"
+    );
+
     let t = tuning(&dir.join("run1"));
     assert_eq!(u(&t["contexts"]), 120);
     let problems = t["problems"].as_array().expect("problems");

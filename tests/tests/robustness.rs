@@ -335,6 +335,133 @@ fn program_with_its_own_sigterm_handler_keeps_every_event() {
     }
 }
 
+/// What the `count` mode of the harness reports: deliveries of SIGTERM, SIGUSR1
+/// and SIGUSR2 so far, whether SIGUSR2's action is SIG_DFL again, and si_code and
+/// si_pid of the last SIGTERM.
+#[derive(Debug, PartialEq, Eq)]
+struct Counts {
+    delivered: [u64; 3],
+    reset: bool,
+    code: i32,
+    from: i32,
+}
+
+/// Asks the `count` program for its counts (one line in, one line out).
+fn counts(
+    stdin: &mut std::process::ChildStdin,
+    stdout: &mut impl std::io::BufRead,
+    label: &str,
+) -> Counts {
+    use std::io::Write;
+    writeln!(stdin).unwrap_or_else(|e| panic!("{label}: the program is gone: {e}"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let num = |key: &str| -> i64 {
+        f.iter()
+            .position(|w| *w == key)
+            .and_then(|i| f.get(i + 1)?.parse().ok())
+            .unwrap_or_else(|| panic!("{label}: no {key} in {line:?}"))
+    };
+    Counts {
+        delivered: [num("term") as u64, num("usr1") as u64, num("usr2") as u64],
+        reset: num("reset") == 1,
+        code: num("code") as i32,
+        from: num("from") as i32,
+    }
+}
+
+/// A program with its own handlers that go on running (SIGTERM with SA_SIGINFO,
+/// SIGUSR1 set with `signal()`, SIGUSR2 with SA_RESETHAND) gets each signal
+/// exactly once under `kprof run`, however it is sent: to the process group, to
+/// kprof's pid only, or to both pids one after the other in either order (as a
+/// batch system signals each process of a job). 5 rounds of each (so five sent to
+/// kprof's pid are five), each way of sending a pairing window after the last.
+/// The handler sees the sender's `kill` (SI_USER and its pid), a forwarded copy
+/// included. SIGUSR2 with SA_RESETHAND to the group: handled once and reset, and
+/// the program lives on (a second copy would kill it). Then the program returns
+/// from main: every region it made is in the profile. (Before: the program got a
+/// group signal twice whenever its handler took the first copy before kprof
+/// looked.)
+#[test]
+fn program_with_its_own_handlers_gets_each_signal_once() {
+    let dir = scratch("robust_signal_once");
+    let mut child = kprof_run(&dir, &["count", "10"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let kprof = child.id() as i32;
+    let children = std::fs::read_to_string(format!("/proc/{kprof}/task/{kprof}/children")).unwrap();
+    let program: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    let me = std::process::id() as i32;
+    let send = |pid: i32, sig: i32| {
+        // SAFETY: signalling our own child, its process group or its child.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+    };
+    // Long enough for a second copy, forwarded within milliseconds, to arrive.
+    let settle = || std::thread::sleep(Duration::from_millis(150));
+    let mut expected = [0u64; 3];
+    let mut reports = 0u64;
+    for how in ["group", "kprof", "program, kprof", "kprof, program"] {
+        for (k, sig, name) in [(0, libc::SIGTERM, "SIGTERM"), (1, libc::SIGUSR1, "SIGUSR1")] {
+            for rep in 0..5 {
+                match how {
+                    "group" => send(-kprof, sig),
+                    "kprof" => send(kprof, sig),
+                    "program, kprof" => {
+                        send(program, sig);
+                        send(kprof, sig);
+                    }
+                    _ => {
+                        send(kprof, sig);
+                        send(program, sig);
+                    }
+                }
+                expected[k] += 1;
+                settle();
+                let label = format!("{name} to {how}, round {rep}");
+                let c = counts(&mut stdin, &mut stdout, &label);
+                reports += 1;
+                assert_eq!(c.delivered, expected, "{label}");
+                assert!(!c.reset, "{label}");
+                if sig == libc::SIGTERM {
+                    assert_eq!((c.code, c.from), (libc::SI_USER, me), "{label}");
+                }
+            }
+        }
+        // The next way of sending starts after the pairing window: within it, a
+        // signal from the same sender that reaches the program by another way
+        // would be taken for the second copy of the last one.
+        std::thread::sleep(Duration::from_millis(
+            u64::from(kprof_abi::forward::WINDOW_MS) + 100,
+        ));
+    }
+    // SA_RESETHAND: once, then SIG_DFL, and no second copy to kill the program.
+    send(-kprof, libc::SIGUSR2);
+    settle();
+    expected[2] += 1;
+    let c = counts(&mut stdin, &mut stdout, "SIGUSR2 to the group");
+    reports += 1;
+    assert_eq!(c.delivered, expected);
+    assert!(c.reset);
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("kprof: results in out"), "{err}");
+    let p = read_profile(&dir.join("out"));
+    assert_eq!(count(&p, "r"), 10 * reports);
+    assert_eq!(u(&p["dropped_records"]), 0);
+    assert_eq!(anomaly(&p, "calls_after_finalize"), 0);
+}
+
 /// SIGKILL of `kprof run`: the program does not run on as an orphan; it gets
 /// SIGTERM, writes its output and ends.
 #[test]

@@ -44,8 +44,8 @@ type Key = (String, String, Option<String>, Option<u32>, Option<u32>);
 
 fn key(n: &TreeNode) -> Key {
     (
-        n.name.clone(),
-        n.kind.clone(),
+        n.name.to_string(),
+        n.kind.to_string(),
         n.device.clone(),
         n.device_index,
         n.instance,
@@ -68,8 +68,8 @@ fn add(into: &mut Vec<Merged>, nodes: &[TreeNode], rank: usize, ranks: usize) {
             Some(i) => i,
             None => {
                 into.push(Merged {
-                    name: n.name.clone(),
-                    kind: n.kind.clone(),
+                    name: n.name.to_string(),
+                    kind: n.kind.to_string(),
                     device: n.device.clone(),
                     device_index: n.device_index,
                     instance: n.instance,

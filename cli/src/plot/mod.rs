@@ -107,10 +107,10 @@ pub fn main(args: PlotArgs) -> Outcome {
 
 fn plot_tree(list: &[TreeNode]) -> Vec<PlotNode> {
     list.iter()
-        .filter(|n| !DEVICE_KINDS.contains(&n.kind.as_str()))
+        .filter(|n| !DEVICE_KINDS.contains(&n.kind.as_ref()))
         .map(|n| PlotNode {
-            name: n.name.clone(),
-            kind: n.kind.clone(),
+            name: n.name.to_string(),
+            kind: n.kind.to_string(),
             total: n.total_ns as f64,
             children: plot_tree(&n.children),
         })
@@ -151,7 +151,7 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
     fn sampled_nodes<'a>(list: &'a [TreeNode], path: &str, out: &mut Vec<(String, &'a TreeNode)>) {
         for n in list {
             let p = if path.is_empty() {
-                n.name.clone()
+                n.name.to_string()
             } else {
                 format!("{path} > {}", n.name)
             };

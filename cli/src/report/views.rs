@@ -9,7 +9,7 @@ use kprof_core::output::report::Report;
 use regex::Regex;
 
 use super::{cell, header, sort_name, sort_of, sort_value, thread_time, ReportArgs};
-use crate::fmt::{bar, dur, pct, Align, Table};
+use crate::fmt::{bar, csv_field, dur, pct, Align, Table};
 
 /// One name over all its call paths, kinds and devices.
 struct ByName<'a> {
@@ -73,6 +73,9 @@ pub fn flat(
     let all = rows.len();
     let top = args.top.unwrap_or(20);
     let run = r.thread_time_ns() as f64;
+    if args.csv || args.json {
+        return flat_machine(&rows[..all.min(top)], run, args.csv);
+    }
     let mut s = header(r, path);
     let _ = writeln!(
         s,
@@ -113,6 +116,50 @@ pub fn flat(
         s.push_str(&t.render());
     }
     s
+}
+
+/// The `--flat` rows as CSV or JSON (times in ns; `kinds` joined by `,`).
+fn flat_machine(rows: &[ByName], run: f64, csv: bool) -> String {
+    let share = |ns: u64| {
+        if run > 0.0 {
+            100.0 * ns as f64 / run
+        } else {
+            0.0
+        }
+    };
+    let per_call = |b: &ByName| b.instance_ns as f64 / b.count.max(1) as f64;
+    if csv {
+        let mut s = String::from(
+            "name,kinds,calls,total_ns,time_per_call_ns,min_ns,max_ns,self_ns,total_pct\n",
+        );
+        for b in rows {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{:.1},{},{},{},{:.2}",
+                csv_field(b.name),
+                csv_field(&b.kinds.join(",")),
+                b.count,
+                b.total_ns,
+                per_call(b),
+                b.min_ns,
+                b.max_ns,
+                b.self_ns,
+                share(b.total_ns)
+            );
+        }
+        s
+    } else {
+        let rows: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|b| {
+                serde_json::json!({"name": b.name, "kinds": b.kinds, "calls": b.count,
+                    "total_ns": b.total_ns, "time_per_call_ns": per_call(b),
+                    "min_ns": b.min_ns, "max_ns": b.max_ns, "self_ns": b.self_ns,
+                    "total_pct": share(b.total_ns)})
+            })
+            .collect();
+        serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n"
+    }
 }
 
 /// Per thread its span and the share of each kind of work in it (the concurrency

@@ -6,6 +6,7 @@
 //! the string against the interned copy (the pointer may have been reused for another
 //! name); only a miss takes the global lock.
 
+use std::borrow::Cow;
 use std::ffi::{c_char, CStr};
 use std::sync::{Mutex, RwLock};
 
@@ -127,10 +128,23 @@ impl Interner {
     /// mangled names made readable (see [`readable`]); `"<unknown>"` for ids never
     /// handed out.
     pub fn text(&self, id: u32) -> String {
-        let names = self.names.read().unwrap_or_else(|p| p.into_inner());
-        match names.get(id as usize) {
-            Some(b) => readable(&String::from_utf8_lossy(&b[..b.len() - 1])),
-            None => "<unknown>".into(),
+        self.text_ref(id).into_owned()
+    }
+
+    /// [`Interner::text`] without a copy when the stored name reads as it is
+    /// (valid UTF-8, not mangled): what the outputs take for each of a million
+    /// call paths.
+    pub fn text_ref(&self, id: u32) -> Cow<'static, str> {
+        let stored = {
+            let names = self.names.read().unwrap_or_else(|p| p.into_inner());
+            names.get(id as usize).copied()
+        };
+        let Some(b) = stored else {
+            return Cow::Borrowed("<unknown>");
+        };
+        match String::from_utf8_lossy(&b[..b.len() - 1]) {
+            Cow::Borrowed(s) if !needs_demangling(s) => Cow::Borrowed(s),
+            s => Cow::Owned(readable(&s)),
         }
     }
 
@@ -157,13 +171,19 @@ impl Default for Interner {
 /// `/`-separated part that parses as a mangled symbol or type is demangled; any
 /// other text is kept as it is.
 pub fn readable(name: &str) -> String {
-    if !name.contains("_Z") && !name.starts_with(|c: char| c == 'N' || c.is_ascii_digit()) {
+    if !needs_demangling(name) {
         return name.to_string();
     }
     name.split('/')
         .map(demangle_part)
         .collect::<Vec<_>>()
         .join("/")
+}
+
+/// Whether [`readable`] may change `name`: it holds a mangled symbol or starts
+/// like a mangled type.
+fn needs_demangling(name: &str) -> bool {
+    name.contains("_Z") || name.starts_with(|c: char| c == 'N' || c.is_ascii_digit())
 }
 
 fn demangle_part(part: &str) -> String {

@@ -9,6 +9,7 @@ use std::path::Path;
 use crate::hot::runtime::warn;
 use crate::output::calltree::CallTree;
 use crate::output::report::{Report, TaskEdge, TreeNode};
+use crate::output::OutputError;
 
 /// One node of a call-path tree, for the analysis writers.
 pub trait CallPath {
@@ -29,7 +30,7 @@ pub trait CallPath {
 /// A tree met depth first: calls `visit(depth, node)` for every node, parents
 /// before their children, siblings in order, the roots at depth 0. Called once
 /// per file written.
-pub type Walk<'a> = &'a dyn Fn(&mut dyn FnMut(usize, &dyn CallPath));
+pub type Walk<'a> = &'a (dyn Fn(&mut dyn FnMut(usize, &dyn CallPath)) + Sync);
 
 /// [`Walk`] over a tree of [`TreeNode`]s.
 pub fn walk_tree(nodes: &[TreeNode], visit: &mut dyn FnMut(usize, &dyn CallPath)) {
@@ -66,22 +67,51 @@ impl CallPath for TreeNode {
         // Nodes without a team (not OpenMP constructs) have 0 threads: Hatchet
         // wants every column on every node.
         let t = self.threads.as_ref();
-        put("threads", t.map_or(0.0, |t| t.threads as f64));
-        put("thread min (inc)", t.map_or(0.0, |t| t.min_ns as f64));
-        put("thread mean (inc)", t.map_or(0.0, |t| t.mean_ns));
-        put("thread max (inc)", t.map_or(0.0, |t| t.max_ns as f64));
-        put("imbalance", t.map_or(0.0, |t| t.imbalance));
+        let [threads, min, mean, max, imbalance] = TEAM_METRICS;
+        put(threads, t.map_or(0.0, |t| t.threads as f64));
+        put(min, t.map_or(0.0, |t| t.min_ns as f64));
+        put(mean, t.map_or(0.0, |t| t.mean_ns));
+        put(max, t.map_or(0.0, |t| t.max_ns as f64));
+        put(imbalance, t.map_or(0.0, |t| t.imbalance));
     }
 }
 
+/// The metrics of how a node's time spread over its team's threads: columns a
+/// tree without teams (no OpenMP) leaves out of `tasktree.json`, a third of its
+/// size at a million nodes.
+pub const TEAM_METRICS: [&str; 5] = [
+    "threads",
+    "thread min (inc)",
+    "thread mean (inc)",
+    "thread max (inc)",
+    "imbalance",
+];
+
 /// Writes `tasktree.json` and `taskgraph.dot` of the tree `walk` meets into `dir`,
-/// each completely or not at all; a failure is one line on stderr.
-pub fn write_files(dir: &Path, walk: Walk, dependences: &[TaskEdge], title: &str) {
-    if let Err(e) = super::tasktree::write(&dir.join("tasktree.json"), walk) {
-        warn(&e.to_string());
-    }
-    if let Err(e) = super::taskgraph::write(&dir.join("taskgraph.dot"), walk, dependences, title) {
-        warn(&e.to_string());
+/// each completely or not at all, on two threads (each walks the tree); a
+/// failure is one line on stderr. `omit`: metrics no node of the tree has.
+pub fn write_files(dir: &Path, walk: Walk, dependences: &[TaskEdge], title: &str, omit: &[&str]) {
+    let tree = || super::tasktree::write(&dir.join("tasktree.json"), walk, omit);
+    let graph = || super::taskgraph::write(&dir.join("taskgraph.dot"), walk, dependences, title);
+    let (tree, graph) = std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("kprof-taskgraph".into())
+            .spawn_scoped(s, graph)
+            .ok();
+        let tree = tree();
+        let graph = other
+            .map(|t| t.join().ok())
+            .unwrap_or_else(|| Some(graph()));
+        (tree, graph)
+    });
+    let lost = || OutputError::NotWritten {
+        path: dir.join("taskgraph.dot").display().to_string(),
+        reason: "internal error".into(),
+    };
+    for r in [tree, graph.unwrap_or_else(|| Err(lost()))] {
+        if let Err(e) = r {
+            warn(&e.to_string());
+        }
     }
 }
 
@@ -92,10 +122,12 @@ pub fn write_report_files(dir: &Path, report: &Report, tree: &dyn CallTree) {
         Some(r) => format!("{} (pid {}, rank {r})", p.executable, p.pid),
         None => format!("{} (pid {})", p.executable, p.pid),
     };
+    let omit: &[&str] = if tree.has_teams() { &[] } else { &TEAM_METRICS };
     write_files(
         dir,
         &|visit| tree.walk(&mut |depth, n| visit(depth, n)),
         &report.task_graph.edges,
         &title,
+        omit,
     );
 }

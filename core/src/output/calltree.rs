@@ -23,7 +23,14 @@ pub trait CallTree: Sync {
     /// the tree only when there is something to show.
     fn has_kind(&self, kinds: &[&str]) -> bool {
         let mut found = false;
-        self.walk(&mut |_, n| found |= kinds.contains(&n.kind.as_str()));
+        self.walk(&mut |_, n| found |= kinds.contains(&n.kind.as_ref()));
+        found
+    }
+
+    /// Whether any node has a team of threads (its time spread over them).
+    fn has_teams(&self) -> bool {
+        let mut found = false;
+        self.walk(&mut |_, n| found |= n.threads.is_some());
         found
     }
 }

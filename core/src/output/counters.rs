@@ -42,7 +42,7 @@ fn rows(tree: &dyn CallTree, events: &[String]) -> Vec<Row> {
             open.pop();
         }
         let Some(c) = &n.counters else { return };
-        let key = (n.name.clone(), n.kind.clone(), n.device_label());
+        let key = (n.name.to_string(), n.kind.to_string(), n.device_label());
         let at = *index.entry(key.clone()).or_insert_with(|| {
             rows.push(Row {
                 name: key.0,

@@ -80,8 +80,8 @@ impl Row {
             self.path.push(c);
         }
         w.write_field(&self.path)?;
-        w.write_field(&n.name)?;
-        w.write_field(&n.kind)?;
+        w.write_field(n.name.as_bytes())?;
+        w.write_field(n.kind.as_bytes())?;
         w.write_field(n.device.as_deref().unwrap_or_default())?;
         match n.instance {
             Some(i) => w.write_field(self.number.format(i))?,

@@ -2,6 +2,7 @@
 //! The summary, `profile.json` and `profile.csv` are all rendered from one [`Report`],
 //! so they never disagree.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -73,8 +74,9 @@ pub struct Report {
     /// `tuning`); absent when none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, serde_json::Value>,
-    /// The summary lines of those blocks, in arrival order (not in the file).
-    #[serde(skip)]
+    /// The summary lines of those blocks, in arrival order (`kprof report`
+    /// prints them as the exit summary did).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extension_summaries: Vec<String>,
 }
 
@@ -371,10 +373,12 @@ pub struct ThreadInfo {
 /// A node of the call-path tree.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TreeNode {
-    /// Name.
-    pub name: String,
+    /// Name (borrowed from the runtime's names where it reads as stored: a
+    /// streamed tree makes a node per visit, a million per file).
+    pub name: Cow<'static, str>,
     /// Kind (`parallel_for`, `region`, ...).
-    pub kind: String,
+    #[serde(deserialize_with = "known_kind")]
+    pub kind: Cow<'static, str>,
     /// Back end label, `null` for no device.
     pub device: Option<String>,
     /// Device number.
@@ -610,7 +614,7 @@ impl TreeNode {
         children: Vec<TreeNode>,
     ) -> TreeNode {
         TreeNode {
-            name: name.into(),
+            name: name.to_string().into(),
             kind: "user_region".into(),
             device: None,
             device_index: None,
@@ -629,4 +633,25 @@ impl TreeNode {
             children,
         }
     }
+}
+
+/// Reads a node's kind, as the runtime's own text when it is one of its kinds: a
+/// profile of a million nodes read back then holds no copy of those few words.
+fn known_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'static, str>, D::Error> {
+    struct KindText;
+    impl serde::de::Visitor<'_> for KindText {
+        type Value = Cow<'static, str>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a kind")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(
+                match kprof_abi::Kind::ALL.iter().find(|k| k.as_str() == v) {
+                    Some(k) => Cow::Borrowed(k.as_str()),
+                    None => Cow::Owned(v.to_string()),
+                },
+            )
+        }
+    }
+    d.deserialize_str(KindText)
 }

@@ -246,12 +246,7 @@ pub fn body(r: &Report, tree: &dyn CallTree, top: usize, traces: &[PathBuf]) -> 
         let _ = writeln!(s, "\nKokkos kernels on devices: {how}");
     }
 
-    for lines in &r.extension_summaries {
-        let _ = write!(s, "\n{lines}");
-        if !lines.ends_with('\n') {
-            s.push('\n');
-        }
-    }
+    extension_blocks(&mut s, r);
 
     let anomalies: Vec<String> = r
         .anomalies
@@ -539,7 +534,7 @@ fn openmp(s: &mut String, tree: &dyn CallTree, top: usize) {
     tree.walk(&mut |depth, n: &TreeNode| {
         path.truncate(depth);
         let parent = path.last().map_or("", String::as_str);
-        if let (Some(t), "omp_implicit_task") = (&n.threads, n.kind.as_str()) {
+        if let (Some(t), "omp_implicit_task") = (&n.threads, n.kind.as_ref()) {
             regions.push((
                 parent.to_string(),
                 t.threads,
@@ -552,8 +547,8 @@ fn openmp(s: &mut String, tree: &dyn CallTree, top: usize) {
         // An implicit barrier's slice is its wait (no separate wait inside).
         let implicit = n.kind == "omp_barrier" && n.name == "implicit barrier";
         if n.kind == "omp_sync_wait" || n.kind == "omp_mutex_wait" || implicit {
-            let (kind, what) = match n.kind.as_str() {
-                "omp_mutex_wait" => ("omp_mutex_wait", n.name.as_str()),
+            let (kind, what) = match n.kind.as_ref() {
+                "omp_mutex_wait" => ("omp_mutex_wait", n.name.as_ref()),
                 _ => ("omp_sync_wait", parent),
             };
             let e = waits
@@ -562,7 +557,7 @@ fn openmp(s: &mut String, tree: &dyn CallTree, top: usize) {
             e.0 += n.total_ns;
             e.1 += n.count;
         }
-        path.push(n.name.clone());
+        path.push(n.name.to_string());
     });
     if regions.is_empty() && waits.is_empty() {
         return;
@@ -652,5 +647,15 @@ mod tests {
             "kprof itself: 2000000 events aggregated in place into 12 call paths (6.00 KiB of \
              profile); 4800 records"
         ));
+    }
+}
+
+/// The blocks plugins added to the summary (`CoreApi::extension`), as they gave them.
+pub fn extension_blocks(s: &mut String, r: &Report) {
+    for lines in &r.extension_summaries {
+        let _ = write!(s, "\n{lines}");
+        if !lines.ends_with('\n') {
+            s.push('\n');
+        }
     }
 }

@@ -9,15 +9,13 @@
 use std::io::Write;
 use std::path::Path;
 
-use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
-
 use crate::output::call_path::{CallPath, Walk};
 use crate::output::nested_json::NestedJson;
 use crate::output::{write_whole, OutputError};
 
-/// Writes the tree `walk` meets to `path` (completely or not at all).
-pub fn write(path: &Path, walk: Walk) -> Result<(), OutputError> {
+/// Writes the tree `walk` meets to `path` (completely or not at all), without
+/// the metrics named in `omit`.
+pub fn write(path: &Path, walk: Walk, omit: &[&str]) -> Result<(), OutputError> {
     let file = |source| OutputError::File {
         path: path.display().to_string(),
         source,
@@ -25,7 +23,8 @@ pub fn write(path: &Path, walk: Walk) -> Result<(), OutputError> {
     write_whole(path, |f| {
         f.write_all(b"[").map_err(file)?;
         let mut nodes = NestedJson::new(f);
-        walk(&mut |depth, n| nodes.node(depth, |buf| literal(buf, n)));
+        let mut number = itoa::Buffer::new();
+        walk(&mut |depth, n| nodes.node(depth, |buf| literal(buf, n, omit, &mut number)));
         nodes.finish().map_err(file)?;
         f.write_all(b"]\n").map_err(file)
     })
@@ -33,49 +32,42 @@ pub fn write(path: &Path, walk: Walk) -> Result<(), OutputError> {
 }
 
 /// Hatchet's literal form of node `n`, opened with its `children` array.
-fn literal(buf: &mut Vec<u8>, n: &dyn CallPath) {
-    buf.extend_from_slice(br#"{"frame":"#);
-    let frame = serde_json::to_writer(&mut *buf, &Frame(n));
-    buf.extend_from_slice(br#","metrics":"#);
-    let metrics = serde_json::to_writer(&mut *buf, &Metrics(n));
-    // Strings and numbers only: serde_json cannot fail on them.
-    debug_assert!(frame.is_ok() && metrics.is_ok());
-    buf.extend_from_slice(br#","children":["#);
-}
-
-/// A node's frame: what Hatchet identifies it by.
-struct Frame<'a>(&'a dyn CallPath);
-
-/// A node's metrics.
-struct Metrics<'a>(&'a dyn CallPath);
-
-impl Serialize for Frame<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("name", self.0.name())?;
-        map.serialize_entry("type", self.0.kind())?;
-        map.end()
-    }
-}
-
-impl Serialize for Metrics<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut list: Vec<(&'static str, f64)> = Vec::with_capacity(16);
-        self.0.metrics(&mut |k, v| list.push((k, v)));
-        let mut map = s.serialize_map(Some(list.len()))?;
-        for (k, v) in list {
-            // Whole numbers as integers (counts and ns read back exactly); JSON has
-            // no NaN or infinity, which become 0.
-            if v.fract() == 0.0 && (0.0..9.0e15).contains(&v) {
-                map.serialize_entry(k, &(v as u64))?;
-            } else if v.is_finite() {
-                map.serialize_entry(k, &v)?;
-            } else {
-                map.serialize_entry(k, &0u64)?;
-            }
+///
+/// Written by hand but for the two strings: a million nodes carry a dozen
+/// metrics each, whose names are literals that need no escaping.
+fn literal(buf: &mut Vec<u8>, n: &dyn CallPath, omit: &[&str], number: &mut itoa::Buffer) {
+    buf.extend_from_slice(br#"{"frame":{"name":"#);
+    let name = serde_json::to_writer(&mut *buf, n.name());
+    buf.extend_from_slice(br#","type":"#);
+    let kind = serde_json::to_writer(&mut *buf, n.kind());
+    // Strings only: serde_json cannot fail on them.
+    debug_assert!(name.is_ok() && kind.is_ok());
+    buf.extend_from_slice(br#"},"metrics":{"#);
+    let mut first = true;
+    n.metrics(&mut |k, v| {
+        if omit.contains(&k) {
+            return;
         }
-        map.end()
-    }
+        debug_assert!(!k.contains(['"', '\\']), "{k}");
+        if !first {
+            buf.push(b',');
+        }
+        first = false;
+        buf.push(b'"');
+        buf.extend_from_slice(k.as_bytes());
+        buf.extend_from_slice(b"\":");
+        // Whole numbers as integers (counts and ns read back exactly); JSON has
+        // no NaN or infinity, which become 0.
+        if v.fract() == 0.0 && (0.0..9.0e15).contains(&v) {
+            buf.extend_from_slice(number.format(v as u64).as_bytes());
+        } else if v.is_finite() {
+            let r = serde_json::to_writer(&mut *buf, &v);
+            debug_assert!(r.is_ok());
+        } else {
+            buf.push(b'0');
+        }
+    });
+    buf.extend_from_slice(br#"},"children":["#);
 }
 
 #[cfg(test)]
@@ -99,7 +91,10 @@ mod tests {
         let mut out = Vec::new();
         out.push(b'[');
         let mut nodes = NestedJson::new(&mut out);
-        walk_tree(&tree, &mut |d, n| nodes.node(d, |buf| literal(buf, n)));
+        let mut number = itoa::Buffer::new();
+        walk_tree(&tree, &mut |d, n| {
+            nodes.node(d, |buf| literal(buf, n, &[], &mut number))
+        });
         nodes.finish().unwrap();
         out.push(b']');
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -125,5 +120,33 @@ mod tests {
         assert_eq!(keys(root), keys(child));
         assert!(keys(root).contains(&"thread max (inc)".to_string()));
         assert_eq!(v[1]["frame"]["name"], "io");
+    }
+
+    #[test]
+    fn a_tree_without_teams_leaves_their_columns_out() {
+        let tree = vec![TreeNode::user_region("main", 1000, 1000, 1, vec![])];
+        let mut out = Vec::new();
+        let mut nodes = NestedJson::new(&mut out);
+        let mut number = itoa::Buffer::new();
+        let omit = crate::output::call_path::TEAM_METRICS;
+        walk_tree(&tree, &mut |d, n| {
+            nodes.node(d, |buf| literal(buf, n, &omit, &mut number))
+        });
+        nodes.finish().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let keys: Vec<&String> = v["metrics"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "count",
+                "max (inc)",
+                "mean (inc)",
+                "min (inc)",
+                "stddev (inc)",
+                "time",
+                "time (inc)"
+            ],
+            "{v}"
+        );
     }
 }

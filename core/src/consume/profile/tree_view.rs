@@ -84,6 +84,11 @@ impl CallTree for MergedTree<'_> {
             .any(|n| kinds.contains(&n.kind.as_str()))
     }
 
+    fn has_teams(&self) -> bool {
+        let nodes = &self.merged.tree.nodes;
+        nodes.iter().any(|n| !n.per_thread().is_empty())
+    }
+
     fn flat_top(&self, top: usize) -> FlatTop<'_> {
         let nodes = &self.merged.tree.nodes;
         let mut rows = flat::rows_by_key(
@@ -211,8 +216,8 @@ impl MergedTree<'_> {
             .counters()
             .map(|c| Box::new(node_counters(c, counter_names, s.total_ns)));
         TreeNode {
-            name: text(node.name),
-            kind: node.kind.as_str().into(),
+            name: self.rt.names.text_ref(node.name),
+            kind: Cow::Borrowed(node.kind.as_str()),
             threads,
             args,
             counters,
