@@ -102,6 +102,7 @@ fn main() {
                     // reduction at MPI_Finalize removes it otherwise).
                     .env("KPROF_PER_RANK", "1")
                     .env("KPROF_OUTPUT_DIR", out.join("r%r"))
+                    .env("KPROF_JOB_OUTPUT_DIR", out.join("job"))
                     .args(["-np", &ranks.to_string()]);
                 if let Some(p) = preload {
                     cmd.arg("-x").arg(format!("LD_PRELOAD={}", p.display()));
