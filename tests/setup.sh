@@ -20,12 +20,15 @@ demo=0
 # libpapi-dev: PAPI 7 and its software-defined events (sde_lib.h, libsde) for the
 # counters tests (tests/tests/counters.rs); openmpi-bin, libopenmpi-dev: Open MPI
 # 4.1 with OSHMEM (mpicc, mpirun, oshcc, oshrun) for the MPI and actor plugins;
+# mpich, libmpich-dev: MPICH 4.0 beside it (mpicc.mpich, mpirun.mpich) for the MPI
+# plugin's MPICH tests; Open MPI stays the default mpicc/mpirun (its alternatives
+# priority, 50, is above MPICH's);
 # graphviz: dot reads taskgraph.dot back, chromium: renders kprof plot's page
 # headless (tests/tests/analyses.rs).
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev openmpi-bin libopenmpi-dev graphviz chromium)
+packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev openmpi-bin libopenmpi-dev mpich libmpich-dev graphviz chromium)
 # The demo builds kprof and Kokkos (cmake, make, g++; pip fetches the sdist's build
 # requirements) and runs the example.
 [[ $demo == 1 ]] && packages=(cmake make gcc g++ python3 python3-pip)

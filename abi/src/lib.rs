@@ -140,6 +140,37 @@ pub struct Activity {
     pub args: [ActivityArg; ACTIVITY_ARGS],
 }
 
+/// Arguments a [`Call`] carries at most.
+pub const CALL_ARGS: usize = 4;
+
+/// A call recorded whole once it returned ([`CoreApi::call`]): one node under
+/// the calling thread's innermost open instance, from `begin` (a
+/// [`CoreApi::stamp`] taken before the call) to now, with its arguments and at
+/// most one message. For calls inside which the thread records nothing else (a
+/// PMPI wrapper): one call into the core instead of a begin, an end and one per
+/// argument and message.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Call {
+    /// [`Kind`] as u8.
+    pub kind: u8,
+    /// Arguments in `args`.
+    pub nargs: u8,
+    /// Name: a NUL-terminated string never freed nor changed (a literal).
+    pub name: *const c_char,
+    /// [`CoreApi::stamp`] before the call.
+    pub begin: u64,
+    /// Numeric arguments (keys are literals, as for [`CoreApi::arg_static`]).
+    pub args: [ActivityArg; CALL_ARGS],
+    /// The message's channel (a literal, as for [`CoreApi::instant_static`]);
+    /// NULL: the call carries no message.
+    pub channel: *const c_char,
+    /// The message: [`message::pack`]ed peer, direction and count.
+    pub message: u64,
+    /// The message's bytes.
+    pub bytes: u64,
+}
+
 /// The function table exported by the core. All functions are safe to call from any
 /// thread at any time: before the runtime started they start it or do nothing, after
 /// it finalized they are ignored and counted.
@@ -312,4 +343,11 @@ pub struct CoreApi {
     pub job_done: unsafe extern "C" fn(merged: i32),
     /// Frees a form returned by [`CoreApi::job_profile`] or [`CoreApi::job_fold`].
     pub job_free: unsafe extern "C" fn(form: *mut u8, len: usize),
+    /// The core clock now, in its own units (TSC ticks where the core reads the
+    /// TSC): only to hand back as [`Call::begin`]. Cheaper than
+    /// [`CoreApi::now_ns`], which converts.
+    pub stamp: unsafe extern "C" fn() -> u64,
+    /// Records a [`Call`] whole (see there). Hardware counters are not read for
+    /// it.
+    pub call: unsafe extern "C" fn(call: *const Call),
 }

@@ -37,7 +37,7 @@ pub struct RunArgs {
     /// program links the HIP runtime (libamdhip64).
     #[arg(long)]
     pub hip: bool,
-    /// Load the MPI plugin (libkprof_mpi.so, through LD_PRELOAD; Open MPI).
+    /// Load the MPI plugin (libkprof_mpi.so, through LD_PRELOAD; Open MPI or MPICH).
     /// Detected when the program links an MPI library (libmpi, libmpich).
     #[arg(long)]
     pub mpi: bool,

@@ -1,6 +1,6 @@
 /*
  * bench_timing.h - the timing every benchmark program of tests/ shares: a
- * CLOCK_MONOTONIC reading in ns and the median of repetitions (sorted in place;
+ * CLOCK_MONOTONIC reading in ns, the thread's CPU time, and the median of repetitions (sorted in place;
  * the mean of the middle two for an even count), as tests/src/bench.rs takes it.
  */
 #ifndef KPROF_BENCH_TIMING_H
@@ -13,6 +13,15 @@ static inline double bench_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* CPU time of the calling thread in ns: what a loop cost on a machine shared
+ * with other work, where wall time also counts the time it waited for a core. */
+static inline double bench_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 

@@ -1,7 +1,7 @@
 /*
  * kp_core_api.h - the C mirror of libkprof_core.so's plugin table, for the test
  * programs that drive the core directly (trace_driver.c, in_place.c). It follows
- * abi/src/lib.rs (struct CoreApi) field by field, in order, through job_free
+ * abi/src/lib.rs (struct CoreApi) field by field, in order, through call
  * (the last field of ABI 1 today; a core's table is at least sizeof(kp_core_api)
  * bytes when its `size` says so).
  */
@@ -102,6 +102,8 @@ typedef struct {
   int32_t (*job_write)(const uint8_t *form, size_t len);
   void (*job_done)(int32_t merged);
   void (*job_free)(uint8_t *form, size_t len);
+  uint64_t (*stamp)(void);
+  void (*call)(const void *call);
 } kp_core_api;
 
 /* The table's layout as abi/src/lib.rs has it on x86-64 and aarch64. */
@@ -111,7 +113,7 @@ _Static_assert(offsetof(kp_activity, site) == 40, "kp_activity.site");
 _Static_assert(offsetof(kp_activity, args) == 72, "kp_activity.args");
 _Static_assert(offsetof(kp_core_api, attach) == 16, "kp_core_api.attach");
 _Static_assert(offsetof(kp_core_api, gpu_activity) == 16 + 30 * 8, "kp_core_api.gpu_activity");
-_Static_assert(sizeof(kp_core_api) == 16 + 40 * 8, "kp_core_api");
+_Static_assert(sizeof(kp_core_api) == 16 + 42 * 8, "kp_core_api");
 
 extern const kp_core_api *kprof_core_api(uint32_t version);
 

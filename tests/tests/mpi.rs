@@ -21,19 +21,64 @@ use serde_json::Value;
 const RANKS: u32 = 4;
 
 fn available() -> bool {
-    !skip_unless(have("mpicc") && have("mpirun"), "Open MPI (mpicc, mpirun)")
+    Family::OpenMpi.available()
+}
+
+/// The MPI implementations the tests run on, installed side by side (Debian's
+/// `mpicc`/`mpirun` are Open MPI's; MPICH's carry a suffix).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Family {
+    OpenMpi,
+    Mpich,
+}
+
+impl Family {
+    fn cc(self) -> &'static str {
+        match self {
+            Family::OpenMpi => "mpicc",
+            Family::Mpich => "mpicc.mpich",
+        }
+    }
+
+    fn launcher(self) -> &'static str {
+        match self {
+            Family::OpenMpi => "mpirun",
+            Family::Mpich => "mpirun.mpich",
+        }
+    }
+
+    /// The family as the profile's metadata names it.
+    fn name(self) -> &'static str {
+        match self {
+            Family::OpenMpi => "Open MPI",
+            Family::Mpich => "MPICH",
+        }
+    }
+
+    fn available(self) -> bool {
+        let what = match self {
+            Family::OpenMpi => "Open MPI (mpicc, mpirun)",
+            Family::Mpich => "MPICH (mpicc.mpich, mpirun.mpich)",
+        };
+        !skip_unless(have(self.cc()) && have(self.launcher()), what)
+    }
 }
 
 /// `tests/mpi/patterns.c`, built once with mpicc and linked with the core (its
 /// phases are kprof regions).
 fn program() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
+    program_of(Family::OpenMpi)
+}
+
+/// `tests/mpi/patterns.c` built once with `family`'s compiler.
+fn program_of(family: Family) -> PathBuf {
+    static BUILT: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
+    BUILT[family as usize]
         .get_or_init(|| {
-            let dir = scratch("mpi_build");
+            let dir = scratch(&format!("mpi_build_{family:?}"));
             let libdir = lib_dir();
             compile_with(
-                "mpicc",
+                family.cc(),
                 &[&test_file("mpi/patterns.c")],
                 &dir.join("patterns"),
                 &[
@@ -41,6 +86,9 @@ fn program() -> PathBuf {
                     "-lkprof_core",
                     &format!("-Wl,-rpath,{}", libdir.display()),
                     "-lpthread",
+                    // GCC takes MPICH's MPI_STATUSES_IGNORE, `(MPI_Status *)1`,
+                    // for an array of no room.
+                    "-Wno-stringop-overflow",
                 ],
             )
         })
@@ -59,12 +107,6 @@ fn mpi_env(cmd: &mut Command) -> &mut Command {
         .env("OMPI_MCA_mpi_yield_when_idle", "1")
 }
 
-/// `mpirun -np 4` of `argv` in `cwd` (oversubscribing 2 cores); each rank keeps
-/// its own directory besides the job's profile.
-fn mpirun(cwd: &Path, argv: &[&Path], phases: &[&str]) -> Output {
-    mpirun_n(cwd, RANKS, argv, phases, &[("KPROF_PER_RANK", "1")])
-}
-
 /// `mpirun -np <ranks>` of `argv` in `cwd` with `env`, under `timeout` (a job
 /// that hangs fails its test instead of hanging it).
 fn mpirun_n(
@@ -74,19 +116,33 @@ fn mpirun_n(
     phases: &[&str],
     env: &[(&str, &str)],
 ) -> Output {
+    mpirun_of(Family::OpenMpi, cwd, ranks, argv, phases, env)
+}
+
+/// [`mpirun_n`] with `family`'s launcher (MPICH's passes the environment on
+/// and oversubscribes as it is).
+fn mpirun_of(
+    family: Family,
+    cwd: &Path,
+    ranks: u32,
+    argv: &[&Path],
+    phases: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let _one = JOBS.lock().unwrap_or_else(|e| e.into_inner());
     let mut cmd = clean_cmd(Path::new("timeout"));
-    cmd.args(["300", "mpirun"]);
+    cmd.args(["300", family.launcher()]);
     for (k, v) in env {
         cmd.env(k, v);
     }
     mpi_env(&mut cmd)
         .current_dir(cwd)
         .env("KPROF_SUMMARY", "0")
-        .args(["-np", &ranks.to_string(), "--oversubscribe"])
-        .args(argv)
-        .arg(cwd.join("expect"))
-        .args(phases);
+        .args(["-np", &ranks.to_string()]);
+    if family == Family::OpenMpi {
+        cmd.arg("--oversubscribe");
+    }
+    cmd.args(argv).arg(cwd.join("expect")).args(phases);
     let _ = std::fs::create_dir_all(cwd.join("expect"));
     run(&mut cmd)
 }
@@ -95,18 +151,31 @@ fn mpirun_n(
 /// checks output and exit status are the same; returns each rank's profile and
 /// its own counts, and the directory holding the rank directories.
 fn measured(name: &str, phases: &[&str]) -> (Vec<(Value, BTreeSet<Row>)>, PathBuf) {
+    measured_of(Family::OpenMpi, name, phases)
+}
+
+/// [`measured`] on `family`'s MPI.
+fn measured_of(
+    family: Family,
+    name: &str,
+    phases: &[&str],
+) -> (Vec<(Value, BTreeSet<Row>)>, PathBuf) {
     let base = scratch(name);
     let (plain_dir, kprof_dir) = (base.join("plain"), base.join("kprof"));
     for d in [&plain_dir, &kprof_dir] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let prog = program();
-    let plain = mpirun(&plain_dir, &[&prog], phases);
+    let prog = program_of(family);
+    let per_rank = [("KPROF_PER_RANK", "1")];
+    let plain = mpirun_of(family, &plain_dir, RANKS, &[&prog], phases, &per_rank);
     let kprof = lib("kprof");
-    let with = mpirun(
+    let with = mpirun_of(
+        family,
         &kprof_dir,
+        RANKS,
         &[&kprof, Path::new("run"), Path::new("--"), &prog],
         phases,
+        &per_rank,
     );
     assert_eq!(
         with.status.code(),
@@ -126,7 +195,7 @@ fn measured(name: &str, phases: &[&str]) -> (Vec<(Value, BTreeSet<Row>)>, PathBu
         .map(|r| {
             let p = read_profile(&kprof_dir.join(format!("kprof-patterns-rank{r}")));
             assert_eq!(p["metadata"]["MPI rank"], r.to_string());
-            assert_eq!(p["metadata"]["MPI family"], "Open MPI");
+            assert_eq!(p["metadata"]["MPI family"], family.name());
             (p, expected(&kprof_dir.join("expect"), r))
         })
         .collect();
@@ -186,11 +255,23 @@ fn count(all: &[(Vec<String>, Value)], path: &[&str]) -> u64 {
 
 #[test]
 fn point_to_point_and_collectives_exact_per_rank_and_merged() {
-    if !available() {
+    patterns_exact(Family::OpenMpi);
+}
+
+/// The same programs built with MPICH and run by its launcher: the same one
+/// plugin, MPICH's ABI (int handles, its statuses and constants).
+#[test]
+fn mpich_point_to_point_and_collectives_exact_per_rank_and_merged() {
+    patterns_exact(Family::Mpich);
+}
+
+fn patterns_exact(family: Family) {
+    if !family.available() {
         return;
     }
-    let (ranks, dir) = measured(
-        "mpi_patterns",
+    let (ranks, dir) = measured_of(
+        family,
+        &format!("mpi_patterns_{family:?}"),
         &["ring", "alltoall", "subcomm", "collectives", "exit3"],
     );
     let n = u64::from(RANKS);
@@ -310,10 +391,24 @@ fn point_to_point_and_collectives_exact_per_rank_and_merged() {
 
 #[test]
 fn late_rank_shows_as_wait_and_threads_count_exactly() {
-    if !available() {
+    late_rank_and_threads(Family::OpenMpi);
+}
+
+/// [`late_rank_shows_as_wait_and_threads_count_exactly`] on MPICH.
+#[test]
+fn mpich_late_rank_shows_as_wait_and_threads_count_exactly() {
+    late_rank_and_threads(Family::Mpich);
+}
+
+fn late_rank_and_threads(family: Family) {
+    if !family.available() {
         return;
     }
-    let (ranks, dir) = measured("mpi_sleep_threads", &["sleep", "threads"]);
+    let (ranks, dir) = measured_of(
+        family,
+        &format!("mpi_sleep_threads_{family:?}"),
+        &["sleep", "threads"],
+    );
     for (r, (p, want)) in ranks.iter().enumerate() {
         // Two threads x 50 exchanges of 16 bytes with rank ^ 1, from the threads.
         assert_eq!(&rows(p), want, "rank {r}");
@@ -740,6 +835,41 @@ fn merged_traces_are_on_rank_0s_clock() {
         let ring = own.named("ring");
         assert_eq!(ring.len(), 1, "rank {r}");
         want.push(ring[0].begin_ns.saturating_add_signed(-offset));
+        // Calls recorded whole are slices in the trace as any other: inside
+        // the ring, with their arguments, as many as the profile counts.
+        let all = nodes(&p);
+        for (call, key, peer) in [
+            ("MPI_Send", "bytes_sent", (r + 1) % RANKS),
+            ("MPI_Recv", "bytes_received", (r + RANKS - 1) % RANKS),
+        ] {
+            let slices = own.named(call);
+            assert_eq!(
+                slices.len() as u64,
+                count(&all, &["ring", call]),
+                "rank {r} {call}"
+            );
+            assert_eq!(slices.len(), 3, "rank {r} {call}");
+            let node = node(&all, &["ring", call]);
+            let (lo, hi) = arg(node, key);
+            for s in slices {
+                let parent = s.parent.map(|i| own.slices[i].name.as_str());
+                assert_eq!(parent, Some("ring"), "rank {r} {call}");
+                assert!(s.begin_ns <= s.end_ns && s.begin_ns >= ring[0].begin_ns);
+                assert!(s.end_ns <= ring[0].end_ns, "rank {r} {call}");
+                let bytes = s.args.get(key).and_then(Value::as_u64).expect(key);
+                assert!(bytes > 0 && (lo..=hi).contains(&bytes), "rank {r} {call}");
+            }
+            // The ring's last round receives from MPI_ANY_SOURCE: the peer is
+            // the status's, the left neighbour.
+            if call == "MPI_Recv" {
+                let peers: BTreeSet<u64> = own
+                    .named(call)
+                    .iter()
+                    .filter_map(|s| s.args.get("peer").and_then(Value::as_u64))
+                    .collect();
+                assert_eq!(peers, BTreeSet::from([u64::from(peer)]), "rank {r}");
+            }
+        }
         cmd.arg(&d);
     }
     assert_ok(&run(cmd.arg("-o").arg(dir.join("m"))));
@@ -748,4 +878,71 @@ fn merged_traces_are_on_rank_0s_clock() {
     got.sort_unstable();
     want.sort_unstable();
     assert_eq!(got, want);
+}
+
+/// With hardware counters asked for MPI calls (`KPROF_COUNTER_KINDS=mpi`), the
+/// plugin opens and closes each call (so that counters are read at both ends)
+/// instead of recording it whole: the same nodes, counts, arguments and rows.
+/// (The counter itself need not be countable here: the flag alone chooses.)
+#[test]
+fn calls_opened_for_counters_give_the_same_profile_as_whole_calls() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_counted_calls");
+    let prog = program();
+    let plugin = lib("libkprof_mpi.so");
+    let preload = format!("LD_PRELOAD={}", plugin.display());
+    let mut profiles = Vec::new();
+    for (name, counted) in [("whole", false), ("opened", true)] {
+        let out = dir.join(name);
+        let target = format!("KPROF_OUTPUT_DIR={}", out.join("r%r").display());
+        let mut argv: Vec<PathBuf> = ["-x", &preload, "-x", &target]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        if counted {
+            for kv in ["KPROF_COUNTERS=PAPI_TOT_INS", "KPROF_COUNTER_KINDS=mpi"] {
+                argv.extend(["-x", kv].map(PathBuf::from));
+            }
+        }
+        argv.push(prog.clone());
+        let argv: Vec<&Path> = argv.iter().map(PathBuf::as_path).collect();
+        let o = mpirun_n(
+            &dir,
+            RANKS,
+            &argv,
+            &["ring", "alltoall", "collectives"],
+            &[("KPROF_PER_RANK", "1")],
+        );
+        assert_ok(&o);
+        profiles.push(
+            (0..RANKS)
+                .map(|r| read_profile(&out.join(format!("r{r}"))))
+                .collect::<Vec<_>>(),
+        );
+    }
+    let mpi_nodes = |p: &Value| -> BTreeMap<Vec<String>, (u64, String)> {
+        nodes(p)
+            .into_iter()
+            .filter(|(_, n)| n["kind"] == "mpi")
+            .map(|(path, n)| (path, (u(&n["count"]), n["args"].to_string())))
+            .collect()
+    };
+    for (r, (whole, opened)) in profiles[0].iter().zip(&profiles[1]).enumerate() {
+        let w = mpi_nodes(whole);
+        assert!(w.len() > 15, "rank {r}: {w:?}");
+        assert_eq!(w, mpi_nodes(opened), "rank {r}");
+        assert_eq!(whole["metadata"]["MPI calls"], "recorded whole");
+        assert_eq!(
+            opened["metadata"]["MPI calls"],
+            "opened and closed (hardware counters)"
+        );
+        assert_eq!(rows(whole), rows(opened), "rank {r}");
+        assert_eq!(
+            rows(whole),
+            expected(&dir.join("expect"), r as u32),
+            "rank {r}"
+        );
+    }
 }

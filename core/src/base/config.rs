@@ -284,6 +284,12 @@ impl Config {
             "fork" => self.fork,
             "in-place" => self.in_place,
             "per-rank" => self.per_rank,
+            // Whether MPI calls get hardware counters (then the MPI plugin opens
+            // and closes each call instead of recording it whole).
+            "mpi-counters" => {
+                let (kinds, _) = crate::hot::counters::parse_kinds(&self.counter_kinds);
+                !self.counters.is_empty() && kinds >> (kprof_abi::Kind::Mpi as u8 & 63) & 1 == 1
+            }
             _ => return None,
         })
     }

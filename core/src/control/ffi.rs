@@ -392,6 +392,21 @@ unsafe extern "C" fn job_free(form: *mut u8, len: usize) {
     drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(form, len)) });
 }
 
+unsafe extern "C" fn stamp() -> u64 {
+    guard(0, events::stamp)
+}
+
+unsafe extern "C" fn call(c: *const kprof_abi::Call) {
+    guard((), || {
+        // SAFETY: the ABI requires NULL or a valid call whose strings are
+        // literals.
+        if let Some(c) = unsafe { c.as_ref() } {
+            // SAFETY: as above.
+            unsafe { events::call(c) }
+        }
+    })
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -435,6 +450,8 @@ static API: CoreApi = CoreApi {
     job_write,
     job_done,
     job_free,
+    stamp,
+    call,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

@@ -398,6 +398,94 @@ pub fn end(kind: u8, guid: u64) {
     }
 }
 
+/// The core clock now, raw ([`kprof_abi::CoreApi::stamp`]); 0 when not
+/// recording.
+#[inline(always)]
+pub fn stamp() -> u64 {
+    runtime::active().map_or(0, |rt| rt.clock.now())
+}
+
+/// Records a call whole ([`kprof_abi::Call`]): in place, its node, arguments
+/// and message at once; with records, the begin, arguments, message and end
+/// that the separate calls would have written, at the same times.
+///
+/// # Safety
+/// The call's name, argument keys and channel are NULL or NUL-terminated,
+/// never freed nor changed.
+#[inline]
+pub unsafe fn call(c: &kprof_abi::Call) {
+    let Some(mut e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    // Timestamp first, so recording is not counted in the call's time.
+    let end = rt.clock.now();
+    let t = e.t();
+    // SAFETY: the caller's contract, for every string.
+    let name = unsafe { t.names.lookup_static(c.name, &rt.names, &rt.anomalies) };
+    let mut args = [(0u32, 0u64); kprof_abi::CALL_ARGS];
+    let n = usize::from(c.nargs).min(kprof_abi::CALL_ARGS);
+    for (slot, a) in args.iter_mut().zip(&c.args[..n]) {
+        // SAFETY: as above.
+        let key = unsafe { t.names.lookup_static(a.key, &rt.names, &rt.anomalies) };
+        *slot = (key, a.value);
+    }
+    let channel = if c.channel.is_null() {
+        None
+    } else {
+        // SAFETY: as above.
+        Some(unsafe { t.names.lookup_static(c.channel, &rt.names, &rt.anomalies) })
+    };
+    let thread = t.index();
+    // A stamp from before the runtime started, or a clock read on another
+    // CPU a little behind: the call then begins when it ends.
+    let begin = if c.begin == 0 || c.begin > end {
+        end
+    } else {
+        c.begin
+    };
+    if let Some(ip) = t.in_place() {
+        let Some(kind) = Kind::from_u8(c.kind) else {
+            rt.anomalies.count(Anomaly::UnknownEvent);
+            return;
+        };
+        ip.call(kind, name, begin, end, &args[..n]);
+        if let Some(channel) = channel {
+            ip.event(&Event::Instant {
+                thread,
+                kind: Kind::Message,
+                name: channel,
+                a: c.message,
+                b: c.bytes,
+                ts: 0,
+            });
+        }
+        return;
+    }
+    // Records: never before the thread's last event (one thread's times only
+    // grow in its buffer).
+    let begin = if t.delta(begin).is_some() { begin } else { end };
+    // The writer recounts the thread's GUIDs from its begins.
+    let _ = t.open();
+    match (t.delta(begin), u16::try_from(name)) {
+        (Some(delta), Ok(short)) => t.push(rt, [head(Op::BeginShort, c.kind, delta, short)], begin),
+        _ => t.push(rt, long(begin, Op::Begin, c.kind, name, 0), begin),
+    }
+    for &(key, value) in &args[..n] {
+        let [h, no_time] = long(0, Op::Arg, 0, key, 0);
+        t.push_untimed(rt, [h, no_time, value, 0]);
+    }
+    if let Some(channel) = channel {
+        let [h, time] = long(end, Op::Instant, Kind::Message as u8, channel, 0);
+        t.push(rt, [h, time, c.message, c.bytes], end);
+    }
+    t.close();
+    match t.delta(end) {
+        Some(delta) => t.push(rt, [head(Op::EndShort, c.kind, delta, 0)], end),
+        None => t.push(rt, long(end, Op::End, c.kind, 0, 0), end),
+    }
+}
+
 /// Records an instant event.
 ///
 /// # Safety

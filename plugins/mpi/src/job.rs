@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use kprof_abi::CoreApi;
 
 use crate::state::{metadata, warn, Active};
-use crate::sys::{self, Comm, Datatype, Pmpi, Request, Status};
+use crate::sys::{self, Abi, Comm, Datatype, Pmpi, Request, Status};
 
 /// Tags on kprof's communicator.
 const TAG_ARRIVED: c_int = 1;
@@ -51,8 +51,9 @@ pub struct Job {
 impl Job {
     /// Duplicates `world` (collective: every rank is in `MPI_Init`). None when
     /// that fails (the job then ends with per-rank files, as without it).
-    pub(crate) fn start(p: &Pmpi, world: Comm) -> Option<Job> {
-        let byte = sys::byte()?;
+    pub(crate) fn start(p: &Pmpi, abi: &Abi) -> Option<Job> {
+        let (world, byte) = (abi.comm_world as Comm, abi.byte);
+        // Zeroed: MPICH writes only the low 4 bytes of the handle.
         let mut comm: Comm = ptr::null_mut();
         // SAFETY: MPI is initialized; an out-pointer to a local.
         let rc = unsafe { (p.comm_dup)(world, &mut comm) };

@@ -12,13 +12,14 @@
 //! in `MPI_COMM_WORLD` ranks) and `comm_size` (collectives). Point-to-point
 //! messages go to the profile's message matrix (channel `MPI p2p`): sends when
 //! posted, receives when completed (`MPI_Recv`, `MPI_Sendrecv`, or the wait or test
-//! that completes an `MPI_Irecv`: source from the status, bytes from
-//! `PMPI_Get_count` x the type's size), peers translated to `MPI_COMM_WORLD` ranks
+//! that completes an `MPI_Irecv`: source and bytes from the status, which holds
+//! the bytes received in both families), peers translated to `MPI_COMM_WORLD` ranks
 //! with `PMPI_Group_translate_ranks` once per communicator.
 //!
-//! Open MPI only (its ABI is declared in [`sys`]): under another MPI (MPICH and
-//! its derivatives) the plugin says so in one line at `MPI_Init` and only
-//! forwards. No lock, allocation or system call on a call, except the first use
+//! Open MPI and MPICH (and the libraries sharing its ABI), told apart at
+//! `MPI_Init` ([`sys::Abi`]); under another MPI the plugin says so in one line
+//! and only forwards. Each call is one call into the core once MPI returned
+//! ([`kprof_abi::CoreApi::call`], the clock read before it). No lock, allocation or system call on a call, except the first use
 //! of a communicator (its translation) and a wait or test that completes more than
 //! 64 tracked receives, or ignores the statuses of more than 64 requests (a heap
 //! buffer then); no panic reaches the program ([`kprof_abi::guard`]).
@@ -36,16 +37,17 @@ use std::mem::MaybeUninit;
 use kprof_abi::guard::guard;
 use kprof_abi::message;
 
-use state::{active, pmpi, Active, CommView, Pending};
+use state::{active, pmpi, Active, CommView, Pending, Rec};
 use sys::{Comm, Datatype, Op, Pmpi, Request, Status};
 
-/// Records a call: opens its node, forwards (`fwd`), lets `after` add what the
-/// result tells, and closes the node. Not measuring: only forwards.
+/// Records a call: takes the core clock, forwards (`fwd`), lets `after` add
+/// what the result tells to the call's record, and hands the record to the
+/// core whole (one call into it). Not measuring: only forwards.
 #[inline(always)]
 fn measured(
     name: &'static CStr,
     fwd: impl FnOnce(&'static Pmpi) -> c_int,
-    after: impl FnOnce(&'static Active, &'static Pmpi, c_int),
+    after: impl FnOnce(&'static Active, &'static Pmpi, c_int, &mut Rec),
 ) -> c_int {
     let Some(p) = pmpi() else {
         return sys::ERR_OTHER;
@@ -53,10 +55,12 @@ fn measured(
     let Some(a) = active() else {
         return fwd(p);
     };
-    guard((), || a.begin(name));
+    let mut r = guard(Rec::new(name, 0), || a.open(name));
     let rc = fwd(p);
-    guard((), || after(a, p, rc));
-    guard((), || a.end());
+    guard((), || {
+        after(a, p, rc, &mut r);
+        a.record(&r);
+    });
     rc
 }
 
@@ -72,13 +76,14 @@ fn bytes(p: &sys::Pmpi, count: c_int, ty: Datatype) -> u64 {
 /// Bytes of the buffer `buf` (`count` of `ty`), or `in_place` when the program
 /// passed `MPI_IN_PLACE` (the data is the other buffer's block).
 fn unless_in_place(
+    a: &Active,
     p: &sys::Pmpi,
     buf: *const c_void,
     count: c_int,
     ty: Datatype,
     in_place: u64,
 ) -> u64 {
-    if buf == sys::IN_PLACE {
+    if a.abi.in_place(buf) {
         in_place
     } else {
         bytes(p, count, ty)
@@ -114,7 +119,7 @@ unsafe fn at(counts: *const c_int, i: c_int, n: c_int) -> u64 {
 
 // ---- start and end ----
 
-/// `MPI_Init`: attaches kprof (Open MPI), then initializes MPI.
+/// `MPI_Init`: attaches kprof (Open MPI or MPICH), then initializes MPI.
 ///
 /// # Safety
 /// The MPI standard's C binding.
@@ -149,22 +154,22 @@ fn init(
     let Some(p) = pmpi() else {
         return sys::ERR_OTHER;
     };
-    let api = guard(None, || state::start(p));
-    if let Some(api) = api {
+    let started = guard(None, || state::start(p));
+    if let Some((api, _)) = started {
         // SAFETY: a static NUL-terminated name.
         guard((), || unsafe {
             (api.begin_static)(kprof_abi::Kind::Mpi as u8, name.as_ptr(), 0, 0);
         });
     }
     let rc = fwd(p);
-    if let Some(api) = api {
+    if let Some((api, abi)) = started {
         guard((), || {
             // SAFETY: plain values.
             unsafe { (api.end)(kprof_abi::Kind::Mpi as u8, 0) };
             if rc == sys::SUCCESS {
                 // SAFETY: MPI wrote the level it provides.
                 let level = provided.filter(|q| !q.is_null()).map(|q| unsafe { *q });
-                state::activate(api, p, level);
+                state::activate(api, abi, p, level);
             }
         });
     }
@@ -189,8 +194,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     guard((), || {
         // The call is counted; its time is the real finalize's, after the
         // profile ends.
-        a.begin(c"MPI_Finalize");
-        a.end();
+        a.record(&a.open(c"MPI_Finalize"));
         state::deactivate(a);
         if let Some(j) = &a.job {
             job::reduce(a, p, j);
@@ -217,8 +221,7 @@ pub unsafe extern "C" fn MPI_Abort(comm: Comm, errorcode: c_int) -> c_int {
     };
     if let Some(a) = active() {
         guard((), || {
-            a.begin(c"MPI_Abort");
-            a.end();
+            a.record(&a.open(c"MPI_Abort"));
             state::deactivate(a);
             state::metadata(a.api, "MPI_Abort error code", &errorcode.to_string());
             let mut len = 0usize;
@@ -239,9 +242,11 @@ pub unsafe extern "C" fn MPI_Abort(comm: Comm, errorcode: c_int) -> c_int {
 /// Records a send of `count` x `dtype` to `dest` of `comm`: arguments (`peer`
 /// when `with_peer`: the nonblocking posts leave it to the matrix, which has it)
 /// and the message.
+#[allow(clippy::too_many_arguments)]
 fn sent(
     a: &Active,
     p: &Pmpi,
+    r: &mut Rec,
     dtype: Datatype,
     count: c_int,
     dest: c_int,
@@ -249,16 +254,16 @@ fn sent(
     with_peer: bool,
 ) {
     let bytes = bytes(p, count, dtype);
-    a.arg(c"bytes_sent", bytes);
+    r.arg(c"bytes_sent", bytes);
     if dest < 0 {
         return; // MPI_PROC_NULL
     }
     let view = a.view(p, comm);
     if let Some(peer) = Active::world_rank_of(view, dest) {
         if with_peer {
-            a.arg(c"peer", u64::from(peer));
+            r.arg(c"peer", u64::from(peer));
         }
-        a.message(peer, message::SEND, bytes);
+        r.message(a, peer, message::SEND, bytes);
     }
 }
 
@@ -279,9 +284,9 @@ pub unsafe extern "C" fn MPI_Send(
         c"MPI_Send",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.send)(buf, count, dtype, dest, tag, comm) },
-        |a, p, rc| {
+        |a, p, rc, r| {
             if rc == sys::SUCCESS {
-                sent(a, p, dtype, count, dest, comm, true);
+                sent(a, p, r, dtype, count, dest, comm, true);
             }
         },
     )
@@ -305,11 +310,11 @@ pub unsafe extern "C" fn MPI_Isend(
         c"MPI_Isend",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.isend)(buf, count, dtype, dest, tag, comm, req) },
-        |a, p, rc| {
+        |a, p, rc, r| {
             if rc == sys::SUCCESS && !req.is_null() {
                 // SAFETY: MPI wrote the new request.
-                state::untrack(unsafe { *req });
-                sent(a, p, dtype, count, dest, comm, false);
+                state::untrack(unsafe { a.abi.handle(req, 0) });
+                sent(a, p, r, dtype, count, dest, comm, false);
             }
         },
     )
@@ -331,34 +336,33 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut Status,
 ) -> c_int {
     let mut own = Status::default();
-    let measuring = active().is_some();
-    let st = if status.is_null() && measuring {
-        &mut own as *mut Status
-    } else {
-        status
+    let st = match active() {
+        Some(a) if a.abi.ignores(status) => &mut own as *mut Status,
+        _ => status,
     };
     measured(
         c"MPI_Recv",
         // SAFETY: forwarded, with a status of kprof's own in place of
         // MPI_STATUS_IGNORE.
         |p| unsafe { (p.recv)(buf, count, dtype, source, tag, comm, st) },
-        |a, p, rc| {
-            if rc == sys::SUCCESS && !st.is_null() {
+        |a, p, rc, r| {
+            if rc == sys::SUCCESS && !st.is_null() && !a.abi.ignores(st) {
                 let view = a.view(p, comm);
                 // SAFETY: MPI filled the status.
-                let st = unsafe { &*st };
-                received_args(a, a.received(p, view, dtype, st), true);
+                let st = unsafe { a.abi.status(st, 0) };
+                let got = a.received(view, st, r);
+                received_args(r, got, true);
             }
         },
     )
 }
 
 /// Arguments of a call that completed one receive (`peer` when `one`).
-fn received_args(a: &Active, got: Option<(u32, u64)>, one: bool) {
+fn received_args(r: &mut Rec, got: Option<(u32, u64)>, one: bool) {
     if let Some((peer, bytes)) = got {
-        a.arg(c"bytes_received", bytes);
+        r.arg(c"bytes_received", bytes);
         if one {
-            a.arg(c"peer", u64::from(peer));
+            r.arg(c"peer", u64::from(peer));
         }
     }
 }
@@ -381,11 +385,11 @@ pub unsafe extern "C" fn MPI_Irecv(
         c"MPI_Irecv",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.irecv)(buf, count, dtype, source, tag, comm, req) },
-        |a, p, rc| {
+        |a, p, rc, _| {
             if rc == sys::SUCCESS && !req.is_null() {
                 let view = a.view(p, comm);
                 // SAFETY: MPI wrote the new request.
-                state::track(unsafe { *req }, view, dtype);
+                state::track(unsafe { a.abi.handle(req, 0) }, view, dtype);
             }
         },
     )
@@ -411,10 +415,9 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     status: *mut Status,
 ) -> c_int {
     let mut own = Status::default();
-    let st = if status.is_null() && active().is_some() {
-        &mut own as *mut Status
-    } else {
-        status
+    let st = match active() {
+        Some(a) if a.abi.ignores(status) => &mut own as *mut Status,
+        _ => status,
     };
     measured(
         c"MPI_Sendrecv",
@@ -428,16 +431,16 @@ pub unsafe extern "C" fn MPI_Sendrecv(
                 )
             }
         },
-        |a, p, rc| {
+        |a, p, rc, r| {
             if rc != sys::SUCCESS {
                 return;
             }
-            sent(a, p, sendtype, sendcount, dest, comm, false);
-            if !st.is_null() {
+            sent(a, p, r, sendtype, sendcount, dest, comm, false);
+            if !st.is_null() && !a.abi.ignores(st) {
                 let view = a.view(p, comm);
                 // SAFETY: MPI filled the status.
-                let got = a.received(p, view, recvtype, unsafe { &*st });
-                received_args(a, got, false);
+                let got = a.received(view, unsafe { a.abi.status(st, 0) }, r);
+                received_args(r, got, false);
             }
         },
     )
@@ -452,9 +455,9 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Request) -> c_int {
     let Some(p) = pmpi() else {
         return sys::ERR_OTHER;
     };
-    if active().is_some() && !req.is_null() {
+    if let Some(a) = active().filter(|_| !req.is_null()) {
         // SAFETY: the program's request.
-        let r = unsafe { *req };
+        let r = unsafe { a.abi.handle(req, 0) };
         guard((), || state::untrack(r));
     }
     // SAFETY: forwarded as received.
@@ -470,7 +473,8 @@ const INLINE: usize = 64;
 struct Tracked {
     index: c_int,
     slot: usize,
-    req: Request,
+    /// The request's handle, as [`sys::Abi::key`] gives it.
+    req: usize,
     pending: Pending,
 }
 
@@ -496,15 +500,15 @@ impl Scan {
     /// Finds the tracked receives among `count` requests at `reqs`.
     ///
     /// # Safety
-    /// `reqs` holds `count` requests (or is NULL).
+    /// `reqs` holds `count` requests of `abi` (or is NULL).
     #[inline]
-    unsafe fn fill(&mut self, reqs: *const Request, count: c_int) {
+    unsafe fn fill(&mut self, abi: &sys::Abi, reqs: *const Request, count: c_int) {
         if reqs.is_null() || count <= 0 {
             return;
         }
-        // SAFETY: the caller's contract.
-        let all = unsafe { std::slice::from_raw_parts(reqs, count as usize) };
-        for (i, &req) in all.iter().enumerate() {
+        for i in 0..count as usize {
+            // SAFETY: the caller's contract.
+            let req = unsafe { abi.handle(reqs, i) };
             if let Some((slot, pending)) = state::lookup(req) {
                 let t = Tracked {
                     index: i as c_int,
@@ -559,11 +563,12 @@ impl Statuses {
         }
     }
 
-    /// The statuses to pass to MPI for `count` requests.
+    /// The statuses to pass to MPI for `count` requests (kprof's own are
+    /// Open MPI's size, larger than MPICH's: enough for either).
     #[inline]
-    fn set(&mut self, given: *mut Status, count: c_int, need: bool) -> *mut Status {
+    fn set(&mut self, abi: &sys::Abi, given: *mut Status, count: c_int, need: bool) -> *mut Status {
         self.ptr = given;
-        if given.is_null() && need && count > 0 {
+        if abi.ignores(given) && need && count > 0 {
             if count as usize <= INLINE {
                 self.ptr = self.inline.as_mut_ptr().cast();
             } else {
@@ -574,31 +579,40 @@ impl Statuses {
         self.ptr
     }
 
-    /// Status `i`, which MPI filled.
+    /// Status `i`, which MPI filled (None when the program ignores them and
+    /// kprof needed none).
     ///
     /// # Safety
     /// `i` is below the count and MPI filled that status.
-    unsafe fn get(&self, i: c_int) -> Option<&Status> {
+    unsafe fn get(&self, abi: &sys::Abi, i: c_int) -> Option<sys::StatusView> {
+        if self.ptr.is_null() || abi.ignores(self.ptr) || i < 0 {
+            return None;
+        }
         // SAFETY: the caller's contract.
-        unsafe { self.ptr.add(i as usize).as_ref() }
+        Some(unsafe { abi.status(self.ptr, i as usize) })
     }
 }
 
 /// Records the completion of tracked receive `t` with status `st`; returns its
 /// (peer, bytes).
-fn completed(a: &Active, p: &Pmpi, t: &Tracked, st: Option<&Status>) -> Option<(u32, u64)> {
+fn completed(
+    a: &Active,
+    r: &mut Rec,
+    t: &Tracked,
+    st: Option<sys::StatusView>,
+) -> Option<(u32, u64)> {
     state::release(t.slot, t.req);
-    a.received(p, t.pending.view, t.pending.dtype, st?)
+    a.received(t.pending.view, st?, r)
 }
 
 /// Adds the arguments of a call that completed `got` receives.
-fn completion_args(a: &Active, n: u32, bytes: u64, peer: Option<u32>) {
+fn completion_args(r: &mut Rec, n: u32, bytes: u64, peer: Option<u32>) {
     if n == 0 {
         return;
     }
-    a.arg(c"bytes_received", bytes);
+    r.arg(c"bytes_received", bytes);
     if let (1, Some(peer)) = (n, peer) {
-        a.arg(c"peer", u64::from(peer));
+        r.arg(c"peer", u64::from(peer));
     }
 }
 
@@ -619,32 +633,33 @@ fn completion(
     let Some(a) = active() else {
         return fwd(p, statuses);
     };
-    guard((), || a.begin(name));
+    let mut r = guard(Rec::new(name, 0), || a.open(name));
     // Built in place and never moved: they are arrays of a few KiB.
     let mut scan = Scan::new();
     // SAFETY: the program passes `count` requests.
-    guard((), || unsafe { scan.fill(reqs, count) });
+    guard((), || unsafe { scan.fill(&a.abi, reqs, count) });
     let mut st = Statuses::new();
-    let ptr = st.set(statuses, count, !scan.is_empty());
+    let ptr = st.set(&a.abi, statuses, count, !scan.is_empty());
     let rc = fwd(p, ptr);
     guard((), || {
         if scan.is_empty() || rc != sys::SUCCESS {
+            a.record(&r);
             return;
         }
         let (mut n, mut bytes, mut peer) = (0u32, 0u64, None);
         done(&mut |index, status| {
             if let Some(t) = scan.find(index) {
                 // SAFETY: MPI filled the status of each completed request.
-                if let Some((w, b)) = completed(a, p, t, unsafe { st.get(status) }) {
+                if let Some((w, b)) = completed(a, &mut r, t, unsafe { st.get(&a.abi, status) }) {
                     n += 1;
                     bytes += b;
                     peer = Some(w);
                 }
             }
         });
-        completion_args(a, n, bytes, peer);
+        completion_args(&mut r, n, bytes, peer);
+        a.record(&r);
     });
-    guard((), || a.end());
     rc
 }
 
@@ -847,10 +862,10 @@ pub unsafe extern "C" fn MPI_Testsome(
 
 /// Arguments of a collective: bytes this rank sent and received, and the
 /// communicator's size.
-fn collective(a: &Active, size: c_int, sent: u64, received: u64) {
-    a.arg(c"bytes_sent", sent);
-    a.arg(c"bytes_received", received);
-    a.arg(c"comm_size", nonneg(size));
+fn collective(r: &mut Rec, size: c_int, sent: u64, received: u64) {
+    r.arg(c"bytes_sent", sent);
+    r.arg(c"bytes_received", received);
+    r.arg(c"comm_size", nonneg(size));
 }
 
 /// `MPI_Barrier`.
@@ -863,9 +878,9 @@ pub unsafe extern "C" fn MPI_Barrier(comm: Comm) -> c_int {
         c"MPI_Barrier",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.barrier)(comm) },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, _) = a.size_and_rank(a.view(p, comm));
-            a.arg(c"comm_size", nonneg(size));
+            r.arg(c"comm_size", nonneg(size));
         },
     )
 }
@@ -886,11 +901,11 @@ pub unsafe extern "C" fn MPI_Bcast(
         c"MPI_Bcast",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.bcast)(buf, count, dtype, root, comm) },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
             let bytes = bytes(p, count, dtype);
-            let (s, r) = if me == root { (bytes, 0) } else { (0, bytes) };
-            collective(a, size, s, r);
+            let (sent, received) = if me == root { (bytes, 0) } else { (0, bytes) };
+            collective(r, size, sent, received);
         },
     )
 }
@@ -913,10 +928,10 @@ pub unsafe extern "C" fn MPI_Reduce(
         c"MPI_Reduce",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.reduce)(sendbuf, recvbuf, count, dtype, op, root, comm) },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
             let bytes = bytes(p, count, dtype);
-            collective(a, size, bytes, if me == root { bytes } else { 0 });
+            collective(r, size, bytes, if me == root { bytes } else { 0 });
         },
     )
 }
@@ -938,10 +953,10 @@ pub unsafe extern "C" fn MPI_Allreduce(
         c"MPI_Allreduce",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.allreduce)(sendbuf, recvbuf, count, dtype, op, comm) },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, _) = a.size_and_rank(a.view(p, comm));
             let bytes = bytes(p, count, dtype);
-            collective(a, size, bytes, bytes);
+            collective(r, size, bytes, bytes);
         },
     )
 }
@@ -968,11 +983,11 @@ pub unsafe extern "C" fn MPI_Allgather(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
             )
         },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, _) = a.size_and_rank(a.view(p, comm));
             let block = bytes(p, recvcount, recvtype);
-            let sent = unless_in_place(p, sendbuf, sendcount, sendtype, block);
-            collective(a, size, sent, block * nonneg(size));
+            let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, block);
+            collective(r, size, sent, block * nonneg(size));
         },
     )
 }
@@ -1000,13 +1015,13 @@ pub unsafe extern "C" fn MPI_Allgatherv(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
             )
         },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
             let ts = state::type_size(p, recvtype);
             // SAFETY: recvcounts holds `size` counts at every rank.
             let (all, mine) = unsafe { (sum(recvcounts, size), at(recvcounts, me, size)) };
-            let sent = unless_in_place(p, sendbuf, sendcount, sendtype, mine * ts);
-            collective(a, size, sent, all * ts);
+            let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine * ts);
+            collective(r, size, sent, all * ts);
         },
     )
 }
@@ -1033,15 +1048,15 @@ pub unsafe extern "C" fn MPI_Alltoall(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
             )
         },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, _) = a.size_and_rank(a.view(p, comm));
             let received = bytes(p, recvcount, recvtype) * nonneg(size);
-            let sent = if sendbuf == sys::IN_PLACE {
+            let sent = if a.abi.in_place(sendbuf) {
                 received
             } else {
                 bytes(p, sendcount, sendtype) * nonneg(size)
             };
-            collective(a, size, sent, received);
+            collective(r, size, sent, received);
         },
     )
 }
@@ -1071,18 +1086,18 @@ pub unsafe extern "C" fn MPI_Alltoallv(
                 comm,
             )
         },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, _) = a.size_and_rank(a.view(p, comm));
             // SAFETY: both count arrays hold `size` counts (sendcounts unless in place).
             let received = unsafe { sum(recvcounts, size) } * state::type_size(p, recvtype);
-            let sent = if sendbuf == sys::IN_PLACE {
+            let sent = if a.abi.in_place(sendbuf) {
                 received
             } else {
                 // SAFETY: as above.
                 let n = unsafe { sum(sendcounts, size) };
                 n * state::type_size(p, sendtype)
             };
-            collective(a, size, sent, received);
+            collective(r, size, sent, received);
         },
     )
 }
@@ -1110,15 +1125,15 @@ pub unsafe extern "C" fn MPI_Gather(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
             )
         },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
             let block = if me == root {
                 bytes(p, recvcount, recvtype)
             } else {
                 0
             };
-            let sent = unless_in_place(p, sendbuf, sendcount, sendtype, block);
-            collective(a, size, sent, block * nonneg(size));
+            let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, block);
+            collective(r, size, sent, block * nonneg(size));
         },
     )
 }
@@ -1147,7 +1162,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
             )
         },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
             let (received, mine) = if me == root {
                 let ts = state::type_size(p, recvtype);
@@ -1156,8 +1171,8 @@ pub unsafe extern "C" fn MPI_Gatherv(
             } else {
                 (0, 0)
             };
-            let sent = unless_in_place(p, sendbuf, sendcount, sendtype, mine);
-            collective(a, size, sent, received);
+            let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine);
+            collective(r, size, sent, received);
         },
     )
 }
@@ -1185,15 +1200,15 @@ pub unsafe extern "C" fn MPI_Scatter(
                 sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
             )
         },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
             let block = if me == root {
                 bytes(p, sendcount, sendtype)
             } else {
                 0
             };
-            let received = unless_in_place(p, recvbuf.cast_const(), recvcount, recvtype, block);
-            collective(a, size, block * nonneg(size), received);
+            let received = unless_in_place(a, p, recvbuf.cast_const(), recvcount, recvtype, block);
+            collective(r, size, block * nonneg(size), received);
         },
     )
 }
@@ -1222,7 +1237,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
                 sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
             )
         },
-        |a, p, _| {
+        |a, p, _, r| {
             let (size, me) = a.size_and_rank(a.view(p, comm));
             let (sent, mine) = if me == root {
                 let ts = state::type_size(p, sendtype);
@@ -1231,8 +1246,8 @@ pub unsafe extern "C" fn MPI_Scatterv(
             } else {
                 (0, 0)
             };
-            let received = unless_in_place(p, recvbuf.cast_const(), recvcount, recvtype, mine);
-            collective(a, size, sent, received);
+            let received = unless_in_place(a, p, recvbuf.cast_const(), recvcount, recvtype, mine);
+            collective(r, size, sent, received);
         },
     )
 }
@@ -1255,7 +1270,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
         // SAFETY: forwarded as received.
         |p| unsafe { (p.comm_split)(comm, color, key, newcomm) },
         // SAFETY: MPI wrote the new communicator.
-        |a, p, rc| learn_new(a, p, rc, newcomm),
+        |a, p, rc, _| learn_new(a, p, rc, newcomm),
     )
 }
 
@@ -1269,7 +1284,7 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Comm, newcomm: *mut Comm) -> c_int {
         c"MPI_Comm_dup",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.comm_dup)(comm, newcomm) },
-        |a, p, rc| learn_new(a, p, rc, newcomm),
+        |a, p, rc, _| learn_new(a, p, rc, newcomm),
     )
 }
 
@@ -1278,11 +1293,11 @@ fn learn_new(a: &Active, p: &Pmpi, rc: c_int, newcomm: *mut Comm) {
         return;
     }
     // SAFETY: MPI wrote the new communicator (MPI_COMM_NULL for MPI_UNDEFINED).
-    let c = unsafe { *newcomm };
-    if c != a.null && c != a.world {
+    let c = unsafe { a.abi.handle(newcomm, 0) };
+    if c != a.abi.comm_null && c != a.abi.comm_world {
         // A handle reused from a freed communicator is translated afresh.
         a.forget(c);
-        let _: CommView = a.learn(p, c);
+        let _: CommView = a.learn(p, c as Comm);
     }
 }
 
@@ -1298,7 +1313,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Comm) -> c_int {
     if let Some(a) = active() {
         if !comm.is_null() {
             // SAFETY: the program's communicator.
-            let c = unsafe { *comm };
+            let c = unsafe { a.abi.handle(comm, 0) };
             guard((), || a.forget(c));
         }
     }

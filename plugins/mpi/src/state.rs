@@ -12,9 +12,9 @@ use std::ffi::{c_int, CStr, CString};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-use kprof_abi::{message, CoreApi, Kind};
+use kprof_abi::{message, ActivityArg, Call, CoreApi, Kind, CALL_ARGS};
 
-use crate::sys::{self, Comm, Datatype, Family, Group, Pmpi, Request, Status};
+use crate::sys::{self, Abi, Comm, Datatype, Family, Group, Pmpi, StatusView};
 
 /// The `PMPI_*` table once resolved (leaked); null before the first call.
 static PMPI: AtomicPtr<Pmpi> = AtomicPtr::new(ptr::null_mut());
@@ -64,10 +64,10 @@ fn resolve_pmpi() -> Option<&'static Pmpi> {
 pub struct Active {
     /// The core's table (attached).
     pub api: &'static CoreApi,
+    /// The MPI family's ABI.
+    pub abi: Abi,
     /// `MPI_COMM_WORLD`.
     pub world: Comm,
-    /// `MPI_COMM_NULL`.
-    pub null: Comm,
     /// The group of `MPI_COMM_WORLD`.
     pub world_group: Group,
     /// This process's rank in `MPI_COMM_WORLD`.
@@ -76,6 +76,9 @@ pub struct Active {
     pub world_size: c_int,
     /// kprof's own communicator (None: the job ends with per-rank files only).
     pub job: Option<crate::job::Job>,
+    /// Calls are recorded whole ([`kprof_abi::CoreApi::call`]); false when MPI
+    /// calls get hardware counters, which are read as an instance opens.
+    pub whole: bool,
 }
 
 /// The state while measuring.
@@ -90,28 +93,24 @@ fn anchor() -> usize {
     start as *const () as usize
 }
 
-/// Before the real `MPI_Init`: detects the MPI family and attaches the core
-/// (Open MPI only). Returns the core's table when calls are to be measured.
-pub fn start(p: &Pmpi) -> Option<&'static CoreApi> {
+/// Before the real `MPI_Init`: detects the MPI family and attaches the core.
+/// Returns the core's table and the family's ABI when calls are to be measured.
+pub fn start(p: &Pmpi) -> Option<(&'static CoreApi, Abi)> {
     if let Some(missing) = p.missing {
         warn(&format!(
             "the MPI library has no {missing}: MPI calls are not measured"
         ));
         return None;
     }
-    match Family::detect() {
-        Family::OpenMpi => {}
-        Family::Mpich => {
-            warn(
-                "MPICH-family MPI is not supported yet (Open MPI only); MPI calls are not measured",
-            );
-            return None;
-        }
-        Family::Unknown => {
-            warn("unknown MPI library (not Open MPI); MPI calls are not measured");
-            return None;
-        }
-    }
+    let family = Family::detect();
+    let Some(abi) = Abi::of(family) else {
+        let what = match family {
+            Family::Unknown => "unknown MPI library (neither Open MPI nor MPICH)",
+            _ => "the MPI library's predefined handles were not found",
+        };
+        warn(&format!("{what}; MPI calls are not measured"));
+        return None;
+    };
     let api = match kprof_abi::loader::load_core(anchor()) {
         Ok(api) => api,
         Err(e) => {
@@ -125,16 +124,13 @@ pub fn start(p: &Pmpi) -> Option<&'static CoreApi> {
             return None;
         }
     }
-    Some(api)
+    Some((api, abi))
 }
 
 /// After the real `MPI_Init` succeeded: `MPI_COMM_WORLD`, its group, rank and size;
 /// from now on calls are measured.
-pub fn activate(api: &'static CoreApi, p: &Pmpi, thread_level: Option<c_int>) {
-    let (Some(world), Some(null)) = (sys::comm_world(), sys::data("ompi_mpi_comm_null\0")) else {
-        warn("Open MPI's MPI_COMM_WORLD not found; MPI calls are not measured");
-        return;
-    };
+pub fn activate(api: &'static CoreApi, abi: Abi, p: &Pmpi, thread_level: Option<c_int>) {
+    let world = abi.comm_world as Comm;
     let (mut rank, mut size, mut group): (c_int, c_int, Group) = (0, 0, ptr::null_mut());
     // SAFETY: MPI is initialized; out-pointers to locals.
     unsafe {
@@ -142,19 +138,22 @@ pub fn activate(api: &'static CoreApi, p: &Pmpi, thread_level: Option<c_int>) {
         (p.comm_size)(world, &mut size);
         (p.comm_group)(world, &mut group);
     }
-    metadata(api, "MPI family", "Open MPI");
-    let mut buf = vec![0u8; 8192];
+    metadata(api, "MPI family", abi.family.name());
+    // MPI_MAX_LIBRARY_VERSION_STRING: 256 in Open MPI, 8192 in MPICH.
+    let mut buf = vec![0u8; 8192 + 1];
     let mut len: c_int = 0;
-    // SAFETY: MPI_MAX_LIBRARY_VERSION_STRING is 256 in Open MPI; the buffer is larger.
+    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes.
     if unsafe { (p.get_library_version)(buf.as_mut_ptr().cast(), &mut len) } == sys::SUCCESS {
         let text =
             String::from_utf8_lossy(&buf[..usize::try_from(len).unwrap_or(0).min(buf.len())]);
+        // Its first line or clause, spaces collapsed (MPICH's has a tab).
         let first = text
             .split([',', '\n'])
             .next()
             .unwrap_or_default()
-            .trim()
-            .to_string();
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         metadata(api, "MPI library", &first);
     }
     metadata(api, "MPI rank", &rank.to_string());
@@ -169,14 +168,26 @@ pub fn activate(api: &'static CoreApi, p: &Pmpi, thread_level: Option<c_int>) {
         };
         metadata(api, "MPI thread level", name);
     }
+    // SAFETY: a NUL-terminated literal.
+    let whole = unsafe { (api.option_flag)(c"mpi-counters".as_ptr()) } != 1;
+    metadata(
+        api,
+        "MPI calls",
+        if whole {
+            "recorded whole"
+        } else {
+            "opened and closed (hardware counters)"
+        },
+    );
     let a = Active {
         api,
+        abi,
         world,
-        null,
         world_group: group,
         world_rank: rank,
         world_size: size,
-        job: crate::job::Job::start(p, world),
+        job: crate::job::Job::start(p, &abi),
+        whole,
     };
     match a.job {
         Some(j) => crate::job::clock_offsets(&a, p, &j),
@@ -252,7 +263,9 @@ const RESERVED: usize = 1;
 
 #[inline(always)]
 fn bucket(key: usize, slots: usize) -> usize {
-    let h = (key >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // Open MPI's handles are aligned pointers, MPICH's small indices in the
+    // low bits: both kinds of bits count.
+    let h = (key ^ key >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     (h >> 40) % (slots / BUCKET) * BUCKET
 }
 
@@ -260,11 +273,11 @@ impl Active {
     /// How `comm` translates.
     #[inline]
     pub fn view(&self, p: &Pmpi, comm: Comm) -> CommView {
-        if comm == self.world {
+        let key = self.abi.key(comm);
+        if key == self.abi.comm_world {
             return CommView::World;
         }
-        let key = comm as usize;
-        if key <= RESERVED || comm == self.null {
+        if key <= RESERVED || key == self.abi.comm_null {
             return CommView::Unknown;
         }
         let b = bucket(key, COMM_SLOTS);
@@ -287,7 +300,7 @@ impl Active {
             return CommView::Unknown;
         };
         let r: &'static Ranks = Box::leak(Box::new(r));
-        let key = comm as usize;
+        let key = self.abi.key(comm);
         let b = bucket(key, COMM_SLOTS);
         for i in b..b + BUCKET {
             if COMM_KEYS[i]
@@ -342,9 +355,9 @@ impl Active {
         Some(Ranks { world, size, me })
     }
 
-    /// A communicator is being freed: its handle may be reused by another one.
-    pub fn forget(&self, comm: Comm) {
-        let key = comm as usize;
+    /// A communicator (its handle as [`Abi::key`] gives it) is being freed: its
+    /// handle may be reused by another one.
+    pub fn forget(&self, key: usize) {
         if key <= RESERVED {
             return;
         }
@@ -383,29 +396,45 @@ impl Active {
 
     // ---- recording ----
 
-    /// Opens the call's node.
+    /// A call named `name` begins: the core clock now, for its [`Rec`] (or,
+    /// when MPI calls get hardware counters, its instance opens now).
     #[inline(always)]
-    pub fn begin(&self, name: &'static CStr) {
+    pub fn open(&self, name: &'static CStr) -> Rec {
+        if self.whole {
+            // SAFETY: no arguments.
+            return Rec::new(name, unsafe { (self.api.stamp)() });
+        }
         // SAFETY: a static NUL-terminated name.
         unsafe { (self.api.begin_static)(Kind::Mpi as u8, name.as_ptr(), 0, 0) };
+        Rec::new(name, 0)
     }
 
-    /// Closes the call's node.
+    /// Records a call: whole (its node, arguments and first message, in one
+    /// call into the core), or, when it was opened, its arguments, message and
+    /// end.
     #[inline(always)]
-    pub fn end(&self) {
-        // SAFETY: plain values.
-        unsafe { (self.api.end)(Kind::Mpi as u8, 0) };
+    pub fn record(&self, r: &Rec) {
+        if self.whole {
+            // SAFETY: a call whose strings are all static literals.
+            unsafe { (self.api.call)(&r.0) };
+            return;
+        }
+        let c = &r.0;
+        // SAFETY: static NUL-terminated keys and channel; plain values.
+        unsafe {
+            for a in &c.args[..usize::from(c.nargs)] {
+                (self.api.arg_static)(a.key, a.value);
+            }
+            if !c.channel.is_null() {
+                (self.api.instant_static)(Kind::Message as u8, c.channel, c.message, c.bytes);
+            }
+            (self.api.end)(Kind::Mpi as u8, 0);
+        }
     }
 
-    /// An argument of the call's node (`key` a static literal).
-    #[inline(always)]
-    pub fn arg(&self, key: &'static CStr, value: u64) {
-        // SAFETY: a static NUL-terminated key.
-        unsafe { (self.api.arg_static)(key.as_ptr(), value) };
-    }
-
-    /// One message to or from world rank `peer`.
-    #[inline(always)]
+    /// One message to or from world rank `peer`, on its own (a call's second
+    /// and later messages; its first goes with the call).
+    #[inline]
     pub fn message(&self, peer: u32, direction: u8, bytes: u64) {
         // SAFETY: a static NUL-terminated channel.
         unsafe {
@@ -418,35 +447,72 @@ impl Active {
         };
     }
 
-    /// A received message, from its status (source in `view`, bytes by
-    /// `PMPI_Get_count` x the type's size); returns its (world peer, bytes).
+    /// A received message, from its status (source in `view`, bytes as the
+    /// status holds them: no call into MPI), added to `r`; returns its (world
+    /// peer, bytes).
     #[inline]
-    pub fn received(
-        &self,
-        p: &Pmpi,
-        view: CommView,
-        dtype: Datatype,
-        st: &Status,
-    ) -> Option<(u32, u64)> {
-        if st.source < 0 || st.source == sys::PROC_NULL || st.cancelled != 0 {
+    pub fn received(&self, view: CommView, st: StatusView, r: &mut Rec) -> Option<(u32, u64)> {
+        // MPI_PROC_NULL is negative in every family (-2 Open MPI, -1 MPICH).
+        if st.source < 0 || st.cancelled {
             return None;
         }
-        let bytes = received_bytes(p, dtype, st);
+        let bytes = st.bytes;
         let peer = Active::world_rank_of(view, st.source)?;
-        self.message(peer, message::RECEIVE, bytes);
+        r.message(self, peer, message::RECEIVE, bytes);
         Some((peer, bytes))
     }
 }
 
-/// Bytes of a completed receive.
-#[inline]
-pub(crate) fn received_bytes(p: &Pmpi, dtype: Datatype, st: &Status) -> u64 {
-    let mut count: c_int = 0;
-    // SAFETY: a status MPI filled and the receive's datatype; out-pointer to a local.
-    if unsafe { (p.get_count)(st, dtype, &mut count) } != sys::SUCCESS || count < 0 {
-        return 0;
+/// A call being recorded: what it adds once MPI returned, handed to the core
+/// whole by [`Active::record`].
+pub struct Rec(pub Call);
+
+impl Rec {
+    /// A call named `name` that began at `begin` ([`Active::stamp`]).
+    #[inline(always)]
+    pub fn new(name: &'static CStr, begin: u64) -> Rec {
+        const NO_ARG: ActivityArg = ActivityArg {
+            key: ptr::null(),
+            value: 0,
+        };
+        Rec(Call {
+            kind: Kind::Mpi as u8,
+            nargs: 0,
+            name: name.as_ptr(),
+            begin,
+            args: [NO_ARG; CALL_ARGS],
+            channel: ptr::null(),
+            message: 0,
+            bytes: 0,
+        })
     }
-    count as u64 * type_size(p, dtype)
+
+    /// An argument of the call (`key` a static literal); beyond
+    /// [`CALL_ARGS`], ignored.
+    #[inline(always)]
+    pub fn arg(&mut self, key: &'static CStr, value: u64) {
+        let n = usize::from(self.0.nargs);
+        if n < CALL_ARGS {
+            self.0.args[n] = ActivityArg {
+                key: key.as_ptr(),
+                value,
+            };
+            self.0.nargs += 1;
+        }
+    }
+
+    /// One message to or from world rank `peer`: the call's first goes with
+    /// it, later ones to the core at once.
+    #[inline(always)]
+    pub fn message(&mut self, a: &Active, peer: u32, direction: u8, bytes: u64) {
+        if self.0.channel.is_null() {
+            self.0.channel = CHANNEL.as_ptr();
+            self.0.message = message::pack(peer, direction, 1);
+            self.0.bytes = bytes;
+        } else {
+            a.message(peer, direction, bytes);
+        }
+    }
 }
 
 /// Size in bytes of one element of `dtype` (0 when MPI refuses it).
@@ -481,8 +547,7 @@ pub struct Pending {
 
 /// Remembers the receive posted as `req` (until a wait or test completes it).
 #[inline]
-pub fn track(req: Request, view: CommView, dtype: Datatype) {
-    let key = req as usize;
+pub fn track(key: usize, view: CommView, dtype: Datatype) {
     let comm = match view {
         CommView::World => WORLD_MARK,
         CommView::Other(r) => r as *const Ranks as *mut Ranks,
@@ -517,8 +582,7 @@ pub fn track(req: Request, view: CommView, dtype: Datatype) {
 /// The receive posted as `req`, if it is one kprof tracks: its slot and what it
 /// needs at completion.
 #[inline]
-pub fn lookup(req: Request) -> Option<(usize, Pending)> {
-    let key = req as usize;
+pub fn lookup(key: usize) -> Option<(usize, Pending)> {
     if key <= RESERVED {
         return None;
     }
@@ -544,15 +608,15 @@ pub fn lookup(req: Request) -> Option<(usize, Pending)> {
 
 /// The receive in `slot` completed (or its request was freed).
 #[inline]
-pub fn release(slot: usize, req: Request) {
-    let _ = REQ_KEYS[slot].compare_exchange(req as usize, 0, Ordering::AcqRel, Ordering::Relaxed);
+pub fn release(slot: usize, key: usize) {
+    let _ = REQ_KEYS[slot].compare_exchange(key, 0, Ordering::AcqRel, Ordering::Relaxed);
 }
 
 /// A request handle now names something else (a send): forget a stale receive.
 #[inline]
-pub fn untrack(req: Request) {
-    if let Some((slot, _)) = lookup(req) {
-        release(slot, req);
+pub fn untrack(key: usize) {
+    if let Some((slot, _)) = lookup(key) {
+        release(slot, key);
     }
 }
 
@@ -560,9 +624,9 @@ pub fn untrack(req: Request) {
 mod tests {
     use super::*;
 
-    fn req(i: usize) -> Request {
+    fn req(i: usize) -> usize {
         // Aligned like the heap objects Open MPI's handles point to.
-        (0x7f00_0000_0000 + i * 0x40) as Request
+        0x7f00_0000_0000 + i * 0x40
     }
 
     #[test]
@@ -585,24 +649,22 @@ mod tests {
             assert!(lookup(req(i)).is_none());
         }
         // Handles that are no pointers are never tracked.
-        track(std::ptr::null_mut(), CommView::World, dtype);
-        assert!(lookup(std::ptr::null_mut()).is_none());
+        track(0, CommView::World, dtype);
+        assert!(lookup(0).is_none());
     }
 
     #[test]
     fn a_full_bucket_counts_what_it_cannot_track() {
         // Keys of one bucket, which no key of the other test (run in parallel,
         // same table) falls in.
-        let other: Vec<usize> = (0..100)
-            .map(|i| bucket(req(i) as usize, REQ_SLOTS))
-            .collect();
+        let other: Vec<usize> = (0..100).map(|i| bucket(req(i), REQ_SLOTS)).collect();
         let want = (5000..)
-            .map(|i| bucket(req(i) as usize, REQ_SLOTS))
+            .map(|i| bucket(req(i), REQ_SLOTS))
             .find(|b| !other.contains(b))
             .unwrap();
-        let same: Vec<Request> = (5000..200_000)
+        let same: Vec<usize> = (5000..200_000)
             .map(req)
-            .filter(|&r| bucket(r as usize, REQ_SLOTS) == want)
+            .filter(|&r| bucket(r, REQ_SLOTS) == want)
             .take(BUCKET + 3)
             .collect();
         assert_eq!(same.len(), BUCKET + 3);

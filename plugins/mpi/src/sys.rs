@@ -1,16 +1,22 @@
-//! The part of Open MPI's C ABI the plugin uses, written from the MPI standard and
-//! Open MPI's public `mpi.h` (4.x): handles are pointers to opaque structures, the
-//! predefined ones are addresses of exported globals (`ompi_mpi_comm_world`), and
-//! `MPI_Status` starts with the three public fields. Nothing links `libmpi`: the
-//! `PMPI_*` functions are found at run time ([`Pmpi::resolve`]), so the workspace
-//! builds on machines without MPI.
+//! The two C ABIs of MPI the plugin meets, written from the MPI standard and the
+//! families' public `mpi.h` (Open MPI 4.x; MPICH 3.x/4.x, whose ABI Intel MPI,
+//! MVAPICH and Cray MPICH share). Nothing links `libmpi`: the `PMPI_*` functions
+//! are found at run time ([`Pmpi::resolve`]), the family is told by the symbols
+//! it exports ([`Family::detect`]) and what differs is read from [`Abi`], so one
+//! build of the plugin measures either, and the workspace builds without MPI.
 //!
-//! MPICH's handles are `int`s: passed through untouched in the same registers,
-//! which is all an inert plugin does with them.
+//! Handles are declared as pointers: Open MPI's are pointers to opaque
+//! structures (the predefined ones are addresses of exported globals,
+//! `ompi_mpi_comm_world`); MPICH's are `int`s, passed in the same registers (the
+//! upper half of the register is then undefined: [`Abi::key`] drops it) and
+//! stored in 4 bytes in memory ([`Abi::handle`] reads arrays of them). The
+//! status layouts differ ([`Abi::status`]), and so do `MPI_STATUS_IGNORE`,
+//! `MPI_IN_PLACE`, and the predefined handles.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
-/// `MPI_Comm`.
+/// `MPI_Comm` (a pointer in Open MPI, an `int` in MPICH: see the module's
+/// documentation).
 pub type Comm = *mut c_void;
 /// `MPI_Datatype`.
 pub type Datatype = *mut c_void;
@@ -37,7 +43,9 @@ pub const IN_PLACE: *const c_void = 1 as *const c_void;
 /// function the library lacks, which the program cannot be calling.
 pub const ERR_OTHER: c_int = 16;
 
-/// Open MPI's `MPI_Status` (`struct ompi_status_public_t`).
+/// Open MPI's `MPI_Status` (`struct ompi_status_public_t`); also the storage of
+/// kprof's own statuses for MPICH, whose status (20 bytes) is smaller. Read
+/// statuses MPI filled through [`Abi::status`].
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Status {
@@ -148,7 +156,6 @@ pmpi_table! {
     group_free: "PMPI_Group_free" fn(*mut Group);
     group_size: "PMPI_Group_size" fn(Group, *mut c_int);
     type_size: "PMPI_Type_size" fn(Datatype, *mut c_int);
-    get_count: "PMPI_Get_count" fn(*const Status, Datatype, *mut c_int);
     get_library_version: "PMPI_Get_library_version" fn(*mut c_char, *mut c_int);
     cancel: "PMPI_Cancel" fn(*mut Request);
     abort: "PMPI_Abort" fn(Comm, c_int);
@@ -170,12 +177,23 @@ pub fn lookup(symbol: &str) -> Option<*mut c_void> {
 /// The MPI library the process runs with, told by symbols only that family exports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
-    /// Open MPI (`ompi_mpi_comm_world`): the ABI this plugin is written for.
+    /// Open MPI (`ompi_mpi_comm_world`).
     OpenMpi,
     /// MPICH or a derivative (Intel MPI, MVAPICH, Cray MPICH): `int` handles.
     Mpich,
     /// Something else.
     Unknown,
+}
+
+impl Family {
+    /// The family's name, for the profile's metadata.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::OpenMpi => "Open MPI",
+            Family::Mpich => "MPICH",
+            Family::Unknown => "unknown",
+        }
+    }
 }
 
 impl Family {
@@ -207,7 +225,148 @@ pub fn comm_world() -> Option<Comm> {
     data("ompi_mpi_comm_world\0")
 }
 
-/// Open MPI's `MPI_BYTE`: the address of `ompi_mpi_byte`.
-pub fn byte() -> Option<Datatype> {
-    data("ompi_mpi_byte\0")
+/// MPICH's `MPI_COMM_WORLD`, `MPI_COMM_NULL` and `MPI_BYTE` (the MPICH ABI's
+/// fixed values, from its `mpi.h`).
+const MPICH_COMM_WORLD: usize = 0x4400_0000;
+const MPICH_COMM_NULL: usize = 0x0400_0000;
+const MPICH_BYTE: usize = 0x4c00_010d;
+
+/// What differs between the MPI families, for the one in the process.
+#[derive(Debug, Clone, Copy)]
+pub struct Abi {
+    /// The family.
+    pub family: Family,
+    /// `MPI_COMM_WORLD`, as [`Abi::key`] gives it.
+    pub comm_world: usize,
+    /// `MPI_COMM_NULL`, as [`Abi::key`] gives it.
+    pub comm_null: usize,
+    /// `MPI_BYTE`.
+    pub byte: Datatype,
+    /// Bytes of a handle in memory.
+    handle_size: usize,
+    /// Bytes of an `MPI_Status` (the stride of an array of them).
+    status_size: usize,
+    /// `MPI_STATUS_IGNORE` and `MPI_STATUSES_IGNORE`.
+    status_ignore: usize,
+    /// `MPI_IN_PLACE`.
+    in_place: usize,
+}
+
+/// A status MPI filled, as the plugin needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusView {
+    /// `MPI_SOURCE`.
+    pub source: c_int,
+    /// Bytes received.
+    pub bytes: u64,
+    /// The request was cancelled.
+    pub cancelled: bool,
+}
+
+impl Abi {
+    /// The ABI of `family` (None for an unknown one); Open MPI's predefined
+    /// handles are looked up in the process.
+    pub fn of(family: Family) -> Option<Abi> {
+        match family {
+            Family::OpenMpi => Some(Abi {
+                family,
+                comm_world: comm_world()? as usize,
+                comm_null: data("ompi_mpi_comm_null\0")? as usize,
+                byte: data("ompi_mpi_byte\0")?,
+                handle_size: std::mem::size_of::<*mut c_void>(),
+                status_size: std::mem::size_of::<Status>(),
+                status_ignore: 0,
+                in_place: 1,
+            }),
+            Family::Mpich => Some(Abi {
+                family,
+                comm_world: MPICH_COMM_WORLD,
+                comm_null: MPICH_COMM_NULL,
+                byte: MPICH_BYTE as Datatype,
+                handle_size: std::mem::size_of::<c_int>(),
+                status_size: 5 * std::mem::size_of::<c_int>(),
+                status_ignore: 1,
+                in_place: usize::MAX,
+            }),
+            Family::Unknown => None,
+        }
+    }
+
+    /// A handle passed by value, as a key: an MPICH `int` without the undefined
+    /// upper half of its register.
+    #[inline(always)]
+    pub fn key<T>(&self, h: *mut T) -> usize {
+        if self.handle_size == 4 {
+            h as usize & 0xffff_ffff
+        } else {
+            h as usize
+        }
+    }
+
+    /// Handle `i` of the array at `p`, as a key.
+    ///
+    /// # Safety
+    /// `p` holds more than `i` handles of this ABI.
+    #[inline(always)]
+    pub unsafe fn handle<T>(&self, p: *const *mut T, i: usize) -> usize {
+        if self.handle_size == 4 {
+            // SAFETY: the caller's contract (4-byte handles).
+            unsafe { p.cast::<u32>().add(i).read_unaligned() as usize }
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { *p.add(i) as usize }
+        }
+    }
+
+    /// `p` is `MPI_STATUS_IGNORE` (or `MPI_STATUSES_IGNORE`).
+    #[inline(always)]
+    pub fn ignores(&self, p: *const Status) -> bool {
+        p as usize == self.status_ignore
+    }
+
+    /// `MPI_STATUS_IGNORE` as a pointer.
+    #[inline(always)]
+    pub fn status_ignore(&self) -> *mut Status {
+        self.status_ignore as *mut Status
+    }
+
+    /// `buf` is `MPI_IN_PLACE`.
+    #[inline(always)]
+    pub fn in_place(&self, buf: *const c_void) -> bool {
+        buf as usize == self.in_place
+    }
+
+    /// Status `i` of the array at `p`.
+    ///
+    /// # Safety
+    /// `p` holds more than `i` statuses of this ABI, which MPI filled.
+    #[inline(always)]
+    pub unsafe fn status(&self, p: *const Status, i: usize) -> StatusView {
+        // SAFETY: the caller's contract; every field read is an aligned `int`
+        // (or Open MPI's `size_t`) inside the status.
+        unsafe {
+            let at = p.cast::<u8>().add(i * self.status_size);
+            let int = |off: usize| at.add(off).cast::<c_int>().read_unaligned();
+            match self.family {
+                Family::Mpich => {
+                    // count_lo, count_hi_and_cancelled (bit 0: cancelled),
+                    // MPI_SOURCE, MPI_TAG, MPI_ERROR; the count is in bytes.
+                    let (lo, hi) = (int(0) as u32, int(4) as u32);
+                    StatusView {
+                        source: int(8),
+                        bytes: u64::from(hi >> 1) << 32 | u64::from(lo),
+                        cancelled: hi & 1 != 0,
+                    }
+                }
+                _ => {
+                    // MPI_SOURCE, MPI_TAG, MPI_ERROR, _cancelled, _ucount (bytes).
+                    StatusView {
+                        source: int(0),
+                        bytes: at.add(16).cast::<usize>().read_unaligned() as u64,
+                        cancelled: int(12) != 0,
+                    }
+                }
+            }
+        }
+    }
 }

@@ -351,6 +351,38 @@ impl ThreadProfile {
         }
     }
 
+    /// Adds in place an instance recorded whole (it began at raw time `begin`,
+    /// ends at `end`, nothing was recorded inside it): the node under the
+    /// innermost open instance, its time and `args`.
+    #[inline(always)]
+    pub fn call(&mut self, kind: Kind, name: u32, begin: u64, end: u64, args: &[(u32, u64)]) {
+        self.events += 2;
+        self.seen_begin(begin);
+        self.last_ts = end;
+        if self.frames.len() >= self.max_depth {
+            // Beyond the depth cap: counted, its time stays in the frame at the cap.
+            self.rt.anomalies.count(Anomaly::BeyondMaxDepth);
+            return;
+        }
+        let parent = match self.frames.len() {
+            0 => Parent::Root,
+            n => Parent::Frame(n - 1),
+        };
+        let node = self.child(parent, child_key(name, kind, 0), name, kind, 0);
+        let dur = self.rt.clock.delta_ns(begin, end);
+        let n = &mut self.tree.nodes[node as usize];
+        n.stats.add(dur, dur);
+        if self.samples_k > 0 {
+            n.sample(begin, dur, self.samples_k, &mut self.rng);
+        }
+        for &(key, value) in args.iter().take(MAX_ARGS) {
+            n.add_arg(key, value);
+        }
+        if let Some(parent) = self.frames.last_mut() {
+            parent.child_ns += dur;
+        }
+    }
+
     /// Adds an argument of the innermost open instance (in place) to its node.
     #[inline]
     pub fn arg(&mut self, key: u32, value: u64) {
