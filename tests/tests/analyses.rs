@@ -671,3 +671,29 @@ fn a_million_kernels_keep_exactly_the_configured_samples_uniformly() {
     let p = kokkos_basic("off", 10, &[("KPROF_SAMPLES", "0")]);
     assert!(!serde_json::to_string(&p).unwrap().contains("\"samples\""));
 }
+
+/// `kprof plot` of a Kokkos run with allocations: the memory figure has a row per
+/// memory space of the profile, named with its high-water time, and both series.
+#[test]
+fn plot_draws_memory_per_space() {
+    let out = kokkos_run();
+    let p = read_profile(&out);
+    let spaces = p["memory"].as_array().expect("memory");
+    assert!(!spaces.is_empty(), "the harness allocates");
+    let o = run(clean_cmd(&lib("kprof")).arg("plot").arg(&out));
+    assert_ok(&o);
+    let svg = read_svg(&out.join("plot-memory.svg"));
+    for s in spaces {
+        let row = format!("{} (high water at ", s["space"].as_str().unwrap());
+        assert!(
+            svg.texts.iter().any(|t| t.starts_with(&row)),
+            "{row}: {:?}",
+            svg.texts
+        );
+    }
+    for series in ["high water", "at end"] {
+        assert!(svg.texts.contains(&series.to_string()), "{:?}", svg.texts);
+    }
+    let page = std::fs::read_to_string(out.join("plot.html")).unwrap();
+    assert!(page.contains("<section id=\"memory\">"));
+}

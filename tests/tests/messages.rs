@@ -161,3 +161,57 @@ fn merge_gives_the_jobs_matrix() {
         "{line}"
     );
 }
+
+/// `kprof plot` of one process's directory draws its matrix rows as a heatmap: a
+/// row per channel and direction, a column per peer, one cell per (row, peer)
+/// with bytes, the darkest the largest.
+#[test]
+fn plot_draws_the_processs_rows_as_a_heatmap() {
+    let dir = scratch("messages_plot").join("out");
+    let p = record(&dir, 3, &[]);
+    let rows = rows(&p);
+    let o = run(clean_cmd(&lib("kprof")).arg("plot").arg(&dir));
+    assert_ok(&o);
+    let svg = std::fs::read_to_string(dir.join("plot-messages.svg")).expect("plot-messages.svg");
+    let doc = roxmltree::Document::parse(&svg).expect("an SVG");
+    let texts: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.text().unwrap_or_default().trim().to_string())
+        .collect();
+    // Cells: the heatmap's colour (106, 168, 79), one per (row, peer) with bytes.
+    let cells: Vec<f64> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#6AA84F"))
+        .map(|n| n.attribute("opacity").map_or(1.0, |o| o.parse().unwrap()))
+        .collect();
+    let with_bytes: Vec<u64> = rows
+        .iter()
+        .flat_map(|(_, _, peers)| peers.iter().map(|p| p.2).filter(|&b| b > 0))
+        .collect();
+    assert_eq!(cells.len(), with_bytes.len(), "{texts:?}");
+    // The largest cell is fully dark; a cell is 0.15 + 0.85 x its share of it.
+    let max = *with_bytes.iter().max().unwrap() as f64;
+    let mut want: Vec<f64> = with_bytes
+        .iter()
+        .map(|&b| 0.15 + 0.85 * b as f64 / max)
+        .collect();
+    let mut got = cells.clone();
+    want.sort_by(f64::total_cmp);
+    got.sort_by(f64::total_cmp);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 0.01, "opacities {got:?} vs {want:?}");
+    }
+    for (channel, direction, peers) in &rows {
+        let label = format!("{channel} {direction}");
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.starts_with(&label[..label.len().min(28)])),
+            "{label}: {texts:?}"
+        );
+        for (peer, _, _) in peers {
+            assert!(texts.contains(&peer.to_string()), "peer {peer}: {texts:?}");
+        }
+    }
+}

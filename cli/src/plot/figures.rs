@@ -438,24 +438,31 @@ pub fn heatmap(
         .max(1.0);
     let height = 80 + (24 * nr as u32).min(600);
     let svg = svg(title, height, |root| {
+        // Segmented axes: a label at the centre of every cell's row and column
+        // (plain numeric axes put them at round values, between cells).
         let mut chart = ChartBuilder::on(root)
             .margin(10)
             .x_label_area_size(28)
             .y_label_area_size(220)
-            .build_cartesian_2d(0f64..nc as f64, 0f64..nr as f64)
+            .build_cartesian_2d((0..nc).into_segmented(), (0..nr).into_segmented())
             .map_err(b)?;
+        let centre = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(i) => Some(*i),
+            _ => None,
+        };
         chart
             .configure_mesh()
             .disable_mesh()
-            .x_labels(nc.min(16))
-            .y_labels(nr.min(30))
+            .x_labels(nc + 1)
+            .y_labels(nr + 1)
             .x_label_formatter(&|v| {
-                let i = v.floor() as usize;
-                cols.get(i).cloned().unwrap_or_default()
+                centre(v)
+                    .and_then(|i| cols.get(i).cloned())
+                    .unwrap_or_default()
             })
             .y_label_formatter(&|v| {
-                let i = nr as f64 - 1.0 - v.floor();
-                rows.get(i as usize)
+                centre(v)
+                    .and_then(|i| rows.get(nr - 1 - i))
                     .map(|r| label(r, 30))
                     .unwrap_or_default()
             })
@@ -468,9 +475,12 @@ pub fn heatmap(
                     .filter(|(_, v)| **v > 0.0)
                     .map(move |(c, v)| {
                         let t = 0.15 + 0.85 * v / max;
-                        let y = (nr - 1 - r) as f64;
+                        let y = nr - 1 - r;
                         Rectangle::new(
-                            [(c as f64, y), (c as f64 + 1.0, y + 1.0)],
+                            [
+                                (SegmentValue::Exact(c), SegmentValue::Exact(y)),
+                                (SegmentValue::Exact(c + 1), SegmentValue::Exact(y + 1)),
+                            ],
                             BAR3.mix(t).filled(),
                         )
                     })
