@@ -7,6 +7,17 @@
 //! A forwarded copy is sent with `sigqueue`; its value is [`encode`]`(origin)`,
 //! where `origin` is the pid of whoever sent the signal to `kprof run`.
 
+/// The signals `kprof run` forwards to the program (and whose copies the
+/// program's side pairs).
+pub const FORWARDED: [std::ffi::c_int; 6] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
 /// Environment variable holding the pid of `kprof run`, set for the program: a
 /// copy queued by this pid with a value [`decode`] accepts is a forwarded one.
 pub const RUN_PID_VAR: &str = "KPROF_RUN_PID";

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use kprof_abi::forward::FORWARDED;
 use kprof_core::base::config::Config;
 
 use crate::detect::{detect, find_program, Models};
@@ -142,15 +143,6 @@ pub fn plugin_dir() -> Option<PathBuf> {
         .find(|d| d.join("libkprof_core.so").is_file())
         .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
 }
-
-const FORWARDED: [libc::c_int; 6] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-];
 
 /// The forwarded signals as a set.
 fn forwarded_set() -> libc::sigset_t {

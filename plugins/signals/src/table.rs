@@ -12,15 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::sys;
 
-/// The signals `kprof run` forwards (the same list as its own).
-pub const MANAGED: [c_int; 6] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-];
+/// The signals `kprof run` forwards.
+pub const MANAGED: [c_int; 6] = kprof_abi::forward::FORWARDED;
 
 /// Position of `sig` in [`MANAGED`].
 pub fn index(sig: c_int) -> Option<usize> {
