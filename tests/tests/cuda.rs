@@ -1162,3 +1162,62 @@ fn real_cupti12_without_gpu_says_off_in_one_line() {
 fn real_cupti13_without_gpu_says_off_in_one_line() {
     real_cupti_without_gpu(13);
 }
+
+/// `kprof plot` of a run with GPU activity: the GPU figure has one bar per kernel
+/// of the profile's `gpu.kernels` (the 15 longest), each labelled `name [device]`,
+/// in the profile's order, and names every device in its note.
+#[test]
+fn plot_draws_the_gpu_kernels() {
+    let Some(c) = cupti_or_skip(13) else {
+        return;
+    };
+    let b = built(&c);
+    let r = run_driver(
+        "cuda_plot",
+        &b.driver,
+        &["basic"],
+        true,
+        Some(&b.standin),
+        Mode::InPlace,
+        &[],
+    );
+    r.assert_ok();
+    let p = r.profile();
+    let kernels = p["gpu"]["kernels"].as_array().expect("gpu.kernels");
+    assert!(!kernels.is_empty());
+    let out = r.dir.join("out");
+    let o = run(clean_cmd(&lib_dir().join("kprof")).arg("plot").arg(&out));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(out.join("plot-gpu.svg")).expect("plot-gpu.svg");
+    let doc = roxmltree::Document::parse(&svg).expect("an SVG");
+    let texts: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.text().unwrap_or_default().trim().to_string())
+        .collect();
+    let bars = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#4682B4"))
+        .count();
+    let shown = kernels.len().min(15);
+    assert_eq!(bars, shown, "{texts:?}");
+    let labels: Vec<&String> = texts.iter().filter(|t| t.contains(" [CUDA")).collect();
+    for (i, k) in kernels.iter().take(shown).enumerate() {
+        let want = format!(
+            "{} [{}]",
+            k["name"].as_str().unwrap(),
+            k["device"].as_str().unwrap()
+        );
+        assert!(
+            labels
+                .get(i)
+                .is_some_and(|l| l.starts_with(&want[..want.len().min(60)])),
+            "bar {i}: {want} vs {labels:?}"
+        );
+    }
+    let page = std::fs::read_to_string(out.join("plot.html")).expect("plot.html");
+    assert!(page.contains("<section id=\"gpu\">"));
+    for d in p["gpu"]["devices"].as_array().unwrap() {
+        assert!(page.contains(d["device"].as_str().unwrap()), "{d}");
+    }
+}
