@@ -18,6 +18,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use kprof_tests::bench::{env_f64, env_list};
 use kprof_tests::synthetic::{measure_via, write_ranks};
 use kprof_tests::{lib, read_profile, scratch};
 
@@ -29,15 +30,8 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let ranks: Vec<u64> = std::env::var("KPROF_BENCH_RANKS")
-        .unwrap_or_else(|_| "100,1000,10000".into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
-    let nodes: usize = std::env::var("KPROF_BENCH_NODES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
+    let ranks = env_list("KPROF_BENCH_RANKS", "100,1000,10000");
+    let nodes = env_f64("KPROF_BENCH_NODES", 1000.0) as usize;
     let kprof = lib("kprof");
     println!("kprof merge, synthetic ranks of a {nodes}-node profile");
     println!(

@@ -20,6 +20,7 @@ use std::time::Instant;
 use kprof_core::control::job;
 use kprof_core::output::report::Report;
 use kprof_core::reduce::{from_report, render, Fold};
+use kprof_tests::bench::{env_f64, env_list};
 use kprof_tests::synthetic::profile;
 use prost::Message;
 
@@ -27,15 +28,8 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let ranks: Vec<u64> = std::env::var("KPROF_BENCH_RANKS")
-        .unwrap_or_else(|_| "4,8,64,512,4096".into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
-    let nodes: usize = std::env::var("KPROF_BENCH_NODES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
+    let ranks = env_list("KPROF_BENCH_RANKS", "4,8,64,512,4096");
+    let nodes = env_f64("KPROF_BENCH_NODES", 1000.0) as usize;
     println!("the job's reduction along a binomial tree, ranks of a {nodes}-node profile");
     println!(
         "{:>7} {:>7} {:>14} {:>15} {:>13} {:>11} {:>15}",

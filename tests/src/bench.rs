@@ -25,6 +25,15 @@ pub fn env_f64(name: &str, default: f64) -> f64 {
     }
 }
 
+/// A comma-separated list of numbers from environment variable `name`, or `default`.
+pub fn env_list(name: &str, default: &str) -> Vec<u64> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
 /// The common knobs of the overhead benchmarks.
 pub struct Settings {
     /// Multiplies the events per repetition (`KPROF_BENCH_SCALE`, default 1).

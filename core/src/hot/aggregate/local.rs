@@ -369,6 +369,11 @@ impl ThreadProfile {
             n => Parent::Frame(n - 1),
         };
         let node = self.child(parent, child_key(name, kind, 0), name, kind, 0);
+        // The thread is in the call's category from its begin to its end, as a
+        // begin and an end of it would have moved the series.
+        let outer = self.frames.last().map_or(Category::Idle, |f| f.category);
+        self.series.moved(begin, outer);
+        self.series.moved(end, Category::of(kind).unwrap_or(outer));
         let dur = self.rt.clock.delta_ns(begin, end);
         let n = &mut self.tree.nodes[node as usize];
         n.stats.add(dur, dur);
