@@ -141,7 +141,10 @@ fn meta(p: &Value, key: &str) -> u64 {
 }
 
 /// Checks one PE's breakdown against the phase the program measured: MAIN +
-/// PROC + COMM is kprof's phase (to rounding), and within 1% of the program's.
+/// PROC + COMM is kprof's phase (to rounding), and within 1% of the program's
+/// or, for phases of a few milliseconds, within 250 us: the program reads its
+/// clock outside kprof's hooks, and one preemption between the two on a loaded
+/// machine is tens of microseconds (CI saw 56 us on a 4.4 ms phase).
 fn check_breakdown(p: &Value, program_phase_ns: u64) -> (u64, u64, u64) {
     let (main, proc_, comm) = (
         meta(p, "actor.main_ns"),
@@ -153,9 +156,10 @@ fn check_breakdown(p: &Value, program_phase_ns: u64) -> (u64, u64, u64) {
         (main + proc_ + comm).abs_diff(phase) <= 3,
         "MAIN {main} + PROC {proc_} + COMM {comm} != phase {phase}"
     );
-    let diff = phase.abs_diff(program_phase_ns) as f64 / program_phase_ns as f64;
+    let gap = phase.abs_diff(program_phase_ns);
+    let diff = gap as f64 / program_phase_ns as f64;
     assert!(
-        diff < 0.01,
+        diff < 0.01 || gap < 250_000,
         "kprof's phase {phase} ns vs the program's {program_phase_ns} ns: {:.3}%",
         diff * 100.0
     );
