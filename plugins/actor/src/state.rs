@@ -88,6 +88,15 @@ impl Row {
         }
     }
 
+    /// Messages and bytes to `peer` so far ((0, 0) for a PE outside the row).
+    #[inline]
+    pub fn get(&self, peer: usize) -> (u64, u64) {
+        match (self.count.get(peer), self.bytes.get(peer)) {
+            (Some(c), Some(b)) => (c.load(Ordering::Relaxed), b.load(Ordering::Relaxed)),
+            _ => (0, 0),
+        }
+    }
+
     /// (peer, count, bytes) of every peer with messages, zeroing them.
     pub fn take(&self) -> Vec<(u32, u64, u64)> {
         let mut v = Vec::new();
@@ -330,9 +339,35 @@ fn close_segment(t0: u64) {
     }
 }
 
-/// A Conveyors entry returned: `t0` is the clock before it ran.
+/// Logical messages and bytes sent to `peer` by the conveyors alive now.
+pub fn live_sent(peer: usize) -> (u64, u64) {
+    CONVS
+        .iter()
+        .filter(|c| c.key.load(Ordering::Relaxed) != 0)
+        .filter_map(|c| c.rows())
+        .map(|r| r.send.get(peer))
+        .fold((0, 0), |a, v| (a.0 + v.0, a.1 + v.1))
+}
+
+/// kprof's own work after a Conveyors entry was booked (the per-peer tracks'
+/// sample): COMM of the PE and of the conveyor whose entry it follows, up to now.
+pub fn comm_to_now() {
+    if ACTIVE.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let after = clock::ticks();
+    let spent = after.saturating_sub(LAST.load(Ordering::Relaxed));
+    bump(&TOTALS.comm, spent);
+    if let Some(s) = find(CACHE_KEY.load(Ordering::Relaxed)) {
+        bump(&CONVS[s].comm, spent);
+    }
+    LAST.store(after, Ordering::Relaxed);
+}
+
+/// A Conveyors entry returned: `t0` is the clock before it ran. Returns the
+/// clock after it (0 without the breakdown).
 #[inline]
-pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
+pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) -> u64 {
     // Without the breakdown the wrappers pass t0 = 0 and no clock is read.
     let now = if t0 != 0 { clock::ticks() } else { 0 };
     let slot = if op == op::BEGIN && rc == CONVEY_OK {
@@ -373,7 +408,7 @@ pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
         bump(&ODD.errors, 1);
     }
     let Some(s) = slot else {
-        return;
+        return now;
     };
     let c = &CONVS[s];
     match op {
@@ -410,6 +445,7 @@ pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
         }
         _ => {}
     }
+    now
 }
 
 /// One conveyor fewer alive at `now`: the phase ends with the last.
@@ -561,6 +597,10 @@ static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
 /// Takes conveyor `c`'s rows and times (it is freed at `now`, or the run ends).
 fn retire(c: &Conv, now: u64) {
     let rows = c.rows.swap(std::ptr::null_mut(), Ordering::Relaxed);
+    // SAFETY: `rows` is null or a leaked Box of this slot, alive until `finish`.
+    if let Some(r) = unsafe { rows.as_ref() } {
+        crate::peers::absorb(&r.send);
+    }
     let life = now.saturating_sub(c.begin.load(Ordering::Relaxed));
     let n = PARKED_N.load(Ordering::Relaxed);
     if let Some(p) = PARKED.get(n) {
@@ -663,6 +703,7 @@ pub fn finish(api: &CoreApi) {
         }
     }
     CACHE_KEY.store(0, Ordering::Relaxed);
+    crate::peers::finish(api);
     let k = clock::ns_per_tick();
     for r in all_retired() {
         emit(api, r, k);
