@@ -1184,7 +1184,9 @@ fn per_peer_message_tracks_in_traces() {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    let runs: [(&str, &Path, &str, &[(&str, &str)]); 3] = [
+    /// Format, program, its argument, the run's settings.
+    type Run<'a> = (&'a str, &'a Path, &'a str, &'a [(&'a str, &'a str)]);
+    let runs: [Run; 3] = [
         ("perfetto", &progs.histo, "8000", &[]),
         (
             "json",
@@ -1324,4 +1326,81 @@ fn otf2_metrics(anchor: &Path) -> BTreeMap<String, Vec<(u64, f64)>> {
         m.entry(name).or_default().push((time, v));
     }
     m
+}
+
+/// Two-hop porters (`CONVEY_NLOCAL=2`: two "nodes" of two PEs, the stand-in
+/// routing as bale's matrix conveyor: first through the local porter to the PE
+/// of the sender's node with the destination's local rank, then through the
+/// remote porter to the destination). The logical matrices stay per final
+/// destination and equal the programs' own counts (receives: per origin, their
+/// transpose); the physical rows count buffers per hop destination and equal
+/// the stand-in's own per-hop counts on both paths: the local path's
+/// porter-relative destinations mapped to PEs through the porter's rank table,
+/// so PE p's local buffers go only to its node's PEs and its remote ones only
+/// to the PEs of its local rank. Every message takes both hops: each hop
+/// carries every item with an 8-byte routing tag. Index-gather (two
+/// conveyors, wrapped) and the histogram (hooked at load time).
+#[test]
+fn two_hop_porters_physical_per_hop() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let env = [("CONVEY_NLOCAL", "2")];
+    for (name, prog, arg) in [
+        ("ig", &progs.ig, "3000"),
+        ("histo", &progs.histo_unwrapped, "4000"),
+    ] {
+        let dir = scratch(&format!("actor_two_hop_{name}"));
+        let plain = oshrun(&[&prog.display().to_string(), arg], &env);
+        assert_ok(&plain);
+        let out = under_kprof(&dir, prog, &[arg], &env);
+        assert_eq!(lines(&out, "result"), lines(&plain, "result"), "{name}");
+        let own = program_logical(&out);
+        let m = merged_matrix(&dir);
+        let mut items = 0;
+        for (&conv, cells) in &own {
+            let ch = format!("conveyor {conv} logical");
+            assert_eq!(
+                &m[&(ch.clone(), "send".to_string())],
+                cells,
+                "{name} {conv}"
+            );
+            let t: Cells = cells.iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+            assert_eq!(m[&(ch, "receive".to_string())], t, "{name} {conv}");
+            items += cells.values().map(|c| c.0).sum::<u64>();
+        }
+        for (path, hop) in [("local", 0), ("remote", 1)] {
+            let standin = program_physical(&out, path);
+            let mut seen = Cells::new();
+            for (key, cells) in &m {
+                if key.0.ends_with(&format!("physical {path}")) {
+                    for (&cell, &(c, b)) in cells {
+                        let e = seen.entry(cell).or_default();
+                        e.0 += c;
+                        e.1 += b;
+                    }
+                }
+            }
+            assert_eq!(seen, standin, "{name}: physical {path} per hop destination");
+            for &(pe, peer) in seen.keys() {
+                let (node, rank) = (pe / 2, pe % 2);
+                let ok = if hop == 0 {
+                    peer / 2 == node
+                } else {
+                    peer % 2 == rank
+                };
+                assert!(ok, "{name}: PE {pe} sent a {path} buffer to PE {peer}");
+            }
+            let (bufs, bytes) = seen.values().fold((0, 0), |a, &(c, b)| (a.0 + c, a.1 + b));
+            assert_eq!(bytes, 16 * bufs + 16 * items, "{name}: {path} hop");
+        }
+        let phases = per_pe(&out, "phase");
+        for pe in 0..NP as u64 {
+            let p = read_profile(&dir.join(format!("pe{pe}")));
+            check_breakdown(&p, phases[&pe]);
+            assert!(p["metadata"].get("actor.porters_unmapped").is_none());
+            assert!(p["metadata"].get("actor.bad_peer").is_none());
+        }
+    }
 }

@@ -36,6 +36,7 @@ pub mod api;
 pub mod clock;
 pub mod hook;
 pub mod peers;
+pub mod porter;
 pub mod segments;
 pub mod shmem;
 pub mod state;

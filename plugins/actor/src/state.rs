@@ -246,6 +246,11 @@ pub fn learn_pes() {
     }
 }
 
+/// This PE as learnt ([`learn_pes`]; -1 when unknown).
+pub fn my_pe() -> i64 {
+    MY_PE.load(Ordering::Relaxed)
+}
+
 /// The job's PEs as learnt ([`learn_pes`]; 0 when unknown).
 pub fn n_pes() -> usize {
     N_PES.load(Ordering::Relaxed).max(0) as usize
@@ -370,6 +375,10 @@ pub fn comm_to_now() {
 pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) -> u64 {
     // Without the breakdown the wrappers pass t0 = 0 and no clock is read.
     let now = if t0 != 0 { clock::ticks() } else { 0 };
+    if op == op::BEGIN || op == op::FREE {
+        // A porter's address may be a freed one's.
+        crate::porter::forget();
+    }
     let slot = if op == op::BEGIN && rc == CONVEY_OK {
         let s = register(key, arg, t0);
         if ACTIVE.load(Ordering::Relaxed) == 0 {
@@ -496,11 +505,14 @@ pub fn shmem_call(t0: u64, put: Option<(i64, u64)>) -> u64 {
     now
 }
 
-/// The porter's local path sent a buffer of `bytes` to `dest` (porter-relative;
-/// the PE for a one-hop porter) for the conveyor running now.
-pub fn local_send(dest: i64, bytes: u64) {
+/// The porter at `porter` sent a buffer of `bytes` on its local path to its rank
+/// `dest` (porter-relative: mapped to a PE by [`crate::porter`]) for the
+/// conveyor running now.
+pub fn local_send(porter: usize, dest: i32, bytes: u64) {
     if let Some(rows) = find(CURRENT.load(Ordering::Relaxed)).and_then(|s| CONVS[s].rows()) {
-        rows.local.add(dest, 1, bytes);
+        if !rows.local.add(crate::porter::pe_of(porter, dest), 1, bytes) {
+            bump(&ODD.bad_peer, 1);
+        }
     }
 }
 
@@ -754,6 +766,7 @@ pub fn finish(api: &CoreApi) {
         ("conveyors_not_measured", &ODD.too_many),
         ("conveyors_not_freed", &ODD.not_freed),
         ("convey_errors", &ODD.errors),
+        ("porters_unmapped", &crate::porter::UNMAPPED),
     ] {
         let v = v.load(Ordering::Relaxed);
         if v > 0 {
