@@ -188,4 +188,68 @@ mod tests {
         assert!(copy(src.as_ptr() as usize + 3, &mut small));
         assert_eq!(&small, &src[3..11]);
     }
+
+    /// A porter_t laid out as bale 3.0's: (n_ranks, my_rank, relative).
+    #[repr(C)]
+    struct Fake {
+        head: [u64; 6],
+        n_ranks: i32,
+        my_rank: i32,
+        pad: [i32; 2],
+        relative: usize,
+        tail: [u64; 4],
+    }
+
+    fn fake(n_ranks: i32, my_rank: i32, relative: usize) -> Box<Fake> {
+        Box::new(Fake {
+            head: [0; 6],
+            n_ranks,
+            my_rank,
+            pad: [0; 2],
+            relative,
+            tail: [0; 4],
+        })
+    }
+
+    #[test]
+    fn maps_ranks_through_a_checked_table_and_refuses_the_rest() {
+        // PE 2 of 4, the local porter of node 1 (PEs 2 and 3), rank 0.
+        state::set_pes(2, 4);
+        let table: Vec<i32> = vec![2, 3];
+        let good = fake(2, 0, table.as_ptr() as usize);
+        assert_eq!(
+            check(&*good as *const Fake as usize),
+            Some((table.as_ptr() as usize, 2))
+        );
+        forget();
+        assert_eq!(pe_of(&*good as *const Fake as usize, 1), 3);
+        assert_eq!(pe_of(&*good as *const Fake as usize, 0), 2);
+        // Out of the porter's ranks: taken as is.
+        assert_eq!(pe_of(&*good as *const Fake as usize, 5), 5);
+        // Its own entry is not this PE; an entry outside the job; a rank
+        // outside the count; more ranks than PEs; an unmapped table: refused,
+        // without a fault.
+        let other: Vec<i32> = vec![0, 1];
+        let outside: Vec<i32> = vec![2, 9];
+        for (n, mine, rel) in [
+            (2, 0, other.as_ptr() as usize),
+            (2, 0, outside.as_ptr() as usize),
+            (2, 2, table.as_ptr() as usize),
+            (5, 0, table.as_ptr() as usize),
+            (2, 0, 0x10),
+            (2, 0, usize::MAX - 7),
+        ] {
+            let f = fake(n, mine, rel);
+            assert_eq!(
+                check(&*f as *const Fake as usize),
+                None,
+                "{n} {mine} {rel:#x}"
+            );
+        }
+        let before = UNMAPPED.load(Ordering::Relaxed);
+        let bad = fake(2, 0, 0x10);
+        assert_eq!(pe_of(&*bad as *const Fake as usize, 1), 1);
+        assert_eq!(UNMAPPED.load(Ordering::Relaxed), before + 1);
+        forget();
+    }
 }

@@ -246,6 +246,13 @@ pub fn learn_pes() {
     }
 }
 
+/// Sets this PE and the job's PEs (unit tests, without OpenSHMEM).
+#[cfg(test)]
+pub fn set_pes(me: i64, n: i64) {
+    MY_PE.store(me, Ordering::Relaxed);
+    N_PES.store(n, Ordering::Relaxed);
+}
+
 /// This PE as learnt ([`learn_pes`]; -1 when unknown).
 pub fn my_pe() -> i64 {
     MY_PE.load(Ordering::Relaxed)
