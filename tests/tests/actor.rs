@@ -220,6 +220,128 @@ fn histogram_logical_matrix_and_breakdown() {
         assert_eq!(meta(&p, "actor.conveyor.0.item_bytes"), 8);
         assert_eq!(meta(&p, "actor.comm_openshmem_ns"), 0);
     }
+    plot_of_the_merged_pes(&dir, &m);
+}
+
+/// `(fill, attributes)` of every `rect` of an SVG file, in document order.
+fn svg_rects(path: &Path) -> Vec<(String, BTreeMap<String, f64>)> {
+    let svg = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc = roxmltree::Document::parse(&svg).expect("an SVG");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("rect"))
+        .map(|n| {
+            let num = ["x", "y", "width", "height", "opacity"]
+                .iter()
+                .filter_map(|k| Some((k.to_string(), n.attribute(*k)?.parse().ok()?)))
+                .collect();
+            (n.attribute("fill").unwrap_or_default().to_string(), num)
+        })
+        .collect()
+}
+
+/// `kprof plot` of the merged PEs: one heat map per message channel, each
+/// cell with bytes drawn and shaded by its share of the largest, and the grey
+/// `all` row and column holding every rank's and peer's totals (shaded on their
+/// own scale); the MAIN/PROC/COMM bars of each PE as long as its profile's
+/// breakdown.
+fn plot_of_the_merged_pes(dir: &Path, m: &Matrix) {
+    let merged = dir.join("merged");
+    let o = Command::new(lib("kprof"))
+        .arg("plot")
+        .arg(&merged)
+        .output()
+        .expect("run kprof plot");
+    assert_ok(&o);
+    let p = read_profile(&merged);
+    let channels = p["messages"].as_array().expect("merged messages");
+    let ids = ["messages", "messages-2", "messages-3", "messages-4"];
+    assert!(channels.len() <= ids.len());
+    for (row, id) in channels.iter().zip(ids) {
+        let key = (
+            row["channel"].as_str().unwrap().to_string(),
+            row["direction"].as_str().unwrap().to_string(),
+        );
+        let cells = &m[&key];
+        let rects = svg_rects(&merged.join(format!("plot-{id}.svg")));
+        let opacity = |fill: &str| -> Vec<f64> {
+            let mut v: Vec<f64> = rects
+                .iter()
+                .filter(|(f, _)| f == fill)
+                .map(|(_, a)| a.get("opacity").copied().unwrap_or(1.0))
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let shade = |values: Vec<f64>| -> Vec<f64> {
+            let max = values.iter().copied().fold(1.0, f64::max);
+            let mut v: Vec<f64> = values.iter().map(|b| 0.15 + 0.85 * b / max).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let bytes: Vec<f64> = cells
+            .values()
+            .map(|c| c.1 as f64)
+            .filter(|&b| b > 0.0)
+            .collect();
+        let mut by_rank = BTreeMap::<u64, f64>::new();
+        let mut by_peer = BTreeMap::<u64, f64>::new();
+        for (&(r, peer), &(_, b)) in cells {
+            *by_rank.entry(r).or_default() += b as f64;
+            *by_peer.entry(peer).or_default() += b as f64;
+        }
+        let totals: Vec<f64> = by_rank.values().chain(by_peer.values()).copied().collect();
+        let mut want_totals = shade(totals.into_iter().filter(|&t| t > 0.0).collect());
+        want_totals.push(1.0); // the grand total
+        for (what, got, want) in [
+            ("cells", opacity("#6AA84F"), shade(bytes)),
+            ("totals", opacity("#787878"), want_totals),
+        ] {
+            assert_eq!(got.len(), want.len(), "{key:?} {what}: {got:?} vs {want:?}");
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 0.01, "{key:?} {what}: {got:?} vs {want:?}");
+            }
+        }
+    }
+
+    // MAIN, PROC, COMM in the palette's first three colours; the last rect of
+    // each colour is its legend entry.
+    let rects = svg_rects(&merged.join("plot-actor.svg"));
+    let mut bars = Vec::new();
+    for fill in ["#4682B4", "#E69138", "#6AA84F"] {
+        let widths: Vec<f64> = rects
+            .iter()
+            .filter(|(f, _)| f == fill)
+            .map(|(_, a)| a["width"])
+            .collect();
+        assert_eq!(widths.len(), NP + 1, "{fill}: {widths:?}");
+        bars.push(widths[..NP].to_vec());
+    }
+    let mut parts = Vec::new();
+    for pe in 0..NP {
+        let prof = read_profile(&dir.join(format!("pe{pe}")));
+        for (i, k) in ["actor.main_ns", "actor.proc_ns", "actor.comm_ns"]
+            .iter()
+            .enumerate()
+        {
+            parts.push((meta(&prof, k) as f64, bars[i][pe]));
+        }
+    }
+    let (most, widest) = parts
+        .iter()
+        .copied()
+        .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a });
+    for (ns, width) in &parts {
+        let want = ns / most * widest;
+        assert!(
+            (width - want).abs() <= 1.5,
+            "{ns} ns drawn {width} px, want {want}: {parts:?}"
+        );
+    }
+    let page = std::fs::read_to_string(merged.join("plot.html")).expect("plot.html");
+    assert!(
+        page.contains("Actor phase per PE: shares"),
+        "no share figure"
+    );
 }
 
 /// Index-gather on the remote path (CONVEY_NLOCAL=1): two conveyors, their

@@ -419,8 +419,13 @@ pub fn icicle(roots: &[PlotNode], note: String) -> Result<Figure, Failure> {
     })
 }
 
+/// The colour of a heat map's totals row and column.
+pub const TOTALS: RGBColor = RGBColor(120, 120, 120);
+
 /// A heat map: rows x columns of values, darker for more; `rows` and `cols` label
-/// them.
+/// them. With `totals`, a last column and row `all` hold each row's and
+/// column's sum (and the grand total), grey, shaded on their own scale so that
+/// the cells keep theirs.
 pub fn heatmap(
     id: &'static str,
     title: &str,
@@ -428,14 +433,52 @@ pub fn heatmap(
     rows: &[String],
     cols: &[String],
     values: &[Vec<f64>],
+    totals: bool,
 ) -> Result<Figure, Failure> {
-    let (nr, nc) = (rows.len().max(1), cols.len().max(1));
     let max = values
         .iter()
         .flatten()
         .copied()
         .fold(0.0, f64::max)
         .max(1.0);
+    let (mut rows, mut cols, mut values) = (rows.to_vec(), cols.to_vec(), values.to_vec());
+    // (row, column) of a totals cell, or None for a cell of the matrix.
+    let (cell_rows, cell_cols) = (rows.len(), cols.len());
+    if totals {
+        for row in values.iter_mut() {
+            row.resize(cell_cols, 0.0);
+            row.push(row.iter().sum());
+        }
+        let sums: Vec<f64> = (0..=cell_cols)
+            .map(|c| values.iter().map(|r| r[c]).sum())
+            .collect();
+        values.push(sums);
+        rows.push("all".into());
+        cols.push("all".into());
+    }
+    let totals_max = if totals {
+        values
+            .iter()
+            .enumerate()
+            .flat_map(|(r, row)| {
+                row.iter()
+                    .enumerate()
+                    .filter(move |&(c, _)| (r == cell_rows) != (c == cell_cols))
+                    .map(|(_, v)| *v)
+            })
+            .fold(0.0, f64::max)
+            .max(1.0)
+    } else {
+        1.0
+    };
+    let shade =
+        |r: usize, c: usize, v: f64| match (totals && r == cell_rows, totals && c == cell_cols) {
+            (false, false) => (BAR3, 0.15 + 0.85 * v / max),
+            (true, true) => (TOTALS, 1.0),
+            _ => (TOTALS, 0.15 + 0.85 * v / totals_max),
+        };
+    let (rows, cols, values) = (&rows[..], &cols[..], &values[..]);
+    let (nr, nc) = (rows.len().max(1), cols.len().max(1));
     let height = 80 + (24 * nr as u32).min(600);
     let svg = svg(title, height, |root| {
         // Segmented axes: a label at the centre of every cell's row and column
@@ -474,14 +517,14 @@ pub fn heatmap(
                     .enumerate()
                     .filter(|(_, v)| **v > 0.0)
                     .map(move |(c, v)| {
-                        let t = 0.15 + 0.85 * v / max;
+                        let (colour, t) = shade(r, c, *v);
                         let y = nr - 1 - r;
                         Rectangle::new(
                             [
                                 (SegmentValue::Exact(c), SegmentValue::Exact(y)),
                                 (SegmentValue::Exact(c + 1), SegmentValue::Exact(y + 1)),
                             ],
-                            BAR3.mix(t).filled(),
+                            colour.mix(t).filled(),
                         )
                     })
             }))

@@ -337,6 +337,7 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
             &rows,
             &peers.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
             &values,
+            false,
         )?);
     }
 
@@ -511,9 +512,13 @@ fn merged(v: &Value, top: usize) -> Result<Vec<Figure>, Failure> {
         &rows,
         duration,
     )?);
-    if let Some(list) = v["messages"].as_array().filter(|l| !l.is_empty()) {
-        // The first channel's matrix: rank rows, peer columns.
-        let m = &list[0];
+    // Each channel's matrix (the first MATRIX_IDS of them): rank rows, peer
+    // columns, with each rank's and peer's totals.
+    let channels = v["messages"]
+        .as_array()
+        .map(|v| v.as_slice())
+        .unwrap_or_default();
+    for (m, id) in channels.iter().zip(MATRIX_IDS) {
         let entries = m["entries"]
             .as_array()
             .map(|v| v.as_slice())
@@ -540,20 +545,104 @@ fn merged(v: &Value, top: usize) -> Result<Vec<Figure>, Failure> {
             }
         }
         let labels: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+        let (channel, direction) = (
+            m["channel"].as_str().unwrap_or_default(),
+            m["direction"].as_str().unwrap_or_default(),
+        );
         figs.push(figures::heatmap(
-            "messages",
-            "Messages: bytes rank x peer",
+            id,
+            &format!("Messages: bytes rank x peer, {channel} ({direction})"),
             format!(
-                "Channel {} ({}): rows are ranks, columns peers; darker is more.",
-                m["channel"].as_str().unwrap_or_default(),
-                m["direction"].as_str().unwrap_or_default()
+                "Channel {channel} ({direction}): rows are ranks, columns peers, darker is more; \
+                 the grey row and column `all` are each peer's and rank's totals."
             ),
             &labels,
             &labels,
             &values,
+            true,
         )?);
     }
+    if channels.len() > MATRIX_IDS.len() {
+        eprintln!(
+            "kprof plot: the first {} of {} message channels are drawn",
+            MATRIX_IDS.len(),
+            channels.len()
+        );
+    }
+    actor_breakdown(v, &mut figs)?;
     Ok(figs)
+}
+
+/// Figure ids of a merged directory's message matrices, one per channel.
+const MATRIX_IDS: [&str; 8] = [
+    "messages",
+    "messages-2",
+    "messages-3",
+    "messages-4",
+    "messages-5",
+    "messages-6",
+    "messages-7",
+    "messages-8",
+];
+
+/// The MAIN/PROC/COMM breakdown of an FA-BSP job's PEs (HClib-Actor): each
+/// rank's own profile (the directories `kprof merge` read, listed in `ranks`)
+/// holds its `actor.*` metadata. Drawn absolute (`actor`) and as shares of each
+/// PE's phase (`actor-share`) when every rank's profile is still there.
+fn actor_breakdown(v: &Value, figs: &mut Vec<Figure>) -> Result<(), Failure> {
+    const PARTS: [&str; 3] = ["main_ns", "proc_ns", "comm_ns"];
+    let ranks = v["ranks"]
+        .as_array()
+        .map(|v| v.as_slice())
+        .unwrap_or_default();
+    let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
+    for r in ranks {
+        let Some(dir) = r["dir"].as_str() else {
+            return Ok(());
+        };
+        let Ok(text) = std::fs::read_to_string(Path::new(dir).join("profile.json")) else {
+            return Ok(());
+        };
+        let Ok(p) = serde_json::from_str::<Value>(&text) else {
+            return Ok(());
+        };
+        let part = |k: &str| {
+            p["metadata"][format!("actor.{k}")]
+                .as_str()
+                .and_then(|s| s.parse::<f64>().ok())
+        };
+        let Some(values) = PARTS.iter().map(|k| part(k)).collect::<Option<Vec<f64>>>() else {
+            return Ok(());
+        };
+        rows.push((format!("PE {}", r["rank"].as_u64().unwrap_or(0)), values));
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    figs.push(figures::grouped(
+        "actor",
+        "Actor phase per PE: MAIN, PROC, COMM",
+        "Per PE the time of its actor phase in the program's own work (MAIN), in message handlers (PROC) and in Conveyors and OpenSHMEM (COMM), from each rank's profile.".into(),
+        &["MAIN", "PROC", "COMM"],
+        &rows,
+        duration,
+    )?);
+    let shares: Vec<(String, Vec<f64>)> = rows
+        .iter()
+        .map(|(pe, v)| {
+            let phase: f64 = v.iter().sum();
+            let share = |x: f64| if phase > 0.0 { 100.0 * x / phase } else { 0.0 };
+            (pe.clone(), v.iter().map(|&x| share(x)).collect())
+        })
+        .collect();
+    figs.push(figures::stacked(
+        "actor-share",
+        "Actor phase per PE: shares",
+        "Per PE the shares of its actor phase in MAIN, PROC and COMM.".into(),
+        &["MAIN".into(), "PROC".into(), "COMM".into()],
+        &shares,
+    )?);
+    Ok(())
 }
 
 /// `s` escaped for HTML text.
