@@ -317,13 +317,13 @@ fn plot_of_the_merged_pes(dir: &Path, m: &Matrix) {
         bars.push(widths[..NP].to_vec());
     }
     let mut parts = Vec::new();
-    for pe in 0..NP {
+    for (pe, widths) in (0..NP).map(|pe| (pe, bars.iter().map(move |b| b[pe]))) {
         let prof = read_profile(&dir.join(format!("pe{pe}")));
-        for (i, k) in ["actor.main_ns", "actor.proc_ns", "actor.comm_ns"]
+        for (k, width) in ["actor.main_ns", "actor.proc_ns", "actor.comm_ns"]
             .iter()
-            .enumerate()
+            .zip(widths)
         {
-            parts.push((meta(&prof, k) as f64, bars[i][pe]));
+            parts.push((meta(&prof, k) as f64, width));
         }
     }
     let (most, widest) = parts
