@@ -342,7 +342,7 @@ fn flat_table(
 
 /// A name as a table cell: escaped, and cut unless `--wide`.
 fn cell(name: &str, args: &ReportArgs) -> String {
-    kprof_core::output::summary::table_name(name, (!args.wide).then_some(NAME_WIDTH))
+    kprof_core::output::readable::table_name(name, (!args.wide).then_some(NAME_WIDTH))
 }
 
 /// Longest name in a table without `--wide`, as in the exit summary.
