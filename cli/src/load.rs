@@ -55,17 +55,30 @@ struct DepthScan {
 
 impl DepthScan {
     fn feed(&mut self, text: &[u8]) {
-        for &b in text {
+        let mut i = 0;
+        while i < text.len() {
             if self.in_string {
-                match (self.escaped, b) {
-                    (true, _) => self.escaped = false,
-                    (false, b'\\') => self.escaped = true,
-                    (false, b'"') => self.in_string = false,
-                    _ => {}
+                if self.escaped {
+                    self.escaped = false;
+                    i += 1;
+                    continue;
                 }
+                // Strings are most of a profile: jump to their next quote or escape.
+                match memchr::memchr2(b'"', b'\\', &text[i..]) {
+                    None => return,
+                    Some(k) => {
+                        i += k;
+                        if text[i] == b'\\' {
+                            self.escaped = true;
+                        } else {
+                            self.in_string = false;
+                        }
+                    }
+                }
+                i += 1;
                 continue;
             }
-            match b {
+            match text[i] {
                 b'"' => self.in_string = true,
                 b'[' | b'{' => {
                     self.depth += 1;
@@ -74,6 +87,7 @@ impl DepthScan {
                 b']' | b'}' => self.depth = self.depth.saturating_sub(1),
                 _ => {}
             }
+            i += 1;
         }
     }
 }

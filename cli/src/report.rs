@@ -3,15 +3,20 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use kprof_core::output::flat::{top_rows, FlatRow};
+use kprof_core::output::flat::FlatRow;
 use kprof_core::output::report::{Report, TreeNode};
 use regex::Regex;
 use serde_json::{json, Value};
 
 use crate::fmt::{bar, bytes, csv_field, dur, pct, Align, Table};
-use crate::load::{load_any, Loaded};
+use crate::load::{load_any, profile_path, Loaded};
 use crate::{show, Failure, Outcome, SortKey};
 
+use shown::{FlatKeys, Shown, Sparse, Teams, TopK, TreeKeep};
+use stream::Sink;
+
+mod shown;
+mod stream;
 mod views;
 
 /// Arguments of `kprof report`.
@@ -87,13 +92,76 @@ pub fn main(mut args: ReportArgs) -> Outcome {
         })?),
         None => None,
     };
-    let (path, loaded) = load_any(&args.dir)?;
-    let text = match loaded {
-        Loaded::Single(r) => render(&r, &path, &args, filter.as_ref()),
-        Loaded::Merged(v) => render_merged(&v, &path, &args, filter.as_ref()),
+    // One pass over the file, keeping only what the view shows; a profile that
+    // cannot be streamed (a merged one, an invalid one) is loaded whole.
+    let path = profile_path(&args.dir)?;
+    let nodes = std::fs::metadata(&path).map_or(0, |m| m.len() as usize / NODE_BYTES);
+    let mut view = View::new(&args, filter.as_ref(), nodes);
+    let text = match stream::read(&path, &mut view) {
+        Some(r) => render(&r, view, &path, &args, filter.as_ref()),
+        None => match load_any(&args.dir)? {
+            (path, Loaded::Single(r)) => {
+                let mut view = View::new(&args, filter.as_ref(), nodes);
+                stream::walk(&r.tree, &mut view);
+                render(&r, view, &path, &args, filter.as_ref())
+            }
+            (path, Loaded::Merged(v)) => render_merged(&v, &path, &args, filter.as_ref()),
+        },
     };
     print_out(&text);
     Ok(0)
+}
+
+/// Fewest bytes of `profile.json` per tree node (a guess of the nodes from the
+/// file's size, to size the flat view's table once).
+const NODE_BYTES: usize = 128;
+
+/// What the chosen view keeps of the tree.
+enum View<'f> {
+    /// The flat table by (name, kind, device), and the nodes the counter and
+    /// MPI blocks read.
+    Table(FlatKeys, Sparse),
+    /// `--flat`: the rows by (name, kind, device label), folded by name later.
+    ByName(FlatKeys),
+    /// `--tree`.
+    Tree(TreeKeep<'f>),
+    /// `--threads`.
+    Threads(Teams),
+}
+
+impl<'f> View<'f> {
+    fn new(args: &ReportArgs, filter: Option<&'f Regex>, nodes: usize) -> Self {
+        if args.threads {
+            View::Threads(Teams::new(args.top.unwrap_or(20)))
+        } else if args.flat {
+            View::ByName(FlatKeys::new(true, nodes))
+        } else if args.tree {
+            View::Tree(TreeKeep::new(filter, sort_of(args), args.top))
+        } else {
+            View::Table(FlatKeys::new(false, nodes), Sparse::default())
+        }
+    }
+}
+
+impl Sink for View<'_> {
+    fn enter(&mut self, depth: usize, n: &TreeNode) {
+        match self {
+            View::Table(flat, sparse) => {
+                flat.enter(depth, n);
+                sparse.enter(depth, n);
+            }
+            View::ByName(flat) => flat.enter(depth, n),
+            View::Tree(t) => t.enter(depth, n),
+            View::Threads(t) => t.enter(depth, n),
+        }
+    }
+
+    fn leave(&mut self, depth: usize) {
+        match self {
+            View::Table(..) | View::ByName(_) | View::Threads(_) => {}
+            View::Tree(t) => t.leave(depth),
+        }
+    }
 }
 
 /// Writes to stdout, ending quietly when the reader went away (`| head`).
@@ -102,19 +170,34 @@ fn print_out(text: &str) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<&Regex>) -> String {
+fn render(
+    r: &Report,
+    view: View,
+    path: &std::path::Path,
+    args: &ReportArgs,
+    filter: Option<&Regex>,
+) -> String {
     // Times are summed over threads: shares are of all recorded threads' time.
     let run = r.thread_time_ns() as f64;
-    if args.threads {
-        let mut s = header(r, path);
-        threads(&mut s, r, args);
-        return s;
-    }
-    if args.flat {
-        return views::flat(r, path, args, filter);
-    }
-    if args.tree {
-        let rows = tree_rows(&r.tree, args, filter);
+    let (flat, sparse) = match view {
+        View::Threads(teams) => {
+            let mut s = header(r, path);
+            threads(&mut s, r, teams, args);
+            return s;
+        }
+        View::ByName(keys) => return views::flat(r, &keys, path, args, filter),
+        View::Tree(tree) => return render_tree(r, tree, path, args),
+        View::Table(flat, sparse) => (flat, sparse),
+    };
+    flat_table(r, &flat, &sparse, path, args, filter, run)
+}
+
+/// The tree view.
+fn render_tree(r: &Report, tree: TreeKeep, path: &std::path::Path, args: &ReportArgs) -> String {
+    let run = r.thread_time_ns() as f64;
+    {
+        let (roots, more) = tree.finish();
+        let rows = tree_rows(&roots, more);
         if args.csv || args.json {
             return tree_machine(&rows, args.csv);
         }
@@ -172,9 +255,20 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
         } else {
             s.push_str(&t.render());
         }
-        return s;
+        s
     }
+}
 
+/// The default view: the flat table and the blocks after it.
+fn flat_table(
+    r: &Report,
+    rows: &FlatKeys,
+    sparse: &Sparse,
+    path: &std::path::Path,
+    args: &ReportArgs,
+    filter: Option<&Regex>,
+    run: f64,
+) -> String {
     let order = |a: &FlatRow, b: &FlatRow| {
         sort_value(sort_of(args), b.total_ns, b.self_ns, b.count)
             .cmp(&sort_value(sort_of(args), a.total_ns, a.self_ns, a.count))
@@ -183,7 +277,11 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
     let keep = |f: &FlatRow| filter.is_none_or(|re| re.is_match(&f.name));
     let top = args.top.unwrap_or(20);
     // Only the top rows are shown: they are kept as the rows come (a million names).
-    let (flat, all) = top_rows(&r.tree, &keep, &order, top);
+    let mut best = TopK::new(Some(top));
+    for row in rows.rows().filter(|f| keep(f)) {
+        best.push(row, &order);
+    }
+    let (flat, all) = best.finish(&order);
     if args.csv || args.json {
         return flat_machine(&flat, run, args.csv);
     }
@@ -229,8 +327,8 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
         s.push_str(&t.render());
     }
     sections(&mut s, r, top, args);
-    kprof_core::output::counters::block(&mut s, r, &r.tree, top);
-    kprof_core::output::mpi::block(&mut s, r, &r.tree);
+    kprof_core::output::counters::block(&mut s, r, sparse, top);
+    kprof_core::output::mpi::block(&mut s, r, sparse);
     kprof_core::output::messages::block(&mut s, r, top);
     if let Some(c) = &r.concurrency {
         kprof_core::output::summary::concurrency(&mut s, c, top);
@@ -261,7 +359,7 @@ fn thread_time(r: &Report) -> String {
 }
 
 /// The threads, and per team construct how its time spread over the threads.
-fn threads(s: &mut String, r: &Report, args: &ReportArgs) {
+fn threads(s: &mut String, r: &Report, teams: Teams, args: &ReportArgs) {
     let top = args.top.unwrap_or(20);
     let _ = writeln!(s, "\nThreads");
     let mut t = Table::new(&[
@@ -281,41 +379,19 @@ fn threads(s: &mut String, r: &Report, args: &ReportArgs) {
     s.push_str(&t.render());
     views::thread_times(s, r, args);
 
-    fn walk<'a>(
-        nodes: &'a [TreeNode],
-        path: &mut Vec<&'a str>,
-        out: &mut Vec<(String, &'a TreeNode)>,
-    ) {
-        for n in nodes {
-            path.push(&n.name);
-            if n.threads.is_some() {
-                out.push((path.join(" > "), n));
-            }
-            walk(&n.children, path, out);
-            path.pop();
-        }
-    }
-    let mut spread = Vec::new();
-    walk(&r.tree, &mut Vec::new(), &mut spread);
-    if spread.is_empty() {
+    // Worst first: the time lost to imbalance is max - mean per thread.
+    let (spread, all) = teams.finish();
+    if all == 0 {
         let _ = writeln!(
             s,
             "\nNo node carries per-thread totals (OpenMP constructs do)."
         );
         return;
     }
-    // Worst first: the time lost to imbalance is max - mean per thread.
-    let lost = |n: &TreeNode| {
-        n.threads
-            .as_ref()
-            .map_or(0.0, |t| t.max_ns as f64 - t.mean_ns)
-    };
-    spread.sort_by(|a, b| lost(b.1).total_cmp(&lost(a.1)).then_with(|| a.0.cmp(&b.0)));
     let _ = writeln!(
         s,
-        "\nWork per thread (top {} of {} nodes by max - mean; imbalance = max/mean)",
+        "\nWork per thread (top {} of {all} nodes by max - mean; imbalance = max/mean)",
         spread.len().min(top),
-        spread.len()
     );
     let mut t = Table::new(&[
         ("imbalance", Align::Right),
@@ -326,7 +402,8 @@ fn threads(s: &mut String, r: &Report, args: &ReportArgs) {
         ("kind", Align::Left),
         ("path", Align::Left),
     ]);
-    for (path, n) in spread.iter().take(top) {
+    for team in &spread {
+        let (path, n) = (&team.path, &team.node);
         let Some(th) = &n.threads else { continue };
         t.row(vec![
             format!("{:.2}x", th.imbalance),
@@ -553,58 +630,28 @@ enum Line<'a> {
     More(usize, usize, u64),
 }
 
-/// Tree lines in display order.
-fn tree_rows<'a>(tree: &'a [TreeNode], args: &ReportArgs, filter: Option<&Regex>) -> Vec<Line<'a>> {
-    fn matches(n: &TreeNode, re: &Regex) -> bool {
-        re.is_match(&n.name) || n.children.iter().any(|c| matches(c, re))
-    }
+/// Tree lines in display order: each node shown, its children below it, then
+/// what `--top` hid of them.
+fn tree_rows(roots: &[Shown], more: (usize, u64)) -> Vec<Line<'_>> {
     fn walk<'a>(
-        nodes: &'a [TreeNode],
+        nodes: &'a [Shown],
+        more: (usize, u64),
         depth: usize,
         path: &mut Vec<&'a str>,
-        args: &ReportArgs,
-        filter: Option<&Regex>,
         out: &mut Vec<Line<'a>>,
     ) {
-        let mut sorted: Vec<&TreeNode> = nodes
-            .iter()
-            .filter(|n| match filter {
-                Some(re) => matches(n, re),
-                None => true,
-            })
-            .collect();
-        sorted.sort_by(|a, b| {
-            sort_value(sort_of(args), b.total_ns, b.self_ns, b.count)
-                .cmp(&sort_value(sort_of(args), a.total_ns, a.self_ns, a.count))
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        let mut hidden = (0, 0);
-        if let Some(top) = args.top {
-            if sorted.len() > top {
-                hidden = (
-                    sorted.len() - top,
-                    sorted[top..].iter().map(|n| n.total_ns).sum::<u64>(),
-                );
-                sorted.truncate(top);
-            }
-        }
-        for n in sorted {
-            path.push(&n.name);
-            out.push(Line::Node(depth, path.clone(), n));
-            // Below a matching node, show its whole subtree.
-            let sub = match filter {
-                Some(re) if re.is_match(&n.name) => None,
-                f => f,
-            };
-            walk(&n.children, depth + 1, path, args, sub, out);
+        for n in nodes {
+            path.push(&n.node.name);
+            out.push(Line::Node(depth, path.clone(), &n.node));
+            walk(&n.kids, n.more, depth + 1, path, out);
             path.pop();
         }
-        if hidden.0 > 0 {
-            out.push(Line::More(depth, hidden.0, hidden.1));
+        if more.0 > 0 {
+            out.push(Line::More(depth, more.0, more.1));
         }
     }
     let mut out = Vec::new();
-    walk(tree, 0, &mut Vec::new(), args, filter, &mut out);
+    walk(roots, more, 0, &mut Vec::new(), &mut out);
     out
 }
 

@@ -1119,6 +1119,392 @@ fn report_tree_says_what_top_hides_and_shows_threads() {
     assert!(text.contains("No node carries per-thread totals"), "{text}");
 }
 
+/// A made-up call-path tree of `roots` roots, deterministic: names drawn from a
+/// small pool (repeats across paths, and recursion: a name inside itself), three
+/// kinds, two devices, tied totals, and teams on some nodes. Written as kprof
+/// writes a tree: each node's `children` last.
+fn generated_tree(roots: usize) -> String {
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    let mut next = move |m: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    fn node(depth: usize, next: &mut dyn FnMut(u64) -> u64, out: &mut String) {
+        let name = format!("k{}", next(300));
+        let (kind, device) = match next(4) {
+            0 => ("parallel_for", r#""OpenMP","device_index":0,"instance":1"#),
+            1 => ("parallel_for", r#""Cuda","device_index":1,"instance":2"#),
+            2 => ("user_region", r#"null,"device_index":null,"instance":null"#),
+            _ => ("region", r#"null,"device_index":null,"instance":null"#),
+        };
+        // Every tenth total the same: ties are ordered by name, then tree order.
+        let total = if next(10) == 0 {
+            5000
+        } else {
+            1000 + next(1_000_000)
+        };
+        let self_ns = total - next(total / 2 + 1);
+        let count = 1 + next(5);
+        let min = total / count / 2;
+        let team = if next(6) == 0 {
+            let (lo, hi) = (next(total / 2 + 1), total / 2 + next(total / 2 + 1));
+            let mean = (lo + hi) as f64 / 2.0;
+            format!(
+                r#","threads":{{"threads":4,"min_ns":{lo},"max_ns":{hi},"mean_ns":{mean:.1},"imbalance":{:.4}}}"#,
+                hi as f64 / mean.max(1.0)
+            )
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            r#"{{"name":"{name}","kind":"{kind}","device":{device},"count":{count},"total_ns":{total},"self_ns":{self_ns},"min_ns":{min},"max_ns":{total},"mean_ns":{:.1},"stddev_ns":0.0{team},"children":["#,
+            total as f64 / count as f64
+        ));
+        let kids = if depth < 4 { next(7) } else { 0 };
+        for i in 0..kids {
+            if i > 0 {
+                out.push(',');
+            }
+            node(depth + 1, next, out);
+        }
+        out.push_str("]}");
+    }
+    let mut out = String::from("[");
+    for i in 0..roots {
+        if i > 0 {
+            out.push(',');
+        }
+        node(0, &mut next, &mut out);
+    }
+    out.push(']');
+    out
+}
+
+/// A node's flat key: (name, kind, device label as the tables show it).
+fn flat_key(n: &Value) -> (String, String, String) {
+    let device = match (
+        n["device"].as_str(),
+        n["device_index"].as_u64(),
+        n["instance"].as_u64(),
+    ) {
+        (Some(d), Some(i), Some(inst)) if i != 0 || inst > 1 => format!("{d}[{i}:{inst}]"),
+        (Some(d), _, _) => d.to_string(),
+        _ => String::new(),
+    };
+    (
+        n["name"].as_str().unwrap().to_string(),
+        n["kind"].as_str().unwrap().to_string(),
+        device,
+    )
+}
+
+/// The flat rows of a tree: per key (count, total counting recursion once,
+/// sum of instances' time, self, min, max), keys in the order first met.
+type Sums = (u64, u64, u64, u64, u64, u64);
+fn flat_sums(tree: &Value) -> Vec<((String, String, String), Sums)> {
+    fn walk(
+        list: &Value,
+        open: &mut Vec<(String, String, String)>,
+        out: &mut Vec<((String, String, String), Sums)>,
+    ) {
+        for n in list.as_array().unwrap() {
+            let key = flat_key(n);
+            let inside = open.contains(&key);
+            let at = match out.iter().position(|(k, _)| *k == key) {
+                Some(at) => at,
+                None => {
+                    out.push((key.clone(), (0, 0, 0, 0, u64::MAX, 0)));
+                    out.len() - 1
+                }
+            };
+            let s = &mut out[at].1;
+            s.0 += u(&n["count"]);
+            if !inside {
+                s.1 += u(&n["total_ns"]);
+            }
+            s.2 += u(&n["total_ns"]);
+            s.3 += u(&n["self_ns"]);
+            s.4 = s.4.min(u(&n["min_ns"]));
+            s.5 = s.5.max(u(&n["max_ns"]));
+            open.push(key);
+            walk(&n["children"], open, out);
+            open.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(tree, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The tree view's lines: `depth;path;total` for a node shown, `more;depth;N;total`
+/// for siblings `--top` hid, from the JSON by the documented rules.
+fn tree_lines(
+    list: &Value,
+    depth: usize,
+    path: &mut Vec<String>,
+    top: usize,
+    prefix: Option<&str>,
+    out: &mut Vec<String>,
+) {
+    fn matches(n: &Value, prefix: &str) -> bool {
+        n["name"].as_str().unwrap().starts_with(prefix)
+            || n["children"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| matches(c, prefix))
+    }
+    let mut sibs: Vec<&Value> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| prefix.is_none_or(|p| matches(n, p)))
+        .collect();
+    // Stable: equal totals and names keep their order.
+    sibs.sort_by(|a, b| {
+        u(&b["total_ns"])
+            .cmp(&u(&a["total_ns"]))
+            .then_with(|| a["name"].as_str().cmp(&b["name"].as_str()))
+    });
+    for n in sibs.iter().take(top) {
+        let name = n["name"].as_str().unwrap();
+        path.push(name.to_string());
+        out.push(format!("{depth};{};{}", path.join("/"), u(&n["total_ns"])));
+        let below = prefix.filter(|p| !name.starts_with(p));
+        tree_lines(&n["children"], depth + 1, path, top, below, out);
+        path.pop();
+    }
+    if sibs.len() > top {
+        let hidden: u64 = sibs[top..].iter().map(|n| u(&n["total_ns"])).sum();
+        out.push(format!("more;{depth};{};{hidden}", sibs.len() - top));
+    }
+}
+
+#[test]
+fn report_of_many_nodes_shows_the_rows_the_profile_gives() {
+    let dir = scratch("cli_report_many");
+    // Rank 0's fixture with a tree of about 20,000 nodes in place of its own.
+    let mut p = read_profile(&fixture(0));
+    p["tree"] = Value::String("TREE".into());
+    // A run as long as the threads' time in the tree (shares below 100%).
+    p["clock"]["duration_ns"] = 30_000_000_000u64.into();
+    let text = serde_json::to_string(&p)
+        .unwrap()
+        .replace(r#""TREE""#, &generated_tree(1500));
+    std::fs::create_dir_all(dir.join("p")).unwrap();
+    std::fs::write(dir.join("p/profile.json"), &text).unwrap();
+    let p = read_profile(&dir.join("p"));
+    let tree = &p["tree"];
+    let all = nodes(&p);
+    assert!(all.len() > 15_000, "{} nodes", all.len());
+    let run_ns = u(&p["clock"]["duration_ns"]) as f64;
+    // The same profile with every object's members in name order (`children`
+    // among the first): kprof reads it whole, and must print the same.
+    std::fs::create_dir_all(dir.join("sorted")).unwrap();
+    std::fs::write(
+        dir.join("sorted/profile.json"),
+        serde_json::to_string(&p).unwrap(),
+    )
+    .unwrap();
+    let report = |args: &[&str], at: &str| {
+        let o = run(&mut kprof_cmd(&dir, &[&["report", at], args].concat()));
+        assert_ok(&o);
+        stdout(&o)
+    };
+    let both = |args: &[&str]| {
+        let out = report(args, "p");
+        let sorted = report(args, "sorted");
+        // Alike but for the file named in the first line of the tables.
+        let body = |t: &str| t.replace("sorted/profile.json", "p/profile.json");
+        assert_eq!(body(&out), body(&sorted), "{args:?}");
+        out
+    };
+
+    // The flat table by (name, kind, device): the top 20 by self time.
+    let sums = flat_sums(tree);
+    assert!(
+        sums.iter().any(|(_, s)| s.1 < s.2),
+        "no recursion generated"
+    );
+    let mut by_self = sums.clone();
+    by_self.sort_by(|a, b| b.1 .3.cmp(&a.1 .3).then_with(|| a.0.cmp(&b.0)));
+    let mut expect =
+        String::from("name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns,self_pct\n");
+    for ((name, kind, device), s) in by_self.iter().take(20) {
+        expect.push_str(&format!(
+            "{name},{kind},{device},{},{},{},{:.1},{},{},{:.2}\n",
+            s.0,
+            s.1,
+            s.3,
+            s.2 as f64 / s.0 as f64,
+            s.4,
+            s.5,
+            100.0 * s.3 as f64 / run_ns
+        ));
+    }
+    assert_eq!(both(&["--csv"]), expect);
+    let out = both(&[]);
+    assert!(
+        out.contains(&format!("(top 20 of {}; ", sums.len())),
+        "{out}"
+    );
+    // Filtered and by count.
+    let mut by_count: Vec<_> = sums.iter().filter(|(k, _)| k.0.starts_with("k1")).collect();
+    by_count.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then_with(|| a.0.cmp(&b.0)));
+    let names: Vec<String> = by_count
+        .iter()
+        .take(7)
+        .map(|(k, _)| format!("{},{},{}", k.0, k.1, k.2))
+        .collect();
+    let out = both(&["--csv", "--sort", "count", "--top", "7", "--filter", "^k1"]);
+    let got: Vec<String> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.splitn(4, ',').take(3).collect::<Vec<_>>().join(","))
+        .collect();
+    assert_eq!(got, names);
+
+    // By name over all paths (--flat): the top 20 by total time.
+    let mut names: Vec<(String, Vec<String>, Sums)> = Vec::new();
+    for ((name, kind, _), s) in &sums {
+        let at = match names.iter().position(|(n, _, _)| n == name) {
+            Some(at) => at,
+            None => {
+                names.push((name.clone(), Vec::new(), (0, 0, 0, 0, u64::MAX, 0)));
+                names.len() - 1
+            }
+        };
+        let b = &mut names[at];
+        if !b.1.contains(kind) {
+            b.1.push(kind.clone());
+        }
+        b.2 = (
+            b.2 .0 + s.0,
+            b.2 .1 + s.1,
+            b.2 .2 + s.2,
+            b.2 .3 + s.3,
+            b.2 .4.min(s.4),
+            b.2 .5.max(s.5),
+        );
+    }
+    names.sort_by(|a, b| b.2 .1.cmp(&a.2 .1).then_with(|| a.0.cmp(&b.0)));
+    let mut expect = String::from(
+        "name,kinds,calls,total_ns,time_per_call_ns,min_ns,max_ns,self_ns,total_pct\n",
+    );
+    for (name, kinds, s) in names.iter().take(20) {
+        let kinds = kinds.join(",");
+        let kinds = if kinds.contains(',') {
+            format!("\"{kinds}\"")
+        } else {
+            kinds
+        };
+        expect.push_str(&format!(
+            "{name},{kinds},{},{},{:.1},{},{},{},{:.2}\n",
+            s.0,
+            s.1,
+            s.2 as f64 / s.0 as f64,
+            s.4,
+            s.5,
+            s.3,
+            100.0 * s.1 as f64 / run_ns
+        ));
+    }
+    assert_eq!(both(&["--flat", "--csv"]), expect);
+
+    // The tree, pruned by --top, with and without a filter: the nodes from the
+    // CSV, the hidden siblings from the table's "N more" lines.
+    for (filter, prefix) in [(None, None), (Some("^k2"), Some("k2"))] {
+        let mut expect = Vec::new();
+        tree_lines(tree, 0, &mut Vec::new(), 3, prefix, &mut expect);
+        let mut args = vec!["--tree", "--top", "3"];
+        args.extend(filter.map(|f| ["--filter", f]).into_iter().flatten());
+        let csv = both(&[&args[..], &["--csv"]].concat());
+        let got_nodes: Vec<String> = csv
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let c: Vec<&str> = l.split(',').collect();
+                format!("{};{};{}", c[1], c[0].replace(';', "/"), c[6])
+            })
+            .collect();
+        let want_nodes: Vec<&String> = expect.iter().filter(|l| !l.starts_with("more;")).collect();
+        assert_eq!(
+            got_nodes.iter().collect::<Vec<_>>(),
+            want_nodes,
+            "{filter:?}"
+        );
+        let table = both(&args);
+        // The depth is the indent (two spaces a level) in the name column.
+        let col = table
+            .lines()
+            .find(|l| l.trim_start().starts_with("total"))
+            .and_then(|l| l.rfind("name"))
+            .unwrap();
+        let got_more: Vec<String> = table
+            .lines()
+            .filter_map(|l| {
+                let at = l.find("... ")?;
+                let hidden = l[at + 4..].split(' ').next()?;
+                let total: Vec<&str> = l.split_whitespace().take(2).collect();
+                Some(format!("{};{hidden};{}", (at - col) / 2, total.join(" ")))
+            })
+            .collect();
+        let want_more: Vec<String> = expect
+            .iter()
+            .filter_map(|l| l.strip_prefix("more;"))
+            .map(|l| {
+                let f: Vec<&str> = l.split(';').collect();
+                format!("{};{};{}", f[0], f[1], dur(f[2].parse::<f64>().unwrap()))
+            })
+            .collect();
+        assert!(!want_more.is_empty());
+        assert_eq!(got_more, want_more, "{filter:?}");
+    }
+
+    // --threads: the nodes with teams that lost the most (max - mean), top 20.
+    let mut teams: Vec<(f64, String, &Value)> = all
+        .iter()
+        .filter(|(_, n)| n.get("threads").is_some())
+        .map(|(path, n)| {
+            let t = &n["threads"];
+            (
+                u(&t["max_ns"]) as f64 - t["mean_ns"].as_f64().unwrap(),
+                path.join(" > "),
+                n,
+            )
+        })
+        .collect();
+    teams.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let out = both(&["--threads"]);
+    assert!(
+        out.contains(&format!("(top 20 of {} nodes by max - mean", teams.len())),
+        "{out}"
+    );
+    let got: Vec<String> = squeeze(&out)
+        .into_iter()
+        .skip_while(|l| l != "imbalance threads min mean max kind path")
+        .skip(1)
+        .collect();
+    let want: Vec<String> = teams
+        .iter()
+        .take(20)
+        .map(|(_, path, n)| {
+            let t = &n["threads"];
+            format!(
+                "{:.2}x 4 {} {} {} {} {path}",
+                t["imbalance"].as_f64().unwrap(),
+                dur(u(&t["min_ns"]) as f64),
+                dur(t["mean_ns"].as_f64().unwrap()),
+                dur(u(&t["max_ns"]) as f64),
+                n["kind"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
 // ---------------------------------------------------------------- merge
 
 /// The statistics `kprof merge` has always written (min, mean, max, sum,

@@ -4,10 +4,11 @@
 
 use std::fmt::Write as _;
 
-use kprof_core::output::flat::flatten;
+use kprof_core::output::flat::Totals;
 use kprof_core::output::report::Report;
 use regex::Regex;
 
+use super::shown::{FlatKeys, TopK};
 use super::{cell, header, sort_name, sort_of, sort_value, thread_time, ReportArgs};
 use crate::fmt::{bar, csv_field, dur, pct, Align, Table};
 
@@ -27,36 +28,24 @@ struct ByName<'a> {
 /// The flat table by name: total time, calls, time per call, shares, kinds.
 pub fn flat(
     r: &Report,
+    keys: &FlatKeys,
     path: &std::path::Path,
     args: &ReportArgs,
     filter: Option<&Regex>,
 ) -> String {
-    // The (name, kind, device) rows, which count recursion once, folded by name.
-    let mut rows: Vec<ByName> = Vec::new();
-    let mut at: std::collections::HashMap<&str, usize> = Default::default();
-    let flat = flatten(&r.tree);
-    for f in &flat {
-        let name: &str = &f.name;
-        if filter.is_some_and(|re| !re.is_match(name)) {
-            continue;
+    // The (name, kind, device) rows, which count recursion once, folded by name
+    // (numbered in the order first met); only the names shown keep more.
+    let mut sums: Vec<Option<Totals>> = vec![None; keys.names()];
+    let mut all = 0;
+    for (id, f) in keys.keyed_rows() {
+        let slot = &mut sums[id as usize];
+        if slot.is_none() {
+            if filter.is_some_and(|re| !re.is_match(&f.name)) {
+                continue;
+            }
+            all += 1;
         }
-        let i = *at.entry(name).or_insert_with(|| {
-            rows.push(ByName {
-                name,
-                kinds: Vec::new(),
-                count: 0,
-                total_ns: 0,
-                instance_ns: 0,
-                self_ns: 0,
-                min_ns: u64::MAX,
-                max_ns: 0,
-            });
-            rows.len() - 1
-        });
-        let b = &mut rows[i];
-        if !b.kinds.contains(&f.kind) {
-            b.kinds.push(f.kind);
-        }
+        let b = slot.get_or_insert_with(Totals::default);
         b.count += f.count;
         b.total_ns += f.total_ns;
         b.instance_ns += f.instance_ns;
@@ -65,16 +54,42 @@ pub fn flat(
         b.max_ns = b.max_ns.max(f.max_ns);
     }
     let key = sort_of(args);
-    rows.sort_by(|a, b| {
+    let top = args.top.unwrap_or(20);
+    let order = |a: &ByName, b: &ByName| {
         sort_value(key, b.total_ns, b.self_ns, b.count)
             .cmp(&sort_value(key, a.total_ns, a.self_ns, a.count))
             .then_with(|| a.name.cmp(b.name))
-    });
-    let all = rows.len();
-    let top = args.top.unwrap_or(20);
+    };
+    let mut best = TopK::new(Some(top));
+    for (id, t) in sums.iter().enumerate() {
+        let Some(t) = t else { continue };
+        let row = ByName {
+            name: keys.name(id as u32),
+            kinds: Vec::new(),
+            count: t.count,
+            total_ns: t.total_ns,
+            instance_ns: t.instance_ns,
+            self_ns: t.self_ns,
+            min_ns: t.min_ns,
+            max_ns: t.max_ns,
+        };
+        best.push(row, &order);
+    }
+    drop(sums);
+    let (mut rows, _) = best.finish(&order);
+    // The kinds of the names shown, in the order first met.
+    let at: std::collections::HashMap<&str, usize> =
+        rows.iter().enumerate().map(|(i, b)| (b.name, i)).collect();
+    for f in keys.rows() {
+        if let Some(&i) = at.get(f.name.as_ref()) {
+            if !rows[i].kinds.contains(&f.kind) {
+                rows[i].kinds.push(f.kind);
+            }
+        }
+    }
     let run = r.thread_time_ns() as f64;
     if args.csv || args.json {
-        return flat_machine(&rows[..all.min(top)], run, args.csv);
+        return flat_machine(&rows, run, args.csv);
     }
     let mut s = header(r, path);
     let _ = writeln!(
