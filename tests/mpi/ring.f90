@@ -35,7 +35,9 @@ program ring
   integer :: reqs(2), req, st(MPI_STATUS_SIZE), sts(MPI_STATUS_SIZE, 2)
   double precision, allocatable :: outb(:), inb(:), a2a_s(:), a2a_r(:), g(:)
   double precision :: x, y, red(4), redout(4), b(10)
-  integer :: ints(4)
+  integer :: ints(4), idx, outcount, indices(2)
+  integer, allocatable :: vcounts(:), vdispls(:), ones(:), steps(:)
+  double precision, allocatable :: v(:)
   logical :: done
 
   call MPI_INIT_THREAD(MPI_THREAD_FUNNELED, provided, ierr)
@@ -75,6 +77,14 @@ program ring
   end do
   call sent(right, rank + 1)
   call received(left, left + 1)
+  ! One pair completed by MPI_Waitany, then MPI_Waitsome (whichever first).
+  call MPI_IRECV(inb, left + 1, MPI_DOUBLE_PRECISION, left, 12, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_ISEND(outb, rank + 1, MPI_DOUBLE_PRECISION, right, 12, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_WAITANY(2, reqs, idx, st, ierr)
+  call MPI_WAITSOME(2, reqs, outcount, indices, MPI_STATUSES_IGNORE, ierr)
+  if (idx + indices(1) /= 3 .or. outcount /= 1) stop 1
+  call sent(right, rank + 1)
+  call received(left, left + 1)
   ! Blocking: even ranks send first.
   if (mod(rank, 2) == 0) then
     call MPI_SEND(outb, rank + 1, MPI_DOUBLE_PRECISION, right, 20, MPI_COMM_WORLD, ierr)
@@ -86,8 +96,10 @@ program ring
   call sent(right, rank + 1)
   call received(left, left + 1)
   call kprof_region_end("ring")
-  call say_call("ring", "MPI_Irecv", rounds + 2)
-  call say_call("ring", "MPI_Isend", rounds)
+  call say_call("ring", "MPI_Irecv", rounds + 3)
+  call say_call("ring", "MPI_Isend", rounds + 1)
+  call say_call("ring", "MPI_Waitany", 1)
+  call say_call("ring", "MPI_Waitsome", 1)
   call say_call("ring", "MPI_Waitall", rounds)
   call say_call("ring", "MPI_Wait", 1)
   call say_call("ring", "MPI_Test", q)
@@ -117,6 +129,19 @@ program ring
     call MPI_GATHER(g, 3, MPI_DOUBLE_PRECISION, g, 3, MPI_DOUBLE_PRECISION, 2, &
                     MPI_COMM_WORLD, ierr)
   end if
+  ! Rank q contributes q+1 doubles; one double to and from each rank.
+  allocate(vcounts(nranks), vdispls(nranks), ones(nranks), steps(nranks))
+  allocate(v(nranks * (nranks + 1) / 2))
+  do q = 1, nranks
+    vcounts(q) = q
+    vdispls(q) = (q - 1) * q / 2
+    ones(q) = 1
+    steps(q) = q - 1
+  end do
+  call MPI_ALLGATHERV(outb, rank + 1, MPI_DOUBLE_PRECISION, v, vcounts, vdispls, &
+                      MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  call MPI_ALLTOALLV(a2a_s, ones, steps, MPI_DOUBLE_PRECISION, a2a_r, ones, steps, &
+                     MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
   call kprof_region_end("collectives")
   call say_call("collectives", "MPI_Allreduce", 5)
   call say_call("collectives", "MPI_Barrier", 1)
@@ -124,6 +149,8 @@ program ring
   call say_coll("MPI_Reduce", 4 * dp, merge(4 * dp, 0, rank == 0))
   call say_coll("MPI_Bcast", merge(10 * dp, 0, rank == 1), merge(0, 10 * dp, rank == 1))
   call say_coll("MPI_Alltoall", 2 * dp * nranks, 2 * dp * nranks)
+  call say_coll("MPI_Allgatherv", (rank + 1) * dp, nranks * (nranks + 1) / 2 * dp)
+  call say_coll("MPI_Alltoallv", nranks * dp, nranks * dp)
   call say_coll("MPI_Gather", 3 * dp, merge(3 * dp * nranks, 0, rank == 2))
 
   ! A sub-communicator: ranks of one parity; its rank 0 sends 4 integers to
@@ -148,7 +175,7 @@ program ring
     if (recv_n(q) > 0) print '("rank ",I0," recv ",I0," ",I0," ",I0)', rank, q, recv_n(q), recv_b(q)
   end do
   print '("rank ",I0," of ",I0,": sum ",F0.1," max ",F0.1," bcast ",F0.1," a2a ",F0.1)', &
-    rank, nranks, y, maxval(redout), b(1), sum(a2a_r)
+    rank, nranks, y, maxval(redout), b(1), sum(a2a_r) + sum(v)
   call MPI_FINALIZE(ierr)
 
 contains

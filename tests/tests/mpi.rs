@@ -1095,11 +1095,11 @@ fn fortran_exact(family: Family) {
         assert_eq!(p["metadata"]["MPI family"], family.name());
         assert_eq!(rows(&p), s.rows, "rank {r}: messages");
         let all = nodes(&p);
-        assert_eq!(s.calls.len(), 10, "rank {r}: {s:?}");
+        assert_eq!(s.calls.len(), 12, "rank {r}: {s:?}");
         for ((region, f), want) in &s.calls {
             assert_eq!(count(&all, &[region, f]), *want, "rank {r} {region} {f}");
         }
-        assert_eq!(s.colls.len(), 5, "rank {r}: {s:?}");
+        assert_eq!(s.colls.len(), 7, "rank {r}: {s:?}");
         for (f, (sent, received)) in &s.colls {
             let c = node(&all, &["collectives", f]);
             assert_eq!(arg(c, "bytes_sent"), (*sent, *sent), "rank {r} {f}");

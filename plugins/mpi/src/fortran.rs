@@ -128,6 +128,11 @@ fortran_table! {
     waitall: "pmpi_waitall" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint);
     test: "pmpi_test" fn(*mut Fint, *mut Fint, *mut Fint, *mut Fint);
     testall: "pmpi_testall" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint);
+    waitany: "pmpi_waitany" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint);
+    waitsome: "pmpi_waitsome" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint,
+        *mut Fint);
+    testsome: "pmpi_testsome" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint,
+        *mut Fint);
     request_free: "pmpi_request_free" fn(*mut Fint, *mut Fint);
     barrier: "pmpi_barrier" fn(*const Fint, *mut Fint);
     bcast: "pmpi_bcast" fn(*mut c_void, *const Fint, *const Fint, *const Fint, *const Fint,
@@ -144,6 +149,14 @@ fortran_table! {
         *const Fint, *const Fint, *const Fint, *const Fint, *mut Fint);
     scatter: "pmpi_scatter" fn(*const c_void, *const Fint, *const Fint, *mut c_void,
         *const Fint, *const Fint, *const Fint, *const Fint, *mut Fint);
+    allgatherv: "pmpi_allgatherv" fn(*const c_void, *const Fint, *const Fint, *mut c_void,
+        *const Fint, *const Fint, *const Fint, *const Fint, *mut Fint);
+    alltoallv: "pmpi_alltoallv" fn(*const c_void, *const Fint, *const Fint, *const Fint,
+        *mut c_void, *const Fint, *const Fint, *const Fint, *const Fint, *mut Fint);
+    gatherv: "pmpi_gatherv" fn(*const c_void, *const Fint, *const Fint, *mut c_void,
+        *const Fint, *const Fint, *const Fint, *const Fint, *const Fint, *mut Fint);
+    scatterv: "pmpi_scatterv" fn(*const c_void, *const Fint, *const Fint, *const Fint,
+        *mut c_void, *const Fint, *const Fint, *const Fint, *const Fint, *mut Fint);
     comm_split: "pmpi_comm_split" fn(*const Fint, *const Fint, *const Fint, *mut Fint,
         *mut Fint);
     comm_dup: "pmpi_comm_dup" fn(*const Fint, *mut Fint, *mut Fint);
@@ -799,6 +812,123 @@ unsafe fn testall(
     );
 }
 
+entry!(waitany: [mpi_waitany_, mpi_waitany__, mpi_waitany, MPI_WAITANY]
+    (count: *const Fint, reqs: *mut Fint, index: *mut Fint, status: *mut Fint,
+     ierr: *mut Fint));
+unsafe fn waitany(
+    count: *const Fint,
+    reqs: *mut Fint,
+    index: *mut Fint,
+    status: *mut Fint,
+    ierr: *mut Fint,
+) {
+    let f = fpmpi();
+    completion(
+        c"MPI_Waitany",
+        reqs,
+        val(count),
+        status,
+        f.status_ignore,
+        // SAFETY: forwarded, the status possibly kprof's own.
+        |f, st| {
+            call(f.waitany, ierr, |e| unsafe {
+                e(count, reqs, index, st, ierr)
+            })
+        },
+        |d| {
+            // Fortran's index counts from 1 (MPI_UNDEFINED: none completed).
+            let i = val(index);
+            if i >= 1 {
+                d(i - 1, 0);
+            }
+        },
+    );
+}
+
+/// The completed pairs of a Fortran `MPI_WAITSOME`/`MPI_TESTSOME`: its indices
+/// count from 1.
+///
+/// # Safety
+/// `outcount` and `indices` as MPI filled them.
+unsafe fn some(
+    outcount: *const Fint,
+    indices: *const Fint,
+    incount: c_int,
+    d: &mut dyn FnMut(c_int, c_int),
+) {
+    let n = val(outcount);
+    if indices.is_null() || n <= 0 || n == sys::UNDEFINED {
+        return;
+    }
+    for j in 0..n.min(incount) {
+        // SAFETY: MPI wrote `n` indices.
+        let i = unsafe { *indices.add(j as usize) };
+        if i >= 1 {
+            d(i - 1, j);
+        }
+    }
+}
+
+entry!(waitsome: [mpi_waitsome_, mpi_waitsome__, mpi_waitsome, MPI_WAITSOME]
+    (incount: *const Fint, reqs: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
+     statuses: *mut Fint, ierr: *mut Fint));
+unsafe fn waitsome(
+    incount: *const Fint,
+    reqs: *mut Fint,
+    outcount: *mut Fint,
+    indices: *mut Fint,
+    statuses: *mut Fint,
+    ierr: *mut Fint,
+) {
+    let f = fpmpi();
+    let n = val(incount);
+    completion(
+        c"MPI_Waitsome",
+        reqs,
+        n,
+        statuses,
+        f.statuses_ignore,
+        // SAFETY: forwarded, the statuses possibly kprof's own.
+        |f, st| {
+            call(f.waitsome, ierr, |e| unsafe {
+                e(incount, reqs, outcount, indices, st, ierr)
+            })
+        },
+        // SAFETY: MPI wrote them.
+        |d| unsafe { some(outcount, indices, n, d) },
+    );
+}
+
+entry!(testsome: [mpi_testsome_, mpi_testsome__, mpi_testsome, MPI_TESTSOME]
+    (incount: *const Fint, reqs: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
+     statuses: *mut Fint, ierr: *mut Fint));
+unsafe fn testsome(
+    incount: *const Fint,
+    reqs: *mut Fint,
+    outcount: *mut Fint,
+    indices: *mut Fint,
+    statuses: *mut Fint,
+    ierr: *mut Fint,
+) {
+    let f = fpmpi();
+    let n = val(incount);
+    completion(
+        c"MPI_Testsome",
+        reqs,
+        n,
+        statuses,
+        f.statuses_ignore,
+        // SAFETY: forwarded, the statuses possibly kprof's own.
+        |f, st| {
+            call(f.testsome, ierr, |e| unsafe {
+                e(incount, reqs, outcount, indices, st, ierr)
+            })
+        },
+        // SAFETY: MPI wrote them.
+        |d| unsafe { some(outcount, indices, n, d) },
+    );
+}
+
 // ---- collectives ----
 
 entry!(barrier: [mpi_barrier_, mpi_barrier__, mpi_barrier, MPI_BARRIER]
@@ -1001,6 +1131,162 @@ blocks!(root gather, gather, c"MPI_Gather", gather_done, send,
     [mpi_gather_, mpi_gather__, mpi_gather, MPI_GATHER]);
 blocks!(root scatter, scatter, c"MPI_Scatter", scatter_done, recv,
     [mpi_scatter_, mpi_scatter__, mpi_scatter, MPI_SCATTER]);
+
+entry!(allgatherv: [mpi_allgatherv_, mpi_allgatherv__, mpi_allgatherv, MPI_ALLGATHERV]
+    (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+     recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
+     recvtype: *const Fint, comm: *const Fint, ierr: *mut Fint));
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgatherv(
+    sendbuf: *const c_void,
+    sendcount: *const Fint,
+    sendtype: *const Fint,
+    recvbuf: *mut c_void,
+    recvcounts: *const Fint,
+    displs: *const Fint,
+    recvtype: *const Fint,
+    comm: *const Fint,
+    ierr: *mut Fint,
+) {
+    measured(
+        c"MPI_Allgatherv",
+        |f| {
+            // SAFETY: forwarded as received.
+            call(f.allgatherv, ierr, |e| unsafe {
+                e(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr,
+                )
+            })
+        },
+        |f, a, p, _, r| {
+            // SAFETY: the program's handles and counts (a Fortran INTEGER array is
+            // C's `int` array).
+            unsafe {
+                let (st, rt, c) = (f.dtype(sendtype), f.dtype(recvtype), f.comm(comm));
+                let (s, v) = ((val(sendcount), st), (recvcounts, rt));
+                crate::allgatherv_done(a, p, r, f.buf(a, sendbuf), s, v, c);
+            }
+        },
+    );
+}
+
+entry!(alltoallv: [mpi_alltoallv_, mpi_alltoallv__, mpi_alltoallv, MPI_ALLTOALLV]
+    (sendbuf: *const c_void, sendcounts: *const Fint, sdispls: *const Fint,
+     sendtype: *const Fint, recvbuf: *mut c_void, recvcounts: *const Fint,
+     rdispls: *const Fint, recvtype: *const Fint, comm: *const Fint, ierr: *mut Fint));
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const Fint,
+    sdispls: *const Fint,
+    sendtype: *const Fint,
+    recvbuf: *mut c_void,
+    recvcounts: *const Fint,
+    rdispls: *const Fint,
+    recvtype: *const Fint,
+    comm: *const Fint,
+    ierr: *mut Fint,
+) {
+    measured(
+        c"MPI_Alltoallv",
+        |f| {
+            // SAFETY: forwarded as received.
+            call(f.alltoallv, ierr, |e| unsafe {
+                e(
+                    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                    comm, ierr,
+                )
+            })
+        },
+        |f, a, p, _, r| {
+            // SAFETY: the program's handles and counts.
+            unsafe {
+                let (st, rt, c) = (f.dtype(sendtype), f.dtype(recvtype), f.comm(comm));
+                let (s, v) = ((sendcounts, st), (recvcounts, rt));
+                crate::alltoallv_done(a, p, r, f.buf(a, sendbuf), s, v, c);
+            }
+        },
+    );
+}
+
+entry!(gatherv: [mpi_gatherv_, mpi_gatherv__, mpi_gatherv, MPI_GATHERV]
+    (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
+     recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
+     recvtype: *const Fint, root: *const Fint, comm: *const Fint, ierr: *mut Fint));
+#[allow(clippy::too_many_arguments)]
+unsafe fn gatherv(
+    sendbuf: *const c_void,
+    sendcount: *const Fint,
+    sendtype: *const Fint,
+    recvbuf: *mut c_void,
+    recvcounts: *const Fint,
+    displs: *const Fint,
+    recvtype: *const Fint,
+    root: *const Fint,
+    comm: *const Fint,
+    ierr: *mut Fint,
+) {
+    measured(
+        c"MPI_Gatherv",
+        |f| {
+            // SAFETY: forwarded as received.
+            call(f.gatherv, ierr, |e| unsafe {
+                e(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                    comm, ierr,
+                )
+            })
+        },
+        |f, a, p, _, r| {
+            // SAFETY: the program's handles and counts.
+            unsafe {
+                let (st, rt, c) = (f.dtype(sendtype), f.dtype(recvtype), f.comm(comm));
+                let (s, v) = ((val(sendcount), st), (recvcounts, rt));
+                crate::gatherv_done(a, p, r, f.buf(a, sendbuf), s, v, val(root), c);
+            }
+        },
+    );
+}
+
+entry!(scatterv: [mpi_scatterv_, mpi_scatterv__, mpi_scatterv, MPI_SCATTERV]
+    (sendbuf: *const c_void, sendcounts: *const Fint, displs: *const Fint,
+     sendtype: *const Fint, recvbuf: *mut c_void, recvcount: *const Fint,
+     recvtype: *const Fint, root: *const Fint, comm: *const Fint, ierr: *mut Fint));
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const Fint,
+    displs: *const Fint,
+    sendtype: *const Fint,
+    recvbuf: *mut c_void,
+    recvcount: *const Fint,
+    recvtype: *const Fint,
+    root: *const Fint,
+    comm: *const Fint,
+    ierr: *mut Fint,
+) {
+    measured(
+        c"MPI_Scatterv",
+        |f| {
+            // SAFETY: forwarded as received.
+            call(f.scatterv, ierr, |e| unsafe {
+                e(
+                    sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                    comm, ierr,
+                )
+            })
+        },
+        |f, a, p, _, r| {
+            // SAFETY: the program's handles and counts.
+            unsafe {
+                let (st, rt, c) = (f.dtype(sendtype), f.dtype(recvtype), f.comm(comm));
+                let (s, v) = ((sendcounts, st), (val(recvcount), rt));
+                let b = f.buf(a, recvbuf.cast_const());
+                crate::scatterv_done(a, p, r, b, s, v, val(root), c);
+            }
+        },
+    );
+}
 
 // ---- communicators ----
 

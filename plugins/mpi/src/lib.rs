@@ -1014,13 +1014,10 @@ pub unsafe extern "C" fn MPI_Allgatherv(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
             )
         },
-        |a, p, _, r| {
-            let (size, me) = a.size_and_rank(a.view(p, comm));
-            let ts = state::type_size(p, recvtype);
-            // SAFETY: recvcounts holds `size` counts at every rank.
-            let (all, mine) = unsafe { (sum(recvcounts, size), at(recvcounts, me, size)) };
-            let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine * ts);
-            collective(r, size, sent, all * ts);
+        // SAFETY: as MPI received them.
+        |a, p, _, r| unsafe {
+            let (s, v) = ((sendcount, sendtype), (recvcounts, recvtype));
+            allgatherv_done(a, p, r, sendbuf, s, v, comm)
         },
     )
 }
@@ -1086,18 +1083,10 @@ pub unsafe extern "C" fn MPI_Alltoallv(
                 comm,
             )
         },
-        |a, p, _, r| {
-            let (size, _) = a.size_and_rank(a.view(p, comm));
-            // SAFETY: both count arrays hold `size` counts (sendcounts unless in place).
-            let received = unsafe { sum(recvcounts, size) } * state::type_size(p, recvtype);
-            let sent = if a.abi.in_place(sendbuf) {
-                received
-            } else {
-                // SAFETY: as above.
-                let n = unsafe { sum(sendcounts, size) };
-                n * state::type_size(p, sendtype)
-            };
-            collective(r, size, sent, received);
+        // SAFETY: as MPI received them.
+        |a, p, _, r| unsafe {
+            let (s, v) = ((sendcounts, sendtype), (recvcounts, recvtype));
+            alltoallv_done(a, p, r, sendbuf, s, v, comm)
         },
     )
 }
@@ -1156,17 +1145,10 @@ pub unsafe extern "C" fn MPI_Gatherv(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
             )
         },
-        |a, p, _, r| {
-            let (size, me) = a.size_and_rank(a.view(p, comm));
-            let (received, mine) = if me == root {
-                let ts = state::type_size(p, recvtype);
-                // SAFETY: recvcounts holds `size` counts at the root.
-                unsafe { (sum(recvcounts, size) * ts, at(recvcounts, me, size) * ts) }
-            } else {
-                (0, 0)
-            };
-            let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine);
-            collective(r, size, sent, received);
+        // SAFETY: as MPI received them.
+        |a, p, _, r| unsafe {
+            let (s, v) = ((sendcount, sendtype), (recvcounts, recvtype));
+            gatherv_done(a, p, r, sendbuf, s, v, root, comm)
         },
     )
 }
@@ -1225,17 +1207,10 @@ pub unsafe extern "C" fn MPI_Scatterv(
                 sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
             )
         },
-        |a, p, _, r| {
-            let (size, me) = a.size_and_rank(a.view(p, comm));
-            let (sent, mine) = if me == root {
-                let ts = state::type_size(p, sendtype);
-                // SAFETY: sendcounts holds `size` counts at the root.
-                unsafe { (sum(sendcounts, size) * ts, at(sendcounts, me, size) * ts) }
-            } else {
-                (0, 0)
-            };
-            let received = unless_in_place(a, p, recvbuf.cast_const(), recvcount, recvtype, mine);
-            collective(r, size, sent, received);
+        // SAFETY: as MPI received them.
+        |a, p, _, r| unsafe {
+            let (s, v) = ((sendcounts, sendtype), (recvcount, recvtype));
+            scatterv_done(a, p, r, recvbuf.cast_const(), s, v, root, comm)
         },
     )
 }
@@ -1363,6 +1338,111 @@ fn scatter_done(
     };
     let received = unless_in_place(a, p, recvbuf, recvcount, recvtype, block);
     collective(r, size, block * nonneg(size), received);
+}
+
+/// The arguments of an `MPI_Allgatherv` (count and type sent; counts and type
+/// received).
+///
+/// # Safety
+/// `recvcounts` holds the communicator's size of counts (or is NULL).
+unsafe fn allgatherv_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    sendbuf: *const c_void,
+    (sendcount, sendtype): (c_int, Datatype),
+    (recvcounts, recvtype): (*const c_int, Datatype),
+    comm: Comm,
+) {
+    let (size, me) = a.size_and_rank(a.view(p, comm));
+    let ts = state::type_size(p, recvtype);
+    // SAFETY: recvcounts holds `size` counts at every rank.
+    let (all, mine) = unsafe { (sum(recvcounts, size), at(recvcounts, me, size)) };
+    let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine * ts);
+    collective(r, size, sent, all * ts);
+}
+
+/// The arguments of an `MPI_Alltoallv` (counts and types: send, receive).
+///
+/// # Safety
+/// Both count arrays hold the communicator's size of counts (sendcounts unless
+/// in place), or are NULL.
+unsafe fn alltoallv_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    sendbuf: *const c_void,
+    (sendcounts, sendtype): (*const c_int, Datatype),
+    (recvcounts, recvtype): (*const c_int, Datatype),
+    comm: Comm,
+) {
+    let (size, _) = a.size_and_rank(a.view(p, comm));
+    // SAFETY: both count arrays hold `size` counts (sendcounts unless in place).
+    let received = unsafe { sum(recvcounts, size) } * state::type_size(p, recvtype);
+    let sent = if a.abi.in_place(sendbuf) {
+        received
+    } else {
+        // SAFETY: as above.
+        let n = unsafe { sum(sendcounts, size) };
+        n * state::type_size(p, sendtype)
+    };
+    collective(r, size, sent, received);
+}
+
+/// The arguments of an `MPI_Gatherv` (count and type sent; counts and type
+/// received).
+///
+/// # Safety
+/// `recvcounts` holds the communicator's size of counts at the root (or is NULL).
+#[allow(clippy::too_many_arguments)]
+unsafe fn gatherv_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    sendbuf: *const c_void,
+    (sendcount, sendtype): (c_int, Datatype),
+    (recvcounts, recvtype): (*const c_int, Datatype),
+    root: c_int,
+    comm: Comm,
+) {
+    let (size, me) = a.size_and_rank(a.view(p, comm));
+    let (received, mine) = if me == root {
+        let ts = state::type_size(p, recvtype);
+        // SAFETY: recvcounts holds `size` counts at the root.
+        unsafe { (sum(recvcounts, size) * ts, at(recvcounts, me, size) * ts) }
+    } else {
+        (0, 0)
+    };
+    let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine);
+    collective(r, size, sent, received);
+}
+
+/// The arguments of an `MPI_Scatterv` (counts and type sent; count and type
+/// received).
+///
+/// # Safety
+/// `sendcounts` holds the communicator's size of counts at the root (or is NULL).
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatterv_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    recvbuf: *const c_void,
+    (sendcounts, sendtype): (*const c_int, Datatype),
+    (recvcount, recvtype): (c_int, Datatype),
+    root: c_int,
+    comm: Comm,
+) {
+    let (size, me) = a.size_and_rank(a.view(p, comm));
+    let (sent, mine) = if me == root {
+        let ts = state::type_size(p, sendtype);
+        // SAFETY: sendcounts holds `size` counts at the root.
+        unsafe { (sum(sendcounts, size) * ts, at(sendcounts, me, size) * ts) }
+    } else {
+        (0, 0)
+    };
+    let received = unless_in_place(a, p, recvbuf, recvcount, recvtype, mine);
+    collective(r, size, sent, received);
 }
 
 // ---- communicators ----
