@@ -1,6 +1,6 @@
 //! Number formatting and aligned text tables.
 
-pub use kprof_core::output::summary::{bytes, duration};
+pub use kprof_core::output::readable::{bytes, duration};
 
 /// `ns` as a duration (see [`duration`]: `812 ns`, `12.35 us`, `4.20 ms`, `1.234 s`).
 pub fn dur(ns: u64) -> String {

@@ -244,7 +244,7 @@ fn render(r: &Report, path: &std::path::Path, args: &ReportArgs, filter: Option<
 
 /// A name as a table cell: escaped, and cut unless `--wide`.
 fn cell(name: &str, args: &ReportArgs) -> String {
-    kprof_core::output::summary::table_name(name, (!args.wide).then_some(NAME_WIDTH))
+    kprof_core::output::readable::table_name(name, (!args.wide).then_some(NAME_WIDTH))
 }
 
 /// Longest name in a table without `--wide`, as in the exit summary.

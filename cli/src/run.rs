@@ -585,7 +585,7 @@ pub fn main(args: RunArgs) -> Outcome {
         {
             env.push((
                 "KPROF_COUNTER_KINDS",
-                format!("{},actor", kprof_core::hot::counters::DEFAULT_KINDS),
+                format!("{},actor", kprof_core::base::counter_kinds::DEFAULT_KINDS),
             ));
         }
     }

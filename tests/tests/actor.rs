@@ -1162,3 +1162,245 @@ fn first_proc(model: &kprof_tests::trace_check::Model) -> Vec<(i64, u64)> {
     assert!(!first.is_empty(), "no PROC slice");
     first.into_iter().collect()
 }
+
+/// Per-peer message counters over time (`--trace`): every PE's trace has a
+/// counter track of the logical messages and one of the bytes it sent to each
+/// PE so far, sampled at most once per `KPROF_ACTOR_PEER_US` (here 200 us) and
+/// at `convey_free`, with no record per message. In each format the tracks
+/// start at 0, never decrease, end exactly at the program's own count for that
+/// peer (summed over its conveyors: index-gather has two), and hold at most
+/// one point per interval of the phase, plus the start and the free.
+/// Perfetto: the histogram on the local path, wrapped, with the segments'
+/// slices; JSON: index-gather on the remote path; OTF2 (read with
+/// `otf2-print`): the histogram hooked at load time.
+#[test]
+fn per_peer_message_tracks_in_traces() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    const INTERVAL_NS: u64 = 200_000;
+    let progs = programs();
+    let have_otf2 = Command::new("otf2-print")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    /// Format, program, its argument, the run's settings.
+    type Run<'a> = (&'a str, &'a Path, &'a str, &'a [(&'a str, &'a str)]);
+    let runs: [Run; 3] = [
+        ("perfetto", &progs.histo, "8000", &[]),
+        (
+            "json",
+            &progs.ig,
+            "8000",
+            &[("CONVEY_NLOCAL", "1"), ("KPROF_ACTOR_SEGMENTS", "0")],
+        ),
+        (
+            "otf2",
+            &progs.histo_unwrapped,
+            "8000",
+            &[("KPROF_ACTOR_SEGMENTS", "0")],
+        ),
+    ];
+    for (format, prog, updates, extra) in runs {
+        if format == "perfetto" && kprof_tests::trace_check::perfetto_schema().is_none() {
+            skip_unless(false, "Perfetto's protos (protoc)");
+            continue;
+        }
+        if format == "otf2" && skip_unless(have_otf2, "OTF2 (otf2-print)") {
+            continue;
+        }
+        let dir = scratch(&format!("actor_peer_tracks_{format}"));
+        let kprof = lib("kprof").display().to_string();
+        let pattern = dir.join("pe%r").display().to_string();
+        let exe = prog.display().to_string();
+        let mut env = vec![("KPROF_ACTOR_PEER_US", "200")];
+        env.extend_from_slice(extra);
+        let out = oshrun(
+            &[
+                &kprof,
+                "run",
+                "--actor",
+                "--summary",
+                "0",
+                "--trace",
+                format,
+                "-o",
+                &pattern,
+                "--",
+                &exe,
+                updates,
+            ],
+            &env,
+        );
+        assert_ok(&out);
+        // The program's own counts per (PE, peer), over its conveyors.
+        let mut own: Cells = Cells::new();
+        for cells in program_logical(&out).values() {
+            for (&k, &(c, b)) in cells {
+                let e = own.entry(k).or_default();
+                e.0 += c;
+                e.1 += b;
+            }
+        }
+        assert!(!own.is_empty());
+        let mut intermediate = 0;
+        for pe in 0..NP as u64 {
+            let d = dir.join(format!("pe{pe}"));
+            let phase = meta(&read_profile(&d), "actor.phase_ns");
+            // Track name -> its points (ns, value) in time order.
+            let series: BTreeMap<String, Vec<(u64, f64)>> = match format {
+                "perfetto" => {
+                    let m = kprof_tests::trace_check::read_perfetto(&d).expect("decodable trace");
+                    m.assert_valid();
+                    m.counters
+                }
+                "json" => {
+                    let m = kprof_tests::trace_check::read_json(&d);
+                    m.assert_valid();
+                    m.counters
+                        .into_iter()
+                        .map(|(k, v)| (k.trim_end_matches(" value").to_string(), v))
+                        .collect()
+                }
+                _ => otf2_metrics(&d.join("otf2/traces.otf2")),
+            };
+            let bound = (phase / INTERVAL_NS) as usize * 11 / 10 + 3;
+            for peer in 0..NP as u64 {
+                let (count, bytes) = own.get(&(pe, peer)).copied().unwrap_or_default();
+                for (what, want) in [("messages", count), ("bytes", bytes)] {
+                    let name = format!("actor {what} to PE {peer}");
+                    let s = series
+                        .get(&name)
+                        .unwrap_or_else(|| panic!("{format} PE {pe}: no track {name:?}"));
+                    assert_eq!(s[0].1, 0.0, "{format} PE {pe} {name}: starts at 0");
+                    assert!(
+                        s.windows(2).all(|w| w[1].1 > w[0].1 && w[1].0 >= w[0].0),
+                        "{format} PE {pe} {name}: a point that is no increase: {s:?}"
+                    );
+                    assert_eq!(
+                        s.last().unwrap().1,
+                        want as f64,
+                        "{format} PE {pe} {name}: last value vs the program's count"
+                    );
+                    assert!(
+                        s.len() <= bound,
+                        "{format} PE {pe} {name}: {} points in a phase of {phase} ns",
+                        s.len()
+                    );
+                    intermediate += s.len().saturating_sub(2);
+                }
+            }
+        }
+        // Over time, not only the total: points between the start and the end.
+        assert!(intermediate > 0, "{format}: no point between start and end");
+    }
+}
+
+/// Values of the OTF2 metrics of an archive (`otf2-print`), by metric name, in
+/// the order printed (one location per thread; the PE's conveyor thread has them).
+fn otf2_metrics(anchor: &Path) -> BTreeMap<String, Vec<(u64, f64)>> {
+    let out = Command::new("otf2-print")
+        .arg(anchor)
+        .output()
+        .expect("run otf2-print");
+    assert_ok(&out);
+    let mut m: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // METRIC <location> <time> Metric: <ref>, 1 Value: ("name" <ref>; DOUBLE; v)
+        let mut f = line.split_whitespace();
+        if f.next() != Some("METRIC") {
+            continue;
+        }
+        let time: u64 = f.nth(1).and_then(|t| t.parse().ok()).expect("a time");
+        let Some(rest) = line.split("(\"").nth(1) else {
+            continue;
+        };
+        let name = rest.split('"').next().unwrap().to_string();
+        let v = rest
+            .rsplit("; ")
+            .next()
+            .unwrap()
+            .trim_end_matches(')')
+            .trim();
+        let v: f64 = v.parse().unwrap_or_else(|_| panic!("a value in {line}"));
+        m.entry(name).or_default().push((time, v));
+    }
+    m
+}
+
+/// Two-hop porters (`CONVEY_NLOCAL=2`: two "nodes" of two PEs, the stand-in
+/// routing as bale's matrix conveyor: first through the local porter to the PE
+/// of the sender's node with the destination's local rank, then through the
+/// remote porter to the destination). The logical matrices stay per final
+/// destination and equal the programs' own counts (receives: per origin, their
+/// transpose); the physical rows count buffers per hop destination and equal
+/// the stand-in's own per-hop counts on both paths: the local path's
+/// porter-relative destinations mapped to PEs through the porter's rank table,
+/// so PE p's local buffers go only to its node's PEs and its remote ones only
+/// to the PEs of its local rank. Every message takes both hops: each hop
+/// carries every item with an 8-byte routing tag. Index-gather (two
+/// conveyors, wrapped) and the histogram (hooked at load time).
+#[test]
+fn two_hop_porters_physical_per_hop() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let env = [("CONVEY_NLOCAL", "2")];
+    for (name, prog, arg) in [
+        ("ig", &progs.ig, "3000"),
+        ("histo", &progs.histo_unwrapped, "4000"),
+    ] {
+        let dir = scratch(&format!("actor_two_hop_{name}"));
+        let plain = oshrun(&[&prog.display().to_string(), arg], &env);
+        assert_ok(&plain);
+        let out = under_kprof(&dir, prog, &[arg], &env);
+        assert_eq!(lines(&out, "result"), lines(&plain, "result"), "{name}");
+        let own = program_logical(&out);
+        let m = merged_matrix(&dir);
+        let mut items = 0;
+        for (&conv, cells) in &own {
+            let ch = format!("conveyor {conv} logical");
+            assert_eq!(
+                &m[&(ch.clone(), "send".to_string())],
+                cells,
+                "{name} {conv}"
+            );
+            let t: Cells = cells.iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+            assert_eq!(m[&(ch, "receive".to_string())], t, "{name} {conv}");
+            items += cells.values().map(|c| c.0).sum::<u64>();
+        }
+        for (path, hop) in [("local", 0), ("remote", 1)] {
+            let standin = program_physical(&out, path);
+            let mut seen = Cells::new();
+            for (key, cells) in &m {
+                if key.0.ends_with(&format!("physical {path}")) {
+                    for (&cell, &(c, b)) in cells {
+                        let e = seen.entry(cell).or_default();
+                        e.0 += c;
+                        e.1 += b;
+                    }
+                }
+            }
+            assert_eq!(seen, standin, "{name}: physical {path} per hop destination");
+            for &(pe, peer) in seen.keys() {
+                let (node, rank) = (pe / 2, pe % 2);
+                let ok = if hop == 0 {
+                    peer / 2 == node
+                } else {
+                    peer % 2 == rank
+                };
+                assert!(ok, "{name}: PE {pe} sent a {path} buffer to PE {peer}");
+            }
+            let (bufs, bytes) = seen.values().fold((0, 0), |a, &(c, b)| (a.0 + c, a.1 + b));
+            assert_eq!(bytes, 16 * bufs + 16 * items, "{name}: {path} hop");
+        }
+        let phases = per_pe(&out, "phase");
+        for pe in 0..NP as u64 {
+            let p = read_profile(&dir.join(format!("pe{pe}")));
+            check_breakdown(&p, phases[&pe]);
+            assert!(p["metadata"].get("actor.porters_unmapped").is_none());
+            assert!(p["metadata"].get("actor.bad_peer").is_none());
+        }
+    }
+}

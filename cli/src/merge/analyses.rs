@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kprof_core::output::call_path::{write_files, CallPath};
+use kprof_core::output::analysis_files::write_files;
+use kprof_core::output::call_path::CallPath;
 use kprof_core::output::report::TaskEdge;
 use serde_json::Value;
 

@@ -59,7 +59,7 @@ pub struct PlotNode {
 
 /// `name` as a label: control characters escaped, at most `width` characters.
 pub fn label(name: &str, width: usize) -> String {
-    kprof_core::output::summary::table_name(name, Some(width))
+    kprof_core::output::readable::table_name(name, Some(width))
 }
 
 fn err(what: &str) -> impl Fn(Box<dyn std::fmt::Display>) -> Failure + '_ {

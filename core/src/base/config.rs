@@ -63,7 +63,7 @@ pub struct Config {
     /// empty: none).
     pub counters: String,
     /// Kinds of instances counted (comma list of words, see
-    /// `crate::hot::counters::parse_kinds`).
+    /// [`crate::base::counter_kinds::parse_kinds`]).
     pub counter_kinds: String,
     /// Milliseconds between samples of the process and the node (CPU, memory,
     /// faults, I/O, load, power) taken by the writer thread; 0: no sampling.
@@ -94,7 +94,7 @@ impl Default for Config {
             trace_max_mb: 2048,
             in_place: true,
             counters: String::new(),
-            counter_kinds: "regions,kernels,parallel".into(),
+            counter_kinds: crate::base::counter_kinds::DEFAULT_KINDS.into(),
             sample_ms: 0,
             per_rank: false,
             job_output_dir: "kprof-%e-job".into(),
@@ -287,7 +287,7 @@ impl Config {
             // Whether MPI calls get hardware counters (then the MPI plugin opens
             // and closes each call instead of recording it whole).
             "mpi-counters" => {
-                let (kinds, _) = crate::hot::counters::parse_kinds(&self.counter_kinds);
+                let (kinds, _) = crate::base::counter_kinds::parse_kinds(&self.counter_kinds);
                 !self.counters.is_empty() && kinds >> (kprof_abi::Kind::Mpi as u8 & 63) & 1 == 1
             }
             _ => return None,

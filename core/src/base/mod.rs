@@ -5,6 +5,7 @@
 pub mod anomaly;
 pub mod category;
 pub mod config;
+pub mod counter_kinds;
 pub mod devices;
 pub mod extensions;
 pub mod flush;

@@ -14,7 +14,7 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use prost::Message;
@@ -23,12 +23,8 @@ use crate::control::start;
 use crate::hot::runtime::{self, Phase};
 use crate::output::calltree::CallTree;
 use crate::output::report::Report;
-use crate::output::{create_unique_dir, expand, write_whole, OutputError};
+use crate::output::{create_unique_dir, expand, hold_summary, write_whole, OutputError};
 use crate::reduce::{self, Fold};
-
-/// Whether the profile being written ends in a job's reduction (its summary is
-/// then held back).
-static DEFER: AtomicBool = AtomicBool::new(false);
 
 /// The rank the reduction names this process (set before the writer keeps its
 /// form).
@@ -43,14 +39,10 @@ struct Held {
 
 static HELD: Mutex<Option<Held>> = Mutex::new(None);
 
-/// Whether the writer holds the summary back for a reduction.
-pub fn deferring() -> bool {
-    DEFER.load(Ordering::Acquire)
-}
-
-/// The writer's part: `report` (its call-path tree `tree`) as a form, where its
-/// files went, and its summary.
-pub fn keep(report: &Report, tree: &dyn CallTree, dir: Option<&Path>, summary: Option<String>) {
+/// The writer's part, installed as the output's summary holder while the
+/// reduction takes this process's profile: `report` (its call-path tree `tree`)
+/// as a form, where its files went, and its summary.
+fn keep(report: &Report, tree: &dyn CallTree, dir: Option<&Path>, summary: Option<String>) {
     let rank = RANK.load(Ordering::Acquire);
     let mut r = report.clone();
     r.program.rank = Some(rank);
@@ -72,7 +64,7 @@ pub fn profile(rank: u64) -> Option<Vec<u8>> {
         return None;
     }
     RANK.store(rank, Ordering::Release);
-    DEFER.store(true, Ordering::Release);
+    hold_summary(Some(keep));
     start::shutdown();
     let mut h = HELD.lock().unwrap_or_else(|p| p.into_inner());
     h.as_mut()?.form.take()
@@ -122,7 +114,7 @@ pub fn write(form: &[u8]) -> Result<PathBuf, String> {
 /// left empty goes too); otherwise its summary is printed as without a
 /// reduction.
 pub fn done(merged: bool) {
-    DEFER.store(false, Ordering::Release);
+    hold_summary(None);
     let Some(held) = HELD.lock().unwrap_or_else(|p| p.into_inner()).take() else {
         return;
     };

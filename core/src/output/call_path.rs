@@ -4,12 +4,7 @@
 //! or a tree streamed node by node) and a tree merged over ranks (`kprof merge`)
 //! give the same files without either being copied into the other's form.
 
-use std::path::Path;
-
-use crate::hot::runtime::warn;
-use crate::output::calltree::CallTree;
-use crate::output::report::{Report, TaskEdge, TreeNode};
-use crate::output::OutputError;
+use crate::output::report::TreeNode;
 
 /// One node of a call-path tree, for the analysis writers.
 pub trait CallPath {
@@ -86,48 +81,3 @@ pub const TEAM_METRICS: [&str; 5] = [
     "thread max (inc)",
     "imbalance",
 ];
-
-/// Writes `tasktree.json` and `taskgraph.dot` of the tree `walk` meets into `dir`,
-/// each completely or not at all, on two threads (each walks the tree); a
-/// failure is one line on stderr. `omit`: metrics no node of the tree has.
-pub fn write_files(dir: &Path, walk: Walk, dependences: &[TaskEdge], title: &str, omit: &[&str]) {
-    let tree = || super::tasktree::write(&dir.join("tasktree.json"), walk, omit);
-    let graph = || super::taskgraph::write(&dir.join("taskgraph.dot"), walk, dependences, title);
-    let (tree, graph) = std::thread::scope(|s| {
-        let other = std::thread::Builder::new()
-            .name("kprof-taskgraph".into())
-            .spawn_scoped(s, graph)
-            .ok();
-        let tree = tree();
-        let graph = other
-            .map(|t| t.join().ok())
-            .unwrap_or_else(|| Some(graph()));
-        (tree, graph)
-    });
-    let lost = || OutputError::NotWritten {
-        path: dir.join("taskgraph.dot").display().to_string(),
-        reason: "internal error".into(),
-    };
-    for r in [tree, graph.unwrap_or_else(|| Err(lost()))] {
-        if let Err(e) = r {
-            warn(&e.to_string());
-        }
-    }
-}
-
-/// [`write_files`] for one process's report, whose call-path tree is `tree`.
-pub fn write_report_files(dir: &Path, report: &Report, tree: &dyn CallTree) {
-    let p = &report.program;
-    let title = match p.rank {
-        Some(r) => format!("{} (pid {}, rank {r})", p.executable, p.pid),
-        None => format!("{} (pid {})", p.executable, p.pid),
-    };
-    let omit: &[&str] = if tree.has_teams() { &[] } else { &TEAM_METRICS };
-    write_files(
-        dir,
-        &|visit| tree.walk(&mut |depth, n| visit(depth, n)),
-        &report.task_graph.edges,
-        &title,
-        omit,
-    );
-}

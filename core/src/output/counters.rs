@@ -123,7 +123,7 @@ pub fn block(s: &mut String, r: &Report, tree: &dyn CallTree, top: usize) {
                     line.push_str("      -");
                 }
             }
-            let name = crate::output::summary::table_name(&row.name, Some(48));
+            let name = crate::output::readable::table_name(&row.name, Some(48));
             let device = if row.device.is_empty() {
                 String::new()
             } else {

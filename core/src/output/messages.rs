@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::output::readable::{bytes, table_name};
 use crate::output::report::Report;
-use crate::output::summary::{bytes, table_name};
 
 /// Peers listed per channel, besides the totals.
 const PEERS_SHOWN: usize = 8;

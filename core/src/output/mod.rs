@@ -5,6 +5,7 @@
 //! ([`report`]), its flat view ([`flat`]), the summary ([`summary`]) and the CSV
 //! ([`csv`]).
 
+pub mod analysis_files;
 pub mod call_path;
 pub mod calltree;
 pub mod counters;
@@ -13,6 +14,7 @@ pub mod flat;
 pub mod messages;
 pub mod mpi;
 pub mod nested_json;
+pub mod readable;
 pub mod report;
 pub mod samples;
 pub mod summary;
@@ -340,7 +342,7 @@ pub fn write_all(
         let csv_thread = spawn("kprof-csv").spawn_scoped(s, csv).ok();
         let analyses = || {
             if let Some(dir) = dir {
-                call_path::write_report_files(dir, report, tree);
+                analysis_files::write_report_files(dir, report, tree);
             }
         };
         let analyses_thread = spawn("kprof-analyses").spawn_scoped(s, analyses).ok();
@@ -391,15 +393,35 @@ pub fn write_all(
             Some(_) => Written::NoProfile,
         };
         text.push_str(&summary::ending(dir_line, written));
-        if crate::control::job::deferring() {
+        match summary_holder() {
             // Printed only if the job's reduction does not take this process in.
-            crate::control::job::keep(report, tree, dir, Some(text));
-        } else {
-            let _ = std::io::stderr().write_all(text.as_bytes());
+            Some(hold) => hold(report, tree, dir, Some(text)),
+            None => {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
         }
-    } else if crate::control::job::deferring() {
-        crate::control::job::keep(report, tree, dir, None);
+    } else if let Some(hold) = summary_holder() {
+        hold(report, tree, dir, None);
     }
+}
+
+/// Takes the end of the run's profile (with its call-path tree), the directory
+/// of its files and its summary, in place of printing the summary: what a
+/// job's reduction installs while it takes this process's profile
+/// ([`crate::control::job`]). A hook, so that this layer never calls up into the
+/// one that drives it.
+pub type SummaryHolder = fn(&Report, &dyn CallTree, Option<&Path>, Option<String>);
+
+static SUMMARY_HOLDER: std::sync::Mutex<Option<SummaryHolder>> = std::sync::Mutex::new(None);
+
+/// Installs (`Some`) or removes (`None`) the [`SummaryHolder`] that the next
+/// [`write_all`] hands the summary to.
+pub fn hold_summary(holder: Option<SummaryHolder>) {
+    *SUMMARY_HOLDER.lock().unwrap_or_else(|p| p.into_inner()) = holder;
+}
+
+fn summary_holder() -> Option<SummaryHolder> {
+    *SUMMARY_HOLDER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

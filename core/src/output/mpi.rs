@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use crate::output::calltree::CallTree;
+use crate::output::readable::duration;
 use crate::output::report::{Report, TreeNode};
-use crate::output::summary::duration;
 
 /// This process's time in MPI.
 #[derive(Debug, Clone, Copy, PartialEq)]

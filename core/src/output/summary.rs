@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::output::calltree::CallTree;
+use crate::output::readable::{bytes, duration, table_name};
 use crate::output::report::{Report, SelfCost, System, TreeNode};
 use crate::output::Written;
 
@@ -14,69 +15,8 @@ const LARGE_JSON: u64 = 64 << 20;
 /// Longest name shown in a table (full names are in the files).
 const NAME_WIDTH: usize = 60;
 
-/// Human-readable duration.
-pub fn duration(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.0} ns")
-    } else if ns < 1e6 {
-        format!("{:.2} us", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.3} s", ns / 1e9)
-    }
-}
-
-/// Human-readable byte count.
-pub fn bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.2} {}", UNITS[u])
-    }
-}
-
 fn short(name: &str) -> String {
     table_name(name, Some(NAME_WIDTH))
-}
-
-/// `name` as one cell of a table row: control characters (a newline would break the
-/// row) escaped as `\n`, `\t`, `\u{1b}`, ..., and at most `width` characters, the
-/// cut marked with `...`.
-pub fn table_name(name: &str, width: Option<usize>) -> String {
-    let mut out = String::new();
-    let mut chars = 0;
-    let limit = width.unwrap_or(usize::MAX);
-    for c in name.chars() {
-        let piece: std::borrow::Cow<str> = if c.is_control() {
-            c.escape_default().to_string().into()
-        } else {
-            let mut b = [0; 4];
-            c.encode_utf8(&mut b).to_string().into()
-        };
-        let n = piece.chars().count();
-        if chars + n > limit {
-            // Make room for the marker.
-            while chars + 3 > limit {
-                match out.pop() {
-                    Some(_) => chars -= 1,
-                    None => break,
-                }
-            }
-            out.push_str("...");
-            return out;
-        }
-        out.push_str(&piece);
-        chars += n;
-    }
-    out
 }
 
 /// Renders the summary of `r`, whose call-path tree is `tree`. `dir` is where the

@@ -18,8 +18,8 @@ use std::hash::BuildHasher;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::output::call_path::Walk;
+use crate::output::readable::duration;
 use crate::output::report::TaskEdge;
-use crate::output::summary::duration;
 use crate::output::{write_whole, OutputError};
 
 /// Most nodes drawn: the longest by inclusive time. Graphviz lays out a few hundred

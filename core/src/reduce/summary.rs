@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::output::summary::duration;
+use crate::output::readable::duration;
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(0.0)

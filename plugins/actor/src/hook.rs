@@ -244,7 +244,7 @@ unsafe extern "C" fn hook_local_send(
     if n_bytes > 0 {
         kprof_abi::guard::guard((), || {
             if crate::api().is_some() {
-                state::local_send(i64::from(dest), n_bytes as u64);
+                state::local_send(p as usize, dest, n_bytes as u64);
             }
         });
     }

@@ -35,6 +35,8 @@
 pub mod api;
 pub mod clock;
 pub mod hook;
+pub mod peers;
+pub mod porter;
 pub mod segments;
 pub mod shmem;
 pub mod state;

@@ -88,6 +88,15 @@ impl Row {
         }
     }
 
+    /// Messages and bytes to `peer` so far ((0, 0) for a PE outside the row).
+    #[inline]
+    pub fn get(&self, peer: usize) -> (u64, u64) {
+        match (self.count.get(peer), self.bytes.get(peer)) {
+            (Some(c), Some(b)) => (c.load(Ordering::Relaxed), b.load(Ordering::Relaxed)),
+            _ => (0, 0),
+        }
+    }
+
     /// (peer, count, bytes) of every peer with messages, zeroing them.
     pub fn take(&self) -> Vec<(u32, u64, u64)> {
         let mut v = Vec::new();
@@ -237,6 +246,18 @@ pub fn learn_pes() {
     }
 }
 
+/// Sets this PE and the job's PEs (unit tests, without OpenSHMEM).
+#[cfg(test)]
+pub fn set_pes(me: i64, n: i64) {
+    MY_PE.store(me, Ordering::Relaxed);
+    N_PES.store(n, Ordering::Relaxed);
+}
+
+/// This PE as learnt ([`learn_pes`]; -1 when unknown).
+pub fn my_pe() -> i64 {
+    MY_PE.load(Ordering::Relaxed)
+}
+
 /// The job's PEs as learnt ([`learn_pes`]; 0 when unknown).
 pub fn n_pes() -> usize {
     N_PES.load(Ordering::Relaxed).max(0) as usize
@@ -330,11 +351,41 @@ fn close_segment(t0: u64) {
     }
 }
 
-/// A Conveyors entry returned: `t0` is the clock before it ran.
+/// Logical messages and bytes sent to `peer` by the conveyors alive now.
+pub fn live_sent(peer: usize) -> (u64, u64) {
+    CONVS
+        .iter()
+        .filter(|c| c.key.load(Ordering::Relaxed) != 0)
+        .filter_map(|c| c.rows())
+        .map(|r| r.send.get(peer))
+        .fold((0, 0), |a, v| (a.0 + v.0, a.1 + v.1))
+}
+
+/// kprof's own work after a Conveyors entry was booked (the per-peer tracks'
+/// sample): COMM of the PE and of the conveyor whose entry it follows, up to now.
+pub fn comm_to_now() {
+    if ACTIVE.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let after = clock::ticks();
+    let spent = after.saturating_sub(LAST.load(Ordering::Relaxed));
+    bump(&TOTALS.comm, spent);
+    if let Some(s) = find(CACHE_KEY.load(Ordering::Relaxed)) {
+        bump(&CONVS[s].comm, spent);
+    }
+    LAST.store(after, Ordering::Relaxed);
+}
+
+/// A Conveyors entry returned: `t0` is the clock before it ran. Returns the
+/// clock after it (0 without the breakdown).
 #[inline]
-pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
+pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) -> u64 {
     // Without the breakdown the wrappers pass t0 = 0 and no clock is read.
     let now = if t0 != 0 { clock::ticks() } else { 0 };
+    if op == op::BEGIN || op == op::FREE {
+        // A porter's address may be a freed one's.
+        crate::porter::forget();
+    }
     let slot = if op == op::BEGIN && rc == CONVEY_OK {
         let s = register(key, arg, t0);
         if ACTIVE.load(Ordering::Relaxed) == 0 {
@@ -373,7 +424,7 @@ pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
         bump(&ODD.errors, 1);
     }
     let Some(s) = slot else {
-        return;
+        return now;
     };
     let c = &CONVS[s];
     match op {
@@ -410,6 +461,7 @@ pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) {
         }
         _ => {}
     }
+    now
 }
 
 /// One conveyor fewer alive at `now`: the phase ends with the last.
@@ -460,11 +512,14 @@ pub fn shmem_call(t0: u64, put: Option<(i64, u64)>) -> u64 {
     now
 }
 
-/// The porter's local path sent a buffer of `bytes` to `dest` (porter-relative;
-/// the PE for a one-hop porter) for the conveyor running now.
-pub fn local_send(dest: i64, bytes: u64) {
+/// The porter at `porter` sent a buffer of `bytes` on its local path to its rank
+/// `dest` (porter-relative: mapped to a PE by [`crate::porter`]) for the
+/// conveyor running now.
+pub fn local_send(porter: usize, dest: i32, bytes: u64) {
     if let Some(rows) = find(CURRENT.load(Ordering::Relaxed)).and_then(|s| CONVS[s].rows()) {
-        rows.local.add(dest, 1, bytes);
+        if !rows.local.add(crate::porter::pe_of(porter, dest), 1, bytes) {
+            bump(&ODD.bad_peer, 1);
+        }
     }
 }
 
@@ -561,6 +616,10 @@ static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
 /// Takes conveyor `c`'s rows and times (it is freed at `now`, or the run ends).
 fn retire(c: &Conv, now: u64) {
     let rows = c.rows.swap(std::ptr::null_mut(), Ordering::Relaxed);
+    // SAFETY: `rows` is null or a leaked Box of this slot, alive until `finish`.
+    if let Some(r) = unsafe { rows.as_ref() } {
+        crate::peers::absorb(&r.send);
+    }
     let life = now.saturating_sub(c.begin.load(Ordering::Relaxed));
     let n = PARKED_N.load(Ordering::Relaxed);
     if let Some(p) = PARKED.get(n) {
@@ -663,6 +722,7 @@ pub fn finish(api: &CoreApi) {
         }
     }
     CACHE_KEY.store(0, Ordering::Relaxed);
+    crate::peers::finish(api);
     let k = clock::ns_per_tick();
     for r in all_retired() {
         emit(api, r, k);
@@ -713,6 +773,7 @@ pub fn finish(api: &CoreApi) {
         ("conveyors_not_measured", &ODD.too_many),
         ("conveyors_not_freed", &ODD.not_freed),
         ("convey_errors", &ODD.errors),
+        ("porters_unmapped", &crate::porter::UNMAPPED),
     ] {
         let v = v.load(Ordering::Relaxed);
         if v > 0 {

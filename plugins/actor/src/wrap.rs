@@ -88,11 +88,12 @@ pub unsafe extern "C" fn leave(
     t0: u64,
 ) {
     guard((), || {
-        if crate::api().is_some() {
+        if let Some(api) = crate::api() {
             // c_long is i64 on LP64 Linux but 32 bits on other ABIs.
             #[allow(clippy::unnecessary_cast)]
             let rc = rc as i64;
-            state::leave(conveyor as usize, op, rc, pe, arg, t0);
+            let now = state::leave(conveyor as usize, op, rc, pe, arg, t0);
+            crate::peers::after(api, op, now);
         }
         if t0 != 0 && crate::segments::on() {
             if let Some(api) = crate::api() {

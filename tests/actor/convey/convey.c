@@ -1,23 +1,28 @@
-/* Stand-in Conveyors: see convey.h. One hop, one buffer per (source, destination)
- * pair; the destination owns a symmetric inbox slot per source, a signal word per
- * source (bytes in the slot, 0 = empty) and each source a credit word per
- * destination (1 = the destination's slot for it is free). A buffer is a 16-byte
- * header (source, items) and its items: `item_size` bytes each, or in an elastic
- * conveyor an 8-byte length and the item padded to 8 bytes. */
+/* Stand-in Conveyors: see convey.h. A conveyor has one porter (one hop) or two
+ * (two hops: local, then remote). A porter has one buffer per (source,
+ * destination) pair of its ranks; the destination owns a symmetric inbox slot per
+ * source rank, a signal word per source rank (bytes in the slot, 0 = empty) and
+ * each source a credit word per destination rank (1 = the destination's slot for
+ * it is free). A buffer is a 16-byte header (source rank, packets) and its
+ * packets: an 8-byte routing tag in a two-hop conveyor, then the item
+ * (`item_size` bytes, or in an elastic conveyor an 8-byte length and the item
+ * padded to 8 bytes). */
 #include "convey.h"
 
 #include <sched.h>
 #include <shmem.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define HEADER 16 /* bytes of a buffer's header (source, item count) */
+#define HEADER 16 /* bytes of a buffer's header (source rank, packet count) */
+#define TAG 8     /* bytes of a routing tag */
 #define MAX_PES 64
 
 struct porter;
 
 /* The porter's methods, as bale reaches them: through a table, with bale's
- * signatures (dest: porter-relative, here the PE; level and signal unused;
+ * signatures (dest: porter-relative, a rank; level and signal unused;
  * true: done). */
 struct porter_methods {
   bool (*send)(struct porter *p, int dest, uint64_t level, size_t n_bytes, const char *buf,
@@ -25,20 +30,44 @@ struct porter_methods {
   bool (*progress)(struct porter *p, int dest);
 };
 
+/* Its first fields are laid out as bale 3.0's porter_t (through `relative`, at
+ * byte 64): kprof maps local_send's porter-relative destination to a PE with
+ * them (relative[dest]), as bale's own profiling does. */
 struct porter {
   const struct porter_methods *m;
-  int me, npes;
-  size_t slot_bytes;
-  char *inbox;               /* symmetric: npes slots of slot_bytes, by source */
-  long long *signal;         /* symmetric: bytes waiting from each source */
-  long long *credit;         /* symmetric: 1 when my slot at each dest is free */
-  long long *finished;       /* symmetric: PEs that finished sending */
-  char *peer_inbox[MAX_PES]; /* shmem_ptr of my slot in each peer's inbox (local path) */
+  size_t tag_bytes;     /* routing tag per packet: 0 or TAG */
+  size_t item_bytes;    /* bytes of a rigid item */
+  size_t packet_bytes;  /* largest packet: tag + item record */
+  size_t buffer_bytes;  /* a buffer (and an inbox slot): header + packets */
+  size_t buffer_stride; /* between inbox slots */
+  int n_ranks;          /* PEs it moves buffers among */
+  int my_rank;          /* this PE's rank among them */
+  int abundance, opcode; /* unused (bale's) */
+  int32_t *relative;    /* PE of each rank */
+  /* The stand-in's own. */
+  int path;                  /* 0: memcpy through shmem_ptr, 1: shmem_putmem_nbi */
+  size_t cap_bytes;          /* bytes of packets a buffer holds */
+  char *inbox;               /* symmetric: n_ranks slots, by source rank */
+  long long *signal;         /* symmetric: bytes waiting from each source rank */
+  long long *credit;         /* symmetric: 1 when my slot at each dest rank is free */
+  long long *finished;       /* symmetric: ranks that finished sending */
+  char *peer_inbox[MAX_PES]; /* shmem_ptr of my slot in each rank's inbox (local path) */
   long long *peer_signal[MAX_PES];
   long long *peer_credit[MAX_PES];
   long long pending[MAX_PES]; /* remote path: bytes put, not yet signalled */
+  char *out[MAX_PES];         /* send buffer per dest rank: header + packets */
+  size_t out_n[MAX_PES];      /* packets in it */
+  size_t out_bytes[MAX_PES];  /* bytes of packets in it */
+  size_t in_pos[MAX_PES];     /* byte offset of the next packet in each source's slot */
+  size_t in_n[MAX_PES];       /* packets taken from it */
+  int release;                /* 1 + a source rank whose emptied slot is given back */
+  int next_src;
+  bool done_sent; /* told every rank it finished sending */
 };
 
+_Static_assert(offsetof(struct porter, n_ranks) == 48 && offsetof(struct porter, my_rank) == 52 &&
+                   offsetof(struct porter, relative) == 64,
+               "bale 3.0's porter_t layout");
 
 /* The conveyor's methods, laid out as bale 3.0's table (the public entries jump
  * through it: push at +8, pull +0x10, advance +0x20, begin +0x28, free +0x38,
@@ -66,17 +95,11 @@ struct convey {
   enum state state;
   bool elastic;
   size_t capacity, item_size, max_bytes;
-  size_t cap_bytes; /* bytes of items a buffer holds */
-  struct porter porter;
-  char *out[MAX_PES];       /* send buffer per destination: header + items */
-  size_t out_n[MAX_PES];    /* items in it */
-  size_t out_bytes[MAX_PES]; /* bytes of items in it */
-  size_t in_pos[MAX_PES];   /* byte offset of the next item in each source's slot */
-  size_t in_n[MAX_PES];     /* items pulled from it */
-  int release;              /* 1 + a source whose emptied slot is given back at the next call */
-  int next_src;
-  bool done_sent;
-  bool force_remote;
+  int me, npes;
+  int order;   /* 1: one hop; 2: local hop, then remote hop */
+  int n_local; /* PEs per node (two hops) */
+  bool force_remote; /* one hop through shmem_putmem_nbi (CONVEY_NLOCAL=1) */
+  struct porter porters[2];
   uint64_t bad_from, pulled; /* STANDIN_CONVEY_BAD_FROM, successful pulls */
   bool yield;                /* STANDIN_CONVEY_YIELD */
 };
@@ -95,8 +118,8 @@ static bool local_send(struct porter *p, int dest, uint64_t level, size_t n_byte
   (void)level, (void)signal;
   memcpy(p->peer_inbox[dest], buf, n_bytes);
   __atomic_store_n(p->peer_signal[dest], (long long)n_bytes, __ATOMIC_RELEASE);
-  phys_buffers[0][dest]++;
-  phys_bytes[0][dest] += n_bytes;
+  phys_buffers[0][p->relative[dest]]++;
+  phys_bytes[0][p->relative[dest]] += n_bytes;
   return true;
 }
 
@@ -108,10 +131,11 @@ static bool local_progress(struct porter *p, int dest) {
 static bool nonblock_send(struct porter *p, int dest, uint64_t level, size_t n_bytes,
                           const char *buf, uint64_t signal) {
   (void)level, (void)signal;
-  shmem_putmem_nbi(p->inbox + (size_t)p->me * p->slot_bytes, buf, n_bytes, dest);
+  shmem_putmem_nbi(p->inbox + (size_t)p->my_rank * p->buffer_stride, buf, n_bytes,
+                   p->relative[dest]);
   p->pending[dest] = (long long)n_bytes;
-  phys_buffers[1][dest]++;
-  phys_bytes[1][dest] += n_bytes;
+  phys_buffers[1][p->relative[dest]]++;
+  phys_bytes[1][p->relative[dest]] += n_bytes;
   return true;
 }
 
@@ -119,10 +143,10 @@ static bool nonblock_send(struct porter *p, int dest, uint64_t level, size_t n_b
 static bool nonblock_progress(struct porter *p, int dest) {
   (void)dest;
   shmem_quiet();
-  for (int d = 0; d < p->npes; d++) {
-    if (p->pending[d]) {
-      shmem_longlong_p(&p->signal[p->me], p->pending[d], d);
-      p->pending[d] = 0;
+  for (int r = 0; r < p->n_ranks; r++) {
+    if (p->pending[r]) {
+      shmem_longlong_p(&p->signal[p->my_rank], p->pending[r], p->relative[r]);
+      p->pending[r] = 0;
     }
   }
   return true;
@@ -131,85 +155,135 @@ static bool nonblock_progress(struct porter *p, int dest) {
 static const struct porter_methods local_porter = {local_send, local_progress};
 static const struct porter_methods remote_porter = {nonblock_send, nonblock_progress};
 
-/* --- conveyor methods --- */
-
-/* Bytes an item of `bytes` takes in a buffer. */
+/* Bytes an item of `bytes` takes in a packet (after its tag). */
 static size_t record_bytes(const convey_t *c, size_t bytes) {
   return c->elastic ? 8 + ((bytes + 7) & ~(size_t)7) : bytes;
 }
 
+/* Sets porter `p` up (collective: every PE sets up the same porters in the same
+ * order) over `n_ranks` PEs `relative`, this PE being rank `my_rank`. */
+static int porter_setup(convey_t *c, struct porter *p, int n_ranks, int my_rank,
+                        const int32_t *relative, bool remote, size_t tag_bytes) {
+  p->tag_bytes = tag_bytes;
+  p->item_bytes = c->item_size;
+  p->packet_bytes = tag_bytes + record_bytes(c, c->elastic ? c->max_bytes : c->item_size);
+  p->cap_bytes = c->capacity * p->packet_bytes;
+  p->buffer_bytes = p->buffer_stride = HEADER + p->cap_bytes;
+  p->n_ranks = n_ranks;
+  p->my_rank = my_rank;
+  p->relative = malloc((size_t)n_ranks * sizeof *p->relative);
+  p->inbox = shmem_malloc((size_t)n_ranks * p->buffer_stride);
+  p->signal = shmem_calloc((size_t)n_ranks, sizeof(long long));
+  p->credit = shmem_calloc((size_t)n_ranks, sizeof(long long));
+  p->finished = shmem_calloc(1, sizeof(long long));
+  if (!p->relative || !p->inbox || !p->signal || !p->credit || !p->finished) return -7;
+  for (int r = 0; r < n_ranks; r++) {
+    p->relative[r] = relative[r];
+    p->credit[r] = 1;
+    p->out[r] = malloc(p->buffer_bytes);
+    p->out_n[r] = p->out_bytes[r] = 0;
+    p->in_pos[r] = p->in_n[r] = 0;
+    p->pending[r] = 0;
+  }
+  for (int r = 0; r < n_ranks && !remote; r++) {
+    p->peer_inbox[r] = shmem_ptr(p->inbox + (size_t)my_rank * p->buffer_stride, relative[r]);
+    p->peer_signal[r] = shmem_ptr(&p->signal[my_rank], relative[r]);
+    p->peer_credit[r] = shmem_ptr(&p->credit[my_rank], relative[r]);
+    if (!p->peer_inbox[r] || !p->peer_signal[r] || !p->peer_credit[r]) remote = true;
+  }
+  p->path = remote;
+  p->m = remote ? &remote_porter : &local_porter;
+  p->done_sent = false;
+  p->release = 0;
+  p->next_src = 0;
+  return convey_OK;
+}
+
+static void porter_free(struct porter *p) {
+  for (int r = 0; r < p->n_ranks; r++) free(p->out[r]);
+  free(p->relative);
+  shmem_free(p->inbox);
+  shmem_free(p->signal);
+  shmem_free(p->credit);
+  shmem_free(p->finished);
+}
+
+/* --- conveyor methods --- */
+
 static int simple_begin(convey_t *c, size_t item_size, size_t align) {
   (void)align;
   if (c->state != DORMANT) return convey_error_STATE;
-  struct porter *p = &c->porter;
   c->item_size = item_size;
-  c->cap_bytes = c->capacity * record_bytes(c, c->elastic ? c->max_bytes : item_size);
-  p->slot_bytes = HEADER + c->cap_bytes;
-  p->inbox = shmem_malloc((size_t)p->npes * p->slot_bytes);
-  p->signal = shmem_calloc((size_t)p->npes, sizeof(long long));
-  p->credit = shmem_calloc((size_t)p->npes, sizeof(long long));
-  p->finished = shmem_calloc(1, sizeof(long long));
-  if (!p->inbox || !p->signal || !p->credit || !p->finished) return -7;
-  for (int d = 0; d < p->npes; d++) {
-    p->credit[d] = 1;
-    c->out[d] = malloc(p->slot_bytes);
-    c->out_n[d] = c->out_bytes[d] = 0;
-    c->in_pos[d] = c->in_n[d] = 0;
-    p->pending[d] = 0;
+  int32_t rel[MAX_PES];
+  int rc;
+  if (c->order == 1) {
+    for (int r = 0; r < c->npes; r++) rel[r] = r;
+    rc = porter_setup(c, &c->porters[0], c->npes, c->me, rel, c->force_remote, 0);
+  } else {
+    /* PE = node * n_local + local rank; hop 1 among my node's PEs, hop 2 among
+     * the PEs of my local rank on every node. */
+    int L = c->n_local, x = c->me % L, y = c->me / L;
+    for (int i = 0; i < L; i++) rel[i] = y * L + i;
+    rc = porter_setup(c, &c->porters[0], L, x, rel, false, TAG);
+    for (int j = 0; j < c->npes / L; j++) rel[j] = j * L + x;
+    if (rc == convey_OK) rc = porter_setup(c, &c->porters[1], c->npes / L, y, rel, true, TAG);
   }
-  p->m = &local_porter;
-  for (int d = 0; d < p->npes && !c->force_remote; d++) {
-    p->peer_inbox[d] = shmem_ptr(p->inbox + (size_t)p->me * p->slot_bytes, d);
-    p->peer_signal[d] = shmem_ptr(&p->signal[p->me], d);
-    p->peer_credit[d] = shmem_ptr(&p->credit[p->me], d);
-    if (!p->peer_inbox[d] || !p->peer_signal[d] || !p->peer_credit[d]) c->force_remote = true;
-  }
-  if (c->force_remote) p->m = &remote_porter;
-  c->done_sent = false;
-  c->release = 0;
+  if (rc != convey_OK) return rc;
   c->state = WORKING;
   shmem_barrier_all();
   return convey_OK;
 }
 
-/* Sends the buffer for `pe` if its slot there is free. */
-static bool try_send(convey_t *c, int pe) {
-  struct porter *p = &c->porter;
-  if (c->out_n[pe] == 0) return true;
-  if (!__atomic_load_n(&p->credit[pe], __ATOMIC_ACQUIRE) || p->pending[pe]) return false;
-  uint64_t *hdr = (uint64_t *)c->out[pe];
-  hdr[0] = (uint64_t)p->me;
-  hdr[1] = c->out_n[pe];
-  p->credit[pe] = 0;
+/* Sends the buffer for rank `r` if its slot there is free. */
+static bool try_send(struct porter *p, int r) {
+  if (p->out_n[r] == 0) return true;
+  if (!__atomic_load_n(&p->credit[r], __ATOMIC_ACQUIRE) || p->pending[r]) return false;
+  uint64_t *hdr = (uint64_t *)p->out[r];
+  hdr[0] = (uint64_t)p->my_rank;
+  hdr[1] = p->out_n[r];
+  p->credit[r] = 0;
   /* The porter's answer is what the caller goes by (kprof's hook must keep it). */
-  if (!p->m->send(p, pe, 0, HEADER + c->out_bytes[pe], c->out[pe], 1)) {
-    p->credit[pe] = 1;
+  if (!p->m->send(p, r, 0, HEADER + p->out_bytes[r], p->out[r], 1)) {
+    p->credit[r] = 1;
     return false;
   }
-  c->out_n[pe] = c->out_bytes[pe] = 0;
+  p->out_n[r] = p->out_bytes[r] = 0;
   return true;
 }
 
-/* Appends an item of `bytes` for `pe`, sending the full buffer first. */
-static int put_item(convey_t *c, const void *item, size_t bytes, int64_t pe) {
-  if (c->state != WORKING) return convey_error_STATE;
-  if (pe < 0 || pe >= c->porter.npes) return convey_error_RANGE;
+/* Appends a packet (`tag`, then an item of `bytes`) for rank `r` of porter `p`,
+ * sending the full buffer first. */
+static int append(convey_t *c, struct porter *p, int r, uint64_t tag, const void *item,
+                  size_t bytes) {
   /* The buffer is the source of a put still in flight: not writable yet. */
-  if (c->porter.pending[pe]) return convey_FAIL;
-  size_t need = record_bytes(c, bytes);
-  if (c->out_bytes[pe] + need > c->cap_bytes &&
-      (!try_send(c, (int)pe) || c->porter.pending[pe]))
+  if (p->pending[r]) return convey_FAIL;
+  size_t need = p->tag_bytes + record_bytes(c, bytes);
+  if (p->out_bytes[r] + need > p->cap_bytes && (!try_send(p, r) || p->pending[r]))
     return convey_FAIL;
-  char *dst = c->out[pe] + HEADER + c->out_bytes[pe];
+  char *dst = p->out[r] + HEADER + p->out_bytes[r];
+  if (p->tag_bytes) {
+    memcpy(dst, &tag, TAG);
+    dst += TAG;
+  }
   if (c->elastic) {
     uint64_t n = bytes;
     memcpy(dst, &n, 8);
     dst += 8;
   }
   if (bytes) memcpy(dst, item, bytes);
-  c->out_bytes[pe] += need;
-  c->out_n[pe]++;
+  p->out_bytes[r] += need;
+  p->out_n[r]++;
   return convey_OK;
+}
+
+/* Routes an item for `pe` into the first porter: one hop straight to it; two
+ * hops to the PE of my node with its local rank, tagged with its node. */
+static int put_item(convey_t *c, const void *item, size_t bytes, int64_t pe) {
+  if (c->state != WORKING) return convey_error_STATE;
+  if (pe < 0 || pe >= c->npes) return convey_error_RANGE;
+  if (c->order == 1) return append(c, &c->porters[0], (int)pe, 0, item, bytes);
+  return append(c, &c->porters[0], (int)(pe % c->n_local), (uint64_t)(pe / c->n_local), item,
+                bytes);
 }
 
 static int simple_push(convey_t *c, const void *item, int64_t pe) {
@@ -222,31 +296,42 @@ static int simple_epush(convey_t *c, size_t bytes, const void *item, int64_t pe)
   return put_item(c, item, bytes, pe);
 }
 
-/* Gives my slot for `src` back to it. */
-static void return_credit(convey_t *c, int src) {
-  struct porter *p = &c->porter;
-  if (c->force_remote)
-    shmem_longlong_p(&p->credit[p->me], 1, src);
+/* Gives my slot for source rank `src` of porter `p` back to it. */
+static void return_credit(struct porter *p, int src) {
+  if (p->path)
+    shmem_longlong_p(&p->credit[p->my_rank], 1, p->relative[src]);
   else
     __atomic_store_n(p->peer_credit[src], 1, __ATOMIC_RELEASE);
 }
 
-/* Gives back the slot emptied by the previous pull (whose item the caller
- * may have read in place until now). */
-static void release_slot(convey_t *c) {
-  if (c->release) {
-    return_credit(c, c->release - 1);
-    c->release = 0;
+/* Gives back the slot emptied by the previous take (whose item the caller may
+ * have read in place until now). */
+static void release_slot(struct porter *p) {
+  if (p->release) {
+    return_credit(p, p->release - 1);
+    p->release = 0;
   }
 }
 
-/* The next item to pull: its source (-1: none), address and size. */
-static int next_item(convey_t *c, char **data, size_t *bytes) {
-  struct porter *p = &c->porter;
-  for (int k = 0; k < p->npes; k++) {
-    int src = (c->next_src + k) % p->npes;
+/* Whether a buffer waits in porter `p`'s inbox. */
+static bool incoming(struct porter *p) {
+  for (int s = 0; s < p->n_ranks; s++)
+    if (__atomic_load_n(&p->signal[s], __ATOMIC_ACQUIRE)) return true;
+  return false;
+}
+
+/* The next packet of porter `p`'s inbox: its source rank (-1: none), tag, item
+ * address and size. */
+static int next_item(convey_t *c, struct porter *p, uint64_t *tag, char **data, size_t *bytes) {
+  for (int k = 0; k < p->n_ranks; k++) {
+    int src = (p->next_src + k) % p->n_ranks;
     if (!__atomic_load_n(&p->signal[src], __ATOMIC_ACQUIRE)) continue;
-    char *rec = p->inbox + (size_t)src * p->slot_bytes + HEADER + c->in_pos[src];
+    char *rec = p->inbox + (size_t)src * p->buffer_stride + HEADER + p->in_pos[src];
+    *tag = 0;
+    if (p->tag_bytes) {
+      memcpy(tag, rec, TAG);
+      rec += TAG;
+    }
     if (c->elastic) {
       uint64_t n;
       memcpy(&n, rec, 8);
@@ -261,31 +346,38 @@ static int next_item(convey_t *c, char **data, size_t *bytes) {
   return -1;
 }
 
-/* The item of `src` was pulled: the slot is emptied after its last item. */
-static int64_t consume(convey_t *c, int src, size_t bytes) {
-  struct porter *p = &c->porter;
-  uint64_t count = ((uint64_t *)(p->inbox + (size_t)src * p->slot_bytes))[1];
-  c->in_pos[src] += record_bytes(c, bytes);
-  if (++c->in_n[src] == count) {
-    c->in_pos[src] = c->in_n[src] = 0;
+/* The packet of `src` was taken: the slot is emptied after its last one. */
+static void consume(convey_t *c, struct porter *p, int src, size_t bytes) {
+  uint64_t count = ((uint64_t *)(p->inbox + (size_t)src * p->buffer_stride))[1];
+  p->in_pos[src] += p->tag_bytes + record_bytes(c, bytes);
+  if (++p->in_n[src] == count) {
+    p->in_pos[src] = p->in_n[src] = 0;
     __atomic_store_n(&p->signal[src], 0, __ATOMIC_RELAXED);
-    c->release = src + 1;
-    c->next_src = src + 1;
+    p->release = src + 1;
+    p->next_src = src + 1;
   }
-  if (c->bad_from && ++c->pulled % c->bad_from == 0) return p->npes + 7;
-  return src;
+}
+
+/* The PE that pushed a packet pulled from source rank `src` with `tag`. */
+static int64_t origin(convey_t *c, int src, uint64_t tag) {
+  int64_t from = c->order == 1 ? src : (int64_t)src * c->n_local + (int64_t)tag;
+  if (c->bad_from && ++c->pulled % c->bad_from == 0) return c->npes + 7;
+  return from;
 }
 
 static int simple_pull(convey_t *c, void *item, int64_t *from) {
   if (c->state != WORKING) return convey_error_STATE;
-  release_slot(c);
+  struct porter *p = &c->porters[c->order - 1];
+  release_slot(p);
   char *data;
   size_t bytes;
-  int src = next_item(c, &data, &bytes);
+  uint64_t tag;
+  int src = next_item(c, p, &tag, &data, &bytes);
   if (src < 0) return convey_FAIL;
   if (bytes != c->item_size) return convey_error_MISFIT;
   memcpy(item, data, bytes);
-  int64_t f = consume(c, src, bytes);
+  consume(c, p, src, bytes);
+  int64_t f = origin(c, src, tag);
   if (from) *from = f;
   return convey_OK;
 }
@@ -293,50 +385,81 @@ static int simple_pull(convey_t *c, void *item, int64_t *from) {
 static int simple_epull(convey_t *c, convey_item_t *result) {
   if (c->state != WORKING) return convey_error_STATE;
   if (!c->elastic) return convey_error_RIGID;
-  release_slot(c);
+  struct porter *p = &c->porters[c->order - 1];
+  release_slot(p);
   char *data;
   size_t bytes;
-  int src = next_item(c, &data, &bytes);
+  uint64_t tag;
+  int src = next_item(c, p, &tag, &data, &bytes);
   if (src < 0) return convey_FAIL;
   result->bytes = bytes;
   result->data = data;
-  result->from = consume(c, src, bytes);
+  consume(c, p, src, bytes);
+  result->from = origin(c, src, tag);
   return convey_OK;
+}
+
+/* Two hops: moves what the local hop delivered here into the remote porter,
+ * toward the node its tag names, tagged with its origin's local rank. */
+static void pivot(convey_t *c) {
+  struct porter *in = &c->porters[0], *out = &c->porters[1];
+  for (;;) {
+    char *data;
+    size_t bytes;
+    uint64_t tag;
+    int src = next_item(c, in, &tag, &data, &bytes);
+    if (src < 0) return;
+    if (append(c, out, (int)tag, (uint64_t)src, data, bytes) != convey_OK) return;
+    consume(c, in, src, bytes);
+    release_slot(in);
+  }
+}
+
+/* Sends every non-empty buffer of `p` that can go; true when none is left. */
+static bool send_all(struct porter *p) {
+  bool all = true;
+  for (int r = 0; r < p->n_ranks; r++) all &= try_send(p, r);
+  return all;
+}
+
+/* Once this PE has nothing more for porter `p` (`input_done`, every buffer sent)
+ * and every buffer it sent was taken (all credits back), tells every rank. */
+static void finish_sending(struct porter *p, bool input_done) {
+  if (!input_done || p->done_sent) return;
+  for (int r = 0; r < p->n_ranks; r++)
+    if (!__atomic_load_n(&p->credit[r], __ATOMIC_ACQUIRE) || p->pending[r]) return;
+  for (int r = 0; r < p->n_ranks; r++) shmem_longlong_atomic_inc(p->finished, p->relative[r]);
+  p->done_sent = true;
+}
+
+/* Whether every rank of `p` finished sending to this PE and all was taken. */
+static bool all_received(convey_t *c, struct porter *p) {
+  return p->done_sent && shmem_longlong_atomic_fetch(p->finished, c->me) >= p->n_ranks &&
+         !incoming(p);
 }
 
 /* convey_OK while active, convey_DONE once every PE is done and everything
  * sent was pulled. */
 static int simple_advance(convey_t *c, bool done) {
   if (c->state != WORKING) return convey_error_STATE;
-  struct porter *p = &c->porter;
-  release_slot(c);
-  p->m->progress(p, -1);
-  bool all_sent = true;
-  for (int d = 0; d < p->npes; d++) all_sent &= try_send(c, d);
-  if (done && all_sent && !c->done_sent) {
-    /* Finished once every buffer I sent was consumed: all credits back. */
-    bool all_back = true;
-    for (int d = 0; d < p->npes; d++)
-      all_back &= __atomic_load_n(&p->credit[d], __ATOMIC_ACQUIRE) && !p->pending[d];
-    if (all_back) {
-      for (int d = 0; d < p->npes; d++) shmem_longlong_atomic_inc(p->finished, d);
-      c->done_sent = true;
-    }
+  struct porter *first = &c->porters[0], *last = &c->porters[c->order - 1];
+  release_slot(last);
+  bool remote = false;
+  for (int k = 0; k < c->order; k++) {
+    c->porters[k].m->progress(&c->porters[k], -1);
+    remote |= c->porters[k].path;
   }
-  if (c->force_remote) shmem_quiet();
+  finish_sending(first, done && send_all(first));
+  if (c->order == 2) {
+    pivot(c);
+    bool sent = send_all(last);
+    finish_sending(last, sent && all_received(c, first));
+  }
+  if (remote) shmem_quiet();
   /* Nothing to pull: with STANDIN_CONVEY_YIELD=1, let the other PEs of an
    * oversubscribed node run (the tests run 4 busy-polling PEs on fewer cores). */
-  if (c->yield) {
-    bool incoming = false;
-    for (int s = 0; s < p->npes && !incoming; s++)
-      incoming = __atomic_load_n(&p->signal[s], __ATOMIC_ACQUIRE) != 0;
-    if (!incoming) sched_yield();
-  }
-  if (!c->done_sent) return convey_OK;
-  if (shmem_longlong_atomic_fetch(p->finished, p->me) < p->npes) return convey_OK;
-  for (int s = 0; s < p->npes; s++)
-    if (__atomic_load_n(&p->signal[s], __ATOMIC_ACQUIRE)) return convey_OK;
-  return convey_DONE;
+  if (c->yield && !incoming(last) && !incoming(first)) sched_yield();
+  return all_received(c, last) ? convey_DONE : convey_OK;
 }
 
 /* What a freed conveyor answers (see convey.h). */
@@ -375,15 +498,12 @@ static const struct convey_methods dead_methods = {
 };
 
 static int simple_free(convey_t *c) {
-  struct porter *p = &c->porter;
   if (c->state == WORKING) {
     shmem_barrier_all();
-    release_slot(c);
-    for (int d = 0; d < p->npes; d++) free(c->out[d]);
-    shmem_free(p->inbox);
-    shmem_free(p->signal);
-    shmem_free(p->credit);
-    shmem_free(p->finished);
+    for (int k = 0; k < c->order; k++) {
+      release_slot(&c->porters[k]);
+      porter_free(&c->porters[k]);
+    }
   }
   /* Kept, answering errors (see convey.h). */
   c->state = FREED;
@@ -399,7 +519,7 @@ static const struct convey_methods simple_methods = {
 
 /* --- public entries: dispatch through the method table --- */
 
-static convey_t *make(size_t capacity, bool elastic, size_t max_bytes) {
+static convey_t *make(size_t capacity, size_t n_local, bool elastic, size_t max_bytes) {
   convey_t *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->_class_ = &simple_methods;
@@ -407,14 +527,23 @@ static convey_t *make(size_t capacity, bool elastic, size_t max_bytes) {
   c->elastic = elastic;
   c->max_bytes = max_bytes;
   c->capacity = capacity ? capacity : 64;
-  c->porter.me = shmem_my_pe();
-  c->porter.npes = shmem_n_pes();
-  if (c->porter.npes > MAX_PES) {
+  c->me = shmem_my_pe();
+  c->npes = shmem_n_pes();
+  if (c->npes > MAX_PES) {
     free(c);
     return NULL;
   }
-  const char *nlocal = getenv("CONVEY_NLOCAL");
-  c->force_remote = nlocal && atoi(nlocal) == 1;
+  /* PEs per node: the argument, else CONVEY_NLOCAL, else all (one node). One
+   * node: one local hop; one PE per node: one remote hop; else two hops. */
+  const char *env = getenv("CONVEY_NLOCAL");
+  long nl = n_local ? (long)n_local : env ? atol(env) : c->npes;
+  c->order = 1;
+  if (nl == 1 || (nl > 1 && nl < c->npes && c->npes % nl != 0)) {
+    c->force_remote = true;
+  } else if (nl > 1 && nl < c->npes) {
+    c->order = 2;
+    c->n_local = (int)nl;
+  }
   const char *bad = getenv("STANDIN_CONVEY_BAD_FROM");
   c->bad_from = bad ? strtoull(bad, NULL, 10) : 0;
   const char *yield = getenv("STANDIN_CONVEY_YIELD");
@@ -423,14 +552,14 @@ static convey_t *make(size_t capacity, bool elastic, size_t max_bytes) {
 }
 
 convey_t *convey_new(size_t capacity, size_t n_local, size_t n_buffers, uint64_t options) {
-  (void)n_local, (void)n_buffers, (void)options;
-  return make(capacity, false, 0);
+  (void)n_buffers, (void)options;
+  return make(capacity, n_local, false, 0);
 }
 
 convey_t *convey_new_elastic(size_t item_bound, size_t max_bytes, size_t n_local,
                              const void *alloc, uint64_t options) {
-  (void)item_bound, (void)n_local, (void)alloc, (void)options;
-  return make(64, true, max_bytes);
+  (void)item_bound, (void)alloc, (void)options;
+  return make(64, n_local, true, max_bytes);
 }
 
 /* As in bale, these three check their argument and state before dispatching

@@ -6,7 +6,14 @@
  * their argument and state. A porter moves full buffers either through a shmem_ptr address (memcpy into
  * the peer's symmetric buffer, an atomic store as the signal) or, between
  * "nodes" (forced with CONVEY_NLOCAL=1), with shmem_putmem_nbi, completed later
- * by shmem_quiet and a signal put. A push into a full buffer that cannot be sent
+ * by shmem_quiet and a signal put. With CONVEY_NLOCAL=k (1 < k < PEs, k dividing
+ * the PEs: "nodes" of k consecutive PEs) a conveyor has two porters, as bale's
+ * matrix conveyor (its remote hop second): a message first goes through the local
+ * porter to the PE of the sender's node with the destination's local rank, tagged
+ * with the destination's node, then that PE moves it (in convey_advance) through
+ * the remote porter to the destination, tagged with its origin's local rank. A
+ * porter numbers its PEs by rank (its `relative` array holds their PEs), and its
+ * first fields are laid out as bale 3.0's porter_t. A push into a full buffer that cannot be sent
  * yet returns convey_FAIL and the caller retries, as with the real library.
  * Elastic conveyors (convey_new_elastic) carry items of any size up to a bound
  * (convey_epush / convey_epull, 0-byte items included). Built as a STATIC
@@ -59,9 +66,10 @@ int convey_epull(convey_t *c, convey_item_t *result);
 int convey_advance(convey_t *c, bool done);
 int convey_free(convey_t *c);
 
-/* The stand-in's own count of what its porter sent, per destination PE and path
- * (0 = local memcpy through shmem_ptr, 1 = shmem_putmem_nbi), summed over every
- * conveyor of the process: buffers and bytes (16-byte header + items). */
+/* The stand-in's own count of what its porters sent, per hop destination PE and
+ * path (0 = local memcpy through shmem_ptr, 1 = shmem_putmem_nbi), summed over
+ * every conveyor of the process: buffers and bytes (16-byte header + packets: an
+ * 8-byte routing tag in two-hop conveyors, and the item). */
 void standin_convey_physical(int path, int64_t pe, uint64_t *buffers, uint64_t *bytes);
 
 #endif
