@@ -19,6 +19,7 @@
 //! The `mpi_f08` module's entries (`mpi_send_f08_`) are not covered.
 
 use std::ffi::{c_int, c_void, CStr, CString};
+use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -322,8 +323,11 @@ fn val(v: *const Fint) -> c_int {
     }
 }
 
-/// A Fortran status array with room for one status of either family.
-type OwnStatus = [Fint; 8];
+/// `INTEGER`s of kprof's own Fortran status: room for one of either family
+/// (`MPI_STATUS_SIZE` is 6 in Open MPI, 5 in MPICH).
+const OWN_STATUS_INTS: usize = 8;
+/// A Fortran status of kprof's own.
+type OwnStatus = [Fint; OWN_STATUS_INTS];
 
 /// Records a call as [`crate::measured`] does, where these entries record;
 /// otherwise only forwards (`fwd` returns `ierr`).
@@ -697,12 +701,23 @@ fn completion(
         // SAFETY: `c` holds `count` C requests.
         unsafe { scan.fill(&a.abi, c.ptr(count), count) };
     });
-    let mut own = Vec::new();
-    let mut st = statuses;
-    if statuses.cast_const() == ignore && !scan.is_empty() && count > 0 {
-        own = vec![0 as Fint; count as usize * a.abi.fortran_status_ints()];
-        st = own.as_mut_ptr();
-    }
+    // kprof's own statuses: inline for up to INLINE requests (no allocation on
+    // the common path), else on the heap.
+    // Left uninitialized: MPI writes the statuses of the requests it completes,
+    // the only ones read.
+    let mut inline = [const { MaybeUninit::<Fint>::uninit() }; INLINE * OWN_STATUS_INTS];
+    let need = statuses.cast_const() == ignore && !scan.is_empty() && count > 0;
+    let ints = usize::try_from(count).unwrap_or(0) * a.abi.fortran_status_ints();
+    let mut heap: Vec<Fint> = if need && ints > inline.len() {
+        vec![0; ints]
+    } else {
+        Vec::new()
+    };
+    let st = match (need, heap.is_empty()) {
+        (false, _) => statuses,
+        (true, true) => inline.as_mut_ptr().cast(),
+        (true, false) => heap.as_mut_ptr(),
+    };
     let rc = fwd(f, st);
     guard((), || {
         if scan.is_empty() || rc != sys::SUCCESS {
@@ -724,7 +739,6 @@ fn completion(
         crate::completion_args(&mut r, n, bytes, peer);
         a.record(&r);
     });
-    drop(own);
     rc
 }
 
