@@ -4,7 +4,8 @@
 //! through the C table of [`kprof_abi`] (see [`control::ffi::kprof_core_api`]).
 //!
 //! The folders are the layers of the data path, and imports go one way, from the
-//! end of the path down to its start (a layer uses only the layers below it):
+//! end of the path down to its start (a layer uses only the layers below it;
+//! `tests/layers.rs` checks it):
 //!
 //! - [`control`]: starting and ending the runtime (first attach, finalize, exit,
 //!   signals, fork) and the C table the plugins call;
@@ -12,6 +13,8 @@
 //!   names code addresses and, at the end, merges and writes everything;
 //! - [`consume`]: what events become: the [`consume::profile`] and the traces
 //!   ([`consume::trace`]);
+//! - [`reduce`]: a job's processes as one profile (beside [`consume`]: neither
+//!   uses the other);
 //! - [`output`]: the report model, the files, the summary;
 //! - [`hot`]: the hot path, on the application's threads: the clock, the thread
 //!   state, records and buffers, the nesting rules, and the in-place aggregation
