@@ -14,7 +14,8 @@ demo=0
 # clang + libomp-dev: LLVM 14's OpenMP runtime with OMPT (the default libomp.so.5);
 # clang-tools-14: clang-offload-bundler etc. for host offload with clang-14;
 # libclang-rt-14-dev: clang's sanitizer runtimes (tests/tests/sanitizers.rs);
-# gfortran: OpenACC Fortran tests (gcc -fopenacc runs in host fallback);
+# gfortran: OpenACC Fortran tests (gcc -fopenacc runs in host fallback) and the
+# MPI plugin's Fortran tests (with mpifort from openmpi-bin, mpifort.mpich from mpich);
 # libopen-trace-format2-dev, otf2-tools: the OTF2 library kprof writes with, and
 # otf2-print to read the archives back; pkg-config: the install checks;
 # libpapi-dev: PAPI 7 and its software-defined events (sde_lib.h, libsde) for the

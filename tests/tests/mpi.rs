@@ -653,25 +653,8 @@ fn job_profile_reduced_at_finalize_equals_the_ranks_profiles() {
     }
     assert_ok(&run(cmd.arg("-o").arg(&merged).arg("--no-trace")));
     assert_eq!(job, read_profile(&merged));
-
-    // The sums of the ranks' own values, node by node.
-    let mut want: BTreeMap<Vec<String>, (u64, u64, u64)> = BTreeMap::new();
-    for (p, _) in &ranks {
-        for (path, n) in nodes(p) {
-            let e = want.entry(path).or_default();
-            e.0 += u(&n["count"]);
-            e.1 += u(&n["total_ns"]);
-            e.2 += 1;
-        }
-    }
-    let got = nodes(&job);
-    assert_eq!(got.len(), want.len());
-    for (path, n) in &got {
-        let (count, total, present) = want[path];
-        assert_eq!(u(&n["count"]["sum"]), count, "{path:?}");
-        assert_eq!(u(&n["total_ns"]["sum"]), total, "{path:?}");
-        assert_eq!(u(&n["ranks"]), present, "{path:?}");
-    }
+    let profiles: Vec<Value> = ranks.iter().map(|(p, _)| p.clone()).collect();
+    assert_job_sums(&job, &profiles);
     assert_eq!(job_rows(&job), own_rows(&dir, RANKS));
 
     // Clock offsets: rank 0's is 0; each other rank's came with its error bound
@@ -687,6 +670,28 @@ fn job_profile_reduced_at_finalize_equals_the_ranks_profiles() {
             // Ranks of one host: round trips of microseconds, not seconds.
             assert!(u(error) > 0 && u(error) < 1_000_000_000, "rank {r}: {x}");
         }
+    }
+}
+
+/// The job's profile holds, node by node, the sums of the ranks' own counts and
+/// times, and how many ranks ran each node.
+fn assert_job_sums(job: &Value, ranks: &[Value]) {
+    let mut want: BTreeMap<Vec<String>, (u64, u64, u64)> = BTreeMap::new();
+    for p in ranks {
+        for (path, n) in nodes(p) {
+            let e = want.entry(path).or_default();
+            e.0 += u(&n["count"]);
+            e.1 += u(&n["total_ns"]);
+            e.2 += 1;
+        }
+    }
+    let got = nodes(job);
+    assert_eq!(got.len(), want.len());
+    for (path, n) in &got {
+        let (count, total, present) = want[path];
+        assert_eq!(u(&n["count"]["sum"]), count, "{path:?}");
+        assert_eq!(u(&n["total_ns"]["sum"]), total, "{path:?}");
+        assert_eq!(u(&n["ranks"]), present, "{path:?}");
     }
 }
 
@@ -945,4 +950,391 @@ fn calls_opened_for_counters_give_the_same_profile_as_whole_calls() {
             "rank {r}"
         );
     }
+}
+
+// ---- Fortran (mpif.h, `use mpi`) ----
+
+impl Family {
+    /// The family's Fortran compiler wrapper.
+    fn fc(self) -> &'static str {
+        match self {
+            Family::OpenMpi => "mpifort",
+            Family::Mpich => "mpifort.mpich",
+        }
+    }
+}
+
+/// `tests/mpi/ring.f90` built once with `family`'s `mpifort`, with kprof's
+/// Fortran module (its phases are kprof regions) and linked with the core.
+fn fortran_program(family: Family) -> PathBuf {
+    static BUILT: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
+    BUILT[family as usize]
+        .get_or_init(|| {
+            let dir = scratch(&format!("mpi_fortran_build_{family:?}"));
+            let libdir = lib_dir();
+            let (l, rpath) = (
+                format!("-L{}", libdir.display()),
+                format!("-Wl,-rpath,{}", libdir.display()),
+            );
+            let mut args = vec![
+                "-J",
+                dir.to_str().unwrap(),
+                &l,
+                "-lkprof_core",
+                &rpath,
+                // mpif.h declares every MPI constant.
+                "-Wno-unused-parameter",
+            ];
+            if family == Family::Mpich {
+                // MPICH's `use mpi` declares each choice buffer with one type
+                // (Open MPI's ignores it): gfortran 10+ refuses another type
+                // unless told, and still warns.
+                args.extend(["-fallow-argument-mismatch", "-w"]);
+            }
+            let module = kprof_tests::workspace_root().join("ffi-headers/kprof.f90");
+            let ring = test_file("mpi/ring.f90");
+            compile_with(family.fc(), &[&module, &ring], &dir.join("ring"), &args)
+        })
+        .clone()
+}
+
+/// What `ring.f90` printed about its own calls, rank by rank.
+#[derive(Default, Debug)]
+struct Said {
+    /// (direction, world peer, count, bytes).
+    rows: BTreeSet<Row>,
+    /// (region, function) -> calls.
+    calls: BTreeMap<(String, String), u64>,
+    /// function -> (bytes sent, bytes received) of one collective call.
+    colls: BTreeMap<String, (u64, u64)>,
+}
+
+fn said(out: &Output) -> BTreeMap<u64, Said> {
+    let mut all: BTreeMap<u64, Said> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 3 || f[0] != "rank" {
+            continue;
+        }
+        let n = |i: usize| -> u64 { f[i].parse().unwrap() };
+        let s = all.entry(n(1)).or_default();
+        match f[2] {
+            "send" => drop(s.rows.insert(("send".into(), n(3), n(4), n(5)))),
+            "recv" => drop(s.rows.insert(("receive".into(), n(3), n(4), n(5)))),
+            "call" => drop(s.calls.insert((f[3].into(), f[4].into()), n(5))),
+            "coll" => drop(s.colls.insert(f[3].into(), (n(4), n(5)))),
+            _ => {}
+        }
+    }
+    all
+}
+
+/// The lines two runs of `ring.f90` print alike (not how often `MPI_Test`
+/// polled).
+fn stable_lines(o: &Output) -> BTreeSet<String> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.contains(" MPI_Test "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A Fortran program (`use mpi` and `mpif.h`) on 4 ranks: every call the
+/// program counted is a node under its region, with the program's own counts
+/// and collective bytes; the message rows are its own counts exactly; the job's
+/// profile reduced at `MPI_Finalize` equals `kprof merge` of the ranks. Under
+/// Open MPI the plugin's Fortran entries record (the library's Fortran entries
+/// call `PMPI_*`); under MPICH they only forward and the C ones record (its
+/// Fortran entries call `MPI_*`): exact counts in both show nothing is counted
+/// twice.
+#[test]
+fn fortran_ring_and_collectives_exact() {
+    fortran_exact(Family::OpenMpi);
+}
+
+/// [`fortran_ring_and_collectives_exact`] built and run with MPICH.
+#[test]
+fn mpich_fortran_ring_and_collectives_exact() {
+    fortran_exact(Family::Mpich);
+}
+
+fn fortran_exact(family: Family) {
+    if !family.available() || skip_unless(have(family.fc()), family.fc()) {
+        return;
+    }
+    let prog = fortran_program(family);
+    let base = scratch(&format!("mpi_fortran_{family:?}"));
+    let (plain_dir, kprof_dir) = (base.join("plain"), base.join("kprof"));
+    for d in [&plain_dir, &kprof_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let per_rank = [("KPROF_PER_RANK", "1")];
+    let plain = mpirun_of(family, &plain_dir, RANKS, &[&prog], &[], &per_rank);
+    assert_ok(&plain);
+    let kprof = lib("kprof");
+    let with = mpirun_of(
+        family,
+        &kprof_dir,
+        RANKS,
+        &[&kprof, Path::new("run"), Path::new("--"), &prog],
+        &[],
+        &per_rank,
+    );
+    assert_ok(&with);
+    assert_eq!(
+        stable_lines(&with),
+        stable_lines(&plain),
+        "program output changed"
+    );
+    let said = said(&with);
+    assert_eq!(said.len(), RANKS as usize, "{with:?}");
+    let n = u64::from(RANKS);
+    for (&r, s) in &said {
+        let p = read_profile(&kprof_dir.join(format!("kprof-ring-rank{r}")));
+        assert_eq!(p["metadata"]["MPI rank"], r.to_string());
+        assert_eq!(p["metadata"]["MPI family"], family.name());
+        assert_eq!(rows(&p), s.rows, "rank {r}: messages");
+        let all = nodes(&p);
+        assert_eq!(s.calls.len(), 12, "rank {r}: {s:?}");
+        for ((region, f), want) in &s.calls {
+            assert_eq!(count(&all, &[region, f]), *want, "rank {r} {region} {f}");
+        }
+        assert_eq!(s.colls.len(), 7, "rank {r}: {s:?}");
+        for (f, (sent, received)) in &s.colls {
+            let c = node(&all, &["collectives", f]);
+            assert_eq!(arg(c, "bytes_sent"), (*sent, *sent), "rank {r} {f}");
+            assert_eq!(
+                arg(c, "bytes_received"),
+                (*received, *received),
+                "rank {r} {f}"
+            );
+            assert_eq!(arg(c, "comm_size"), (n, n), "rank {r} {f}");
+        }
+        // Point-to-point arguments: r+1 doubles to the right, from the left.
+        let left = (r + n - 1) % n;
+        let send = node(&all, &["ring", "MPI_Send"]);
+        assert_eq!(arg(send, "bytes_sent"), (8 * (r + 1), 8 * (r + 1)));
+        assert_eq!(arg(send, "peer"), ((r + 1) % n, (r + 1) % n));
+        for f in ["MPI_Recv", "MPI_Wait", "MPI_Waitall"] {
+            let c = node(&all, &["ring", f]);
+            assert_eq!(arg(c, "peer"), (left, left), "rank {r} {f}");
+        }
+        // The sub-communicator's peers are world ranks r-2 and r+2.
+        if r >= 2 {
+            assert_eq!(
+                arg(node(&all, &["subcomm", "MPI_Recv"]), "peer"),
+                (r - 2, r - 2)
+            );
+        } else {
+            assert_eq!(
+                arg(node(&all, &["subcomm", "MPI_Send"]), "peer"),
+                (r + 2, r + 2)
+            );
+        }
+        assert_eq!(count(&all, &["MPI_Init_thread"]), 1);
+        assert_eq!(count(&all, &["MPI_Finalize"]), 1);
+        assert!(p["metadata"]["MPI receives not tracked"].is_null());
+    }
+    // The job's profile, reduced over MPI at MPI_Finalize: kprof merge of the
+    // ranks' own directories, and the programs' own rows.
+    let job = read_profile(&kprof_dir.join("kprof-ring-job"));
+    assert_eq!(job["schema"], "kprof-merged/1");
+    let merged = kprof_dir.join("merged");
+    let mut cmd = clean_cmd(&kprof);
+    cmd.arg("merge");
+    for r in job["ranks"].as_array().unwrap() {
+        cmd.arg(r["dir"].as_str().expect("each rank's directory"));
+    }
+    assert_ok(&run(cmd.arg("-o").arg(&merged).arg("--no-trace")));
+    assert_eq!(job, read_profile(&merged));
+    let own: BTreeSet<_> = said
+        .iter()
+        .flat_map(|(&r, s)| {
+            s.rows
+                .iter()
+                .map(move |(d, peer, c, b)| (r, d.clone(), *peer, *c, *b))
+        })
+        .collect();
+    assert_eq!(job_rows(&job), own);
+}
+
+// ---- a Kokkos program under MPI ----
+
+/// `tests/kokkos/mpi_solver.cpp` built with `mpicxx` against the Kokkos 3.4.01
+/// install of tests/scripts/build-kokkos.sh (Serial + OpenMP, static).
+fn kokkos_mpi_program() -> Option<PathBuf> {
+    let install = kprof_tests::openmp::deps_dir().join("kokkos-3.4.01/install");
+    let (core, containers) = (
+        install.join("lib/libkokkoscore.a"),
+        install.join("lib/libkokkoscontainers.a"),
+    );
+    if skip_unless(
+        core.is_file() && have("mpicxx"),
+        "real Kokkos (run tests/scripts/build-kokkos.sh) and mpicxx",
+    ) {
+        return None;
+    }
+    let dir = scratch("mpi_kokkos_build");
+    let include = install.join("include");
+    let args = [
+        "-std=c++14",
+        "-fopenmp",
+        // Open MPI's C++ bindings do not build with -Wextra -Werror.
+        "-DOMPI_SKIP_MPICXX",
+        "-isystem",
+        include.to_str().expect("UTF-8 path"),
+        containers.to_str().expect("UTF-8 path"),
+        core.to_str().expect("UTF-8 path"),
+        "-ldl",
+    ];
+    let src = test_file("kokkos/mpi_solver.cpp");
+    Some(compile_with(
+        "mpicxx",
+        &[&src],
+        &dir.join("mpi_solver"),
+        &args,
+    ))
+}
+
+/// A real Kokkos program calling MPI (`tests/kokkos/mpi_solver.cpp`), 4 ranks
+/// under `kprof run` (Kokkos and MPI detected together): each rank's kernels and
+/// MPI calls sit under the Kokkos regions that made them, with the program's
+/// counts and bytes, and its message rows are its halo exchange exactly; the job
+/// profile rank 0 wrote at `MPI_Finalize` is `kprof merge` of the ranks' own
+/// directories (`KPROF_PER_RANK=1`, same run) and, node by node, the sum of the
+/// ranks' profiles. Output and exit status unchanged.
+#[test]
+fn kokkos_program_under_mpi_job_profile_is_the_sum_of_the_ranks() {
+    if !available() {
+        return;
+    }
+    let Some(prog) = kokkos_mpi_program() else {
+        return;
+    };
+    const ITERATIONS: u64 = 6;
+    let base = scratch("mpi_kokkos");
+    let (plain_dir, kprof_dir) = (base.join("plain"), base.join("kprof"));
+    for d in [&plain_dir, &kprof_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    // One OpenMP thread per rank: 4 ranks already share 2 cores.
+    let env = [
+        ("KPROF_PER_RANK", "1"),
+        ("OMP_NUM_THREADS", "1"),
+        ("OMP_PROC_BIND", "false"),
+    ];
+    let plain = mpirun_n(&plain_dir, RANKS, &[&prog], &[], &env);
+    assert_ok(&plain);
+    let kprof = lib("kprof");
+    let with = mpirun_n(
+        &kprof_dir,
+        RANKS,
+        &[&kprof, Path::new("run"), Path::new("--"), &prog],
+        &[],
+        &env,
+    );
+    assert_ok(&with);
+    let lines = |o: &Output| -> BTreeSet<String> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(lines(&with), lines(&plain), "program output changed");
+    assert_eq!(lines(&plain).len(), RANKS as usize, "{plain:?}");
+    assert!(
+        String::from_utf8_lossy(&with.stderr).contains("measuring kokkos, mpi (detected)"),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+
+    let n = u64::from(RANKS);
+    let mut profiles = Vec::new();
+    for r in 0..n {
+        let p = read_profile(&kprof_dir.join(format!("kprof-mpi_solver-rank{r}")));
+        assert_eq!(p["metadata"]["MPI rank"], r.to_string());
+        let all = nodes(&p);
+        for (path, kind, calls) in [
+            (&["solve"][..], "region", 1),
+            (&["solve", "iteration"][..], "region", ITERATIONS),
+            (
+                &["solve", "iteration", "smooth"][..],
+                "parallel_for",
+                ITERATIONS,
+            ),
+            (
+                &["solve", "iteration", "norm"][..],
+                "parallel_reduce",
+                ITERATIONS,
+            ),
+            (
+                &["solve", "iteration", "x <- y"][..],
+                "deep_copy",
+                ITERATIONS,
+            ),
+            (
+                &["solve", "iteration", "MPI_Allreduce"][..],
+                "mpi",
+                ITERATIONS,
+            ),
+            (
+                &["solve", "iteration", "MPI_Sendrecv"][..],
+                "mpi",
+                2 * ITERATIONS,
+            ),
+            (&["MPI_Init"][..], "mpi", 1),
+            (&["MPI_Finalize"][..], "mpi", 1),
+        ] {
+            let x = node(&all, path);
+            assert_eq!(
+                (x["kind"].as_str(), u(&x["count"])),
+                (Some(kind), calls),
+                "rank {r} {path:?}"
+            );
+        }
+        let allreduce = node(&all, &["solve", "iteration", "MPI_Allreduce"]);
+        assert_eq!(arg(allreduce, "bytes_sent"), (8, 8));
+        assert_eq!(arg(allreduce, "comm_size"), (n, n));
+        let halo = node(&all, &["solve", "iteration", "MPI_Sendrecv"]);
+        assert_eq!(arg(halo, "bytes_sent"), (8, 8));
+        assert_eq!(arg(halo, "bytes_received"), (8, 8));
+        // Per iteration one double to each neighbour and one from each.
+        let want: BTreeSet<Row> = [(r + n - 1) % n, (r + 1) % n]
+            .into_iter()
+            .flat_map(|q| {
+                ["send", "receive"].map(|d| (d.to_string(), q, ITERATIONS, 8 * ITERATIONS))
+            })
+            .collect();
+        assert_eq!(rows(&p), want, "rank {r}");
+        profiles.push(p);
+    }
+
+    let job = read_profile(&kprof_dir.join("kprof-mpi_solver-job"));
+    assert_eq!(job["schema"], "kprof-merged/1");
+    assert_eq!(job["ranks"].as_array().unwrap().len(), RANKS as usize);
+    let merged = kprof_dir.join("merged");
+    let mut cmd = clean_cmd(&kprof);
+    cmd.arg("merge");
+    for r in job["ranks"].as_array().unwrap() {
+        cmd.arg(r["dir"].as_str().expect("each rank's directory"));
+    }
+    assert_ok(&run(cmd.arg("-o").arg(&merged).arg("--no-trace")));
+    assert_eq!(job, read_profile(&merged));
+    assert_job_sums(&job, &profiles);
+    let all = nodes(&job);
+    let smooth = node(&all, &["solve", "iteration", "smooth"]);
+    assert_eq!(
+        (u(&smooth["count"]["sum"]), u(&smooth["ranks"])),
+        (n * ITERATIONS, n)
+    );
+    let own: BTreeSet<_> = profiles
+        .iter()
+        .enumerate()
+        .flat_map(|(r, p)| {
+            rows(p)
+                .into_iter()
+                .map(move |(d, peer, c, b)| (r as u64, d, peer, c, b))
+        })
+        .collect();
+    assert_eq!(job_rows(&job), own);
 }

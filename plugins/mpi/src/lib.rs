@@ -27,6 +27,7 @@
 // The exported names are the MPI standard's.
 #![allow(non_snake_case)]
 
+pub mod fortran;
 pub mod job;
 pub mod state;
 pub mod sys;
@@ -184,12 +185,17 @@ fn init(
 /// The MPI standard's C binding.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    // SAFETY: no arguments.
+    finalize(|p| unsafe { (p.finalize)() })
+}
+
+/// [`MPI_Finalize`] with the real finalize `fwd` (C's or Fortran's).
+fn finalize(fwd: impl FnOnce(&'static Pmpi) -> c_int) -> c_int {
     let Some(p) = pmpi() else {
         return sys::ERR_OTHER;
     };
     let Some(a) = active() else {
-        // SAFETY: no arguments.
-        return unsafe { (p.finalize)() };
+        return fwd(p);
     };
     guard((), || {
         // The call is counted; its time is the real finalize's, after the
@@ -200,8 +206,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
             job::reduce(a, p, j);
         }
     });
-    // SAFETY: no arguments.
-    let rc = unsafe { (p.finalize)() };
+    let rc = fwd(p);
     guard((), || {
         // SAFETY: no arguments; called once (ACTIVE is now null).
         unsafe { (a.api.finalize)() };
@@ -216,6 +221,12 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 /// The MPI standard's C binding.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abort(comm: Comm, errorcode: c_int) -> c_int {
+    // SAFETY: forwarded as received.
+    abort(errorcode, |p| unsafe { (p.abort)(comm, errorcode) })
+}
+
+/// [`MPI_Abort`] with the real abort `fwd` (C's or Fortran's).
+fn abort(errorcode: c_int, fwd: impl FnOnce(&'static Pmpi) -> c_int) -> c_int {
     let Some(p) = pmpi() else {
         return sys::ERR_OTHER;
     };
@@ -233,8 +244,7 @@ pub unsafe extern "C" fn MPI_Abort(comm: Comm, errorcode: c_int) -> c_int {
             }
         });
     }
-    // SAFETY: forwarded as received.
-    unsafe { (p.abort)(comm, errorcode) }
+    fwd(p)
 }
 
 // ---- point to point ----
@@ -878,10 +888,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: Comm) -> c_int {
         c"MPI_Barrier",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.barrier)(comm) },
-        |a, p, _, r| {
-            let (size, _) = a.size_and_rank(a.view(p, comm));
-            r.arg(c"comm_size", nonneg(size));
-        },
+        |a, p, _, r| barrier_done(a, p, r, comm),
     )
 }
 
@@ -901,12 +908,7 @@ pub unsafe extern "C" fn MPI_Bcast(
         c"MPI_Bcast",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.bcast)(buf, count, dtype, root, comm) },
-        |a, p, _, r| {
-            let (size, me) = a.size_and_rank(a.view(p, comm));
-            let bytes = bytes(p, count, dtype);
-            let (sent, received) = if me == root { (bytes, 0) } else { (0, bytes) };
-            collective(r, size, sent, received);
-        },
+        |a, p, _, r| bcast_done(a, p, r, count, dtype, root, comm),
     )
 }
 
@@ -928,11 +930,7 @@ pub unsafe extern "C" fn MPI_Reduce(
         c"MPI_Reduce",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.reduce)(sendbuf, recvbuf, count, dtype, op, root, comm) },
-        |a, p, _, r| {
-            let (size, me) = a.size_and_rank(a.view(p, comm));
-            let bytes = bytes(p, count, dtype);
-            collective(r, size, bytes, if me == root { bytes } else { 0 });
-        },
+        |a, p, _, r| reduce_done(a, p, r, count, dtype, root, comm),
     )
 }
 
@@ -953,11 +951,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
         c"MPI_Allreduce",
         // SAFETY: forwarded as received.
         |p| unsafe { (p.allreduce)(sendbuf, recvbuf, count, dtype, op, comm) },
-        |a, p, _, r| {
-            let (size, _) = a.size_and_rank(a.view(p, comm));
-            let bytes = bytes(p, count, dtype);
-            collective(r, size, bytes, bytes);
-        },
+        |a, p, _, r| allreduce_done(a, p, r, count, dtype, comm),
     )
 }
 
@@ -984,10 +978,15 @@ pub unsafe extern "C" fn MPI_Allgather(
             )
         },
         |a, p, _, r| {
-            let (size, _) = a.size_and_rank(a.view(p, comm));
-            let block = bytes(p, recvcount, recvtype);
-            let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, block);
-            collective(r, size, sent, block * nonneg(size));
+            allgather_done(
+                a,
+                p,
+                r,
+                sendbuf,
+                (sendcount, sendtype),
+                (recvcount, recvtype),
+                comm,
+            )
         },
     )
 }
@@ -1015,13 +1014,10 @@ pub unsafe extern "C" fn MPI_Allgatherv(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
             )
         },
-        |a, p, _, r| {
-            let (size, me) = a.size_and_rank(a.view(p, comm));
-            let ts = state::type_size(p, recvtype);
-            // SAFETY: recvcounts holds `size` counts at every rank.
-            let (all, mine) = unsafe { (sum(recvcounts, size), at(recvcounts, me, size)) };
-            let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine * ts);
-            collective(r, size, sent, all * ts);
+        // SAFETY: as MPI received them.
+        |a, p, _, r| unsafe {
+            let (s, v) = ((sendcount, sendtype), (recvcounts, recvtype));
+            allgatherv_done(a, p, r, sendbuf, s, v, comm)
         },
     )
 }
@@ -1049,14 +1045,15 @@ pub unsafe extern "C" fn MPI_Alltoall(
             )
         },
         |a, p, _, r| {
-            let (size, _) = a.size_and_rank(a.view(p, comm));
-            let received = bytes(p, recvcount, recvtype) * nonneg(size);
-            let sent = if a.abi.in_place(sendbuf) {
-                received
-            } else {
-                bytes(p, sendcount, sendtype) * nonneg(size)
-            };
-            collective(r, size, sent, received);
+            alltoall_done(
+                a,
+                p,
+                r,
+                sendbuf,
+                (sendcount, sendtype),
+                (recvcount, recvtype),
+                comm,
+            )
         },
     )
 }
@@ -1086,18 +1083,10 @@ pub unsafe extern "C" fn MPI_Alltoallv(
                 comm,
             )
         },
-        |a, p, _, r| {
-            let (size, _) = a.size_and_rank(a.view(p, comm));
-            // SAFETY: both count arrays hold `size` counts (sendcounts unless in place).
-            let received = unsafe { sum(recvcounts, size) } * state::type_size(p, recvtype);
-            let sent = if a.abi.in_place(sendbuf) {
-                received
-            } else {
-                // SAFETY: as above.
-                let n = unsafe { sum(sendcounts, size) };
-                n * state::type_size(p, sendtype)
-            };
-            collective(r, size, sent, received);
+        // SAFETY: as MPI received them.
+        |a, p, _, r| unsafe {
+            let (s, v) = ((sendcounts, sendtype), (recvcounts, recvtype));
+            alltoallv_done(a, p, r, sendbuf, s, v, comm)
         },
     )
 }
@@ -1126,14 +1115,8 @@ pub unsafe extern "C" fn MPI_Gather(
             )
         },
         |a, p, _, r| {
-            let (size, me) = a.size_and_rank(a.view(p, comm));
-            let block = if me == root {
-                bytes(p, recvcount, recvtype)
-            } else {
-                0
-            };
-            let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, block);
-            collective(r, size, sent, block * nonneg(size));
+            let (s, v) = ((sendcount, sendtype), (recvcount, recvtype));
+            gather_done(a, p, r, sendbuf, s, v, root, comm)
         },
     )
 }
@@ -1162,17 +1145,10 @@ pub unsafe extern "C" fn MPI_Gatherv(
                 sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
             )
         },
-        |a, p, _, r| {
-            let (size, me) = a.size_and_rank(a.view(p, comm));
-            let (received, mine) = if me == root {
-                let ts = state::type_size(p, recvtype);
-                // SAFETY: recvcounts holds `size` counts at the root.
-                unsafe { (sum(recvcounts, size) * ts, at(recvcounts, me, size) * ts) }
-            } else {
-                (0, 0)
-            };
-            let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine);
-            collective(r, size, sent, received);
+        // SAFETY: as MPI received them.
+        |a, p, _, r| unsafe {
+            let (s, v) = ((sendcount, sendtype), (recvcounts, recvtype));
+            gatherv_done(a, p, r, sendbuf, s, v, root, comm)
         },
     )
 }
@@ -1201,14 +1177,8 @@ pub unsafe extern "C" fn MPI_Scatter(
             )
         },
         |a, p, _, r| {
-            let (size, me) = a.size_and_rank(a.view(p, comm));
-            let block = if me == root {
-                bytes(p, sendcount, sendtype)
-            } else {
-                0
-            };
-            let received = unless_in_place(a, p, recvbuf.cast_const(), recvcount, recvtype, block);
-            collective(r, size, block * nonneg(size), received);
+            let (s, v) = ((sendcount, sendtype), (recvcount, recvtype));
+            scatter_done(a, p, r, recvbuf.cast_const(), s, v, root, comm)
         },
     )
 }
@@ -1237,19 +1207,242 @@ pub unsafe extern "C" fn MPI_Scatterv(
                 sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
             )
         },
-        |a, p, _, r| {
-            let (size, me) = a.size_and_rank(a.view(p, comm));
-            let (sent, mine) = if me == root {
-                let ts = state::type_size(p, sendtype);
-                // SAFETY: sendcounts holds `size` counts at the root.
-                unsafe { (sum(sendcounts, size) * ts, at(sendcounts, me, size) * ts) }
-            } else {
-                (0, 0)
-            };
-            let received = unless_in_place(a, p, recvbuf.cast_const(), recvcount, recvtype, mine);
-            collective(r, size, sent, received);
+        // SAFETY: as MPI received them.
+        |a, p, _, r| unsafe {
+            let (s, v) = ((sendcounts, sendtype), (recvcount, recvtype));
+            scatterv_done(a, p, r, recvbuf.cast_const(), s, v, root, comm)
         },
     )
+}
+
+/// The arguments of an `MPI_Barrier` on `comm`.
+fn barrier_done(a: &Active, p: &Pmpi, r: &mut Rec, comm: Comm) {
+    let (size, _) = a.size_and_rank(a.view(p, comm));
+    r.arg(c"comm_size", nonneg(size));
+}
+
+/// The arguments of an `MPI_Bcast`.
+fn bcast_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    count: c_int,
+    dtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) {
+    let (size, me) = a.size_and_rank(a.view(p, comm));
+    let bytes = bytes(p, count, dtype);
+    let (sent, received) = if me == root { (bytes, 0) } else { (0, bytes) };
+    collective(r, size, sent, received);
+}
+
+/// The arguments of an `MPI_Reduce`.
+fn reduce_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    count: c_int,
+    dtype: Datatype,
+    root: c_int,
+    comm: Comm,
+) {
+    let (size, me) = a.size_and_rank(a.view(p, comm));
+    let bytes = bytes(p, count, dtype);
+    collective(r, size, bytes, if me == root { bytes } else { 0 });
+}
+
+/// The arguments of an `MPI_Allreduce`.
+fn allreduce_done(a: &Active, p: &Pmpi, r: &mut Rec, count: c_int, dtype: Datatype, comm: Comm) {
+    let (size, _) = a.size_and_rank(a.view(p, comm));
+    let bytes = bytes(p, count, dtype);
+    collective(r, size, bytes, bytes);
+}
+
+/// The arguments of an `MPI_Allgather` (counts and types: send, receive).
+#[allow(clippy::too_many_arguments)]
+fn allgather_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    sendbuf: *const c_void,
+    (sendcount, sendtype): (c_int, Datatype),
+    (recvcount, recvtype): (c_int, Datatype),
+    comm: Comm,
+) {
+    let (size, _) = a.size_and_rank(a.view(p, comm));
+    let block = bytes(p, recvcount, recvtype);
+    let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, block);
+    collective(r, size, sent, block * nonneg(size));
+}
+
+/// The arguments of an `MPI_Alltoall` (counts and types: send, receive).
+fn alltoall_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    sendbuf: *const c_void,
+    (sendcount, sendtype): (c_int, Datatype),
+    (recvcount, recvtype): (c_int, Datatype),
+    comm: Comm,
+) {
+    let (size, _) = a.size_and_rank(a.view(p, comm));
+    let received = bytes(p, recvcount, recvtype) * nonneg(size);
+    let sent = if a.abi.in_place(sendbuf) {
+        received
+    } else {
+        bytes(p, sendcount, sendtype) * nonneg(size)
+    };
+    collective(r, size, sent, received);
+}
+
+/// The arguments of an `MPI_Gather` (counts and types: send, receive).
+#[allow(clippy::too_many_arguments)]
+fn gather_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    sendbuf: *const c_void,
+    (sendcount, sendtype): (c_int, Datatype),
+    (recvcount, recvtype): (c_int, Datatype),
+    root: c_int,
+    comm: Comm,
+) {
+    let (size, me) = a.size_and_rank(a.view(p, comm));
+    let block = if me == root {
+        bytes(p, recvcount, recvtype)
+    } else {
+        0
+    };
+    let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, block);
+    collective(r, size, sent, block * nonneg(size));
+}
+
+/// The arguments of an `MPI_Scatter` (counts and types: send, receive).
+#[allow(clippy::too_many_arguments)]
+fn scatter_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    recvbuf: *const c_void,
+    (sendcount, sendtype): (c_int, Datatype),
+    (recvcount, recvtype): (c_int, Datatype),
+    root: c_int,
+    comm: Comm,
+) {
+    let (size, me) = a.size_and_rank(a.view(p, comm));
+    let block = if me == root {
+        bytes(p, sendcount, sendtype)
+    } else {
+        0
+    };
+    let received = unless_in_place(a, p, recvbuf, recvcount, recvtype, block);
+    collective(r, size, block * nonneg(size), received);
+}
+
+/// The arguments of an `MPI_Allgatherv` (count and type sent; counts and type
+/// received).
+///
+/// # Safety
+/// `recvcounts` holds the communicator's size of counts (or is NULL).
+unsafe fn allgatherv_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    sendbuf: *const c_void,
+    (sendcount, sendtype): (c_int, Datatype),
+    (recvcounts, recvtype): (*const c_int, Datatype),
+    comm: Comm,
+) {
+    let (size, me) = a.size_and_rank(a.view(p, comm));
+    let ts = state::type_size(p, recvtype);
+    // SAFETY: recvcounts holds `size` counts at every rank.
+    let (all, mine) = unsafe { (sum(recvcounts, size), at(recvcounts, me, size)) };
+    let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine * ts);
+    collective(r, size, sent, all * ts);
+}
+
+/// The arguments of an `MPI_Alltoallv` (counts and types: send, receive).
+///
+/// # Safety
+/// Both count arrays hold the communicator's size of counts (sendcounts unless
+/// in place), or are NULL.
+unsafe fn alltoallv_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    sendbuf: *const c_void,
+    (sendcounts, sendtype): (*const c_int, Datatype),
+    (recvcounts, recvtype): (*const c_int, Datatype),
+    comm: Comm,
+) {
+    let (size, _) = a.size_and_rank(a.view(p, comm));
+    // SAFETY: both count arrays hold `size` counts (sendcounts unless in place).
+    let received = unsafe { sum(recvcounts, size) } * state::type_size(p, recvtype);
+    let sent = if a.abi.in_place(sendbuf) {
+        received
+    } else {
+        // SAFETY: as above.
+        let n = unsafe { sum(sendcounts, size) };
+        n * state::type_size(p, sendtype)
+    };
+    collective(r, size, sent, received);
+}
+
+/// The arguments of an `MPI_Gatherv` (count and type sent; counts and type
+/// received).
+///
+/// # Safety
+/// `recvcounts` holds the communicator's size of counts at the root (or is NULL).
+#[allow(clippy::too_many_arguments)]
+unsafe fn gatherv_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    sendbuf: *const c_void,
+    (sendcount, sendtype): (c_int, Datatype),
+    (recvcounts, recvtype): (*const c_int, Datatype),
+    root: c_int,
+    comm: Comm,
+) {
+    let (size, me) = a.size_and_rank(a.view(p, comm));
+    let (received, mine) = if me == root {
+        let ts = state::type_size(p, recvtype);
+        // SAFETY: recvcounts holds `size` counts at the root.
+        unsafe { (sum(recvcounts, size) * ts, at(recvcounts, me, size) * ts) }
+    } else {
+        (0, 0)
+    };
+    let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine);
+    collective(r, size, sent, received);
+}
+
+/// The arguments of an `MPI_Scatterv` (counts and type sent; count and type
+/// received).
+///
+/// # Safety
+/// `sendcounts` holds the communicator's size of counts at the root (or is NULL).
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatterv_done(
+    a: &Active,
+    p: &Pmpi,
+    r: &mut Rec,
+    recvbuf: *const c_void,
+    (sendcounts, sendtype): (*const c_int, Datatype),
+    (recvcount, recvtype): (c_int, Datatype),
+    root: c_int,
+    comm: Comm,
+) {
+    let (size, me) = a.size_and_rank(a.view(p, comm));
+    let (sent, mine) = if me == root {
+        let ts = state::type_size(p, sendtype);
+        // SAFETY: sendcounts holds `size` counts at the root.
+        unsafe { (sum(sendcounts, size) * ts, at(sendcounts, me, size) * ts) }
+    } else {
+        (0, 0)
+    };
+    let received = unless_in_place(a, p, recvbuf, recvcount, recvtype, mine);
+    collective(r, size, sent, received);
 }
 
 // ---- communicators ----

@@ -336,6 +336,19 @@ impl Abi {
         buf as usize == self.in_place
     }
 
+    /// `MPI_IN_PLACE` as a pointer.
+    #[inline(always)]
+    pub fn in_place_ptr(&self) -> *const c_void {
+        self.in_place as *const c_void
+    }
+
+    /// `MPI_STATUS_SIZE`: the `INTEGER`s of a Fortran status (the C status's
+    /// bytes, in both families).
+    #[inline(always)]
+    pub fn fortran_status_ints(&self) -> usize {
+        self.status_size / std::mem::size_of::<c_int>()
+    }
+
     /// Status `i` of the array at `p`.
     ///
     /// # Safety
