@@ -368,6 +368,7 @@ entry!(init: [mpi_init_, mpi_init__, mpi_init, MPI_INIT] (ierr: *mut Fint));
 unsafe fn init(ierr: *mut Fint) {
     let f = fpmpi();
     if !f.records {
+        // SAFETY: the program's own argument, forwarded to the library's entry.
         call(f.init, ierr, |e| unsafe { e(ierr) });
         return;
     }
