@@ -1287,10 +1287,11 @@ fn first_proc(model: &kprof_tests::trace_check::Model) -> Vec<(i64, u64)> {
 
 /// Per-peer message counters over time (`--trace`): every PE's trace has a
 /// counter track of the logical messages and one of the bytes it sent to each
-/// PE so far, sampled at most once per `KPROF_ACTOR_PEER_US` (here 200 us) and
+/// PE so far, and two of those it received from each PE, sampled at most once per `KPROF_ACTOR_PEER_US` (here 200 us) and
 /// at `convey_free`, with no record per message. In each format the tracks
 /// start at 0, never decrease, end exactly at the program's own count for that
-/// peer (summed over its conveyors: index-gather has two), and hold at most
+/// peer (summed over its conveyors: index-gather has two; a PE received from a
+/// peer what the peer sent to it), and hold at most
 /// one point per interval of the phase, plus the start and the free.
 /// Perfetto: the histogram on the local path, wrapped, with the segments'
 /// slices; JSON: index-gather on the remote path; OTF2 (read with
@@ -1389,8 +1390,15 @@ fn per_peer_message_tracks_in_traces() {
             let bound = (phase / INTERVAL_NS) as usize * 11 / 10 + 3;
             for peer in 0..NP as u64 {
                 let (count, bytes) = own.get(&(pe, peer)).copied().unwrap_or_default();
-                for (what, want) in [("messages", count), ("bytes", bytes)] {
-                    let name = format!("actor {what} to PE {peer}");
+                // What this PE received from `peer` is what `peer` sent to it.
+                let (got, got_bytes) = own.get(&(peer, pe)).copied().unwrap_or_default();
+                for (what, want) in [
+                    ("messages to", count),
+                    ("bytes to", bytes),
+                    ("messages from", got),
+                    ("bytes from", got_bytes),
+                ] {
+                    let name = format!("actor {what} PE {peer}");
                     let s = series
                         .get(&name)
                         .unwrap_or_else(|| panic!("{format} PE {pe}: no track {name:?}"));

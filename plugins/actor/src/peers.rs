@@ -1,7 +1,8 @@
 //! Per-peer message counters over time: with a trace (`KPROF_TRACE`), each PE's
-//! trace gets two counter tracks per destination PE, `actor messages to PE <d>`
-//! and `actor bytes to PE <d>`: the logical messages (OK pushes) this PE sent
-//! to `d` so far, summed over its conveyors.
+//! trace gets four counter tracks per peer PE: `actor messages to PE <d>` and
+//! `actor bytes to PE <d>`, the logical messages (OK pushes) this PE sent to `d`
+//! so far, and `actor messages from PE <s>` and `actor bytes from PE <s>`, those
+//! it received from `s` (OK pulls), each summed over its conveyors.
 //!
 //! No record per message: the counts are the conveyors' in-place rows
 //! ([`state::Row`]). They are sampled at a bounded rate, at the first Conveyors
@@ -54,16 +55,19 @@ pub fn on() -> bool {
 /// Ticks at which the next sample is due (`u64::MAX`: no phase, or no tracks).
 static NEXT: AtomicU64 = AtomicU64::new(u64::MAX);
 
-/// The tracks of one PE: their names, what conveyors already freed sent, and
-/// the values last written.
+/// Messages and bytes.
+type Pair = (u64, u64);
+
+/// The tracks of one PE: their names, what conveyors already freed sent and
+/// received, and the values last written.
 struct Tracks {
-    /// Per peer: `actor messages to PE <d>` and `actor bytes to PE <d>`, never
-    /// freed (the core keeps the pointers: [`CoreApi::instant_static`]).
-    names: Vec<(&'static CString, &'static CString)>,
-    /// What freed conveyors sent, per peer.
-    base: Row,
-    /// The last values written, per peer (messages, bytes).
-    last: Vec<(u64, u64)>,
+    /// Per peer: messages and bytes to it, then from it; never freed (the core
+    /// keeps the pointers: [`CoreApi::instant_static`]).
+    names: Vec<[&'static CString; 4]>,
+    /// What freed conveyors sent and received, per peer.
+    base: (Row, Row),
+    /// The last values written, per peer (sent, received).
+    last: Vec<(Pair, Pair)>,
 }
 
 /// The PE's tracks, made at its first phase (one thread drives a PE's
@@ -120,35 +124,37 @@ fn sample(api: &CoreApi) {
             };
             let names: Vec<_> = (0..npes)
                 .map(|d| {
-                    (
+                    [
                         leak(format!("actor messages to PE {d}")),
                         leak(format!("actor bytes to PE {d}")),
-                    )
+                        leak(format!("actor messages from PE {d}")),
+                        leak(format!("actor bytes from PE {d}")),
+                    ]
                 })
                 .collect();
-            for (m, b) in &names {
-                point(api, m, 0);
-                point(api, b, 0);
+            for name in names.iter().flatten() {
+                point(api, name, 0);
             }
             guard.insert(Tracks {
                 names,
-                base: Row::new(npes),
-                last: vec![(0, 0); npes],
+                base: (Row::new(npes), Row::new(npes)),
+                last: vec![((0, 0), (0, 0)); npes],
             })
         }
     };
+    let add = |a: Pair, b: Pair| (a.0 + b.0, a.1 + b.1);
     for d in 0..npes {
-        let (bm, bb) = t.base.get(d);
-        let (lm, lb) = state::live_sent(d);
-        let (m, b) = (bm + lm, bb + lb);
-        let (pm, pb) = t.last[d];
-        if m != pm {
-            point(api, t.names[d].0, m);
+        let (sent, received) = state::live(d);
+        let now = (add(t.base.0.get(d), sent), add(t.base.1.get(d), received));
+        let before = t.last[d];
+        let values = [now.0 .0, now.0 .1, now.1 .0, now.1 .1];
+        let old = [before.0 .0, before.0 .1, before.1 .0, before.1 .1];
+        for ((name, v), o) in t.names[d].iter().zip(values).zip(old) {
+            if v != o {
+                point(api, name, v);
+            }
         }
-        if b != pb {
-            point(api, t.names[d].1, b);
-        }
-        t.last[d] = (m, b);
+        t.last[d] = now;
     }
 }
 
@@ -165,8 +171,9 @@ fn point(api: &CoreApi, name: &'static CString, value: u64) {
     };
 }
 
-/// A conveyor is retired with `rows`: what it sent stays in the tracks.
-pub fn absorb(sent: &Row) {
+/// A conveyor is retired with its rows: what it sent and received stays in the
+/// tracks.
+pub fn absorb(sent: &Row, received: &Row) {
     if !on() {
         return;
     }
@@ -174,7 +181,9 @@ pub fn absorb(sent: &Row) {
     if let Some(t) = guard.as_mut() {
         for d in 0..t.last.len() {
             let (m, b) = sent.get(d);
-            t.base.add(d as i64, m, b);
+            t.base.0.add(d as i64, m, b);
+            let (m, b) = received.get(d);
+            t.base.1.add(d as i64, m, b);
         }
     }
 }

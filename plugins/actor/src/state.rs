@@ -351,14 +351,16 @@ fn close_segment(t0: u64) {
     }
 }
 
-/// Logical messages and bytes sent to `peer` by the conveyors alive now.
-pub fn live_sent(peer: usize) -> (u64, u64) {
+/// Logical messages and bytes sent to `peer` and received from it by the
+/// conveyors alive now: ((sent messages, bytes), (received messages, bytes)).
+pub fn live(peer: usize) -> ((u64, u64), (u64, u64)) {
+    let add = |a: (u64, u64), v: (u64, u64)| (a.0 + v.0, a.1 + v.1);
     CONVS
         .iter()
         .filter(|c| c.key.load(Ordering::Relaxed) != 0)
         .filter_map(|c| c.rows())
-        .map(|r| r.send.get(peer))
-        .fold((0, 0), |a, v| (a.0 + v.0, a.1 + v.1))
+        .map(|r| (r.send.get(peer), r.recv.get(peer)))
+        .fold(((0, 0), (0, 0)), |a, v| (add(a.0, v.0), add(a.1, v.1)))
 }
 
 /// kprof's own work after a Conveyors entry was booked (the per-peer tracks'
@@ -618,7 +620,7 @@ fn retire(c: &Conv, now: u64) {
     let rows = c.rows.swap(std::ptr::null_mut(), Ordering::Relaxed);
     // SAFETY: `rows` is null or a leaked Box of this slot, alive until `finish`.
     if let Some(r) = unsafe { rows.as_ref() } {
-        crate::peers::absorb(&r.send);
+        crate::peers::absorb(&r.send, &r.recv);
     }
     let life = now.saturating_sub(c.begin.load(Ordering::Relaxed));
     let n = PARKED_N.load(Ordering::Relaxed);
