@@ -14,11 +14,12 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 echo "== setup (tests/setup.sh)"
 bash tests/setup.sh
 
-echo "== cargo test --release --workspace $*"
+# --no-fail-fast: every test binary runs, so one failure does not hide the rest.
+echo "== cargo test --release --workspace --no-fail-fast $*"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-cargo test --release --workspace "$@" 2>&1 | tee "$log" || status=$?
+cargo test --release --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 exit "$status"

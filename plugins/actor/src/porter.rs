@@ -133,9 +133,13 @@ fn check(porter: usize) -> Option<(usize, u32)> {
 }
 
 /// Copies `out.len()` bytes from `addr` without faulting: through a pipe, whose
-/// `write` fails with EFAULT on an address that is not readable.
+/// `write` fails with EFAULT on an address that is not readable. One copy at a
+/// time: the pipe is the process's, and two threads' bytes would interleave in
+/// it (a porter is checked once, so the lock is off the message path).
 fn copy(addr: usize, out: &mut [u8]) -> bool {
     static PIPE: OnceLock<Option<[i32; 2]>> = OnceLock::new();
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let Some([rd, wr]) = *PIPE.get_or_init(|| {
         let mut fds = [0i32; 2];
         // SAFETY: a valid out-array of two descriptors.
