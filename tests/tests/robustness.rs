@@ -436,10 +436,10 @@ fn program_with_its_own_handlers_gets_each_signal_once() {
                 expected[k] += 1;
                 let label = format!("{name} to {how}, round {rep}");
                 // Asked again while a copy may still be on its way: on a loaded
-                // machine kprof may forward a signal late, and a standard signal
-                // that arrives while one of its kind is pending is merged with
-                // it by the kernel, so the delivery can come with the next copy.
-                // A second delivery shows at the next round or at the end.
+                // machine kprof may forward a signal later than `settle`, and
+                // sent to kprof's pid only, that copy is the program's only one.
+                // A second delivery still fails: here after the deadline, at the
+                // next round or at the end.
                 let deadline = Instant::now() + Duration::from_secs(3);
                 let c = loop {
                     settle();
