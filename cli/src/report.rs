@@ -12,9 +12,11 @@ use crate::fmt::{bar, bytes, csv_field, dur, pct, Align, Table};
 use crate::load::{load_any, profile_path, Loaded};
 use crate::{show, Failure, Outcome, SortKey};
 
+use kprof_core::output::mpi::MpiTally;
 use shown::{FlatKeys, Shown, Sparse, Teams, TopK, TreeKeep};
 use stream::Sink;
 
+mod by_key;
 mod shown;
 mod stream;
 mod views;
@@ -95,15 +97,14 @@ pub fn main(mut args: ReportArgs) -> Outcome {
     // One pass over the file, keeping only what the view shows; a profile that
     // cannot be streamed (a merged one, an invalid one) is loaded whole.
     let path = profile_path(&args.dir)?;
-    let nodes = std::fs::metadata(&path).map_or(0, |m| m.len() as usize / NODE_BYTES);
-    let mut view = View::new(&args, filter.as_ref(), nodes);
+    let mut view = View::new(&args, filter.as_ref());
     let text = match stream::read(&path, &mut view) {
-        Some(r) => render(&r, view, &path, &args, filter.as_ref()),
+        Some(r) => render(&r, view, &path, &args)?,
         None => match load_any(&args.dir)? {
             (path, Loaded::Single(r)) => {
-                let mut view = View::new(&args, filter.as_ref(), nodes);
+                let mut view = View::new(&args, filter.as_ref());
                 stream::walk(&r.tree, &mut view);
-                render(&r, view, &path, &args, filter.as_ref())
+                render(&r, view, &path, &args)?
             }
             (path, Loaded::Merged(v)) => render_merged(&v, &path, &args, filter.as_ref()),
         },
@@ -112,17 +113,13 @@ pub fn main(mut args: ReportArgs) -> Outcome {
     Ok(0)
 }
 
-/// Fewest bytes of `profile.json` per tree node (a guess of the nodes from the
-/// file's size, to size the flat view's table once).
-const NODE_BYTES: usize = 128;
-
 /// What the chosen view keeps of the tree.
 enum View<'f> {
-    /// The flat table by (name, kind, device), and the nodes the counter and
-    /// MPI blocks read.
-    Table(FlatKeys, Sparse),
+    /// The flat table by (name, kind, device), the nodes the counter block
+    /// reads, and the time in MPI.
+    Table(FlatKeys<'f>, Sparse, MpiTally),
     /// `--flat`: the rows by (name, kind, device label), folded by name later.
-    ByName(FlatKeys),
+    ByName(FlatKeys<'f>),
     /// `--tree`.
     Tree(TreeKeep<'f>),
     /// `--threads`.
@@ -130,15 +127,19 @@ enum View<'f> {
 }
 
 impl<'f> View<'f> {
-    fn new(args: &ReportArgs, filter: Option<&'f Regex>, nodes: usize) -> Self {
+    fn new(args: &ReportArgs, filter: Option<&'f Regex>) -> Self {
         if args.threads {
             View::Threads(Teams::new(args.top.unwrap_or(20)))
         } else if args.flat {
-            View::ByName(FlatKeys::new(true, nodes))
+            View::ByName(FlatKeys::new(true, filter))
         } else if args.tree {
             View::Tree(TreeKeep::new(filter, sort_of(args), args.top))
         } else {
-            View::Table(FlatKeys::new(false, nodes), Sparse::default())
+            View::Table(
+                FlatKeys::new(false, filter),
+                Sparse::default(),
+                MpiTally::default(),
+            )
         }
     }
 }
@@ -146,9 +147,10 @@ impl<'f> View<'f> {
 impl Sink for View<'_> {
     fn enter(&mut self, depth: usize, n: &TreeNode) {
         match self {
-            View::Table(flat, sparse) => {
+            View::Table(flat, sparse, mpi) => {
                 flat.enter(depth, n);
                 sparse.enter(depth, n);
+                mpi.add(depth, n);
             }
             View::ByName(flat) => flat.enter(depth, n),
             View::Tree(t) => t.enter(depth, n),
@@ -175,21 +177,27 @@ fn render(
     view: View,
     path: &std::path::Path,
     args: &ReportArgs,
-    filter: Option<&Regex>,
-) -> String {
+) -> Result<String, Failure> {
     // Times are summed over threads: shares are of all recorded threads' time.
     let run = r.thread_time_ns() as f64;
-    let (flat, sparse) = match view {
+    let (flat, sparse, mpi) = match view {
         View::Threads(teams) => {
             let mut s = header(r, path);
             threads(&mut s, r, teams, args);
-            return s;
+            return Ok(s);
         }
-        View::ByName(keys) => return views::flat(r, &keys, path, args, filter),
-        View::Tree(tree) => return render_tree(r, tree, path, args),
-        View::Table(flat, sparse) => (flat, sparse),
+        View::ByName(keys) => return views::flat(r, keys, path, args).map_err(spill_failure),
+        View::Tree(tree) => return Ok(render_tree(r, tree, path, args)),
+        View::Table(flat, sparse, mpi) => (flat, sparse, mpi),
     };
-    flat_table(r, &flat, &sparse, path, args, filter, run)
+    flat_table(r, flat, &sparse, &mpi, path, args, run).map_err(spill_failure)
+}
+
+/// The line for a flat view's rows that could not be read back.
+fn spill_failure(e: std::io::Error) -> Failure {
+    Failure(format!(
+        "cannot read back the flat view's rows from the temporary directory: {e}"
+    ))
 }
 
 /// The tree view.
@@ -262,28 +270,30 @@ fn render_tree(r: &Report, tree: TreeKeep, path: &std::path::Path, args: &Report
 /// The default view: the flat table and the blocks after it.
 fn flat_table(
     r: &Report,
-    rows: &FlatKeys,
+    mut rows: FlatKeys,
     sparse: &Sparse,
+    mpi: &MpiTally,
     path: &std::path::Path,
     args: &ReportArgs,
-    filter: Option<&Regex>,
     run: f64,
-) -> String {
-    let order = |a: &FlatRow, b: &FlatRow| {
-        sort_value(sort_of(args), b.total_ns, b.self_ns, b.count)
-            .cmp(&sort_value(sort_of(args), a.total_ns, a.self_ns, a.count))
-            .then_with(|| (&a.name, a.kind, &a.device).cmp(&(&b.name, b.kind, &b.device)))
+) -> std::io::Result<String> {
+    // Ties in the order first met, as the rows were kept before.
+    let order = |a: &(FlatRow, u64), b: &(FlatRow, u64)| {
+        let (x, y) = (&a.0, &b.0);
+        sort_value(sort_of(args), y.total_ns, y.self_ns, y.count)
+            .cmp(&sort_value(sort_of(args), x.total_ns, x.self_ns, x.count))
+            .then_with(|| (&x.name, x.kind, &x.device).cmp(&(&y.name, y.kind, &y.device)))
+            .then(a.1.cmp(&b.1))
     };
-    let keep = |f: &FlatRow| filter.is_none_or(|re| re.is_match(&f.name));
     let top = args.top.unwrap_or(20);
-    // Only the top rows are shown: they are kept as the rows come (a million names).
+    // Only the top rows are shown: they are kept as the rows come (a million
+    // names; the filter was applied as they were added up).
     let mut best = TopK::new(Some(top));
-    for row in rows.rows().filter(|f| keep(f)) {
-        best.push(row, &order);
-    }
+    rows.drain(&mut |row, first| best.push((row, first), &order))?;
     let (flat, all) = best.finish(&order);
+    let flat: Vec<FlatRow> = flat.into_iter().map(|(row, _)| row).collect();
     if args.csv || args.json {
-        return flat_machine(&flat, run, args.csv);
+        return Ok(flat_machine(&flat, run, args.csv));
     }
     let mut s = header(r, path);
     let _ = writeln!(
@@ -328,7 +338,7 @@ fn flat_table(
     }
     sections(&mut s, r, top, args);
     kprof_core::output::counters::block(&mut s, r, sparse, top);
-    kprof_core::output::mpi::block(&mut s, r, sparse);
+    kprof_core::output::mpi::line(&mut s, mpi.time(r));
     kprof_core::output::messages::block(&mut s, r, top);
     if let Some(c) = &r.concurrency {
         kprof_core::output::summary::concurrency(&mut s, c, top);
@@ -337,7 +347,7 @@ fn flat_table(
         kprof_core::output::summary::gpu(&mut s, g, top);
     }
     kprof_core::output::summary::extension_blocks(&mut s, r);
-    s
+    Ok(s)
 }
 
 /// A name as a table cell: escaped, and cut unless `--wide`.

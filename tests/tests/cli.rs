@@ -1505,6 +1505,230 @@ fn report_of_many_nodes_shows_the_rows_the_profile_gives() {
     assert_eq!(got, want);
 }
 
+/// A tree of about `nodes` nodes where most names are their node's own
+/// (`n<i>`) and a few are shared by many call paths (`s<j>`, nested in
+/// themselves at times): a profile of many distinct names whose flat rows
+/// still add up nodes from all over the tree.
+fn many_names_tree(nodes: usize) -> String {
+    let mut x: u64 = 0x2545f4914f6cdd1d;
+    let mut next = move |m: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    fn node(depth: usize, made: &mut usize, next: &mut dyn FnMut(u64) -> u64, out: &mut String) {
+        let name = if next(4) == 0 {
+            format!("s{}", next(40))
+        } else {
+            format!("n{made}")
+        };
+        *made += 1;
+        let (kind, device) = match next(3) {
+            0 => ("parallel_for", r#""Cuda","device_index":1,"instance":2"#),
+            1 => ("parallel_for", r#""OpenMP","device_index":0,"instance":1"#),
+            _ => ("region", r#"null,"device_index":null,"instance":null"#),
+        };
+        let total = 1000 + next(1_000_000);
+        let self_ns = total - next(total / 2 + 1);
+        let count = 1 + next(4);
+        out.push_str(&format!(
+            r#"{{"name":"{name}","kind":"{kind}","device":{device},"count":{count},"total_ns":{total},"self_ns":{self_ns},"min_ns":{},"max_ns":{total},"mean_ns":{:.1},"stddev_ns":0.0,"children":["#,
+            total / count / 2,
+            total as f64 / count as f64
+        ));
+        let kids = if depth < 3 { next(5) } else { 0 };
+        for i in 0..kids {
+            if i > 0 {
+                out.push(',');
+            }
+            node(depth + 1, made, next, out);
+        }
+        out.push_str("]}");
+    }
+    let mut out = String::from("[");
+    let mut made = 0;
+    while made < nodes {
+        if made > 0 {
+            out.push(',');
+        }
+        node(0, &mut made, &mut next, &mut out);
+    }
+    out.push(']');
+    out
+}
+
+/// Flat rows by (name, kind, device label) as [`flat_sums`] adds them, with
+/// an index (hundreds of thousands of keys).
+fn flat_sums_indexed(tree: &Value) -> Vec<((String, String, String), Sums)> {
+    type Key = (String, String, String);
+    fn walk(
+        list: &Value,
+        open: &mut Vec<Key>,
+        index: &mut std::collections::HashMap<Key, usize>,
+        out: &mut Vec<(Key, Sums)>,
+    ) {
+        for n in list.as_array().unwrap() {
+            let key = flat_key(n);
+            let inside = open.contains(&key);
+            let at = *index.entry(key.clone()).or_insert_with(|| {
+                out.push((key.clone(), (0, 0, 0, 0, u64::MAX, 0)));
+                out.len() - 1
+            });
+            let s = &mut out[at].1;
+            s.0 += u(&n["count"]);
+            if !inside {
+                s.1 += u(&n["total_ns"]);
+            }
+            s.2 += u(&n["total_ns"]);
+            s.3 += u(&n["self_ns"]);
+            s.4 = s.4.min(u(&n["min_ns"]));
+            s.5 = s.5.max(u(&n["max_ns"]));
+            open.push(key);
+            walk(&n["children"], open, index, out);
+            open.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        tree,
+        &mut Vec::new(),
+        &mut std::collections::HashMap::new(),
+        &mut out,
+    );
+    out
+}
+
+/// More distinct names than `kprof report` holds in memory (it adds the
+/// rest up on disk): the flat tables still show the rows the whole profile
+/// gives, a shared name's row summed over every call path.
+#[test]
+fn report_of_many_distinct_names_sums_each_over_the_whole_profile() {
+    let dir = scratch("cli_report_names");
+    let mut p = read_profile(&fixture(0));
+    p["tree"] = Value::String("TREE".into());
+    p["clock"]["duration_ns"] = 900_000_000_000u64.into();
+    let text = serde_json::to_string(&p)
+        .unwrap()
+        .replace(r#""TREE""#, &many_names_tree(300_000));
+    std::fs::create_dir_all(dir.join("p")).unwrap();
+    std::fs::write(dir.join("p/profile.json"), &text).unwrap();
+    drop(text);
+    let p = read_profile(&dir.join("p"));
+    let run_ns = u(&p["clock"]["duration_ns"]) as f64;
+    let sums = flat_sums_indexed(&p["tree"]);
+    // More keys than are held in memory (2^17), and shared names over many paths.
+    assert!(sums.len() > 200_000, "{} rows", sums.len());
+    let shared = sums.iter().filter(|(k, _)| k.0.starts_with('s'));
+    assert!(shared.clone().count() >= 100);
+    assert!(
+        shared.clone().all(|(_, s)| s.0 > 100),
+        "shared names spread"
+    );
+    assert!(
+        sums.iter().any(|(_, s)| s.1 < s.2),
+        "no recursion generated"
+    );
+    let report = |args: &[&str]| {
+        let o = run(&mut kprof_cmd(&dir, &[&["report", "p"], args].concat()));
+        assert_ok(&o);
+        stdout(&o)
+    };
+    let rows_csv = |rows: &[&((String, String, String), Sums)]| {
+        let mut s = String::from(
+            "name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns,self_pct\n",
+        );
+        for ((name, kind, device), x) in rows {
+            s.push_str(&format!(
+                "{name},{kind},{device},{},{},{},{:.1},{},{},{:.2}\n",
+                x.0,
+                x.1,
+                x.3,
+                x.2 as f64 / x.0 as f64,
+                x.4,
+                x.5,
+                100.0 * x.3 as f64 / run_ns
+            ));
+        }
+        s
+    };
+
+    // The default table: the top 20 by self time (shared names first), and
+    // how many rows there are.
+    let mut by_self: Vec<_> = sums.iter().collect();
+    by_self.sort_by(|a, b| b.1 .3.cmp(&a.1 .3).then_with(|| a.0.cmp(&b.0)));
+    assert!(by_self[0].0 .0.starts_with('s'));
+    assert_eq!(report(&["--csv"]), rows_csv(&by_self[..20]));
+    let out = report(&[]);
+    assert!(
+        out.contains(&format!("(top 20 of {}; ", sums.len())),
+        "{out}"
+    );
+    // Filtered to unique names, by total: rows from all over the file.
+    let mut unique: Vec<_> = sums.iter().filter(|(k, _)| k.0.starts_with("n1")).collect();
+    unique.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then_with(|| a.0.cmp(&b.0)));
+    let out = report(&["--csv", "--sort", "total", "--top", "15", "--filter", "^n1"]);
+    assert_eq!(out, rows_csv(&unique[..15]));
+
+    // By name (--flat): kinds in the order first met, sums over every row.
+    let mut names: Vec<(String, Vec<String>, Sums)> = Vec::new();
+    let mut at_name = std::collections::HashMap::new();
+    for ((name, kind, _), x) in &sums {
+        let at = *at_name.entry(name.clone()).or_insert_with(|| {
+            names.push((name.clone(), Vec::new(), (0, 0, 0, 0, u64::MAX, 0)));
+            names.len() - 1
+        });
+        let b = &mut names[at];
+        if !b.1.contains(kind) {
+            b.1.push(kind.clone());
+        }
+        b.2 = (
+            b.2 .0 + x.0,
+            b.2 .1 + x.1,
+            b.2 .2 + x.2,
+            b.2 .3 + x.3,
+            b.2 .4.min(x.4),
+            b.2 .5.max(x.5),
+        );
+    }
+    for (sort, top) in [("total", 20), ("count", 45)] {
+        let mut sorted: Vec<_> = names.iter().collect();
+        let key = |s: &Sums| if sort == "total" { s.1 } else { s.0 };
+        sorted.sort_by(|a, b| key(&b.2).cmp(&key(&a.2)).then_with(|| a.0.cmp(&b.0)));
+        // Shared names come first, some of them of two kinds.
+        assert!(sorted[..top].iter().any(|(_, kinds, _)| kinds.len() > 1));
+        let mut expect = String::from(
+            "name,kinds,calls,total_ns,time_per_call_ns,min_ns,max_ns,self_ns,total_pct\n",
+        );
+        for (name, kinds, s) in sorted.iter().take(top) {
+            let kinds = kinds.join(",");
+            let kinds = if kinds.contains(',') {
+                format!("\"{kinds}\"")
+            } else {
+                kinds
+            };
+            expect.push_str(&format!(
+                "{name},{kinds},{},{},{:.1},{},{},{},{:.2}\n",
+                s.0,
+                s.1,
+                s.2 as f64 / s.0 as f64,
+                s.4,
+                s.5,
+                s.3,
+                100.0 * s.1 as f64 / run_ns
+            ));
+        }
+        let top_arg = top.to_string();
+        let args = ["--flat", "--csv", "--sort", sort, "--top", &top_arg];
+        assert_eq!(report(&args), expect, "{sort}");
+    }
+    let out = report(&["--flat"]);
+    assert!(
+        out.contains(&format!("(top 20 of {} by total time", names.len())),
+        "{out}"
+    );
+}
+
 // ---------------------------------------------------------------- merge
 
 /// The statistics `kprof merge` has always written (min, mean, max, sum,

@@ -7,15 +7,13 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
 use kprof_core::output::calltree::CallTree;
-use kprof_core::output::flat::{device_text, FlatRow, FlatTop, Flattener};
+use kprof_core::output::flat::{device_text, FlatRow, FlatTop, Totals};
 use kprof_core::output::report::TreeNode;
 use regex::Regex;
-use rustc_hash::FxBuildHasher;
 
+use super::by_key::{KeyedSums, Op};
 use super::stream::{bare, blank, Sink};
 use super::{sort_value, SortKey};
 
@@ -65,52 +63,6 @@ impl<T> TopK<T> {
     }
 }
 
-/// Distinct names, each stored once in one text (a million names, no
-/// allocation each), by number in the order first met.
-struct Names {
-    text: String,
-    /// Name `i` is `text[ends[i]..ends[i + 1]]`.
-    ends: Vec<usize>,
-    index: HashTable<u32>,
-}
-
-impl Names {
-    /// Room for about `names` names (the index is sized once: growing it
-    /// rehashes every name, repeatedly).
-    fn with_capacity(names: usize) -> Self {
-        Names {
-            text: String::new(),
-            ends: Vec::with_capacity(names + 1),
-            index: HashTable::with_capacity(names),
-        }
-    }
-
-    fn get(&self, id: u32) -> &str {
-        let i = id as usize;
-        &self.text[self.ends[i]..self.ends[i + 1]]
-    }
-
-    fn id(&mut self, name: &str) -> u32 {
-        if self.ends.is_empty() {
-            self.ends.push(0);
-        }
-        let hash = FxBuildHasher.hash_one(name);
-        let (text, ends) = (&self.text, &self.ends);
-        let at = |i: u32| &text[ends[i as usize]..ends[i as usize + 1]];
-        if let Some(&id) = self.index.find(hash, |&i| at(i) == name) {
-            return id;
-        }
-        let id = (self.ends.len() - 1) as u32;
-        self.text.push_str(name);
-        self.ends.push(self.text.len());
-        let (text, ends) = (&self.text, &self.ends);
-        let at = |i: u32| &text[ends[i as usize]..ends[i as usize + 1]];
-        self.index
-            .insert_unique(hash, id, |&i| FxBuildHasher.hash_one(at(i)));
-        id
-    }
-}
-
 /// A device as a flat row's key: the node's three fields (the default view,
 /// as `flat::top_rows`), or the label they show as (`--flat`, as `flat::flatten`).
 #[derive(PartialEq)]
@@ -119,25 +71,54 @@ enum Device {
     Label(String),
 }
 
-/// The flat view's rows, by (name, kind, device), added up as the nodes come.
-pub struct FlatKeys {
-    names: Names,
+/// How a flat row's figures combine: count, total (recursion once), the sum of
+/// the instances' time, self, min, max, and the number of the first node of
+/// the key (the order keys were first met in).
+const FLAT_OPS: &[Op] = &[
+    Op::Sum,
+    Op::Sum,
+    Op::Sum,
+    Op::Sum,
+    Op::Min,
+    Op::Max,
+    Op::Min,
+];
+
+/// The flat view's rows, by (name, kind, device), added up as the nodes come
+/// in bounded memory ([`KeyedSums`]). A key is the name (its length first, so
+/// that the rows of a name come together), then the numbers of its kind and
+/// device in small tables.
+pub struct FlatKeys<'f> {
     kinds: Vec<Cow<'static, str>>,
     devices: Vec<Device>,
     by_label: bool,
-    rows: Flattener<(u32, u32, u32)>,
+    /// Only names that match (the others are never shown).
+    filter: Option<&'f Regex>,
+    sums: KeyedSums,
+    /// The keys of the nodes enclosing the current one (a node inside one of
+    /// its own key adds its time once), one after the other, with their ends.
+    open: Vec<u8>,
+    ends: Vec<usize>,
+    /// The current node's key.
+    key: Vec<u8>,
+    /// Nodes met.
+    nodes: u64,
 }
 
-impl FlatKeys {
-    /// Rows keyed by the device's fields, or by its label (`by_label`), for
-    /// about `nodes` nodes (a guess: only what is used is touched).
-    pub fn new(by_label: bool, nodes: usize) -> Self {
+impl<'f> FlatKeys<'f> {
+    /// Rows keyed by the device's fields, or by its label (`by_label`), of the
+    /// names that `filter` matches.
+    pub fn new(by_label: bool, filter: Option<&'f Regex>) -> Self {
         FlatKeys {
-            names: Names::with_capacity(nodes),
             kinds: Vec::new(),
             devices: Vec::new(),
             by_label,
-            rows: Flattener::with_capacity(nodes),
+            filter,
+            sums: KeyedSums::new(FLAT_OPS),
+            open: Vec::new(),
+            ends: Vec::new(),
+            key: Vec::new(),
+            nodes: 0,
         }
     }
 
@@ -167,42 +148,60 @@ impl FlatKeys {
         }
     }
 
-    /// Distinct names (numbered from 0 in the order first met).
-    pub fn names(&self) -> usize {
-        self.names.ends.len().saturating_sub(1)
-    }
-
-    /// The name numbered `id`.
-    pub fn name(&self, id: u32) -> &str {
-        self.names.get(id)
-    }
-
-    /// The rows, in the order their keys were first met.
-    pub fn rows(&self) -> impl Iterator<Item = FlatRow<'_>> {
-        self.keyed_rows().map(|(_, row)| row)
-    }
-
-    /// The rows with their names' numbers, in the order their keys were first met.
-    pub fn keyed_rows(&self) -> impl Iterator<Item = (u32, FlatRow<'_>)> {
-        self.rows.rows.iter().map(|&((name, kind, device), t)| {
-            let device = match &self.devices[device as usize] {
-                Device::Fields(d, i, inst) => device_text(d.as_deref(), *i, *inst),
-                Device::Label(l) => Cow::Borrowed(l.as_str()),
+    /// Every row with the number of the node its key was first met at, by
+    /// key (the rows of a name one after the other); an error where the
+    /// temporary file could not be read back.
+    pub fn drain<'s>(&'s mut self, emit: &mut dyn FnMut(FlatRow<'s>, u64)) -> std::io::Result<()> {
+        let sums = std::mem::replace(&mut self.sums, KeyedSums::new(FLAT_OPS));
+        let this: &'s FlatKeys = self;
+        sums.drain(&mut |key, f| {
+            let Some((name, kind, device)) = split_key(key) else {
+                return;
             };
-            let row = FlatRow::new(
-                Cow::Borrowed(self.names.get(name)),
-                &self.kinds[kind as usize],
-                device,
-                t,
-            );
-            (name, row)
+            let device = match this.devices.get(device as usize) {
+                Some(Device::Fields(d, i, inst)) => device_text(d.as_deref(), *i, *inst),
+                Some(Device::Label(l)) => Cow::Borrowed(l.as_str()),
+                None => Cow::Borrowed(""),
+            };
+            let totals = Totals {
+                count: f[0],
+                total_ns: f[1],
+                instance_ns: f[2],
+                self_ns: f[3],
+                min_ns: f[4],
+                max_ns: f[5],
+            };
+            let kind = this.kinds.get(kind as usize).map_or("", |k| k.as_ref());
+            let row = FlatRow::new(Cow::Owned(name.to_string()), kind, device, totals);
+            emit(row, f[6]);
         })
     }
 }
 
-impl Sink for FlatKeys {
+/// A row's key: the name's length (4 bytes, big endian), the name, the kind's
+/// and the device's numbers (4 bytes each).
+fn put_key(key: &mut Vec<u8>, name: &str, kind: u32, device: u32) {
+    key.clear();
+    key.extend_from_slice(&(name.len() as u32).to_be_bytes());
+    key.extend_from_slice(name.as_bytes());
+    key.extend_from_slice(&kind.to_be_bytes());
+    key.extend_from_slice(&device.to_be_bytes());
+}
+
+/// The name, kind and device of a key made by [`put_key`].
+fn split_key(key: &[u8]) -> Option<(&str, u32, u32)> {
+    let len = u32::from_be_bytes(key.get(..4)?.try_into().ok()?) as usize;
+    let name = std::str::from_utf8(key.get(4..4 + len)?).ok()?;
+    let rest = key.get(4 + len..)?;
+    let kind = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+    let device = u32::from_be_bytes(rest.get(4..8)?.try_into().ok()?);
+    Some((name, kind, device))
+}
+
+impl Sink for FlatKeys<'_> {
     fn enter(&mut self, depth: usize, n: &TreeNode) {
-        let name = self.names.id(&n.name);
+        let number = self.nodes;
+        self.nodes += 1;
         let kind = match self.kinds.iter().position(|k| *k == n.kind) {
             Some(k) => k,
             None => {
@@ -211,16 +210,36 @@ impl Sink for FlatKeys {
             }
         } as u32;
         let device = self.device(n);
-        self.rows.add(depth, (name, kind, device), n.into());
+        // The enclosing nodes' keys, then this one's after them.
+        self.ends.truncate(depth);
+        self.open.truncate(self.ends.last().copied().unwrap_or(0));
+        put_key(&mut self.key, &n.name, kind, device);
+        let mut start = 0;
+        let mut recursive = false;
+        for &end in &self.ends {
+            recursive |= self.open[start..end] == self.key[..];
+            start = end;
+        }
+        self.open.extend_from_slice(&self.key);
+        self.ends.push(self.open.len());
+        if self.filter.is_some_and(|re| !re.is_match(&n.name)) {
+            return;
+        }
+        let total = if recursive { 0 } else { n.total_ns };
+        self.sums.add(
+            &self.key,
+            &[
+                n.count, total, n.total_ns, n.self_ns, n.min_ns, n.max_ns, number,
+            ],
+        );
     }
 
     fn leave(&mut self, _depth: usize) {}
 }
 
-/// The nodes the counter and MPI blocks read (those with counters, and MPI
-/// calls), at their depths, as a [`CallTree`] that walks only them. Between two
-/// of them, a bare node at the least depth of those left out ends the open
-/// ones as those would have.
+/// The nodes the counter block reads (those with counters), at their depths,
+/// as a [`CallTree`] that walks only them. Between two of them, a bare node at
+/// the least depth of those left out ends the open ones as those would have.
 #[derive(Default)]
 pub struct Sparse {
     nodes: Vec<(usize, TreeNode)>,
@@ -229,7 +248,7 @@ pub struct Sparse {
 
 impl Sink for Sparse {
     fn enter(&mut self, depth: usize, n: &TreeNode) {
-        if n.counters.is_none() && n.kind != "mpi" {
+        if n.counters.is_none() {
             self.skipped = Some(self.skipped.map_or(depth, |d| d.min(depth)));
             return;
         }

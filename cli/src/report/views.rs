@@ -4,9 +4,7 @@
 
 use std::fmt::Write as _;
 
-use kprof_core::output::flat::Totals;
 use kprof_core::output::report::Report;
-use regex::Regex;
 
 use super::shown::{FlatKeys, TopK};
 use super::{cell, header, sort_name, sort_of, sort_value, thread_time, ReportArgs};
@@ -14,7 +12,7 @@ use crate::fmt::{bar, csv_field, dur, pct, Align, Table};
 
 /// One name over all its call paths, kinds and devices.
 struct ByName<'a> {
-    name: &'a str,
+    name: String,
     /// Kinds, in the order first met (`parallel_for`, `region`).
     kinds: Vec<&'a str>,
     count: u64,
@@ -28,68 +26,69 @@ struct ByName<'a> {
 /// The flat table by name: total time, calls, time per call, shares, kinds.
 pub fn flat(
     r: &Report,
-    keys: &FlatKeys,
+    mut keys: FlatKeys,
     path: &std::path::Path,
     args: &ReportArgs,
-    filter: Option<&Regex>,
-) -> String {
-    // The (name, kind, device) rows, which count recursion once, folded by name
-    // (numbered in the order first met); only the names shown keep more.
-    let mut sums: Vec<Option<Totals>> = vec![None; keys.names()];
-    let mut all = 0;
-    for (id, f) in keys.keyed_rows() {
-        let slot = &mut sums[id as usize];
-        if slot.is_none() {
-            if filter.is_some_and(|re| !re.is_match(&f.name)) {
-                continue;
-            }
-            all += 1;
-        }
-        let b = slot.get_or_insert_with(Totals::default);
-        b.count += f.count;
-        b.total_ns += f.total_ns;
-        b.instance_ns += f.instance_ns;
-        b.self_ns += f.self_ns;
-        b.min_ns = b.min_ns.min(f.min_ns);
-        b.max_ns = b.max_ns.max(f.max_ns);
-    }
+) -> std::io::Result<String> {
     let key = sort_of(args);
     let top = args.top.unwrap_or(20);
     let order = |a: &ByName, b: &ByName| {
         sort_value(key, b.total_ns, b.self_ns, b.count)
             .cmp(&sort_value(key, a.total_ns, a.self_ns, a.count))
-            .then_with(|| a.name.cmp(b.name))
+            .then_with(|| a.name.cmp(&b.name))
     };
+    // The (name, kind, device) rows, which count recursion once, come by key,
+    // those of a name together (the filter was applied as they were added
+    // up): folded by name as they come, only the top names kept.
     let mut best = TopK::new(Some(top));
-    for (id, t) in sums.iter().enumerate() {
-        let Some(t) = t else { continue };
-        let row = ByName {
-            name: keys.name(id as u32),
-            kinds: Vec::new(),
-            count: t.count,
-            total_ns: t.total_ns,
-            instance_ns: t.instance_ns,
-            self_ns: t.self_ns,
-            min_ns: t.min_ns,
-            max_ns: t.max_ns,
-        };
-        best.push(row, &order);
-    }
-    drop(sums);
-    let (mut rows, _) = best.finish(&order);
-    // The kinds of the names shown, in the order first met.
-    let at: std::collections::HashMap<&str, usize> =
-        rows.iter().enumerate().map(|(i, b)| (b.name, i)).collect();
-    for f in keys.rows() {
-        if let Some(&i) = at.get(f.name.as_ref()) {
-            if !rows[i].kinds.contains(&f.kind) {
-                rows[i].kinds.push(f.kind);
+    // The name being folded, and its rows' kinds with when each row was first met.
+    let mut open: Open = None;
+    type Open<'a> = Option<(ByName<'a>, Vec<(u64, &'a str)>)>;
+    fn close<'a>(
+        open: &mut Open<'a>,
+        best: &mut TopK<ByName<'a>>,
+        order: &dyn Fn(&ByName, &ByName) -> std::cmp::Ordering,
+    ) {
+        if let Some((mut b, mut kinds)) = open.take() {
+            kinds.sort_by_key(|&(first, _)| first);
+            for (_, k) in kinds {
+                if !b.kinds.contains(&k) {
+                    b.kinds.push(k);
+                }
             }
+            best.push(b, order);
         }
     }
+    keys.drain(&mut |f, first| {
+        if open.as_ref().is_some_and(|(b, _)| *b.name != *f.name) {
+            close(&mut open, &mut best, &order);
+        }
+        let (b, kinds) = open.get_or_insert_with(|| {
+            let b = ByName {
+                name: f.name.to_string(),
+                kinds: Vec::new(),
+                count: 0,
+                total_ns: 0,
+                instance_ns: 0,
+                self_ns: 0,
+                min_ns: u64::MAX,
+                max_ns: 0,
+            };
+            (b, Vec::new())
+        });
+        kinds.push((first, f.kind));
+        b.count = b.count.wrapping_add(f.count);
+        b.total_ns = b.total_ns.wrapping_add(f.total_ns);
+        b.instance_ns = b.instance_ns.wrapping_add(f.instance_ns);
+        b.self_ns = b.self_ns.wrapping_add(f.self_ns);
+        b.min_ns = b.min_ns.min(f.min_ns);
+        b.max_ns = b.max_ns.max(f.max_ns);
+    })?;
+    close(&mut open, &mut best, &order);
+    let (rows, all) = best.finish(&order);
     let run = r.thread_time_ns() as f64;
     if args.csv || args.json {
-        return flat_machine(&rows, run, args.csv);
+        return Ok(flat_machine(&rows, run, args.csv));
     }
     let mut s = header(r, path);
     let _ = writeln!(
@@ -122,7 +121,7 @@ pub fn flat(
             dur(b.max_ns),
             dur(b.self_ns),
             b.kinds.join(","),
-            cell(b.name, args),
+            cell(&b.name, args),
         ]);
     }
     if t.len() == 0 {
@@ -130,7 +129,7 @@ pub fn flat(
     } else {
         s.push_str(&t.render());
     }
-    s
+    Ok(s)
 }
 
 /// The `--flat` rows as CSV or JSON (times in ns; `kinds` joined by `,`).
@@ -151,7 +150,7 @@ fn flat_machine(rows: &[ByName], run: f64, csv: bool) -> String {
             let _ = writeln!(
                 s,
                 "{},{},{},{},{:.1},{},{},{},{:.2}",
-                csv_field(b.name),
+                csv_field(&b.name),
                 csv_field(&b.kinds.join(",")),
                 b.count,
                 b.total_ns,

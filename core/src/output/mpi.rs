@@ -22,41 +22,65 @@ pub struct MpiTime {
     pub of_threads: f64,
 }
 
+/// The MPI calls of a tree added up as its nodes come, depth first: what
+/// [`time`] reads, for a tree that is streamed and never held.
+#[derive(Debug, Default)]
+pub struct MpiTally {
+    calls: u64,
+    ns: u64,
+    /// The depth of the outermost MPI call enclosing the current node.
+    inside: Option<usize>,
+}
+
+impl MpiTally {
+    /// Adds the node met next, at `depth`.
+    pub fn add(&mut self, depth: usize, n: &TreeNode) {
+        if self.inside.is_some_and(|d| depth <= d) {
+            self.inside = None;
+        }
+        if n.kind == "mpi" {
+            self.calls += n.count;
+            if self.inside.is_none() {
+                self.ns += n.total_ns;
+                self.inside = Some(depth);
+            }
+        }
+    }
+
+    /// The time in MPI of the nodes added, in the profile `r` (none without
+    /// MPI calls).
+    pub fn time(&self, r: &Report) -> Option<MpiTime> {
+        if self.calls == 0 {
+            return None;
+        }
+        let pct = |base: u64| 100.0 * self.ns as f64 / base.max(1) as f64;
+        Some(MpiTime {
+            calls: self.calls,
+            ns: self.ns,
+            of_run: pct(r.clock.duration_ns),
+            of_threads: pct(r.thread_time_ns()),
+        })
+    }
+}
+
 /// The time in MPI, when the profile (`r`, whose tree is `tree`) has MPI calls.
 pub fn time(r: &Report, tree: &dyn CallTree) -> Option<MpiTime> {
     if !tree.has_kind(&["mpi"]) {
         return None;
     }
-    let (mut calls, mut ns) = (0, 0);
-    // The depth of the outermost MPI call enclosing the current node.
-    let mut inside: Option<usize> = None;
-    tree.walk(&mut |depth, n: &TreeNode| {
-        if inside.is_some_and(|d| depth <= d) {
-            inside = None;
-        }
-        if n.kind == "mpi" {
-            calls += n.count;
-            if inside.is_none() {
-                ns += n.total_ns;
-                inside = Some(depth);
-            }
-        }
-    });
-    if calls == 0 {
-        return None;
-    }
-    let pct = |base: u64| 100.0 * ns as f64 / base.max(1) as f64;
-    Some(MpiTime {
-        calls,
-        ns,
-        of_run: pct(r.clock.duration_ns),
-        of_threads: pct(r.thread_time_ns()),
-    })
+    let mut tally = MpiTally::default();
+    tree.walk(&mut |depth, n: &TreeNode| tally.add(depth, n));
+    tally.time(r)
 }
 
 /// The summary's line (nothing without MPI calls).
 pub fn block(s: &mut String, r: &Report, tree: &dyn CallTree) {
-    if let Some(t) = time(r, tree) {
+    line(s, time(r, tree));
+}
+
+/// The summary's line for `time` (nothing for none).
+pub fn line(s: &mut String, time: Option<MpiTime>) {
+    if let Some(t) = time {
         let _ = writeln!(
             s,
             "\nMPI: {} calls, {} in MPI = {:.1}% of the run ({:.1}% of the threads' time)",
