@@ -89,5 +89,12 @@ pub fn write(out: &Path, merged: &Value, deps: &Dependences, ranks: usize) {
         })
         .collect();
     let tree = merged["tree"].as_array().map_or(&[][..], Vec::as_slice);
-    write_files(out, &|visit| walk(tree, 0, visit), &edges, &title, &[]);
+    write_files(
+        out,
+        &|visit| walk(tree, 0, visit),
+        &edges,
+        &title,
+        &[],
+        &|| None,
+    );
 }

@@ -9,14 +9,27 @@ use crate::hot::runtime::warn;
 use crate::output::call_path::{Walk, TEAM_METRICS};
 use crate::output::calltree::CallTree;
 use crate::output::report::{Report, TaskEdge};
+use crate::output::taskgraph::LongestWork;
 use crate::output::{taskgraph, tasktree, OutputError};
 
 /// Writes `tasktree.json` and `taskgraph.dot` of the tree `walk` meets into `dir`,
 /// each completely or not at all, on two threads (each walks the tree); a
-/// failure is one line on stderr. `omit`: metrics no node of the tree has.
-pub fn write_files(dir: &Path, walk: Walk, dependences: &[TaskEdge], title: &str, omit: &[&str]) {
+/// failure is one line on stderr. `omit`: metrics no node of the tree has;
+/// `longest`: the graph's longest kinds of work, where the tree gives them
+/// ([`taskgraph::LongestWork`]).
+pub fn write_files(
+    dir: &Path,
+    walk: Walk,
+    dependences: &[TaskEdge],
+    title: &str,
+    omit: &[&str],
+    longest: &(dyn Fn() -> Option<LongestWork> + Sync),
+) {
     let tree = || tasktree::write(&dir.join("tasktree.json"), walk, omit);
-    let graph = || taskgraph::write(&dir.join("taskgraph.dot"), walk, dependences, title);
+    let graph = || {
+        let path = dir.join("taskgraph.dot");
+        taskgraph::write(&path, walk, dependences, title, longest())
+    };
     let (tree, graph) = std::thread::scope(|s| {
         let other = std::thread::Builder::new()
             .name("kprof-taskgraph".into())
@@ -53,5 +66,6 @@ pub fn write_report_files(dir: &Path, report: &Report, tree: &dyn CallTree) {
         &report.task_graph.edges,
         &title,
         omit,
+        &|| tree.longest_work(taskgraph::MAX_NODES),
     );
 }

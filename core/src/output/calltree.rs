@@ -6,6 +6,7 @@
 
 use crate::output::flat::{flatten, FlatTop};
 use crate::output::report::TreeNode;
+use crate::output::taskgraph::LongestWork;
 
 /// A call-path tree that the outputs (profile files, summary, `kprof report`) read,
 /// from several threads at once.
@@ -25,6 +26,13 @@ pub trait CallTree: Sync {
         let mut found = false;
         self.walk(&mut |_, n| found |= kinds.contains(&n.kind.as_ref()));
         found
+    }
+
+    /// Which nodes belong to the `top` longest kinds of work (for
+    /// `taskgraph.dot`), where the tree knows its nodes by number; `None`: the
+    /// graph adds them up by name itself.
+    fn longest_work(&self, _top: usize) -> Option<LongestWork> {
+        None
     }
 
     /// Whether any node has a team of threads (its time spread over them).

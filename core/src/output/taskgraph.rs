@@ -30,6 +30,87 @@ pub const MAX_NODES: usize = 400;
 /// Kinds whose nodes are task executions: the ends of dependence edges.
 const TASK_KINDS: [&str; 2] = ["omp_task", "task"];
 
+/// Which nodes of a tree belong to the [`MAX_NODES`] longest kinds of work (by
+/// kind and name, inclusive time with recursion counted once, every kind tied
+/// with the last one in), as a tree that knows its nodes by number gives it
+/// ([`longest_work`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LongestWork {
+    /// Per node, in walk order: whether its kind of work is among them.
+    pub shown: Vec<bool>,
+    /// Kinds of work in the tree.
+    pub kinds: usize,
+}
+
+/// How the second walk tells the longest kinds of work.
+enum Longest {
+    /// Per node in walk order.
+    Nodes(Vec<bool>),
+    /// Totals by a hash of kind and name, and the least shown.
+    Totals(FxHashMap<u64, u64>, u64),
+}
+
+/// The `top`-th largest of `all` (0 when there are no more than `top`).
+fn least_of_top(mut all: Vec<u64>, top: usize) -> u64 {
+    match all.len() {
+        len if len > top && top > 0 => *all.select_nth_unstable_by(top - 1, |a, b| b.cmp(a)).1,
+        _ => 0,
+    }
+}
+
+/// [`LongestWork`] of a tree whose nodes are numbers: `walk` calls its argument
+/// with (depth, node) depth first, parents before children; `key` is a node's
+/// kind of work (equal keys for equal kind and name), `total` its inclusive
+/// time. Sorts the nodes by key (about 21 bytes a node for the moment) where
+/// the graph's own first walk hashes every name into a table.
+pub fn longest_work<K: Ord + Copy>(
+    nodes: usize,
+    walk: impl Fn(&mut dyn FnMut(usize, u32)),
+    key: impl Fn(u32) -> K,
+    total: impl Fn(u32) -> u64,
+    top: usize,
+) -> LongestWork {
+    // Per node in walk order: its number, whether it is inside one of its
+    // key, and (key, position) to sort by key.
+    let mut seq: Vec<u32> = Vec::with_capacity(nodes);
+    let mut recursive: Vec<bool> = Vec::with_capacity(nodes);
+    let mut by_key: Vec<(K, u32)> = Vec::with_capacity(nodes);
+    let mut open: Vec<K> = Vec::new();
+    walk(&mut |depth, n| {
+        open.truncate(depth);
+        let k = key(n);
+        recursive.push(open.contains(&k));
+        open.push(k);
+        by_key.push((k, seq.len() as u32));
+        seq.push(n);
+    });
+    // Each key's total, each position's key.
+    by_key.sort_unstable();
+    let mut group = vec![0u32; seq.len()];
+    let mut totals: Vec<u64> = Vec::new();
+    let mut i = 0;
+    while i < by_key.len() {
+        let k = by_key[i].0;
+        let g = totals.len() as u32;
+        let mut t = 0u64;
+        while i < by_key.len() && by_key[i].0 == k {
+            let at = by_key[i].1 as usize;
+            if !recursive[at] {
+                t = t.wrapping_add(total(seq[at]));
+            }
+            group[at] = g;
+            i += 1;
+        }
+        totals.push(t);
+    }
+    drop((by_key, seq, recursive));
+    let least = least_of_top(totals.clone(), top);
+    LongestWork {
+        shown: group.iter().map(|&g| totals[g as usize] >= least).collect(),
+        kinds: totals.len(),
+    }
+}
+
 /// One node of the graph.
 struct GraphNode {
     name: String,
@@ -73,43 +154,50 @@ impl Graph {
     }
 
     /// Adds the tree `walk` meets: the nodes that may be among the [`MAX_NODES`]
-    /// longest kinds of work, the tasks and the ends of `dependences`. A first walk
-    /// adds up each kind of work's time by a hash of its name, keeping no text (a
-    /// profile can have a million distinct names); the second builds the graph of
-    /// those that can be shown. Returns the number of kinds of work in the tree.
-    fn add(&mut self, walk: Walk, dependences: &[TaskEdge]) -> usize {
+    /// longest kinds of work, the tasks and the ends of `dependences`. Which
+    /// kinds of work may be shown comes from `longest` where the tree gives it;
+    /// else a first walk adds up each kind of work's time by a hash of its name,
+    /// keeping no text (a profile can have a million distinct names). The second
+    /// builds the graph of those that can be shown. Returns the number of kinds
+    /// of work in the tree.
+    fn add(&mut self, walk: Walk, dependences: &[TaskEdge], longest: Option<LongestWork>) -> usize {
         let key = |kind: &str, name: &str| FxBuildHasher.hash_one((kind, name));
-        let mut totals: FxHashMap<u64, u64> = FxHashMap::default();
-        let mut open: Vec<u64> = Vec::new();
-        walk(&mut |depth, n| {
-            open.truncate(depth);
-            let k = key(n.kind(), n.name());
-            let total = totals.entry(k).or_insert(0);
-            if !open.contains(&k) {
-                *total += n.total_ns();
+        let (kinds, longest) = match longest {
+            Some(l) => (l.kinds, Longest::Nodes(l.shown)),
+            None => {
+                let mut totals: FxHashMap<u64, u64> = FxHashMap::default();
+                let mut open: Vec<u64> = Vec::new();
+                walk(&mut |depth, n| {
+                    open.truncate(depth);
+                    let k = key(n.kind(), n.name());
+                    let total = totals.entry(k).or_insert(0);
+                    if !open.contains(&k) {
+                        *total += n.total_ns();
+                    }
+                    open.push(k);
+                });
+                let all: Vec<u64> = totals.values().copied().collect();
+                let least = least_of_top(all, MAX_NODES);
+                (totals.len(), Longest::Totals(totals, least))
             }
-            open.push(k);
-        });
-        let kinds = totals.len();
-        let mut all: Vec<u64> = totals.values().copied().collect();
-        let least = match all.len() {
-            len if len > MAX_NODES => *all.select_nth_unstable_by(MAX_NODES - 1, |a, b| b.cmp(a)).1,
-            _ => 0,
         };
-        drop(all);
         let ends: Vec<&str> = dependences
             .iter()
             .flat_map(|e| [e.from.as_str(), e.to.as_str()])
             .collect();
         // The graph node of each open ancestor, by depth (`None`: not in the graph).
         let mut open: Vec<Option<usize>> = Vec::new();
+        let mut at_node = 0;
         walk(&mut |depth, n| {
             open.truncate(depth);
-            let shown = totals
-                .get(&key(n.kind(), n.name()))
-                .is_some_and(|&t| t >= least)
-                || TASK_KINDS.contains(&n.kind())
-                || ends.contains(&n.name());
+            let long = match &longest {
+                Longest::Nodes(shown) => shown.get(at_node).copied().unwrap_or(false),
+                Longest::Totals(totals, least) => totals
+                    .get(&key(n.kind(), n.name()))
+                    .is_some_and(|t| t >= least),
+            };
+            at_node += 1;
+            let shown = long || TASK_KINDS.contains(&n.kind()) || ends.contains(&n.name());
             if !shown {
                 open.push(None);
                 return;
@@ -171,9 +259,16 @@ fn quoted(s: &str) -> String {
 }
 
 /// The DOT text of the tree `walk` meets and `dependences`; `title` labels the graph.
-pub fn render(walk: Walk, dependences: &[TaskEdge], title: &str) -> String {
+/// `longest`: which nodes are among the longest kinds of work, where the tree
+/// gives it ([`longest_work`]); else they are added up by name.
+pub fn render(
+    walk: Walk,
+    dependences: &[TaskEdge],
+    title: &str,
+    longest: Option<LongestWork>,
+) -> String {
     let mut g = Graph::default();
-    let kinds = g.add(walk, dependences);
+    let kinds = g.add(walk, dependences, longest);
     let deps: Vec<(usize, usize, u64)> = dependences
         .iter()
         .map(|e| (g.task(&e.from), g.task(&e.to), e.count))
@@ -271,8 +366,9 @@ pub fn write(
     walk: Walk,
     dependences: &[TaskEdge],
     title: &str,
+    longest: Option<LongestWork>,
 ) -> Result<(), OutputError> {
-    let text = render(walk, dependences, title);
+    let text = render(walk, dependences, title, longest);
     write_whole(path, |f| {
         f.write_all(text.as_bytes())
             .map_err(|source| OutputError::File {
@@ -286,7 +382,7 @@ pub fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::call_path::walk_tree;
+    use crate::output::call_path::{walk_tree, CallPath};
     use crate::output::report::TreeNode;
 
     fn task(name: &str, total: u64, count: u64) -> TreeNode {
@@ -314,7 +410,7 @@ mod tests {
             to: "consume".into(),
             count: 3,
         }];
-        let text = render(&|v| walk_tree(&tree, v), &deps, "app\\1");
+        let text = render(&|v| walk_tree(&tree, v), &deps, "app\\1", None);
         assert!(text.contains("label=\"main \\\"q\\\"\\nuser_region: 1 x, 1.00 us\""));
         assert!(text.contains("graph [label=\"app\\\\1\""));
         // produce: one node for both call paths, 4 instances.
@@ -328,13 +424,76 @@ mod tests {
         assert_eq!(text.matches(" -> n").count(), 5);
     }
 
+    /// The graph from nodes sorted by key is the graph from names hashed:
+    /// more kinds of work than are shown, ties at the last one, recursion.
+    #[test]
+    fn longest_work_by_node_gives_the_same_graph() {
+        let mut x: u64 = 99;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        fn grow(depth: usize, next: &mut dyn FnMut(u64) -> u64) -> Vec<TreeNode> {
+            let n = if depth < 3 { next(9) } else { 0 };
+            (0..n)
+                .map(|_| {
+                    let name = format!("k{}", next(700));
+                    // Ties: many totals alike.
+                    let total = 100 * (1 + next(30));
+                    let kids = grow(depth + 1, next);
+                    let mut node = TreeNode::user_region(&name, total, total / 2, 1, kids);
+                    if next(5) == 0 {
+                        node.kind = "omp_task".into();
+                    }
+                    node
+                })
+                .collect()
+        }
+        let tree: Vec<TreeNode> = (0..40).flat_map(|_| grow(0, &mut next)).collect();
+        let mut nodes: Vec<(usize, &TreeNode)> = Vec::new();
+        fn gather<'a>(t: &'a [TreeNode], d: usize, out: &mut Vec<(usize, &'a TreeNode)>) {
+            for n in t {
+                out.push((d, n));
+                gather(&n.children, d + 1, out);
+            }
+        }
+        gather(&tree, 0, &mut nodes);
+        let longest = longest_work(
+            nodes.len(),
+            |visit| {
+                for (i, &(d, _)) in nodes.iter().enumerate() {
+                    visit(d, i as u32);
+                }
+            },
+            |i| {
+                let n = nodes[i as usize].1;
+                (n.kind.as_ref(), n.name.as_ref())
+            },
+            |i| nodes[i as usize].1.total_ns,
+            MAX_NODES,
+        );
+        assert!(longest.kinds > MAX_NODES, "{} kinds", longest.kinds);
+        let deps = vec![TaskEdge {
+            from: "k1".into(),
+            to: "k2".into(),
+            count: 1,
+        }];
+        let walk = |v: &mut dyn FnMut(usize, &dyn CallPath)| walk_tree(&tree, v);
+        let hashed = render(&walk, &deps, "t", None);
+        let sorted = render(&walk, &deps, "t", Some(longest));
+        assert!(hashed.contains("are left out"));
+        assert_eq!(hashed, sorted);
+    }
+
     #[test]
     fn large_graphs_keep_the_longest_nodes() {
         let children: Vec<TreeNode> = (0..MAX_NODES as u64 + 10)
             .map(|i| TreeNode::user_region(&format!("k{i}"), 10 + i, 10 + i, 1, vec![]))
             .collect();
         let tree = vec![TreeNode::user_region("main", 1 << 40, 1, 1, children)];
-        let text = render(&|v| walk_tree(&tree, v), &[], "t");
+        let text = render(&|v| walk_tree(&tree, v), &[], "t", None);
         assert_eq!(text.matches("[label=\"k").count(), MAX_NODES - 1);
         assert!(text.contains("// 11 of 411 nodes (the shortest) are left out"));
         assert!(!text.contains("\"k0\\n"));

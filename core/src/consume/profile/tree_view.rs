@@ -12,6 +12,7 @@ use crate::hot::runtime::Runtime;
 use crate::output::calltree::CallTree;
 use crate::output::flat::{self, device_text, FlatRow, FlatTop, NodeFigures};
 use crate::output::report::{self, TreeNode};
+use crate::output::taskgraph::{self, LongestWork};
 
 /// The merged tree of `rt`'s threads, read by the outputs.
 pub struct MergedTree<'a> {
@@ -87,6 +88,20 @@ impl CallTree for MergedTree<'_> {
     fn has_teams(&self) -> bool {
         let nodes = &self.merged.tree.nodes;
         nodes.iter().any(|n| !n.per_thread().is_empty())
+    }
+
+    fn longest_work(&self, top: usize) -> Option<LongestWork> {
+        let nodes = &self.merged.tree.nodes;
+        Some(taskgraph::longest_work(
+            nodes.len(),
+            |visit| self.walk_ids(visit),
+            |n| {
+                let x = &nodes[n as usize];
+                (x.kind, x.name)
+            },
+            |n| nodes[n as usize].stats.total_ns,
+            top,
+        ))
     }
 
     fn flat_top(&self, top: usize) -> FlatTop<'_> {
