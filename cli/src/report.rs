@@ -13,7 +13,7 @@ use crate::load::{load_any, profile_path, Loaded};
 use crate::{show, Failure, Outcome, SortKey};
 
 use kprof_core::output::mpi::MpiTally;
-use shown::{FlatKeys, Shown, Sparse, Teams, TopK, TreeKeep};
+use shown::{CounterKeys, FlatKeys, Shown, Teams, TopK, TreeKeep};
 use stream::Sink;
 
 mod by_key;
@@ -115,9 +115,9 @@ pub fn main(mut args: ReportArgs) -> Outcome {
 
 /// What the chosen view keeps of the tree.
 enum View<'f> {
-    /// The flat table by (name, kind, device), the nodes the counter block
-    /// reads, and the time in MPI.
-    Table(FlatKeys<'f>, Sparse, MpiTally),
+    /// The flat table by (name, kind, device), the counter block's rows, and
+    /// the time in MPI.
+    Table(FlatKeys<'f>, CounterKeys, MpiTally),
     /// `--flat`: the rows by (name, kind, device label), folded by name later.
     ByName(FlatKeys<'f>),
     /// `--tree`.
@@ -137,7 +137,7 @@ impl<'f> View<'f> {
         } else {
             View::Table(
                 FlatKeys::new(false, filter),
-                Sparse::default(),
+                CounterKeys::default(),
                 MpiTally::default(),
             )
         }
@@ -147,9 +147,9 @@ impl<'f> View<'f> {
 impl Sink for View<'_> {
     fn enter(&mut self, depth: usize, n: &TreeNode) {
         match self {
-            View::Table(flat, sparse, mpi) => {
+            View::Table(flat, counted, mpi) => {
                 flat.enter(depth, n);
-                sparse.enter(depth, n);
+                counted.enter(depth, n);
                 mpi.add(depth, n);
             }
             View::ByName(flat) => flat.enter(depth, n),
@@ -180,7 +180,7 @@ fn render(
 ) -> Result<String, Failure> {
     // Times are summed over threads: shares are of all recorded threads' time.
     let run = r.thread_time_ns() as f64;
-    let (flat, sparse, mpi) = match view {
+    let (flat, counted, mpi) = match view {
         View::Threads(teams) => {
             let mut s = header(r, path);
             threads(&mut s, r, teams, args);
@@ -188,15 +188,15 @@ fn render(
         }
         View::ByName(keys) => return views::flat(r, keys, path, args).map_err(spill_failure),
         View::Tree(tree) => return Ok(render_tree(r, tree, path, args)),
-        View::Table(flat, sparse, mpi) => (flat, sparse, mpi),
+        View::Table(flat, counted, mpi) => (flat, counted, mpi),
     };
-    flat_table(r, flat, &sparse, &mpi, path, args, run).map_err(spill_failure)
+    flat_table(r, flat, counted, &mpi, path, args, run).map_err(spill_failure)
 }
 
 /// The line for a flat view's rows that could not be read back.
 fn spill_failure(e: std::io::Error) -> Failure {
     Failure(format!(
-        "cannot read back the flat view's rows from the temporary directory: {e}"
+        "cannot read back the table's rows from the temporary directory: {e}"
     ))
 }
 
@@ -271,7 +271,7 @@ fn render_tree(r: &Report, tree: TreeKeep, path: &std::path::Path, args: &Report
 fn flat_table(
     r: &Report,
     mut rows: FlatKeys,
-    sparse: &Sparse,
+    counted: CounterKeys,
     mpi: &MpiTally,
     path: &std::path::Path,
     args: &ReportArgs,
@@ -337,7 +337,10 @@ fn flat_table(
         s.push_str(&t.render());
     }
     sections(&mut s, r, top, args);
-    kprof_core::output::counters::block(&mut s, r, sparse, top);
+    if let Some(hc) = &r.hardware_counters {
+        let shown = counted.top(&hc.events, top)?;
+        kprof_core::output::counters::write_block(&mut s, hc, &shown, top);
+    }
     kprof_core::output::mpi::line(&mut s, mpi.time(r));
     kprof_core::output::messages::block(&mut s, r, top);
     if let Some(c) = &r.concurrency {

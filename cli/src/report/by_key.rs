@@ -22,8 +22,9 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
-/// Keys held in memory before the table is written out.
-pub const ROWS_HELD: usize = 1 << 17;
+/// Keys held in memory before the table is written out (a few in the unit
+/// tests, so that the views' tests add up on disk).
+pub const ROWS_HELD: usize = if cfg!(test) { 64 } else { 1 << 17 };
 
 /// Runs merged at once.
 pub const FAN: usize = 16;
@@ -169,6 +170,12 @@ impl KeyedSums {
             spill: None,
             tried: false,
         }
+    }
+
+    /// Runs written to the temporary file so far.
+    #[cfg(test)]
+    pub fn runs(&self) -> usize {
+        self.spill.as_ref().map_or(0, |s| s.runs.len())
     }
 
     fn key(&self, i: usize) -> &[u8] {

@@ -1,15 +1,16 @@
 //! What each view of `kprof report` keeps of the call-path tree as it streams by
-//! ([`Sink`]s): the flat view's rows by key (a row per distinct name, kind and
-//! device: the one thing that grows with the profile), the tree view's siblings
-//! that `--top` shows with the count and time of those it hides, the nodes that
-//! `--threads` lists, and the few nodes the counter and MPI blocks read. Memory
-//! is bounded by what is printed, and by the distinct names for the flat views.
+//! ([`Sink`]s): the flat view's rows and the counter block's by key (a row per
+//! distinct name, kind and device, added up in bounded memory by
+//! [`KeyedSums`], only the rows shown kept), the tree view's siblings that
+//! `--top` shows with the count and time of those it hides, and the nodes that
+//! `--threads` lists. Memory is bounded by what is printed (and the table of
+//! keys [`KeyedSums`] holds).
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
-use kprof_core::output::calltree::CallTree;
-use kprof_core::output::flat::{device_text, FlatRow, FlatTop, Totals};
+use kprof_core::output::counters;
+use kprof_core::output::flat::{device_text, FlatRow, Totals};
 use kprof_core::output::report::TreeNode;
 use regex::Regex;
 
@@ -237,41 +238,142 @@ impl Sink for FlatKeys<'_> {
     fn leave(&mut self, _depth: usize) {}
 }
 
-/// The nodes the counter block reads (those with counters), at their depths,
-/// as a [`CallTree`] that walks only them. Between two of them, a bare node at
-/// the least depth of those left out ends the open ones as those would have.
+/// How the counter block's figures combine: a row's counted instances (or an
+/// event's inclusive count, recursion once), an event's exclusive count, and
+/// the number of the first node of the key.
+const COUNTER_OPS: &[Op] = &[Op::Sum, Op::Sum, Op::Min];
+
+/// The counter block's rows by (name, kind, device label), added up as the
+/// counted nodes come, in bounded memory ([`KeyedSums`]): per row a key of
+/// its own (its instances) and one per event (the event's name after the
+/// row's key), so that the events shown are chosen once the profile's list of
+/// them has been read.
 #[derive(Default)]
-pub struct Sparse {
-    nodes: Vec<(usize, TreeNode)>,
-    skipped: Option<usize>,
+pub struct CounterKeys {
+    sums: Option<KeyedSums>,
+    /// The counted nodes enclosing the current one: (depth, key).
+    open: Vec<(usize, Vec<u8>)>,
+    /// Nodes met.
+    nodes: u64,
 }
 
-impl Sink for Sparse {
+/// Text fields one after the other, each its length (4 bytes, big endian)
+/// first.
+fn put_texts(key: &mut Vec<u8>, texts: &[&str]) {
+    for t in texts {
+        key.extend_from_slice(&(t.len() as u32).to_be_bytes());
+        key.extend_from_slice(t.as_bytes());
+    }
+}
+
+/// The first text of `key` made by [`put_texts`], and the rest.
+fn next_text(key: &[u8]) -> Option<(&str, &[u8])> {
+    let len = u32::from_be_bytes(key.get(..4)?.try_into().ok()?) as usize;
+    let text = std::str::from_utf8(key.get(4..4 + len)?).ok()?;
+    Some((text, key.get(4 + len..)?))
+}
+
+impl Sink for CounterKeys {
     fn enter(&mut self, depth: usize, n: &TreeNode) {
-        if n.counters.is_none() {
-            self.skipped = Some(self.skipped.map_or(depth, |d| d.min(depth)));
-            return;
+        let number = self.nodes;
+        self.nodes += 1;
+        // Every node ends the counted ones at its depth and below.
+        while self.open.last().is_some_and(|&(d, _)| d >= depth) {
+            self.open.pop();
         }
-        if let Some(d) = self.skipped.take() {
-            self.nodes.push((d, blank()));
+        let Some(c) = &n.counters else { return };
+        let mut key = Vec::new();
+        put_texts(&mut key, &[&n.name, &n.kind, &n.device_label()]);
+        let recursive = self.open.iter().any(|(_, k)| *k == key);
+        let sums = self.sums.get_or_insert_with(|| KeyedSums::new(COUNTER_OPS));
+        let row = key.len();
+        // The row's own key (tag 0), then its events' (tag 1 and the name).
+        key.push(0);
+        sums.add(&key, &[c.instances, 0, number]);
+        key.truncate(row);
+        key.push(1);
+        for (event, t) in &c.events {
+            key.truncate(row + 1);
+            put_texts(&mut key, &[event]);
+            let inclusive = if recursive { 0 } else { t.inclusive };
+            sums.add(&key, &[inclusive, t.exclusive, number]);
         }
-        self.nodes.push((depth, bare(n)));
+        key.truncate(row);
+        self.open.push((depth, key));
     }
 
     fn leave(&mut self, _depth: usize) {}
 }
 
-impl CallTree for Sparse {
-    fn walk(&self, visit: &mut dyn FnMut(usize, &TreeNode)) {
-        for (depth, n) in &self.nodes {
-            visit(*depth, n);
+impl CounterKeys {
+    /// The first `top` rows in [`counters::order`] (ties in the order first
+    /// met) of the events `events`; an error where the temporary file could
+    /// not be read back.
+    pub fn top(self, events: &[String], top: usize) -> std::io::Result<Vec<counters::Row>> {
+        let Some(sums) = self.sums.filter(|_| !events.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        let order = |a: &(counters::Row, u64), b: &(counters::Row, u64)| {
+            counters::order(&a.0, &b.0).then(a.1.cmp(&b.1))
+        };
+        let mut best = TopK::new(Some(top));
+        // The row being read: its key, the row, when first met.
+        let mut open: Option<(Vec<u8>, counters::Row, u64)> = None;
+        sums.drain(&mut |key, f| {
+            let Some((row, tag)) = split_row(key) else {
+                return;
+            };
+            if tag == 0 {
+                if let Some((_, r, first)) = open.take() {
+                    best.push((r, first), &order);
+                }
+                let Some((name, rest)) = next_text(row) else {
+                    return;
+                };
+                let Some((kind, rest)) = next_text(rest) else {
+                    return;
+                };
+                let Some((device, _)) = next_text(rest) else {
+                    return;
+                };
+                let r = counters::Row {
+                    name: name.to_string(),
+                    kind: kind.to_string(),
+                    device: device.to_string(),
+                    instances: f[0],
+                    values: vec![(0, 0); events.len()],
+                };
+                open = Some((row.to_vec(), r, f[2]));
+                return;
+            }
+            // An event of the open row (its key sorts after the row's own).
+            let Some((open_key, r, _)) = open.as_mut() else {
+                return;
+            };
+            let Some((event, _)) = next_text(&key[row.len() + 1..]) else {
+                return;
+            };
+            if *open_key == row {
+                if let Some(at) = events.iter().position(|e| e == event) {
+                    r.values[at] = (f[0], f[1]);
+                }
+            }
+        })?;
+        if let Some((_, r, first)) = open.take() {
+            best.push((r, first), &order);
         }
+        Ok(best.finish(&order).0.into_iter().map(|(r, _)| r).collect())
     }
+}
 
-    /// Not kept: `kprof report`'s flat table comes from [`FlatKeys`].
-    fn flat_top(&self, _top: usize) -> FlatTop<'_> {
-        FlatTop::default()
-    }
+/// A counter key's row part (name, kind, device) and its tag (0: the row's
+/// own key, 1: an event's).
+fn split_row(key: &[u8]) -> Option<(&[u8], u8)> {
+    let (_, rest) = next_text(key)?;
+    let (_, rest) = next_text(rest)?;
+    let (_, rest) = next_text(rest)?;
+    let row = &key[..key.len() - rest.len()];
+    Some((row, *rest.first()?))
 }
 
 /// A node the tree view shows, with its shown children and the siblings
@@ -466,4 +568,103 @@ impl Sink for Teams {
     }
 
     fn leave(&mut self, _depth: usize) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use kprof_core::output::report::{CounterTotal, NodeCounters, Report};
+
+    use super::*;
+    use crate::report::stream::walk;
+
+    /// A tree where some nodes are counted (two events, a third the run did
+    /// not list), names repeat over paths and devices, nest in themselves, and
+    /// tie on the first event.
+    fn counted_tree() -> Vec<TreeNode> {
+        let mut x: u64 = 5;
+        let mut next = move |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        fn grow(depth: usize, next: &mut dyn FnMut(u64) -> u64) -> Vec<TreeNode> {
+            let kids = if depth < 4 { next(6) } else { 0 };
+            (0..kids)
+                .map(|_| {
+                    let mut n = TreeNode {
+                        name: Cow::Owned(format!("k{}", next(60))),
+                        kind: Cow::Borrowed("user_region"),
+                        count: 1 + next(3),
+                        total_ns: 1000,
+                        self_ns: 500,
+                        children: grow(depth + 1, next),
+                        ..blank()
+                    };
+                    if next(3) == 0 {
+                        n.device = Some("Cuda".into());
+                        n.device_index = Some(next(2) as u32);
+                        n.instance = Some(1);
+                    }
+                    if next(4) != 0 {
+                        let mut events = BTreeMap::new();
+                        for e in ["A", "B", "unlisted"] {
+                            let inclusive = 10 * next(20);
+                            let total = CounterTotal {
+                                inclusive,
+                                exclusive: inclusive / 2,
+                                per_second: 0.0,
+                            };
+                            if next(5) != 0 {
+                                events.insert(e.to_string(), total);
+                            }
+                        }
+                        n.counters = Some(Box::new(NodeCounters {
+                            instances: n.count,
+                            events,
+                            ipc: None,
+                        }));
+                    }
+                    n
+                })
+                .collect()
+        }
+        (0..30).flat_map(|_| grow(0, &mut next)).collect()
+    }
+
+    /// The counter block from rows added up on disk (the unit tests hold 64
+    /// keys in memory) is the block the core prints from the whole tree.
+    #[test]
+    fn counter_rows_by_key_give_the_cores_block() {
+        let tree = counted_tree();
+        let report: Report = serde_json::from_value(serde_json::json!({
+            "schema": kprof_core::output::report::SCHEMA, "kprof_version": "0", "plugins": [],
+            "threads": [], "program": {"executable": "app", "pid": 1, "host": "h", "rank": null},
+            "clock": {"source": "tsc", "domain": "CLOCK_MONOTONIC", "start_ns": 0,
+                      "end_ns": 10, "duration_ns": 10},
+            "sections": [], "events": [], "deep_copies": [], "memory": [],
+            "dual_views": [], "metadata": {}, "anomalies": {}, "dropped_records": 0,
+            "hardware_counters": {"source": "PAPI", "events": ["A", "B"], "kinds": "all",
+                                  "multiplexed": false, "problems": []}
+        }))
+        .unwrap();
+        let hc = report.hardware_counters.as_ref().unwrap();
+        for top in [1, 7, 40, 1000] {
+            let mut want = String::new();
+            counters::block(&mut want, &report, &tree, top);
+            let mut keys = CounterKeys::default();
+            walk(&tree, &mut keys);
+            let spilled = keys
+                .sums
+                .as_ref()
+                .is_some_and(|s| s.runs() > super::super::by_key::FAN);
+            assert!(spilled, "not added up on disk");
+            let shown = keys.top(&hc.events, top).unwrap();
+            let mut got = String::new();
+            counters::write_block(&mut got, hc, &shown, top);
+            assert_eq!(got, want, "top {top}");
+        }
+    }
 }

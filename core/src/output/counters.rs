@@ -7,16 +7,30 @@ use std::fmt::Write as _;
 use rustc_hash::FxHashMap;
 
 use crate::output::calltree::CallTree;
-use crate::output::report::{Report, TreeNode};
+use crate::output::report::{HardwareCounters, Report, TreeNode};
 
 /// One row: the counted nodes of one name, kind and device.
-struct Row {
-    name: String,
-    kind: String,
-    device: String,
-    instances: u64,
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Name.
+    pub name: String,
+    /// Kind.
+    pub kind: String,
+    /// Device label, empty for none.
+    pub device: String,
+    /// Counted instances.
+    pub instances: u64,
     /// Per event (in the order of the run's events): inclusive, exclusive.
-    values: Vec<(u64, u64)>,
+    pub values: Vec<(u64, u64)>,
+}
+
+/// The block's order: exclusive count of the first event, largest first, then
+/// name and kind (rows alike but for the device keep the order first met).
+pub fn order(a: &Row, b: &Row) -> std::cmp::Ordering {
+    let first = |r: &Row| r.values.first().map_or(0, |v| v.1);
+    first(b)
+        .cmp(&first(a))
+        .then_with(|| (&a.name, &a.kind).cmp(&(&b.name, &b.kind)))
 }
 
 /// A count in at most 7 characters: exact below 100 000, else with a unit.
@@ -74,6 +88,18 @@ pub fn block(s: &mut String, r: &Report, tree: &dyn CallTree, top: usize) {
     let Some(hc) = &r.hardware_counters else {
         return;
     };
+    let mut shown = Vec::new();
+    if !hc.events.is_empty() {
+        shown = rows(tree, &hc.events);
+        shown.sort_by(order);
+        shown.truncate(top);
+    }
+    write_block(s, hc, &shown, top);
+}
+
+/// Appends the counters block of `hc` to `s`, its rows `shown` (the first `top`
+/// in [`order`]).
+pub fn write_block(s: &mut String, hc: &HardwareCounters, shown: &[Row], top: usize) {
     if hc.events.is_empty() {
         let _ = writeln!(s, "\nCounters: none counted");
     } else {
@@ -90,13 +116,6 @@ pub fn block(s: &mut String, r: &Report, tree: &dyn CallTree, top: usize) {
             top,
             hc.events[0]
         );
-        let mut all = rows(tree, &hc.events);
-        all.sort_by(|a, b| {
-            b.values[0]
-                .1
-                .cmp(&a.values[0].1)
-                .then_with(|| (&a.name, &a.kind).cmp(&(&b.name, &b.kind)))
-        });
         let ipc = hc
             .events
             .iter()
@@ -110,7 +129,7 @@ pub fn block(s: &mut String, r: &Report, tree: &dyn CallTree, top: usize) {
             head.push_str("    IPC");
         }
         let _ = writeln!(s, "{head}  {:>9}  {:<15} name", "counted", "kind");
-        for row in all.iter().take(top) {
+        for row in shown.iter().take(top) {
             let mut line = String::new();
             for &(incl, excl) in &row.values {
                 let _ = write!(line, " {:>8}/{:<8}", count(excl), count(incl));
