@@ -256,10 +256,9 @@ fortran_table! {
     comm_free: "pmpi_comm_free" fn(*mut Fint, *mut Fint);
 }
 
-/// The library is MPICH 4.0.x (`MPICH Version: 4.0.2`), whose `mpi_f08`
-/// `MPI_Waitany`, `MPI_Waitsome` and `MPI_Testsome` return indices from 0
-/// (measured with 4.0.2; fixed in 4.1). `MPI_Get_library_version` may be
-/// called before `MPI_Init`.
+/// The library is MPICH 4.0.x, whose `mpi_f08` `MPI_Waitany`, `MPI_Waitsome`
+/// and `MPI_Testsome` return indices from 0 (measured with 4.0.2; fixed in
+/// 4.1). `MPI_Get_library_version` may be called before `MPI_Init`.
 fn mpich_4_0() -> bool {
     let Some(p) = state::pmpi() else {
         return false;
@@ -271,13 +270,25 @@ fn mpich_4_0() -> bool {
     if unsafe { (p.get_library_version)(buf.as_mut_ptr().cast(), &mut len) } != sys::SUCCESS {
         return false;
     }
-    let text = String::from_utf8_lossy(&buf[..usize::try_from(len).unwrap_or(0).min(buf.len())]);
+    is_mpich_4_0(&String::from_utf8_lossy(
+        &buf[..usize::try_from(len).unwrap_or(0).min(buf.len())],
+    ))
+}
+
+/// `MPI_Get_library_version`'s text names MPICH 4.0.x (`MPICH Version:\t4.0.2`).
+fn is_mpich_4_0(text: &str) -> bool {
     let version = text
         .split_whitespace()
         .skip_while(|w| *w != "Version:")
         .nth(1)
         .unwrap_or_default();
-    text.starts_with("MPICH") && (version == "4.0" || version.starts_with("4.0."))
+    let mut parts = version.split('.');
+    let (major, minor) = (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+    );
+    let minor: String = minor.chars().take_while(char::is_ascii_digit).collect();
+    text.starts_with("MPICH") && major == "4" && minor == "0"
 }
 
 /// The Fortran entry `base` in the first spelling the libraries after this one
@@ -298,7 +309,12 @@ fn fortran(base: &str) -> Option<*mut c_void> {
 /// program calls (Open MPI's `pmpi_send_f08_` is a copy of it, MPICH's
 /// profiling entries have other names).
 fn f08_entry(base: &str) -> Option<*mut c_void> {
-    next(&format!("{}_f08_", base.strip_prefix('p').unwrap_or(base)))
+    next(&f08_name(base))
+}
+
+/// The `mpi_f08` entry's name of the call whose profiling entry is `base`.
+fn f08_name(base: &str) -> String {
+    format!("{}_f08_", base.strip_prefix('p').unwrap_or(base))
 }
 
 /// `name` from the libraries after this one.
@@ -1604,4 +1620,33 @@ unsafe fn comm_free(b: Binding, comm: *mut Fint, ierr: *mut Fint) {
     }
     // SAFETY: forwarded as received.
     call(f.comm_free, ierr, |e| unsafe { e(comm, ierr) });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpich_4_0_is_told_by_its_version_line() {
+        // MPICH 4.0.2's text as Debian 12's libmpich gives it (its first lines).
+        let debian = "MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7 12:34:45 CDT 2022\n";
+        assert!(is_mpich_4_0(debian));
+        assert!(is_mpich_4_0("MPICH Version:      4.0\n"));
+        assert!(is_mpich_4_0("MPICH Version:\t4.0b1\n"));
+        assert!(!is_mpich_4_0("MPICH Version:\t4.1.2\n"));
+        assert!(!is_mpich_4_0("MPICH Version:\t4.10\n"));
+        assert!(!is_mpich_4_0("MPICH Version:\t3.4.3\n"));
+        assert!(!is_mpich_4_0(
+            "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4"
+        ));
+        assert!(!is_mpich_4_0(""));
+    }
+
+    #[test]
+    fn f08_entries_are_named_from_the_profiling_ones() {
+        // The names gfortran's objects reference under Open MPI (`nm -u`).
+        assert_eq!(f08_name("pmpi_send"), "mpi_send_f08_");
+        assert_eq!(f08_name("pmpi_waitall"), "mpi_waitall_f08_");
+        assert_eq!(f08_name("pmpi_init_thread"), "mpi_init_thread_f08_");
+    }
 }
