@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use kprof_core::output::report::{Report, SelfCost, TreeNode};
+use kprof_core::reduce::MERGED_SCHEMA;
 use serde_json::{json, Map, Value};
 
-use super::MERGED_SCHEMA;
 use crate::show;
 
 /// Statistics of one value over ranks (ranks without the node count as 0).

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use kprof_abi::CoreApi;
 
-use crate::state::{metadata, warn, Active};
+use crate::say::{metadata, warn};
 use crate::sys::{self, Abi, Comm, Datatype, Pmpi, Request, Status};
 
 /// Tags on kprof's communicator.
@@ -181,9 +181,7 @@ fn from_child(p: &Pmpi, j: &Job, c: c_int, arrive: Duration, subtree: Duration) 
 
 /// The job's reduction at `MPI_Finalize` (see the module's documentation).
 /// Returns once this rank's part is done; never waits unboundedly.
-pub fn reduce(a: &Active, p: &Pmpi, j: &Job) {
-    let api = a.api;
-    let (rank, size) = (a.world_rank, a.world_size);
+pub fn reduce(api: &'static CoreApi, rank: c_int, size: c_int, p: &Pmpi, j: &Job) {
     if size < 2 {
         // One rank: its own profile is the job's.
         return;
@@ -284,12 +282,10 @@ pub fn reduce(a: &Active, p: &Pmpi, j: &Job) {
 /// of rank 0's send and receive gives an offset, within half the round trip;
 /// the shortest round trip wins (its offset is the most certain). Rank 0 sends
 /// each rank its result, which goes to the profile's metadata.
-pub fn clock_offsets(a: &Active, p: &Pmpi, j: &Job) {
-    let api = a.api;
+pub fn clock_offsets(api: &'static CoreApi, rank: c_int, size: c_int, p: &Pmpi, j: &Job) {
     // SAFETY: no arguments.
     let now = || unsafe { (api.now_ns)() };
     let bound = wait_bound();
-    let (rank, size) = (a.world_rank, a.world_size);
     if rank == 0 {
         metadata(api, kprof_core_keys::OFFSET, "0");
         metadata(api, kprof_core_keys::ERROR, "0");

@@ -29,6 +29,7 @@
 
 pub mod fortran;
 pub mod job;
+pub mod say;
 pub mod state;
 pub mod sys;
 
@@ -203,7 +204,7 @@ fn finalize(fwd: impl FnOnce(&'static Pmpi) -> c_int) -> c_int {
         a.record(&a.open(c"MPI_Finalize"));
         state::deactivate(a);
         if let Some(j) = &a.job {
-            job::reduce(a, p, j);
+            job::reduce(a.api, a.world_rank, a.world_size, p, j);
         }
     });
     let rc = fwd(p);
@@ -234,7 +235,7 @@ fn abort(errorcode: c_int, fwd: impl FnOnce(&'static Pmpi) -> c_int) -> c_int {
         guard((), || {
             a.record(&a.open(c"MPI_Abort"));
             state::deactivate(a);
-            state::metadata(a.api, "MPI_Abort error code", &errorcode.to_string());
+            say::metadata(a.api, "MPI_Abort error code", &errorcode.to_string());
             let mut len = 0usize;
             // SAFETY: an out-pointer to a local; the form is given back at once.
             unsafe {

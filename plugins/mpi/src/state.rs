@@ -8,12 +8,13 @@
 //! kept for the life of the process, so a request posted on a communicator freed
 //! before it completes still translates.
 
-use std::ffi::{c_int, CStr, CString};
+use std::ffi::{c_int, CStr};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use kprof_abi::{message, ActivityArg, Call, CoreApi, Kind, CALL_ARGS};
 
+use crate::say::{metadata, warn};
 use crate::sys::{self, Abi, Comm, Datatype, Family, Group, Pmpi, StatusView};
 
 /// The `PMPI_*` table once resolved (leaked); null before the first call.
@@ -28,11 +29,6 @@ static UNTRANSLATED: AtomicU64 = AtomicU64::new(0);
 
 /// The channel of point-to-point messages in the profile's `messages`.
 pub const CHANNEL: &CStr = c"MPI p2p";
-
-pub(crate) fn warn(msg: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "kprof: {msg}");
-}
 
 /// The `PMPI_*` functions (resolved at the first call).
 #[inline(always)]
@@ -190,7 +186,7 @@ pub fn activate(api: &'static CoreApi, abi: Abi, p: &Pmpi, thread_level: Option<
         whole,
     };
     match a.job {
-        Some(j) => crate::job::clock_offsets(&a, p, &j),
+        Some(j) => crate::job::clock_offsets(a.api, a.world_rank, a.world_size, p, &j),
         None => {
             warn("cannot duplicate MPI_COMM_WORLD: the job's profile is not reduced at MPI_Finalize; each rank keeps its own directory");
         }
@@ -217,15 +213,6 @@ pub fn deactivate(a: &Active) {
             metadata(a.api, key, &n.to_string());
         }
     }
-}
-
-/// Records a metadata pair.
-pub fn metadata(api: &CoreApi, key: &str, value: &str) {
-    let (Ok(k), Ok(v)) = (CString::new(key), CString::new(value)) else {
-        return;
-    };
-    // SAFETY: NUL-terminated strings living across the call.
-    unsafe { (api.metadata)(k.as_ptr(), v.as_ptr()) };
 }
 
 // ---- communicators: ranks in MPI_COMM_WORLD ----
