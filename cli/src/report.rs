@@ -117,9 +117,9 @@ pub fn main(mut args: ReportArgs) -> Outcome {
 enum View<'f> {
     /// The flat table by (name, kind, device), the counter block's rows, and
     /// the time in MPI.
-    Table(FlatKeys<'f>, CounterKeys, MpiTally),
+    Table(Box<FlatKeys<'f>>, Box<CounterKeys>, MpiTally),
     /// `--flat`: the rows by (name, kind, device label), folded by name later.
-    ByName(FlatKeys<'f>),
+    ByName(Box<FlatKeys<'f>>),
     /// `--tree`.
     Tree(TreeKeep<'f>),
     /// `--threads`.
@@ -131,13 +131,13 @@ impl<'f> View<'f> {
         if args.threads {
             View::Threads(Teams::new(args.top.unwrap_or(20)))
         } else if args.flat {
-            View::ByName(FlatKeys::new(true, filter))
+            View::ByName(Box::new(FlatKeys::new(true, filter)))
         } else if args.tree {
             View::Tree(TreeKeep::new(filter, sort_of(args), args.top))
         } else {
             View::Table(
-                FlatKeys::new(false, filter),
-                CounterKeys::default(),
+                Box::new(FlatKeys::new(false, filter)),
+                Box::default(),
                 MpiTally::default(),
             )
         }
@@ -186,11 +186,11 @@ fn render(
             threads(&mut s, r, teams, args);
             return Ok(s);
         }
-        View::ByName(keys) => return views::flat(r, keys, path, args).map_err(spill_failure),
+        View::ByName(keys) => return views::flat(r, *keys, path, args).map_err(spill_failure),
         View::Tree(tree) => return Ok(render_tree(r, tree, path, args)),
         View::Table(flat, counted, mpi) => (flat, counted, mpi),
     };
-    flat_table(r, flat, counted, &mpi, path, args, run).map_err(spill_failure)
+    flat_table(r, *flat, *counted, &mpi, path, args, run).map_err(spill_failure)
 }
 
 /// The line for a flat view's rows that could not be read back.
