@@ -150,6 +150,9 @@ pub struct KeyedSums {
     spill: Option<Spill>,
     /// Whether a temporary file was tried (once).
     tried: bool,
+    /// No more runs are written (no temporary file, or a full disk): the
+    /// table grows instead.
+    full: bool,
 }
 
 impl KeyedSums {
@@ -169,6 +172,7 @@ impl KeyedSums {
             index: HashTable::new(),
             spill: None,
             tried: false,
+            full: false,
         }
     }
 
@@ -229,11 +233,15 @@ impl KeyedSums {
             self.tried = true;
             self.spill = Spill::open();
         }
-        let order = self.sorted();
-        let w = self.ops.len();
+        if self.full {
+            return false;
+        }
         let Some(mut spill) = self.spill.take() else {
+            self.full = true;
             return false;
         };
+        let order = self.sorted();
+        let w = self.ops.len();
         let written = spill.append(|out| {
             for &i in &order {
                 let i = i as usize;
@@ -241,12 +249,13 @@ impl KeyedSums {
             }
             Ok(())
         });
+        self.spill = Some(spill);
         if written.is_err() {
-            // A full disk: what was written of that run is not listed; keep the
-            // rows here from now on.
+            // A full disk: what was written of that run is not listed (the runs
+            // before it are); the rows stay here from now on.
+            self.full = true;
             return false;
         }
-        self.spill = Some(spill);
         self.text.clear();
         self.ends.clear();
         self.figures.clear();
@@ -457,6 +466,27 @@ mod tests {
         let want: Vec<_> = want.into_iter().collect();
         assert_eq!(got.len(), want.len());
         assert!(got == want);
+    }
+
+    /// Without a temporary file the table grows and gives the same sums.
+    #[test]
+    fn without_a_temporary_file_the_table_grows() {
+        let mut sums = KeyedSums::holding(OPS, 10);
+        // As if no file could be made.
+        sums.tried = true;
+        for i in 0..1000u64 {
+            sums.add(format!("{:04}", i % 300).as_bytes(), &[i, i, i]);
+        }
+        assert!(sums.spill.is_none() && sums.full);
+        let mut got = Vec::new();
+        sums.drain(&mut |k, f| got.push((String::from_utf8(k.to_vec()).unwrap(), f.to_vec())))
+            .unwrap();
+        assert_eq!(got.len(), 300);
+        for (k, f) in &got {
+            let i: u64 = k.parse().unwrap();
+            let all: Vec<u64> = (0..1000).filter(|j| j % 300 == i).collect();
+            assert_eq!(f, &vec![all.iter().sum(), all[0], *all.last().unwrap()]);
+        }
     }
 
     #[test]
