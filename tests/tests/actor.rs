@@ -410,12 +410,27 @@ fn index_gather_remote_path_physical_matrix() {
     let (bufs, bytes) = seen.values().fold((0, 0), |a, &(c, b)| (a.0 + c, a.1 + b));
     assert_eq!(bytes, 16 * bufs + 8 * items);
 
+    // The porter's progress: a signal to every PE it put to, its calls and
+    // completions as the stand-in counted them.
+    let signals = physical_sum(&m, "progress");
+    assert_eq!(signals, program_physical(&out, "progress"));
+    assert_eq!(
+        signals.keys().collect::<Vec<_>>(),
+        seen.keys().collect::<Vec<_>>()
+    );
+    let standin_progress: BTreeMap<u64, (u64, u64)> = lines(&out, "progress")
+        .into_iter()
+        .map(|f| (n(&f[0]), (n(&f[1]), n(&f[2]))))
+        .collect();
     let phases = per_pe(&out, "phase");
     for pe in 0..NP as u64 {
         let p = read_profile(&dir.join(format!("pe{pe}")));
         check_breakdown(&p, phases[&pe]);
+        let (calls, forced) = progress_calls(&p);
+        assert_eq!((calls, forced), standin_progress[&pe], "PE {pe}");
         // The remote path's completions: one quiet per advance at least.
-        assert!(meta(&p, "actor.openshmem.shmem_quiet.calls") > 0);
+        assert!(meta(&p, "actor.openshmem.shmem_quiet.calls") >= forced);
+        assert!(forced > 0);
         let puts = meta(&p, "actor.openshmem.shmem_putmem_nbi.calls");
         let mine: u64 = standin
             .iter()
