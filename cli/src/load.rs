@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use kprof_core::output::report::{Report, SCHEMA};
+use kprof_core::reduce::MERGED_SCHEMA;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::merge::MERGED_SCHEMA;
 use crate::{show, Failure};
 
 /// `profile.json` of `arg`: a kprof output directory or the file itself.

@@ -952,7 +952,7 @@ fn calls_opened_for_counters_give_the_same_profile_as_whole_calls() {
     }
 }
 
-// ---- Fortran (mpif.h, `use mpi`) ----
+// ---- Fortran (mpif.h, `use mpi`, `use mpi_f08`) ----
 
 impl Family {
     /// The family's Fortran compiler wrapper.
@@ -964,13 +964,37 @@ impl Family {
     }
 }
 
-/// `tests/mpi/ring.f90` built once with `family`'s `mpifort`, with kprof's
+/// The Fortran test programs: `tests/mpi/ring.f90` (`use mpi` and `mpif.h`) and
+/// its port to the `mpi_f08` module, `tests/mpi/ring_f08.f90`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fortran {
+    /// `ring.f90`.
+    Mpif,
+    /// `ring_f08.f90`.
+    F08,
+}
+
+impl Fortran {
+    /// The program's name (its source is `tests/mpi/<name>.f90`).
+    fn name(self) -> &'static str {
+        match self {
+            Fortran::Mpif => "ring",
+            Fortran::F08 => "ring_f08",
+        }
+    }
+}
+
+/// `binding`'s program built once with `family`'s `mpifort`, with kprof's
 /// Fortran module (its phases are kprof regions) and linked with the core.
-fn fortran_program(family: Family) -> PathBuf {
-    static BUILT: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
-    BUILT[family as usize]
+fn fortran_program(family: Family, binding: Fortran) -> PathBuf {
+    static BUILT: [[OnceLock<PathBuf>; 2]; 2] = [
+        [OnceLock::new(), OnceLock::new()],
+        [OnceLock::new(), OnceLock::new()],
+    ];
+    BUILT[family as usize][binding as usize]
         .get_or_init(|| {
-            let dir = scratch(&format!("mpi_fortran_build_{family:?}"));
+            let name = binding.name();
+            let dir = scratch(&format!("mpi_fortran_build_{family:?}_{name}"));
             let libdir = lib_dir();
             let (l, rpath) = (
                 format!("-L{}", libdir.display()),
@@ -992,8 +1016,8 @@ fn fortran_program(family: Family) -> PathBuf {
                 args.extend(["-fallow-argument-mismatch", "-w"]);
             }
             let module = kprof_tests::workspace_root().join("ffi-headers/kprof.f90");
-            let ring = test_file("mpi/ring.f90");
-            compile_with(family.fc(), &[&module, &ring], &dir.join("ring"), &args)
+            let ring = test_file(&format!("mpi/{name}.f90"));
+            compile_with(family.fc(), &[&module, &ring], &dir.join(name), &args)
         })
         .clone()
 }
@@ -1049,21 +1073,41 @@ fn stable_lines(o: &Output) -> BTreeSet<String> {
 /// twice.
 #[test]
 fn fortran_ring_and_collectives_exact() {
-    fortran_exact(Family::OpenMpi);
+    fortran_exact(Family::OpenMpi, Fortran::Mpif);
 }
 
 /// [`fortran_ring_and_collectives_exact`] built and run with MPICH.
 #[test]
 fn mpich_fortran_ring_and_collectives_exact() {
-    fortran_exact(Family::Mpich);
+    fortran_exact(Family::Mpich, Fortran::Mpif);
 }
 
-fn fortran_exact(family: Family) {
+/// The same program with the `mpi_f08` module (`tests/mpi/ring_f08.f90`:
+/// handles and statuses as derived types, `ierror` passed or omitted,
+/// `MPI_IN_PLACE` in an allreduce and a gather) under Open MPI, whose
+/// `mpi_send_f08_` entries call its internal Fortran functions and so `PMPI_*`:
+/// the plugin's `mpi_f08` entries record every call, exactly once.
+#[test]
+fn fortran_f08_ring_and_collectives_exact() {
+    fortran_exact(Family::OpenMpi, Fortran::F08);
+}
+
+/// [`fortran_f08_ring_and_collectives_exact`] under MPICH, whose `mpi_f08`
+/// entries with choice buffers (`mpi_send_f08ts_`) call the C `MPI_*`
+/// (recorded there) and the others (`mpi_wait_f08_`, `mpi_init_f08_` ...) the
+/// C `PMPI_*` (recorded by the plugin's `mpi_f08` entries).
+#[test]
+fn mpich_fortran_f08_ring_and_collectives_exact() {
+    fortran_exact(Family::Mpich, Fortran::F08);
+}
+
+fn fortran_exact(family: Family, binding: Fortran) {
     if !family.available() || skip_unless(have(family.fc()), family.fc()) {
         return;
     }
-    let prog = fortran_program(family);
-    let base = scratch(&format!("mpi_fortran_{family:?}"));
+    let prog = fortran_program(family, binding);
+    let name = binding.name();
+    let base = scratch(&format!("mpi_fortran_{family:?}_{name}"));
     let (plain_dir, kprof_dir) = (base.join("plain"), base.join("kprof"));
     for d in [&plain_dir, &kprof_dir] {
         std::fs::create_dir_all(d).unwrap();
@@ -1090,7 +1134,7 @@ fn fortran_exact(family: Family) {
     assert_eq!(said.len(), RANKS as usize, "{with:?}");
     let n = u64::from(RANKS);
     for (&r, s) in &said {
-        let p = read_profile(&kprof_dir.join(format!("kprof-ring-rank{r}")));
+        let p = read_profile(&kprof_dir.join(format!("kprof-{name}-rank{r}")));
         assert_eq!(p["metadata"]["MPI rank"], r.to_string());
         assert_eq!(p["metadata"]["MPI family"], family.name());
         assert_eq!(rows(&p), s.rows, "rank {r}: messages");
@@ -1137,7 +1181,7 @@ fn fortran_exact(family: Family) {
     }
     // The job's profile, reduced over MPI at MPI_Finalize: kprof merge of the
     // ranks' own directories, and the programs' own rows.
-    let job = read_profile(&kprof_dir.join("kprof-ring-job"));
+    let job = read_profile(&kprof_dir.join(format!("kprof-{name}-job")));
     assert_eq!(job["schema"], "kprof-merged/1");
     let merged = kprof_dir.join("merged");
     let mut cmd = clean_cmd(&kprof);

@@ -23,7 +23,7 @@ use crate::load::load_report;
 use crate::load::load_report_fast;
 use crate::{show, Failure, Outcome};
 
-pub use kprof_core::reduce::MERGED_SCHEMA;
+use kprof_core::reduce::MERGED_SCHEMA;
 
 /// Arguments of `kprof merge`.
 #[derive(clap::Args)]

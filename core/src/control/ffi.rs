@@ -11,7 +11,7 @@ use kprof_abi::{
 };
 
 use crate::base::devices::Device;
-use crate::control::{job, start};
+use crate::control::{hooks, job, start};
 use crate::hot::events::{self, AtExtra};
 use crate::hot::record::Op;
 use crate::hot::runtime::{self, warn};
@@ -29,8 +29,21 @@ unsafe extern "C" fn attach(plugin: *const c_char) -> bool {
     guard(false, || {
         // SAFETY: plugins pass a NUL-terminated literal.
         let name = unsafe { text(plugin) }.unwrap_or_else(|| "unknown".into());
-        start::attach(&name).is_some()
+        let recording = start::attach(&name).is_some();
+        if recording {
+            hook_process_end();
+        }
+        recording
     })
+}
+
+/// Hooks the end of the process (exit, signals, fork: [`hooks`]) once the runtime
+/// records; effective once. The hooks end the runtime, so the start does not know
+/// them: whoever attached installs them, after the start completed (a signal
+/// handled on a thread that still started the runtime would wait for it forever).
+fn hook_process_end() {
+    let signals = runtime::config().signals;
+    hooks::install_exit_hooks(signals);
 }
 
 unsafe extern "C" fn configure(arg: *const c_char) -> bool {
@@ -471,7 +484,9 @@ pub extern "C" fn kprof_core_api(version: u32) -> *const CoreApi {
 /// thread's first call waits for the one start to complete (see
 /// [`start::attach_annotations`]).
 fn attach_annotations() {
-    start::attach_annotations();
+    if start::attach_annotations() {
+        hook_process_end();
+    }
 }
 
 /// Opens an annotation region on the calling thread.

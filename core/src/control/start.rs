@@ -58,20 +58,20 @@ pub fn attach(plugin: &str) -> Option<&'static Runtime> {
 }
 
 /// The annotation API's attach, on each of its calls: one load once attached.
+/// Whether this call attached (and found the runtime recording).
 #[inline(always)]
-pub fn attach_annotations() {
-    if !ANNOTATIONS_ATTACHED.load(Ordering::Acquire) {
-        attach_annotations_slow();
-    }
+pub fn attach_annotations() -> bool {
+    !ANNOTATIONS_ATTACHED.load(Ordering::Acquire) && attach_annotations_slow()
 }
 
 #[cold]
 #[inline(never)]
-fn attach_annotations_slow() {
+fn attach_annotations_slow() -> bool {
     // Every racing first caller attaches (attach waits for the one start), and only
     // then is the flag set: no caller proceeds before the runtime records.
-    attach(ANNOTATION);
+    let recording = attach(ANNOTATION).is_some();
     ANNOTATIONS_ATTACHED.store(true, Ordering::Release);
+    recording
 }
 
 /// A plugin's finalize: shuts the runtime down when no other attached plugin is
@@ -203,9 +203,6 @@ fn start() {
     }
     ACTIVE.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
     PHASE.store(Phase::Running as u8, Ordering::Release);
-    // After Running: a signal handled on this thread while it still started would
-    // wait for the start forever.
-    crate::control::hooks::install_exit_hooks(cfg.signals);
 }
 
 /// Marks a GPU activity plugin active (`set`); whether one is.

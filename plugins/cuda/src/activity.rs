@@ -4,7 +4,7 @@
 //! (CUPTI's overhead, dropped records, unknown kinds).
 
 use std::ffi::{c_char, CStr, CString};
-use std::sync::PoisonError;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use kprof_abi::guard::guard;
 use kprof_abi::{
@@ -14,8 +14,8 @@ use kprof_gpu::activity::{deliver, fill, Delivery, Record, NO_ARG};
 use rustc_hash::FxHashMap;
 
 use crate::names::{self, KernelNames};
-use crate::plugin::{self, State, RING};
 use crate::records::{self, CopyRec};
+use crate::state::{self, State, RING};
 use crate::sys::cuda12::{self as c, CUcontext, CUpti_Activity, CUPTI_SUCCESS};
 
 /// CUPTI asks for a buffer: one from the pool, or none when the pool is empty
@@ -29,7 +29,7 @@ pub unsafe extern "C" fn buffer_requested(
     max_records: *mut usize,
 ) {
     guard((), || {
-        let (p, n) = match plugin::state().and_then(|st| st.pool.take().map(|p| (st, p))) {
+        let (p, n) = match state::state().and_then(|st| st.pool.take().map(|p| (st, p))) {
             Some((st, p)) => (p, st.pool.buffer_size()),
             None => (std::ptr::null_mut(), 0),
         };
@@ -60,13 +60,13 @@ pub unsafe extern "C" fn buffer_completed(
     valid: usize,
 ) {
     guard((), || {
-        let Some(st) = plugin::state() else {
+        let Some(st) = state::state() else {
             return;
         };
         if !buffer.is_null() && !st.is_done() {
             guard((), || {
                 st.recalibrate();
-                let mut t = st.translator.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut t = translator();
                 let cpu = thread_cpu_ns();
                 let n = t.buffer(st, buffer, valid);
                 t.walked.0 += n;
@@ -145,6 +145,17 @@ pub struct Counts {
     pub unknown_correlation: u64,
     /// Activities with unusable times.
     pub bad_time: u64,
+}
+
+/// The buffers' translation state: one buffer is translated at a time.
+static TRANSLATOR: OnceLock<Mutex<Translator>> = OnceLock::new();
+
+/// Takes the translation state (buffers, and the final figures at the flush).
+pub fn translator() -> MutexGuard<'static, Translator> {
+    TRANSLATOR
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
 }
 
 /// State of the buffer thread(s): caches and totals.

@@ -18,7 +18,7 @@ use std::ffi::c_void;
 use kprof_abi::guard::guard;
 use kprof_abi::{Kind, Site};
 
-use crate::plugin::{self, RING};
+use crate::state::{self, RING};
 use crate::sys::cuda12::{
     CUpti_CallbackData, CUpti_CallbackDomain, CUpti_CallbackId, CUPTI_API_ENTER, CUPTI_API_EXIT,
     CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RUNTIME_API,
@@ -47,7 +47,7 @@ pub unsafe extern "C" fn on_api(
     cbdata: *const c_void,
 ) {
     guard((), || {
-        let Some(st) = plugin::measuring() else {
+        let Some(st) = state::measuring() else {
             return;
         };
         // SAFETY: for the API domains CUPTI passes a CUpti_CallbackData that lives

@@ -16,6 +16,7 @@
 //!   layouts of the loaded CUPTI's version (`layout`, `records`, the generated
 //!   `sys`), their times put on the core clock (`clock`), and delivered to the core
 //!   as device activities under their launch, allocations and frees.
+//! - `state`: what the callbacks share, set once at the start.
 //! - `plugin`: the start, and the final flush the core asks for at the end.
 //!
 //! No panic reaches CUDA (every entry point runs under `kprof_abi::guard`), and no
@@ -29,6 +30,7 @@ pub mod names;
 pub mod plugin;
 pub mod pool;
 pub mod records;
+pub mod state;
 pub mod sys;
 
 use std::ffi::c_int;

@@ -4,78 +4,19 @@
 
 use std::ffi::CString;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, Once, OnceLock, PoisonError};
+use std::sync::Once;
 
 use kprof_abi::guard::guard;
 use kprof_abi::CoreApi;
 
-use crate::activity::{self, Translator};
+use crate::activity;
 use crate::callbacks;
 use crate::cupti::{self, check, CuptiError};
 use crate::layout::Layout;
-use crate::pool::{self, Pool};
+use crate::pool;
+use crate::state::{measuring, State};
 use crate::sys::cuda12::{self as c, CUpti_SubscriberHandle, Cupti};
 use crate::sys::driver_cbids::TRACED_DRIVER_CALLS;
-use kprof_gpu::clock::Clock;
-use kprof_gpu::correlation::Ring;
-
-/// Launches remembered for their activities (2 MiB; see `correlation`).
-pub static RING: Ring<65536> = Ring::new();
-
-/// Everything the callbacks need, set once CUPTI is loaded.
-pub struct State {
-    /// The core's table.
-    pub api: &'static CoreApi,
-    /// CUPTI's functions.
-    pub cupti: Cupti,
-    /// The record structs this CUPTI writes.
-    pub layout: Layout,
-    /// CUPTI time -> core time.
-    pub clock: Clock,
-    /// Buffers for CUPTI.
-    pub pool: Pool,
-    /// `KPROF_CUDA_DEBUG=1`: each record on stderr as it is translated.
-    pub debug: bool,
-    /// Buffer translation state.
-    pub translator: Mutex<Translator>,
-    /// Callbacks and activities are on.
-    active: AtomicBool,
-    /// The final flush happened: nothing more is delivered.
-    done: AtomicBool,
-}
-
-static STATE: OnceLock<State> = OnceLock::new();
-
-/// The state, once CUPTI is loaded.
-#[inline(always)]
-pub fn state() -> Option<&'static State> {
-    STATE.get()
-}
-
-/// The state while measuring (active, not flushed yet).
-#[inline(always)]
-pub fn measuring() -> Option<&'static State> {
-    state().filter(|s| s.active.load(Ordering::Acquire) && !s.done.load(Ordering::Acquire))
-}
-
-impl State {
-    /// Whether the final flush happened.
-    pub fn is_done(&self) -> bool {
-        self.done.load(Ordering::Acquire)
-    }
-
-    /// Recalibrates the clock offset (see `kprof_gpu::clock`).
-    pub fn recalibrate(&self) {
-        let get = self.cupti.cuptiGetTimestamp;
-        self.clock.calibrate_with_core(self.api, || {
-            let mut t = 0u64;
-            // SAFETY: a CUPTI clock reading with a valid out pointer.
-            let rc = unsafe { get(&mut t) };
-            (rc == c::CUPTI_SUCCESS).then_some(t)
-        });
-    }
-}
 
 fn say(line: &str) {
     use std::io::Write as _;
@@ -159,17 +100,7 @@ fn start(api: &'static CoreApi) -> Result<&'static State, CuptiError> {
     })?;
     let layout = Layout::for_version(version)?;
     let debug = std::env::var("KPROF_CUDA_DEBUG").is_ok_and(|v| !v.is_empty() && v != "0");
-    let st = STATE.get_or_init(|| State {
-        api,
-        cupti,
-        layout,
-        clock: Clock::default(),
-        pool: pool::from_env(),
-        debug,
-        translator: Mutex::new(Translator::default()),
-        active: AtomicBool::new(false),
-        done: AtomicBool::new(false),
-    });
+    let st = State::set(api, cupti, layout, pool::from_env(), debug);
     st.recalibrate();
     let cu = &st.cupti;
     // SAFETY: registering this library's buffer callbacks, which have CUPTI's
@@ -192,7 +123,7 @@ fn start(api: &'static CoreApi) -> Result<&'static State, CuptiError> {
         unsafe { (cu.cuptiFinalize)() };
         return Err(e);
     }
-    st.active.store(true, Ordering::Release);
+    st.activate();
     // SAFETY: core table functions; `flush` lives as long as the process.
     unsafe {
         (api.on_flush)(flush);
@@ -333,8 +264,8 @@ pub extern "C" fn flush() {
         unsafe { (st.cupti.cuptiActivityFlushAll)(c::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
         // SAFETY: NULL asks for CUPTI's global queue.
         unsafe { activity::report_dropped(st, std::ptr::null_mut(), 0) };
-        st.done.store(true, Ordering::Release);
-        let t = st.translator.lock().unwrap_or_else(PoisonError::into_inner);
+        st.finish();
+        let t = activity::translator();
         let api = st.api;
         let (n, ns) = t.tool_overhead;
         if n > 0 {

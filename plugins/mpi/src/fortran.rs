@@ -1,22 +1,32 @@
-//! The Fortran entries (`mpif.h` and `use mpi`): `mpi_send_` and its other
-//! spellings (`mpi_send__`, `mpi_send`, `MPI_SEND`), each forwarding to the MPI
-//! library's Fortran profiling entry (`pmpi_send_`, found with `dlsym`), so the
-//! program's results and `ierr` are the library's own.
+//! The Fortran entries: those of `mpif.h` and `use mpi` (`mpi_send_` and its
+//! other spellings `mpi_send__`, `mpi_send`, `MPI_SEND`), each forwarding to the
+//! MPI library's Fortran profiling entry (`pmpi_send_`), and those of the
+//! `mpi_f08` module (`mpi_send_f08_`), each forwarding to the library's entry of
+//! the same name; all found with `dlsym` after this library, so the program's
+//! results and `ierror` are the library's own. Both bindings pass every argument
+//! by reference, an `mpi_f08` handle (`type(MPI_Comm)`, a `bind(C)` structure of
+//! one `INTEGER`) as an `INTEGER`, so one implementation serves both
+//! ([`Binding`] says which entry to forward to and how to read statuses).
 //!
-//! Whether they record depends on what the library's Fortran entries call,
-//! measured on Debian 12 (`nm -D`, `objdump -d` of the Fortran libraries; see
-//! docs/mpi.md):
-//! - Open MPI 4.1 (`libmpi_mpifh`): every spelling is an alias of one function
-//!   that converts the handles and calls the C **`PMPI_*`** function, so the C
-//!   wrappers never see a Fortran program's calls: these entries record them,
-//!   as the C wrappers would (same node names, arguments and messages), with the
-//!   handles converted by `PMPI_Comm_f2c`, `PMPI_Type_f2c`, `PMPI_Request_f2c`
-//!   and the statuses by `PMPI_Status_f2c`.
-//! - MPICH 4.0 (`libmpichfort`): the Fortran entries call the C **`MPI_*`**
-//!   functions, which are kprof's: these entries only forward (recording here
-//!   too would count each call twice).
-//!
-//! The `mpi_f08` module's entries (`mpi_send_f08_`) are not covered.
+//! Whether they record depends on what the library's entries call, measured on
+//! Debian 12 (`nm -D`, `objdump -d` of the Fortran libraries; see docs/mpi.md):
+//! - Open MPI 4.1: `mpif.h`/`use mpi` (`libmpi_mpifh`): every spelling is an
+//!   alias of one function (`ompi_send_f`) that converts the handles and calls
+//!   the C **`PMPI_*`** function; `mpi_f08` (`libmpi_usempif08`):
+//!   `mpi_send_f08_` calls that same `ompi_send_f` (`mpi_test_f08_` the
+//!   library's `pmpi_test_`). So the C wrappers never see a Fortran program's
+//!   calls: these entries record them, in both bindings, as the C wrappers
+//!   would (same node names, arguments and messages), with the handles
+//!   converted by `PMPI_Comm_f2c`, `PMPI_Type_f2c`, `PMPI_Request_f2c` and the
+//!   statuses (the same 6 `INTEGER`s in both bindings) by `PMPI_Status_f2c`.
+//! - MPICH 4.0 (`libmpichfort`): the `mpif.h` entries call the C **`MPI_*`**
+//!   functions, which are kprof's: they only forward (recording here too would
+//!   count each call twice). Its `mpi_f08` entries are of two kinds: those with
+//!   choice buffers are other symbols (`mpi_send_f08ts_`, which kprof does not
+//!   define) and call the C `MPI_*` function (recorded there); the others
+//!   (`mpi_wait_f08_`, `mpi_barrier_f08_`, `mpi_init_f08_`, ...) call the C
+//!   **`PMPI_*`** function, so these entries record them (handles are the C
+//!   ones, statuses converted by `PMPI_Status_f082c`).
 
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::mem::MaybeUninit;
@@ -32,46 +42,71 @@ use crate::{Scan, INLINE};
 /// Fortran's default `INTEGER` (`MPI_Fint`).
 pub type Fint = c_int;
 
+/// The Fortran binding a call came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// `mpif.h` and `use mpi` (`mpi_send_`).
+    Mpif,
+    /// The `mpi_f08` module (`mpi_send_f08_`).
+    F08,
+}
+
+/// A function converting a Fortran status to C's (`PMPI_Status_f2c`,
+/// `PMPI_Status_f082c`).
+type StatusToC = unsafe extern "C" fn(*const Fint, *mut Status) -> c_int;
+
 macro_rules! fortran_table {
     ($($field:ident: $sym:literal fn($($arg:ty),*);)*) => {
-        /// The library's Fortran profiling entries (`pmpi_send_` ...), and what
-        /// converting Fortran handles and statuses needs.
-        pub struct Fpmpi {
+        /// One binding's entries in the library (`pmpi_send_` or
+        /// `mpi_send_f08_` ...), and what converting its handles and statuses
+        /// needs.
+        pub struct Dialect {
             $(
-                #[doc = concat!("`", $sym, "_`.")]
+                #[doc = concat!("`", $sym, "_`, or the `mpi_f08` entry of that call.")]
                 pub $field: Option<unsafe extern "C" fn($($arg),*)>,
             )*
-            /// `PMPI_Comm_f2c`.
+            /// `PMPI_Comm_f2c` (none in MPICH, whose Fortran handles are C's).
             pub comm_f2c: Option<unsafe extern "C" fn(Fint) -> Comm>,
             /// `PMPI_Type_f2c`.
             pub type_f2c: Option<unsafe extern "C" fn(Fint) -> Datatype>,
             /// `PMPI_Request_f2c`.
             pub request_f2c: Option<unsafe extern "C" fn(Fint) -> Request>,
-            /// `PMPI_Status_f2c`.
-            pub status_f2c: Option<unsafe extern "C" fn(*const Fint, *mut Status) -> c_int>,
-            /// Fortran's `MPI_STATUS_IGNORE` (`MPI_F_STATUS_IGNORE`), or null.
+            /// The Fortran handle is the C one (MPICH's `int` handles).
+            pub same_handles: bool,
+            /// This binding's status to C's.
+            pub status_to_c: Option<StatusToC>,
+            /// This binding's `MPI_STATUS_IGNORE`, or null.
             pub status_ignore: *const Fint,
-            /// Fortran's `MPI_STATUSES_IGNORE` (`MPI_F_STATUSES_IGNORE`), or null.
+            /// This binding's `MPI_STATUSES_IGNORE`, or null.
             pub statuses_ignore: *const Fint,
             /// Fortran's `MPI_IN_PLACE` (Open MPI's `mpi_fortran_in_place_`), or null.
             pub in_place: *const c_void,
-            /// These entries record (Open MPI); otherwise they only forward.
-            pub records: bool,
+            /// The index of the first request in what this binding's
+            /// `MPI_Waitany`, `MPI_Waitsome` and `MPI_Testsome` return: 1, as
+            /// the standard says, but 0 in MPICH 4.0's `mpi_f08` (its bug,
+            /// fixed in 4.1).
+            pub first_index: c_int,
+            /// These entries record calls taking only handles (otherwise they
+            /// only forward).
+            pub records_handles: bool,
+            /// These entries record calls taking choice buffers.
+            pub records_buffers: bool,
         }
 
-        impl Fpmpi {
-            /// Every entry from the libraries after this one, in whichever
-            /// spelling the library exports.
-            fn resolve() -> Fpmpi {
-                let mut f = Fpmpi {
+        impl Dialect {
+            /// The entries `entry(base)` finds (`base` is the profiling
+            /// entry's name, `pmpi_send`), with the handle conversions and
+            /// nothing recorded yet.
+            fn resolve(entry: impl Fn(&str) -> Option<*mut c_void>) -> Dialect {
+                Dialect {
                     $(
                         // SAFETY: the symbol is the MPI standard's Fortran binding
                         // of that name (every argument by reference).
-                        $field: fortran($sym).map(|f| unsafe {
+                        $field: entry($sym).map(|f| unsafe {
                             std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*)>(f)
                         }),
                     )*
-                    // SAFETY (the four below): the MPI standard's C functions of
+                    // SAFETY (the three below): the MPI standard's C functions of
                     // those names and signatures.
                     comm_f2c: sys::lookup("PMPI_Comm_f2c\0").map(|f| unsafe {
                         std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Fint) -> Comm>(f)
@@ -82,33 +117,90 @@ macro_rules! fortran_table {
                     request_f2c: sys::lookup("PMPI_Request_f2c\0").map(|f| unsafe {
                         std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Fint) -> Request>(f)
                     }),
-                    status_f2c: sys::lookup("PMPI_Status_f2c\0").map(|f| unsafe {
-                        std::mem::transmute::<
-                            *mut c_void,
-                            unsafe extern "C" fn(*const Fint, *mut Status) -> c_int,
-                        >(f)
-                    }),
-                    status_ignore: ignore_pointer("MPI_F_STATUS_IGNORE\0"),
-                    statuses_ignore: ignore_pointer("MPI_F_STATUSES_IGNORE\0"),
+                    same_handles: false,
+                    first_index: 1,
+                    status_to_c: None,
+                    status_ignore: ptr::null(),
+                    statuses_ignore: ptr::null(),
                     in_place: sys::data("mpi_fortran_in_place_\0")
                         .map_or(ptr::null(), |p| p.cast_const()),
-                    records: false,
-                };
-                f.records = sys::Family::detect() == sys::Family::OpenMpi
-                    && f.comm_f2c.is_some()
-                    && f.type_f2c.is_some()
-                    && f.request_f2c.is_some()
-                    && f.status_f2c.is_some()
-                    && !f.status_ignore.is_null()
-                    && !f.statuses_ignore.is_null();
-                f
+                    records_handles: false,
+                    records_buffers: false,
+                }
             }
         }
     };
 }
 
-// The library's Fortran profiling entries; every argument by reference, the
-// last one `ierr`.
+/// Both bindings' tables.
+pub struct Fpmpi {
+    /// `mpif.h` and `use mpi`.
+    pub mpif: Dialect,
+    /// `mpi_f08`.
+    pub f08: Dialect,
+}
+
+impl Fpmpi {
+    /// Both tables, and whether each binding's entries record (see the module).
+    fn resolve() -> Fpmpi {
+        let family = sys::Family::detect();
+        let status = |name: &str| {
+            // SAFETY: the MPI standard's C function of that name and signature.
+            sys::lookup(name).map(|f| unsafe { std::mem::transmute::<*mut c_void, StatusToC>(f) })
+        };
+        let mut mpif = Dialect::resolve(fortran);
+        mpif.status_to_c = status("PMPI_Status_f2c\0");
+        mpif.status_ignore = ignore_pointer("MPI_F_STATUS_IGNORE\0");
+        mpif.statuses_ignore = ignore_pointer("MPI_F_STATUSES_IGNORE\0");
+        let mut f08 = Dialect::resolve(f08_entry);
+        match family {
+            // Open MPI 4.1's `mpi_f08` statuses and ignore objects are those of
+            // `mpif.h` (`mpi_fortran_status_ignore_`); a library with MPI-4's
+            // `MPI_F08_STATUS_IGNORE` says where its own are.
+            sys::Family::OpenMpi => {
+                f08.status_to_c = status("PMPI_Status_f082c\0").or(mpif.status_to_c);
+                f08.status_ignore = ignore_pointer("MPI_F08_STATUS_IGNORE\0");
+                f08.statuses_ignore = ignore_pointer("MPI_F08_STATUSES_IGNORE\0");
+                if f08.status_ignore.is_null() || f08.statuses_ignore.is_null() {
+                    f08.status_ignore = mpif.status_ignore;
+                    f08.statuses_ignore = mpif.statuses_ignore;
+                }
+            }
+            sys::Family::Mpich => {
+                f08.status_to_c = status("PMPI_Status_f082c\0");
+                f08.status_ignore = ignore_pointer("MPI_F08_STATUS_IGNORE\0");
+                f08.statuses_ignore = ignore_pointer("MPI_F08_STATUSES_IGNORE\0");
+                f08.same_handles = true;
+                if mpich_4_0() {
+                    f08.first_index = 0;
+                }
+            }
+            sys::Family::Unknown => {}
+        }
+        let complete = |d: &Dialect| {
+            (d.same_handles
+                || (d.comm_f2c.is_some() && d.type_f2c.is_some() && d.request_f2c.is_some()))
+                && d.status_to_c.is_some()
+                && !d.status_ignore.is_null()
+                && !d.statuses_ignore.is_null()
+        };
+        let (mpif_ok, f08_ok) = (complete(&mpif), complete(&f08));
+        match family {
+            sys::Family::OpenMpi => {
+                mpif.records_handles = mpif_ok;
+                mpif.records_buffers = mpif_ok;
+                f08.records_handles = f08_ok;
+                f08.records_buffers = f08_ok;
+            }
+            // MPICH's `mpi_f08` entries without choice buffers call `PMPI_*`;
+            // the rest of its Fortran entries call kprof's `MPI_*`.
+            sys::Family::Mpich => f08.records_handles = f08_ok,
+            sys::Family::Unknown => {}
+        }
+        Fpmpi { mpif, f08 }
+    }
+}
+
 fortran_table! {
     init: "pmpi_init" fn(*mut Fint);
     init_thread: "pmpi_init_thread" fn(*const Fint, *mut Fint, *mut Fint);
@@ -164,6 +256,41 @@ fortran_table! {
     comm_free: "pmpi_comm_free" fn(*mut Fint, *mut Fint);
 }
 
+/// The library is MPICH 4.0.x, whose `mpi_f08` `MPI_Waitany`, `MPI_Waitsome`
+/// and `MPI_Testsome` return indices from 0 (measured with 4.0.2; fixed in
+/// 4.1). `MPI_Get_library_version` may be called before `MPI_Init`.
+fn mpich_4_0() -> bool {
+    let Some(p) = state::pmpi() else {
+        return false;
+    };
+    // MPI_MAX_LIBRARY_VERSION_STRING is 8192 in MPICH.
+    let mut buf = vec![0u8; 8192 + 1];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes.
+    if unsafe { (p.get_library_version)(buf.as_mut_ptr().cast(), &mut len) } != sys::SUCCESS {
+        return false;
+    }
+    is_mpich_4_0(&String::from_utf8_lossy(
+        &buf[..usize::try_from(len).unwrap_or(0).min(buf.len())],
+    ))
+}
+
+/// `MPI_Get_library_version`'s text names MPICH 4.0.x (`MPICH Version:\t4.0.2`).
+fn is_mpich_4_0(text: &str) -> bool {
+    let version = text
+        .split_whitespace()
+        .skip_while(|w| *w != "Version:")
+        .nth(1)
+        .unwrap_or_default();
+    let mut parts = version.split('.');
+    let (major, minor) = (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+    );
+    let minor: String = minor.chars().take_while(char::is_ascii_digit).collect();
+    text.starts_with("MPICH") && major == "4" && minor == "0"
+}
+
 /// The Fortran entry `base` in the first spelling the libraries after this one
 /// export (gfortran's `base_` first).
 fn fortran(base: &str) -> Option<*mut c_void> {
@@ -174,16 +301,32 @@ fn fortran(base: &str) -> Option<*mut c_void> {
         base.to_ascii_uppercase(),
     ]
     .into_iter()
-    .find_map(|name| {
-        let c = CString::new(name).ok()?;
-        // SAFETY: dlsym only reads the NUL-terminated name and the loader's tables.
-        let f = unsafe { libc::dlsym(libc::RTLD_NEXT, c.as_ptr()) };
-        (!f.is_null()).then_some(f)
-    })
+    .find_map(|name| next(&name))
 }
 
-/// The value of the C global `MPI_F_STATUS_IGNORE` (a pointer to Fortran's
-/// `MPI_STATUS_IGNORE`), or null.
+/// The `mpi_f08` entry of the call whose profiling entry is `base`
+/// (`pmpi_send` -> `mpi_send_f08_`): the library's own entry of the name the
+/// program calls (Open MPI's `pmpi_send_f08_` is a copy of it, MPICH's
+/// profiling entries have other names).
+fn f08_entry(base: &str) -> Option<*mut c_void> {
+    next(&f08_name(base))
+}
+
+/// The `mpi_f08` entry's name of the call whose profiling entry is `base`.
+fn f08_name(base: &str) -> String {
+    format!("{}_f08_", base.strip_prefix('p').unwrap_or(base))
+}
+
+/// `name` from the libraries after this one.
+fn next(name: &str) -> Option<*mut c_void> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: dlsym only reads the NUL-terminated name and the loader's tables.
+    let f = unsafe { libc::dlsym(libc::RTLD_NEXT, c.as_ptr()) };
+    (!f.is_null()).then_some(f)
+}
+
+/// The value of the C global `symbol` (`MPI_F_STATUS_IGNORE`: a pointer to
+/// Fortran's `MPI_STATUS_IGNORE`), or null.
 fn ignore_pointer(symbol: &str) -> *const Fint {
     match sys::data(symbol) {
         // SAFETY: the library's `MPI_Fint *` global, set when it was loaded.
@@ -192,16 +335,16 @@ fn ignore_pointer(symbol: &str) -> *const Fint {
     }
 }
 
-/// The table once resolved (leaked); null before the first Fortran call.
+/// The tables once resolved (leaked); null before the first Fortran call.
 static FPMPI: AtomicPtr<Fpmpi> = AtomicPtr::new(ptr::null_mut());
 
 // SAFETY: the table is written once, before it is published, and then only read;
 // its raw pointers are addresses of the library's globals.
-unsafe impl Sync for Fpmpi {}
+unsafe impl Sync for Dialect {}
 // SAFETY: as above.
-unsafe impl Send for Fpmpi {}
+unsafe impl Send for Dialect {}
 
-/// The Fortran table (resolved at the first call).
+/// The Fortran tables (resolved at the first call).
 #[inline(always)]
 fn fpmpi() -> &'static Fpmpi {
     // SAFETY: FPMPI holds null or a leaked, never freed table.
@@ -211,6 +354,15 @@ fn fpmpi() -> &'static Fpmpi {
     }
 }
 
+/// The table of binding `b`.
+#[inline(always)]
+fn dialect(b: Binding) -> &'static Dialect {
+    let f = fpmpi();
+    match b {
+        Binding::Mpif => &f.mpif,
+        Binding::F08 => &f.f08,
+    }
+}
 #[cold]
 #[inline(never)]
 fn resolve_fpmpi() -> &'static Fpmpi {
@@ -251,18 +403,47 @@ fn call<F>(entry: Option<F>, ierr: *mut Fint, f: impl FnOnce(F)) -> c_int {
     rc(ierr)
 }
 
-/// The conversions of Fortran handles (only where [`Fpmpi::records`] holds).
-impl Fpmpi {
+/// The conversions of Fortran handles (only where the dialect records).
+impl Dialect {
+    /// Whether these entries record calls that take `takes`.
+    fn records(&self, takes: Takes) -> bool {
+        match takes {
+            Takes::Buffers => self.records_buffers,
+            Takes::Handles => self.records_handles,
+        }
+    }
+
+    /// A C handle from Fortran's `*h`: `f2c` of it, or the same value where
+    /// the handles are C's (MPICH's `int`s, as its `MPI_Comm_f2c` macro does).
+    ///
+    /// # Safety
+    /// `h` points to the program's INTEGER.
+    #[inline(always)]
+    unsafe fn handle(
+        &self,
+        f2c: Option<unsafe extern "C" fn(Fint) -> *mut c_void>,
+        h: *const Fint,
+    ) -> *mut c_void {
+        if h.is_null() {
+            return ptr::null_mut();
+        }
+        // SAFETY: the caller's contract.
+        let v = unsafe { *h };
+        match f2c {
+            _ if self.same_handles => v as isize as *mut c_void,
+            // SAFETY: the library's conversion of its own handle.
+            Some(f) => unsafe { f(v) },
+            None => ptr::null_mut(),
+        }
+    }
+
     /// The C communicator of Fortran's `*c`.
     ///
     /// # Safety
     /// `c` points to the program's INTEGER.
     unsafe fn comm(&self, c: *const Fint) -> Comm {
-        match (self.comm_f2c, c.is_null()) {
-            // SAFETY: the caller's contract.
-            (Some(f), false) => unsafe { f(*c) },
-            _ => ptr::null_mut(),
-        }
+        // SAFETY: the caller's contract.
+        unsafe { self.handle(self.comm_f2c, c) }
     }
 
     /// The C datatype of Fortran's `*t`.
@@ -270,11 +451,8 @@ impl Fpmpi {
     /// # Safety
     /// `t` points to the program's INTEGER.
     unsafe fn dtype(&self, t: *const Fint) -> Datatype {
-        match (self.type_f2c, t.is_null()) {
-            // SAFETY: the caller's contract.
-            (Some(f), false) => unsafe { f(*t) },
-            _ => ptr::null_mut(),
-        }
+        // SAFETY: the caller's contract.
+        unsafe { self.handle(self.type_f2c, t) }
     }
 
     /// The C request of Fortran's `*r`.
@@ -282,11 +460,8 @@ impl Fpmpi {
     /// # Safety
     /// `r` points to the program's INTEGER.
     unsafe fn request(&self, r: *const Fint) -> Request {
-        match (self.request_f2c, r.is_null()) {
-            // SAFETY: the caller's contract.
-            (Some(f), false) => unsafe { f(*r) },
-            _ => ptr::null_mut(),
-        }
+        // SAFETY: the caller's contract.
+        unsafe { self.handle(self.request_f2c, r) }
     }
 
     /// The status of Fortran status `i` of the array at `st`, as C's.
@@ -294,10 +469,11 @@ impl Fpmpi {
     /// # Safety
     /// `st` holds more than `i` Fortran statuses, which MPI filled.
     unsafe fn status(&self, a: &Active, st: *const Fint, i: usize) -> Option<sys::StatusView> {
-        let f = self.status_f2c?;
+        let f = self.status_to_c?;
         let mut c = Status::default();
-        // SAFETY: the caller's contract; `c` is a C status (Open MPI's size, the
-        // larger).
+        // SAFETY: the caller's contract (a status of either binding has the
+        // `INTEGER`s of the C status: 6 in Open MPI, 5 in MPICH); `c` is a C
+        // status (Open MPI's size, the larger).
         let ok = unsafe { f(st.add(i * a.abi.fortran_status_ints()), &mut c) } == sys::SUCCESS;
         // SAFETY: MPI filled `c`.
         ok.then(|| unsafe { a.abi.status(&c, 0) })
@@ -312,7 +488,6 @@ impl Fpmpi {
         }
     }
 }
-
 /// The value of the program's INTEGER at `v` (0 for none).
 fn val(v: *const Fint) -> c_int {
     if v.is_null() {
@@ -329,27 +504,42 @@ const OWN_STATUS_INTS: usize = 8;
 /// A Fortran status of kprof's own.
 type OwnStatus = [Fint; OWN_STATUS_INTS];
 
-/// Records a call as [`crate::measured`] does, where these entries record;
-/// otherwise only forwards (`fwd` returns `ierr`).
+/// Whether a Fortran entry takes choice buffers (`MPI_Send`) or only handles
+/// (`MPI_Wait`, `MPI_Barrier`): MPICH's `mpi_f08` entries of the first kind
+/// call the C `MPI_*` function, those of the second the C `PMPI_*` one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Takes {
+    /// Choice buffers.
+    Buffers,
+    /// Handles and integers only.
+    Handles,
+}
+
+/// Records a call as [`crate::measured`] does, where the binding's entries
+/// record calls of this kind; otherwise only forwards (`fwd` returns `ierr`).
 #[inline(always)]
 fn measured(
+    b: Binding,
+    takes: Takes,
     name: &'static CStr,
-    fwd: impl FnOnce(&'static Fpmpi) -> c_int,
-    after: impl FnOnce(&'static Fpmpi, &'static Active, &'static Pmpi, c_int, &mut Rec),
+    fwd: impl FnOnce(&'static Dialect) -> c_int,
+    after: impl FnOnce(&'static Dialect, &'static Active, &'static Pmpi, c_int, &mut Rec),
 ) -> c_int {
-    let f = fpmpi();
-    if !f.records {
+    let f = dialect(b);
+    if !f.records(takes) {
         return fwd(f);
     }
     crate::measured(name, |_| fwd(f), |a, p, rc, r| after(f, a, p, rc, r))
 }
 
-/// Defines the exported spellings of one Fortran entry, each calling `$imp`.
+/// Defines the exported spellings of one Fortran entry (the four of `mpif.h`
+/// and `use mpi`, then the `mpi_f08` one), each calling `$imp` with its binding.
 macro_rules! entry {
-    ($imp:ident: [$($name:ident),+] $params:tt) => {
-        $( entry!(@one $imp $name $params); )+
+    ($imp:ident: [$($name:ident),+] $f08:ident $params:tt) => {
+        $( entry!(@one $imp Mpif $name $params); )+
+        entry!(@one $imp F08 $f08 $params);
     };
-    (@one $imp:ident $name:ident ($($arg:ident: $ty:ty),*)) => {
+    (@one $imp:ident $b:ident $name:ident ($($arg:ident: $ty:ty),*)) => {
             #[doc = concat!("The Fortran entry `", stringify!($name), "` (see the module).")]
             ///
             /// # Safety
@@ -357,17 +547,17 @@ macro_rules! entry {
             #[no_mangle]
             pub unsafe extern "C" fn $name($($arg: $ty),*) {
                 // SAFETY: the caller's contract.
-                unsafe { $imp($($arg),*) }
+                unsafe { $imp(Binding::$b, $($arg),*) }
             }
     };
 }
 
 // ---- start and end ----
 
-entry!(init: [mpi_init_, mpi_init__, mpi_init, MPI_INIT] (ierr: *mut Fint));
-unsafe fn init(ierr: *mut Fint) {
-    let f = fpmpi();
-    if !f.records {
+entry!(init: [mpi_init_, mpi_init__, mpi_init, MPI_INIT] mpi_init_f08_ (ierr: *mut Fint));
+unsafe fn init(b: Binding, ierr: *mut Fint) {
+    let f = dialect(b);
+    if !f.records_handles {
         // SAFETY: the program's own argument, forwarded to the library's entry.
         call(f.init, ierr, |e| unsafe { e(ierr) });
         return;
@@ -378,42 +568,42 @@ unsafe fn init(ierr: *mut Fint) {
     });
 }
 
-entry!(init_thread: [mpi_init_thread_, mpi_init_thread__, mpi_init_thread, MPI_INIT_THREAD]
+entry!(init_thread: [mpi_init_thread_, mpi_init_thread__, mpi_init_thread, MPI_INIT_THREAD] mpi_init_thread_f08_
     (required: *const Fint, provided: *mut Fint, ierr: *mut Fint));
-unsafe fn init_thread(required: *const Fint, provided: *mut Fint, ierr: *mut Fint) {
-    let f = fpmpi();
+unsafe fn init_thread(b: Binding, required: *const Fint, provided: *mut Fint, ierr: *mut Fint) {
+    let f = dialect(b);
     // SAFETY (both): forwarded as received.
     let fwd = || {
         call(f.init_thread, ierr, |e| unsafe {
             e(required, provided, ierr)
         })
     };
-    if !f.records {
+    if !f.records_handles {
         fwd();
         return;
     }
     crate::init(c"MPI_Init_thread", Some(provided), |_| fwd());
 }
 
-entry!(finalize: [mpi_finalize_, mpi_finalize__, mpi_finalize, MPI_FINALIZE] (ierr: *mut Fint));
-unsafe fn finalize(ierr: *mut Fint) {
-    let f = fpmpi();
+entry!(finalize: [mpi_finalize_, mpi_finalize__, mpi_finalize, MPI_FINALIZE] mpi_finalize_f08_ (ierr: *mut Fint));
+unsafe fn finalize(b: Binding, ierr: *mut Fint) {
+    let f = dialect(b);
     // SAFETY (both): forwarded as received.
     let fwd = || call(f.finalize, ierr, |e| unsafe { e(ierr) });
-    if !f.records {
+    if !f.records_handles {
         fwd();
         return;
     }
     crate::finalize(|_| fwd());
 }
 
-entry!(abort: [mpi_abort_, mpi_abort__, mpi_abort, MPI_ABORT]
+entry!(abort: [mpi_abort_, mpi_abort__, mpi_abort, MPI_ABORT] mpi_abort_f08_
     (comm: *const Fint, errorcode: *const Fint, ierr: *mut Fint));
-unsafe fn abort(comm: *const Fint, errorcode: *const Fint, ierr: *mut Fint) {
-    let f = fpmpi();
+unsafe fn abort(b: Binding, comm: *const Fint, errorcode: *const Fint, ierr: *mut Fint) {
+    let f = dialect(b);
     // SAFETY (both): forwarded as received.
     let fwd = || call(f.abort, ierr, |e| unsafe { e(comm, errorcode, ierr) });
-    if !f.records {
+    if !f.records_handles {
         fwd();
         return;
     }
@@ -422,10 +612,12 @@ unsafe fn abort(comm: *const Fint, errorcode: *const Fint, ierr: *mut Fint) {
 
 // ---- point to point ----
 
-entry!(send: [mpi_send_, mpi_send__, mpi_send, MPI_SEND]
+entry!(send: [mpi_send_, mpi_send__, mpi_send, MPI_SEND] mpi_send_f08_
     (buf: *const c_void, count: *const Fint, dtype: *const Fint, dest: *const Fint,
      tag: *const Fint, comm: *const Fint, ierr: *mut Fint));
+#[allow(clippy::too_many_arguments)]
 unsafe fn send(
+    b: Binding,
     buf: *const c_void,
     count: *const Fint,
     dtype: *const Fint,
@@ -435,6 +627,8 @@ unsafe fn send(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Send",
         // SAFETY: forwarded as received.
         |f| {
@@ -452,11 +646,12 @@ unsafe fn send(
     );
 }
 
-entry!(isend: [mpi_isend_, mpi_isend__, mpi_isend, MPI_ISEND]
+entry!(isend: [mpi_isend_, mpi_isend__, mpi_isend, MPI_ISEND] mpi_isend_f08_
     (buf: *const c_void, count: *const Fint, dtype: *const Fint, dest: *const Fint,
      tag: *const Fint, comm: *const Fint, req: *mut Fint, ierr: *mut Fint));
 #[allow(clippy::too_many_arguments)]
 unsafe fn isend(
+    b: Binding,
     buf: *const c_void,
     count: *const Fint,
     dtype: *const Fint,
@@ -467,6 +662,8 @@ unsafe fn isend(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Isend",
         // SAFETY: forwarded as received.
         |f| {
@@ -485,11 +682,12 @@ unsafe fn isend(
     );
 }
 
-entry!(irecv: [mpi_irecv_, mpi_irecv__, mpi_irecv, MPI_IRECV]
+entry!(irecv: [mpi_irecv_, mpi_irecv__, mpi_irecv, MPI_IRECV] mpi_irecv_f08_
     (buf: *mut c_void, count: *const Fint, dtype: *const Fint, source: *const Fint,
      tag: *const Fint, comm: *const Fint, req: *mut Fint, ierr: *mut Fint));
 #[allow(clippy::too_many_arguments)]
 unsafe fn irecv(
+    b: Binding,
     buf: *mut c_void,
     count: *const Fint,
     dtype: *const Fint,
@@ -500,6 +698,8 @@ unsafe fn irecv(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Irecv",
         // SAFETY: forwarded as received.
         |f| {
@@ -519,19 +719,20 @@ unsafe fn irecv(
 
 /// The status to pass for a receive: the program's, or kprof's own in place of
 /// `MPI_STATUS_IGNORE`.
-fn own_status(f: &Fpmpi, status: *mut Fint, own: &mut OwnStatus) -> *mut Fint {
-    if f.records && status.cast_const() == f.status_ignore {
+fn own_status(f: &Dialect, status: *mut Fint, own: &mut OwnStatus) -> *mut Fint {
+    if f.records_buffers && status.cast_const() == f.status_ignore {
         own.as_mut_ptr()
     } else {
         status
     }
 }
 
-entry!(recv: [mpi_recv_, mpi_recv__, mpi_recv, MPI_RECV]
+entry!(recv: [mpi_recv_, mpi_recv__, mpi_recv, MPI_RECV] mpi_recv_f08_
     (buf: *mut c_void, count: *const Fint, dtype: *const Fint, source: *const Fint,
      tag: *const Fint, comm: *const Fint, status: *mut Fint, ierr: *mut Fint));
 #[allow(clippy::too_many_arguments)]
 unsafe fn recv(
+    b: Binding,
     buf: *mut c_void,
     count: *const Fint,
     dtype: *const Fint,
@@ -542,8 +743,10 @@ unsafe fn recv(
     ierr: *mut Fint,
 ) {
     let mut own: OwnStatus = [0; 8];
-    let st = own_status(fpmpi(), status, &mut own);
+    let st = own_status(dialect(b), status, &mut own);
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Recv",
         // SAFETY: forwarded, with a status of kprof's own in place of
         // MPI_STATUS_IGNORE.
@@ -565,13 +768,14 @@ unsafe fn recv(
     );
 }
 
-entry!(sendrecv: [mpi_sendrecv_, mpi_sendrecv__, mpi_sendrecv, MPI_SENDRECV]
+entry!(sendrecv: [mpi_sendrecv_, mpi_sendrecv__, mpi_sendrecv, MPI_SENDRECV] mpi_sendrecv_f08_
     (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint, dest: *const Fint,
      sendtag: *const Fint, recvbuf: *mut c_void, recvcount: *const Fint,
      recvtype: *const Fint, source: *const Fint, recvtag: *const Fint, comm: *const Fint,
      status: *mut Fint, ierr: *mut Fint));
 #[allow(clippy::too_many_arguments)]
 unsafe fn sendrecv(
+    b: Binding,
     sendbuf: *const c_void,
     sendcount: *const Fint,
     sendtype: *const Fint,
@@ -587,8 +791,10 @@ unsafe fn sendrecv(
     ierr: *mut Fint,
 ) {
     let mut own: OwnStatus = [0; 8];
-    let st = own_status(fpmpi(), status, &mut own);
+    let st = own_status(dialect(b), status, &mut own);
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Sendrecv",
         |f| {
             // SAFETY: forwarded, with a status of kprof's own in place of
@@ -616,11 +822,11 @@ unsafe fn sendrecv(
     );
 }
 
-entry!(request_free: [mpi_request_free_, mpi_request_free__, mpi_request_free, MPI_REQUEST_FREE]
+entry!(request_free: [mpi_request_free_, mpi_request_free__, mpi_request_free, MPI_REQUEST_FREE] mpi_request_free_f08_
     (req: *mut Fint, ierr: *mut Fint));
-unsafe fn request_free(req: *mut Fint, ierr: *mut Fint) {
-    let f = fpmpi();
-    if let Some(a) = active().filter(|_| f.records) {
+unsafe fn request_free(b: Binding, req: *mut Fint, ierr: *mut Fint) {
+    let f = dialect(b);
+    if let Some(a) = active().filter(|_| f.records_handles) {
         // SAFETY: the program's request.
         guard((), || state::untrack(a.abi.key(unsafe { f.request(req) })));
     }
@@ -642,7 +848,7 @@ impl Requests {
     ///
     /// # Safety
     /// `reqs` holds `count` INTEGERs (or is NULL).
-    unsafe fn of(f: &Fpmpi, reqs: *const Fint, count: c_int) -> Requests {
+    unsafe fn of(f: &Dialect, reqs: *const Fint, count: c_int) -> Requests {
         let mut out = Requests {
             inline: [ptr::null_mut(); INLINE],
             heap: Vec::new(),
@@ -681,17 +887,19 @@ impl Requests {
 /// is needed, and the completed receives recorded from their statuses. `fwd`
 /// gets the statuses to pass; `done` lists the completed (request index, status
 /// index) pairs, both from 0.
+#[allow(clippy::too_many_arguments)]
 fn completion(
+    b: Binding,
     name: &'static CStr,
     reqs: *const Fint,
     count: c_int,
     statuses: *mut Fint,
     ignore: *const Fint,
-    fwd: impl FnOnce(&'static Fpmpi, *mut Fint) -> c_int,
+    fwd: impl FnOnce(&'static Dialect, *mut Fint) -> c_int,
     done: impl FnOnce(&mut dyn FnMut(c_int, c_int)),
 ) -> c_int {
-    let f = fpmpi();
-    let Some(a) = active().filter(|_| f.records) else {
+    let f = dialect(b);
+    let Some(a) = active().filter(|_| f.records_handles) else {
         return fwd(f, statuses);
     };
     let mut r = guard(Rec::new(name, 0), || a.open(name));
@@ -743,11 +951,12 @@ fn completion(
     rc
 }
 
-entry!(wait: [mpi_wait_, mpi_wait__, mpi_wait, MPI_WAIT]
+entry!(wait: [mpi_wait_, mpi_wait__, mpi_wait, MPI_WAIT] mpi_wait_f08_
     (req: *mut Fint, status: *mut Fint, ierr: *mut Fint));
-unsafe fn wait(req: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
-    let f = fpmpi();
+unsafe fn wait(b: Binding, req: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
+    let f = dialect(b);
     completion(
+        b,
         c"MPI_Wait",
         req,
         1,
@@ -759,12 +968,19 @@ unsafe fn wait(req: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
     );
 }
 
-entry!(waitall: [mpi_waitall_, mpi_waitall__, mpi_waitall, MPI_WAITALL]
+entry!(waitall: [mpi_waitall_, mpi_waitall__, mpi_waitall, MPI_WAITALL] mpi_waitall_f08_
     (count: *const Fint, reqs: *mut Fint, statuses: *mut Fint, ierr: *mut Fint));
-unsafe fn waitall(count: *const Fint, reqs: *mut Fint, statuses: *mut Fint, ierr: *mut Fint) {
-    let f = fpmpi();
+unsafe fn waitall(
+    b: Binding,
+    count: *const Fint,
+    reqs: *mut Fint,
+    statuses: *mut Fint,
+    ierr: *mut Fint,
+) {
+    let f = dialect(b);
     let n = val(count);
     completion(
+        b,
         c"MPI_Waitall",
         reqs,
         n,
@@ -776,11 +992,12 @@ unsafe fn waitall(count: *const Fint, reqs: *mut Fint, statuses: *mut Fint, ierr
     );
 }
 
-entry!(test: [mpi_test_, mpi_test__, mpi_test, MPI_TEST]
+entry!(test: [mpi_test_, mpi_test__, mpi_test, MPI_TEST] mpi_test_f08_
     (req: *mut Fint, flag: *mut Fint, status: *mut Fint, ierr: *mut Fint));
-unsafe fn test(req: *mut Fint, flag: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
-    let f = fpmpi();
+unsafe fn test(b: Binding, req: *mut Fint, flag: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
+    let f = dialect(b);
     completion(
+        b,
         c"MPI_Test",
         req,
         1,
@@ -796,18 +1013,20 @@ unsafe fn test(req: *mut Fint, flag: *mut Fint, status: *mut Fint, ierr: *mut Fi
     );
 }
 
-entry!(testall: [mpi_testall_, mpi_testall__, mpi_testall, MPI_TESTALL]
+entry!(testall: [mpi_testall_, mpi_testall__, mpi_testall, MPI_TESTALL] mpi_testall_f08_
     (count: *const Fint, reqs: *mut Fint, flag: *mut Fint, statuses: *mut Fint, ierr: *mut Fint));
 unsafe fn testall(
+    b: Binding,
     count: *const Fint,
     reqs: *mut Fint,
     flag: *mut Fint,
     statuses: *mut Fint,
     ierr: *mut Fint,
 ) {
-    let f = fpmpi();
+    let f = dialect(b);
     let n = val(count);
     completion(
+        b,
         c"MPI_Testall",
         reqs,
         n,
@@ -827,18 +1046,20 @@ unsafe fn testall(
     );
 }
 
-entry!(waitany: [mpi_waitany_, mpi_waitany__, mpi_waitany, MPI_WAITANY]
+entry!(waitany: [mpi_waitany_, mpi_waitany__, mpi_waitany, MPI_WAITANY] mpi_waitany_f08_
     (count: *const Fint, reqs: *mut Fint, index: *mut Fint, status: *mut Fint,
      ierr: *mut Fint));
 unsafe fn waitany(
+    b: Binding,
     count: *const Fint,
     reqs: *mut Fint,
     index: *mut Fint,
     status: *mut Fint,
     ierr: *mut Fint,
 ) {
-    let f = fpmpi();
+    let f = dialect(b);
     completion(
+        b,
         c"MPI_Waitany",
         reqs,
         val(count),
@@ -852,20 +1073,21 @@ unsafe fn waitany(
         },
         |d| {
             // Fortran's index counts from 1 (MPI_UNDEFINED: none completed).
-            let i = val(index);
-            if i >= 1 {
-                d(i - 1, 0);
+            let i = val(index) - f.first_index;
+            if i >= 0 {
+                d(i, 0);
             }
         },
     );
 }
 
 /// The completed pairs of a Fortran `MPI_WAITSOME`/`MPI_TESTSOME`: its indices
-/// count from 1.
+/// count from `first` (1, as the standard says, but for MPICH 4.0's `mpi_f08`).
 ///
 /// # Safety
 /// `outcount` and `indices` as MPI filled them.
 unsafe fn some(
+    first: c_int,
     outcount: *const Fint,
     indices: *const Fint,
     incount: c_int,
@@ -877,17 +1099,18 @@ unsafe fn some(
     }
     for j in 0..n.min(incount) {
         // SAFETY: MPI wrote `n` indices.
-        let i = unsafe { *indices.add(j as usize) };
-        if i >= 1 {
-            d(i - 1, j);
+        let i = unsafe { *indices.add(j as usize) } - first;
+        if i >= 0 {
+            d(i, j);
         }
     }
 }
 
-entry!(waitsome: [mpi_waitsome_, mpi_waitsome__, mpi_waitsome, MPI_WAITSOME]
+entry!(waitsome: [mpi_waitsome_, mpi_waitsome__, mpi_waitsome, MPI_WAITSOME] mpi_waitsome_f08_
     (incount: *const Fint, reqs: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
      statuses: *mut Fint, ierr: *mut Fint));
 unsafe fn waitsome(
+    b: Binding,
     incount: *const Fint,
     reqs: *mut Fint,
     outcount: *mut Fint,
@@ -895,9 +1118,10 @@ unsafe fn waitsome(
     statuses: *mut Fint,
     ierr: *mut Fint,
 ) {
-    let f = fpmpi();
+    let f = dialect(b);
     let n = val(incount);
     completion(
+        b,
         c"MPI_Waitsome",
         reqs,
         n,
@@ -910,14 +1134,15 @@ unsafe fn waitsome(
             })
         },
         // SAFETY: MPI wrote them.
-        |d| unsafe { some(outcount, indices, n, d) },
+        |d| unsafe { some(f.first_index, outcount, indices, n, d) },
     );
 }
 
-entry!(testsome: [mpi_testsome_, mpi_testsome__, mpi_testsome, MPI_TESTSOME]
+entry!(testsome: [mpi_testsome_, mpi_testsome__, mpi_testsome, MPI_TESTSOME] mpi_testsome_f08_
     (incount: *const Fint, reqs: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
      statuses: *mut Fint, ierr: *mut Fint));
 unsafe fn testsome(
+    b: Binding,
     incount: *const Fint,
     reqs: *mut Fint,
     outcount: *mut Fint,
@@ -925,9 +1150,10 @@ unsafe fn testsome(
     statuses: *mut Fint,
     ierr: *mut Fint,
 ) {
-    let f = fpmpi();
+    let f = dialect(b);
     let n = val(incount);
     completion(
+        b,
         c"MPI_Testsome",
         reqs,
         n,
@@ -940,16 +1166,18 @@ unsafe fn testsome(
             })
         },
         // SAFETY: MPI wrote them.
-        |d| unsafe { some(outcount, indices, n, d) },
+        |d| unsafe { some(f.first_index, outcount, indices, n, d) },
     );
 }
 
 // ---- collectives ----
 
-entry!(barrier: [mpi_barrier_, mpi_barrier__, mpi_barrier, MPI_BARRIER]
+entry!(barrier: [mpi_barrier_, mpi_barrier__, mpi_barrier, MPI_BARRIER] mpi_barrier_f08_
     (comm: *const Fint, ierr: *mut Fint));
-unsafe fn barrier(comm: *const Fint, ierr: *mut Fint) {
+unsafe fn barrier(b: Binding, comm: *const Fint, ierr: *mut Fint) {
     measured(
+        b,
+        Takes::Handles,
         c"MPI_Barrier",
         // SAFETY: forwarded as received.
         |f| call(f.barrier, ierr, |e| unsafe { e(comm, ierr) }),
@@ -958,10 +1186,11 @@ unsafe fn barrier(comm: *const Fint, ierr: *mut Fint) {
     );
 }
 
-entry!(bcast: [mpi_bcast_, mpi_bcast__, mpi_bcast, MPI_BCAST]
+entry!(bcast: [mpi_bcast_, mpi_bcast__, mpi_bcast, MPI_BCAST] mpi_bcast_f08_
     (buf: *mut c_void, count: *const Fint, dtype: *const Fint, root: *const Fint,
      comm: *const Fint, ierr: *mut Fint));
 unsafe fn bcast(
+    b: Binding,
     buf: *mut c_void,
     count: *const Fint,
     dtype: *const Fint,
@@ -970,6 +1199,8 @@ unsafe fn bcast(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Bcast",
         // SAFETY: forwarded as received.
         |f| {
@@ -985,11 +1216,12 @@ unsafe fn bcast(
     );
 }
 
-entry!(reduce: [mpi_reduce_, mpi_reduce__, mpi_reduce, MPI_REDUCE]
+entry!(reduce: [mpi_reduce_, mpi_reduce__, mpi_reduce, MPI_REDUCE] mpi_reduce_f08_
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint, dtype: *const Fint,
      op: *const Fint, root: *const Fint, comm: *const Fint, ierr: *mut Fint));
 #[allow(clippy::too_many_arguments)]
 unsafe fn reduce(
+    b: Binding,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: *const Fint,
@@ -1000,6 +1232,8 @@ unsafe fn reduce(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Reduce",
         // SAFETY: forwarded as received.
         |f| {
@@ -1015,10 +1249,12 @@ unsafe fn reduce(
     );
 }
 
-entry!(allreduce: [mpi_allreduce_, mpi_allreduce__, mpi_allreduce, MPI_ALLREDUCE]
+entry!(allreduce: [mpi_allreduce_, mpi_allreduce__, mpi_allreduce, MPI_ALLREDUCE] mpi_allreduce_f08_
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint, dtype: *const Fint,
      op: *const Fint, comm: *const Fint, ierr: *mut Fint));
+#[allow(clippy::too_many_arguments)]
 unsafe fn allreduce(
+    b: Binding,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: *const Fint,
@@ -1028,6 +1264,8 @@ unsafe fn allreduce(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Allreduce",
         // SAFETY: forwarded as received.
         |f| {
@@ -1046,13 +1284,14 @@ unsafe fn allreduce(
 /// Defines a collective of the shape of `MPI_Alltoall` (`$root`: with a root,
 /// as `MPI_Gather`); `$done` of lib.rs records it.
 macro_rules! blocks {
-    ($imp:ident, $field:ident, $cname:literal, $done:ident, [$($name:ident),+]) => {
-        entry!($imp: [$($name),+]
+    ($imp:ident, $field:ident, $cname:literal, $done:ident, [$($name:ident),+] $f08:ident) => {
+        entry!($imp: [$($name),+] $f08
             (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
              recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
              comm: *const Fint, ierr: *mut Fint));
         #[allow(clippy::too_many_arguments)]
         unsafe fn $imp(
+            b: Binding,
             sendbuf: *const c_void,
             sendcount: *const Fint,
             sendtype: *const Fint,
@@ -1063,6 +1302,8 @@ macro_rules! blocks {
             ierr: *mut Fint,
         ) {
             measured(
+                b,
+                Takes::Buffers,
                 $cname,
                 |f| {
                     // SAFETY: forwarded as received.
@@ -1081,13 +1322,15 @@ macro_rules! blocks {
             );
         }
     };
-    (root $imp:ident, $field:ident, $cname:literal, $done:ident, $which:ident, [$($name:ident),+]) => {
-        entry!($imp: [$($name),+]
+    (root $imp:ident, $field:ident, $cname:literal, $done:ident, $which:ident,
+     [$($name:ident),+] $f08:ident) => {
+        entry!($imp: [$($name),+] $f08
             (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
              recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint,
              root: *const Fint, comm: *const Fint, ierr: *mut Fint));
         #[allow(clippy::too_many_arguments)]
         unsafe fn $imp(
+            b: Binding,
             sendbuf: *const c_void,
             sendcount: *const Fint,
             sendtype: *const Fint,
@@ -1099,6 +1342,8 @@ macro_rules! blocks {
             ierr: *mut Fint,
         ) {
             measured(
+                b,
+                Takes::Buffers,
                 $cname,
                 |f| {
                     // SAFETY: forwarded as received.
@@ -1113,8 +1358,8 @@ macro_rules! blocks {
                         unsafe { (f.dtype(sendtype), f.dtype(recvtype), f.comm(comm)) };
                     let s = (val(sendcount), st);
                     let v = (val(recvcount), rt);
-                    let b = f.buf(a, blocks!(@buf $which, sendbuf, recvbuf));
-                    crate::$done(a, p, r, b, s, v, val(root), c);
+                    let buf = f.buf(a, blocks!(@buf $which, sendbuf, recvbuf));
+                    crate::$done(a, p, r, buf, s, v, val(root), c);
                 },
             );
         }
@@ -1128,7 +1373,7 @@ blocks!(
     alltoall,
     c"MPI_Alltoall",
     alltoall_done,
-    [mpi_alltoall_, mpi_alltoall__, mpi_alltoall, MPI_ALLTOALL]
+    [mpi_alltoall_, mpi_alltoall__, mpi_alltoall, MPI_ALLTOALL] mpi_alltoall_f08_
 );
 blocks!(
     allgather,
@@ -1140,19 +1385,20 @@ blocks!(
         mpi_allgather__,
         mpi_allgather,
         MPI_ALLGATHER
-    ]
+    ] mpi_allgather_f08_
 );
 blocks!(root gather, gather, c"MPI_Gather", gather_done, send,
-    [mpi_gather_, mpi_gather__, mpi_gather, MPI_GATHER]);
+    [mpi_gather_, mpi_gather__, mpi_gather, MPI_GATHER] mpi_gather_f08_);
 blocks!(root scatter, scatter, c"MPI_Scatter", scatter_done, recv,
-    [mpi_scatter_, mpi_scatter__, mpi_scatter, MPI_SCATTER]);
+    [mpi_scatter_, mpi_scatter__, mpi_scatter, MPI_SCATTER] mpi_scatter_f08_);
 
-entry!(allgatherv: [mpi_allgatherv_, mpi_allgatherv__, mpi_allgatherv, MPI_ALLGATHERV]
+entry!(allgatherv: [mpi_allgatherv_, mpi_allgatherv__, mpi_allgatherv, MPI_ALLGATHERV] mpi_allgatherv_f08_
     (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
      recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
      recvtype: *const Fint, comm: *const Fint, ierr: *mut Fint));
 #[allow(clippy::too_many_arguments)]
 unsafe fn allgatherv(
+    b: Binding,
     sendbuf: *const c_void,
     sendcount: *const Fint,
     sendtype: *const Fint,
@@ -1164,6 +1410,8 @@ unsafe fn allgatherv(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Allgatherv",
         |f| {
             // SAFETY: forwarded as received.
@@ -1185,12 +1433,13 @@ unsafe fn allgatherv(
     );
 }
 
-entry!(alltoallv: [mpi_alltoallv_, mpi_alltoallv__, mpi_alltoallv, MPI_ALLTOALLV]
+entry!(alltoallv: [mpi_alltoallv_, mpi_alltoallv__, mpi_alltoallv, MPI_ALLTOALLV] mpi_alltoallv_f08_
     (sendbuf: *const c_void, sendcounts: *const Fint, sdispls: *const Fint,
      sendtype: *const Fint, recvbuf: *mut c_void, recvcounts: *const Fint,
      rdispls: *const Fint, recvtype: *const Fint, comm: *const Fint, ierr: *mut Fint));
 #[allow(clippy::too_many_arguments)]
 unsafe fn alltoallv(
+    b: Binding,
     sendbuf: *const c_void,
     sendcounts: *const Fint,
     sdispls: *const Fint,
@@ -1203,6 +1452,8 @@ unsafe fn alltoallv(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Alltoallv",
         |f| {
             // SAFETY: forwarded as received.
@@ -1224,12 +1475,13 @@ unsafe fn alltoallv(
     );
 }
 
-entry!(gatherv: [mpi_gatherv_, mpi_gatherv__, mpi_gatherv, MPI_GATHERV]
+entry!(gatherv: [mpi_gatherv_, mpi_gatherv__, mpi_gatherv, MPI_GATHERV] mpi_gatherv_f08_
     (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
      recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
      recvtype: *const Fint, root: *const Fint, comm: *const Fint, ierr: *mut Fint));
 #[allow(clippy::too_many_arguments)]
 unsafe fn gatherv(
+    b: Binding,
     sendbuf: *const c_void,
     sendcount: *const Fint,
     sendtype: *const Fint,
@@ -1242,6 +1494,8 @@ unsafe fn gatherv(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Gatherv",
         |f| {
             // SAFETY: forwarded as received.
@@ -1263,12 +1517,13 @@ unsafe fn gatherv(
     );
 }
 
-entry!(scatterv: [mpi_scatterv_, mpi_scatterv__, mpi_scatterv, MPI_SCATTERV]
+entry!(scatterv: [mpi_scatterv_, mpi_scatterv__, mpi_scatterv, MPI_SCATTERV] mpi_scatterv_f08_
     (sendbuf: *const c_void, sendcounts: *const Fint, displs: *const Fint,
      sendtype: *const Fint, recvbuf: *mut c_void, recvcount: *const Fint,
      recvtype: *const Fint, root: *const Fint, comm: *const Fint, ierr: *mut Fint));
 #[allow(clippy::too_many_arguments)]
 unsafe fn scatterv(
+    b: Binding,
     sendbuf: *const c_void,
     sendcounts: *const Fint,
     displs: *const Fint,
@@ -1281,6 +1536,8 @@ unsafe fn scatterv(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Buffers,
         c"MPI_Scatterv",
         |f| {
             // SAFETY: forwarded as received.
@@ -1296,8 +1553,8 @@ unsafe fn scatterv(
             unsafe {
                 let (st, rt, c) = (f.dtype(sendtype), f.dtype(recvtype), f.comm(comm));
                 let (s, v) = ((sendcounts, st), (val(recvcount), rt));
-                let b = f.buf(a, recvbuf.cast_const());
-                crate::scatterv_done(a, p, r, b, s, v, val(root), c);
+                let buf = f.buf(a, recvbuf.cast_const());
+                crate::scatterv_done(a, p, r, buf, s, v, val(root), c);
             }
         },
     );
@@ -1306,7 +1563,7 @@ unsafe fn scatterv(
 // ---- communicators ----
 
 /// Learns the communicator MPI wrote at Fortran's `newcomm`.
-fn learn_new(f: &Fpmpi, a: &Active, p: &Pmpi, rc: c_int, newcomm: *const Fint) {
+fn learn_new(f: &Dialect, a: &Active, p: &Pmpi, rc: c_int, newcomm: *const Fint) {
     if rc != sys::SUCCESS || newcomm.is_null() {
         return;
     }
@@ -1315,10 +1572,11 @@ fn learn_new(f: &Fpmpi, a: &Active, p: &Pmpi, rc: c_int, newcomm: *const Fint) {
     crate::learn_new(a, p, rc, &mut c);
 }
 
-entry!(comm_split: [mpi_comm_split_, mpi_comm_split__, mpi_comm_split, MPI_COMM_SPLIT]
+entry!(comm_split: [mpi_comm_split_, mpi_comm_split__, mpi_comm_split, MPI_COMM_SPLIT] mpi_comm_split_f08_
     (comm: *const Fint, color: *const Fint, key: *const Fint, newcomm: *mut Fint,
      ierr: *mut Fint));
 unsafe fn comm_split(
+    b: Binding,
     comm: *const Fint,
     color: *const Fint,
     key: *const Fint,
@@ -1326,6 +1584,8 @@ unsafe fn comm_split(
     ierr: *mut Fint,
 ) {
     measured(
+        b,
+        Takes::Handles,
         c"MPI_Comm_split",
         // SAFETY: forwarded as received.
         |f| {
@@ -1337,10 +1597,12 @@ unsafe fn comm_split(
     );
 }
 
-entry!(comm_dup: [mpi_comm_dup_, mpi_comm_dup__, mpi_comm_dup, MPI_COMM_DUP]
+entry!(comm_dup: [mpi_comm_dup_, mpi_comm_dup__, mpi_comm_dup, MPI_COMM_DUP] mpi_comm_dup_f08_
     (comm: *const Fint, newcomm: *mut Fint, ierr: *mut Fint));
-unsafe fn comm_dup(comm: *const Fint, newcomm: *mut Fint, ierr: *mut Fint) {
+unsafe fn comm_dup(b: Binding, comm: *const Fint, newcomm: *mut Fint, ierr: *mut Fint) {
     measured(
+        b,
+        Takes::Handles,
         c"MPI_Comm_dup",
         // SAFETY: forwarded as received.
         |f| call(f.comm_dup, ierr, |e| unsafe { e(comm, newcomm, ierr) }),
@@ -1348,14 +1610,43 @@ unsafe fn comm_dup(comm: *const Fint, newcomm: *mut Fint, ierr: *mut Fint) {
     );
 }
 
-entry!(comm_free: [mpi_comm_free_, mpi_comm_free__, mpi_comm_free, MPI_COMM_FREE]
+entry!(comm_free: [mpi_comm_free_, mpi_comm_free__, mpi_comm_free, MPI_COMM_FREE] mpi_comm_free_f08_
     (comm: *mut Fint, ierr: *mut Fint));
-unsafe fn comm_free(comm: *mut Fint, ierr: *mut Fint) {
-    let f = fpmpi();
-    if let Some(a) = active().filter(|_| f.records) {
+unsafe fn comm_free(b: Binding, comm: *mut Fint, ierr: *mut Fint) {
+    let f = dialect(b);
+    if let Some(a) = active().filter(|_| f.records_handles) {
         // SAFETY: the program's communicator.
         guard((), || a.forget(a.abi.key(unsafe { f.comm(comm) })));
     }
     // SAFETY: forwarded as received.
     call(f.comm_free, ierr, |e| unsafe { e(comm, ierr) });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpich_4_0_is_told_by_its_version_line() {
+        // MPICH 4.0.2's text as Debian 12's libmpich gives it (its first lines).
+        let debian = "MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7 12:34:45 CDT 2022\n";
+        assert!(is_mpich_4_0(debian));
+        assert!(is_mpich_4_0("MPICH Version:      4.0\n"));
+        assert!(is_mpich_4_0("MPICH Version:\t4.0b1\n"));
+        assert!(!is_mpich_4_0("MPICH Version:\t4.1.2\n"));
+        assert!(!is_mpich_4_0("MPICH Version:\t4.10\n"));
+        assert!(!is_mpich_4_0("MPICH Version:\t3.4.3\n"));
+        assert!(!is_mpich_4_0(
+            "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4"
+        ));
+        assert!(!is_mpich_4_0(""));
+    }
+
+    #[test]
+    fn f08_entries_are_named_from_the_profiling_ones() {
+        // The names gfortran's objects reference under Open MPI (`nm -u`).
+        assert_eq!(f08_name("pmpi_send"), "mpi_send_f08_");
+        assert_eq!(f08_name("pmpi_waitall"), "mpi_waitall_f08_");
+        assert_eq!(f08_name("pmpi_init_thread"), "mpi_init_thread_f08_");
+    }
 }

@@ -42,7 +42,7 @@ pub unsafe extern "C" fn acc_register_library(
 ) {
     guard((), || {
         if let Some(reg) = reg {
-            plugin::register_with(reg, plugin::How::Library);
+            plugin::register_with(reg, plugin::How::Library, callbacks::on_event);
         }
     })
 }
@@ -65,7 +65,7 @@ extern "C" fn constructor() {
         // SAFETY: the OpenACC specification gives acc_prof_register the acc_prof_reg
         // signature.
         let reg: RegFn = unsafe { std::mem::transmute::<*mut libc::c_void, RegFn>(sym) };
-        plugin::register_with(reg, plugin::How::Constructor);
+        plugin::register_with(reg, plugin::How::Constructor, callbacks::on_event);
     })
 }
 

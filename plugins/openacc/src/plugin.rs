@@ -9,8 +9,7 @@ use std::sync::Once;
 
 use kprof_abi::CoreApi;
 
-use crate::acc::{self, Prof, RegFn, ACC_REG};
-use crate::callbacks;
+use crate::acc::{self, Callback, Prof, RegFn, ACC_REG};
 
 /// How the callbacks were registered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,10 +56,11 @@ pub fn registered_how() -> Option<How> {
     }
 }
 
-/// Loads the core and registers [`callbacks::on_event`] for events 1..=25 through
-/// `reg`, unless a registration already happened. Never called from inside a
-/// callback (the runtime's lock is held there). Returns whether it registered.
-pub fn register_with(reg: RegFn, how: How) -> bool {
+/// Loads the core and registers `on_event` (the crate's `callbacks::on_event`,
+/// which calls back into this module) for events 1..=25 through `reg`, unless a
+/// registration already happened. Never called from inside a callback (the
+/// runtime's lock is held there). Returns whether it registered.
+pub fn register_with(reg: RegFn, how: How, on_event: Callback) -> bool {
     if REGISTERED.swap(true, Ordering::AcqRel) {
         return false;
     }
@@ -81,7 +81,7 @@ pub fn register_with(reg: RegFn, how: How) -> bool {
     for e in acc::event::DEVICE_INIT_START..acc::event::LAST {
         // SAFETY: `reg` is the runtime's registration function; the callback has the
         // signature every OpenACC event uses.
-        unsafe { reg(e as c_int, Some(callbacks::on_event), ACC_REG) };
+        unsafe { reg(e as c_int, Some(on_event), ACC_REG) };
     }
     true
 }

@@ -16,7 +16,7 @@ use kprof_abi::guard::guard;
 use kprof_abi::Kind;
 use kprof_gpu::correlation::Launch;
 
-use crate::plugin::{self, State, RING};
+use crate::state::{self, KernelSymbol, State, RING};
 use crate::sys::{
     CallbackTracingRecord, KernelSymbolRegister, UserData, CALLBACK_PHASE_ENTER,
     CALLBACK_PHASE_EXIT, CALLBACK_TRACING_CODE_OBJECT, CALLBACK_TRACING_HIP_RUNTIME_API,
@@ -70,7 +70,7 @@ pub unsafe extern "C" fn on_hip(
     _data: *mut c_void,
 ) {
     guard((), || {
-        let Some(st) = plugin::measuring() else {
+        let Some(st) = state::measuring() else {
             return;
         };
         if record.kind != CALLBACK_TRACING_HIP_RUNTIME_API {
@@ -116,17 +116,6 @@ pub unsafe extern "C" fn on_hip(
     })
 }
 
-/// A kernel as its code object registered it.
-#[derive(Debug, Clone)]
-pub struct KernelSymbol {
-    /// Demangled name (without a `.kd` descriptor suffix).
-    pub name: CString,
-    /// Scalar registers.
-    pub sgprs: u32,
-    /// Vector registers (architectural).
-    pub vgprs: u32,
-}
-
 /// The callback of the code object service: kernel symbols, by kernel id.
 ///
 /// # Safety
@@ -137,7 +126,7 @@ pub unsafe extern "C" fn on_code_object(
     _data: *mut c_void,
 ) {
     guard((), || {
-        let Some(st) = plugin::state() else {
+        let Some(st) = state::state() else {
             return;
         };
         if record.kind != CALLBACK_TRACING_CODE_OBJECT

@@ -15,6 +15,7 @@
 //! - `records`: the SDK's buffer of kernel dispatch, memory copy and memory
 //!   allocation records, put on the core clock and delivered to the core as
 //!   device activities under their launch, allocations and frees.
+//! - `state`: what the callbacks share, set once at configure.
 //! - `plugin`: configuration, start and the final flush.
 //!
 //! No panic reaches the SDK (every entry point runs under `kprof_abi::guard`),
@@ -23,6 +24,7 @@
 pub mod callbacks;
 pub mod plugin;
 pub mod records;
+pub mod state;
 pub mod sys;
 
 use std::ffi::c_char;

@@ -9,7 +9,7 @@
 //! on the device's track 0.
 
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::sync::PoisonError;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use kprof_abi::guard::guard;
 use kprof_abi::{
@@ -18,7 +18,7 @@ use kprof_abi::{
 use kprof_gpu::activity::{deliver, fill, Delivery, Record, NO_ARG};
 use rustc_hash::FxHashMap;
 
-use crate::plugin::{self, State, RING};
+use crate::state::{self, State, RING};
 use crate::sys::{
     self, BufferId, ContextId, KernelDispatchRecord, MemoryAllocationRecord, MemoryCopyRecord,
     RecordHeader,
@@ -38,7 +38,7 @@ pub unsafe extern "C" fn on_buffer(
     drop_count: u64,
 ) {
     guard((), || {
-        let Some(st) = plugin::state() else {
+        let Some(st) = state::state() else {
             return;
         };
         if st.is_done() {
@@ -52,7 +52,7 @@ pub unsafe extern "C" fn on_buffer(
             return;
         }
         st.recalibrate();
-        let mut t = st.translator.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut t = translator();
         let cpu = thread_cpu_ns();
         for i in 0..num_headers {
             // SAFETY: the SDK's array of `num_headers` header pointers.
@@ -98,6 +98,17 @@ pub struct Counts {
     pub unknown_correlation: u64,
     /// Activities with unusable times.
     pub bad_time: u64,
+}
+
+/// The records' translation state: one buffer is translated at a time.
+static TRANSLATOR: OnceLock<Mutex<Translator>> = OnceLock::new();
+
+/// Takes the translation state (buffers, and the final figures at the flush).
+pub fn translator() -> MutexGuard<'static, Translator> {
+    TRANSLATOR
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
 }
 
 /// State of the buffer thread: caches and totals.
