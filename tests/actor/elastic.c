@@ -77,13 +77,7 @@ int main(int argc, char **argv) {
 
   for (int d = 0; d < npes; d++)
     FABSP_LINE("logical %d 0 %d %" PRIu64 " %" PRIu64 "\n", me, d, sent[d], sent_bytes[d]);
-  for (int path = 0; path < 2; path++)
-    for (int d = 0; d < npes; d++) {
-      uint64_t b, n;
-      standin_convey_physical(path, d, &b, &n);
-      FABSP_LINE("physical %d %s %d %" PRIu64 " %" PRIu64 "\n", me, path ? "remote" : "local", d,
-                 b, n);
-    }
+  standin_convey_print(me, npes, fabsp_line);
   FABSP_LINE("phase %d %" PRIu64 "\n", me, t1 - t0);
   FABSP_LINE("received %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", me, got, zero,
              sum_sent, sum_got);

@@ -5,6 +5,7 @@
 #define FABSP_H
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,5 +38,15 @@ static inline void fabsp_sleep_us(long us) {
     printf(__VA_ARGS__);     \
     fflush(stdout);          \
   } while (0)
+
+/* FABSP_LINE as a function (for the stand-in's standin_convey_print). */
+static inline int fabsp_line(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+  return n;
+}
 
 #endif

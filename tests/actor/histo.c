@@ -65,13 +65,7 @@ int main(int argc, char **argv) {
 
   for (int d = 0; d < npes; d++)
     FABSP_LINE("logical %d 0 %d %" PRIu64 " %" PRIu64 "\n", me, d, sent[d], sent[d] * 8);
-  for (int path = 0; path < 2; path++)
-    for (int d = 0; d < npes; d++) {
-      uint64_t b, n;
-      standin_convey_physical(path, d, &b, &n);
-      FABSP_LINE("physical %d %s %d %" PRIu64 " %" PRIu64 "\n", me, path ? "remote" : "local", d,
-                 b, n);
-    }
+  standin_convey_print(me, npes, fabsp_line);
   uint64_t sum = 0;
   for (int s = 0; s < SLOTS; s++) sum += table[s] * (uint64_t)(s + 1);
   FABSP_LINE("phase %d %" PRIu64 "\n", me, t1 - t0);

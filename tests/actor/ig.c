@@ -80,13 +80,7 @@ int main(int argc, char **argv) {
     for (int d = 0; d < npes; d++)
       FABSP_LINE("logical %d %d %d %" PRIu64 " %" PRIu64 "\n", me, conv, d, sent[conv][d],
                  sent[conv][d] * 8);
-  for (int path = 0; path < 2; path++)
-    for (int d = 0; d < npes; d++) {
-      uint64_t b, n;
-      standin_convey_physical(path, d, &b, &n);
-      FABSP_LINE("physical %d %s %d %" PRIu64 " %" PRIu64 "\n", me, path ? "remote" : "local", d,
-                 b, n);
-    }
+  standin_convey_print(me, npes, fabsp_line);
   FABSP_LINE("phase %d %" PRIu64 "\n", me, t1 - t0);
   FABSP_LINE("result %d %ld %" PRIu64 " %" PRIu64 "\n", me, requests, bad, sum);
   free(table), free(want), free(got);

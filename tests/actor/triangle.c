@@ -111,13 +111,7 @@ int main(int argc, char **argv) {
 
   for (int d = 0; d < npes; d++)
     FABSP_LINE("logical %d 0 %d %" PRIu64 " %" PRIu64 "\n", me, d, sent[d], sent[d] * 16);
-  for (int path = 0; path < 2; path++)
-    for (int d = 0; d < npes; d++) {
-      uint64_t bufs, bytes;
-      standin_convey_physical(path, d, &bufs, &bytes);
-      FABSP_LINE("physical %d %s %d %" PRIu64 " %" PRIu64 "\n", me, path ? "remote" : "local", d,
-                 bufs, bytes);
-    }
+  standin_convey_print(me, npes, fabsp_line);
   FABSP_LINE("phase %d %" PRIu64 "\n", me, t1 - t0);
   FABSP_LINE("work %d %" PRIu64 " %" PRIu64 "\n", me, handled, steps);
   FABSP_LINE("result %d %" PRIu64 " %" PRIu64 "\n", me, found, serial);

@@ -25,6 +25,17 @@ fn oshrun(args: &[&str], env: &[(&str, &str)]) -> Output {
 /// The program under `kprof run --actor` on 4 PEs, one directory per PE
 /// (`<dir>/pe<rank>`).
 fn under_kprof(dir: &Path, prog: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    under_kprof_on(NP, dir, prog, args, env)
+}
+
+/// [`under_kprof`] on `np` PEs.
+fn under_kprof_on(
+    np: usize,
+    dir: &Path,
+    prog: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let kprof = lib("kprof").display().to_string();
     let pattern = dir.join("pe%r").display().to_string();
     let p = prog.display().to_string();
@@ -40,7 +51,7 @@ fn under_kprof(dir: &Path, prog: &Path, args: &[&str], env: &[(&str, &str)]) -> 
         &p,
     ];
     all.extend(args);
-    let out = oshrun(&all, env);
+    let out = actor::oshrun(np, &all, env);
     assert_ok(&out);
     out
 }
@@ -70,7 +81,12 @@ type Cells = BTreeMap<(u64, u64), (u64, u64)>;
 type Matrix = BTreeMap<(String, String), Cells>;
 
 fn merged_matrix(dir: &Path) -> Matrix {
-    let dirs: Vec<String> = (0..NP)
+    merged_matrix_of(dir, NP)
+}
+
+/// [`merged_matrix`] of `np` PEs' directories.
+fn merged_matrix_of(dir: &Path, np: usize) -> Matrix {
+    let dirs: Vec<String> = (0..np)
         .map(|r| dir.join(format!("pe{r}")).display().to_string())
         .collect();
     let out_dir = dir.join("merged");
@@ -394,12 +410,27 @@ fn index_gather_remote_path_physical_matrix() {
     let (bufs, bytes) = seen.values().fold((0, 0), |a, &(c, b)| (a.0 + c, a.1 + b));
     assert_eq!(bytes, 16 * bufs + 8 * items);
 
+    // The porter's progress: a signal to every PE it put to, its calls and
+    // completions as the stand-in counted them.
+    let signals = physical_sum(&m, "progress");
+    assert_eq!(signals, program_physical(&out, "progress"));
+    assert_eq!(
+        signals.keys().collect::<Vec<_>>(),
+        seen.keys().collect::<Vec<_>>()
+    );
+    let standin_progress: BTreeMap<u64, (u64, u64)> = lines(&out, "progress")
+        .into_iter()
+        .map(|f| (n(&f[0]), (n(&f[1]), n(&f[2]))))
+        .collect();
     let phases = per_pe(&out, "phase");
     for pe in 0..NP as u64 {
         let p = read_profile(&dir.join(format!("pe{pe}")));
         check_breakdown(&p, phases[&pe]);
+        let (calls, forced) = progress_calls(&p);
+        assert_eq!((calls, forced), standin_progress[&pe], "PE {pe}");
         // The remote path's completions: one quiet per advance at least.
-        assert!(meta(&p, "actor.openshmem.shmem_quiet.calls") > 0);
+        assert!(meta(&p, "actor.openshmem.shmem_quiet.calls") >= forced);
+        assert!(forced > 0);
         let puts = meta(&p, "actor.openshmem.shmem_putmem_nbi.calls");
         let mine: u64 = standin
             .iter()
@@ -1502,16 +1533,7 @@ fn two_hop_porters_physical_per_hop() {
         }
         for (path, hop) in [("local", 0), ("remote", 1)] {
             let standin = program_physical(&out, path);
-            let mut seen = Cells::new();
-            for (key, cells) in &m {
-                if key.0.ends_with(&format!("physical {path}")) {
-                    for (&cell, &(c, b)) in cells {
-                        let e = seen.entry(cell).or_default();
-                        e.0 += c;
-                        e.1 += b;
-                    }
-                }
-            }
+            let seen = physical_sum(&m, path);
             assert_eq!(seen, standin, "{name}: physical {path} per hop destination");
             for &(pe, peer) in seen.keys() {
                 let (node, rank) = (pe / 2, pe % 2);
@@ -1525,12 +1547,154 @@ fn two_hop_porters_physical_per_hop() {
             let (bufs, bytes) = seen.values().fold((0, 0), |a, &(c, b)| (a.0 + c, a.1 + b));
             assert_eq!(bytes, 16 * bufs + 16 * items, "{name}: {path} hop");
         }
+        // The remote hop's completions: a signal per buffer, to where it went.
+        let signals = physical_sum(&m, "progress");
+        assert_eq!(signals, program_physical(&out, "progress"), "{name}");
+        let remote = physical_sum(&m, "remote");
+        assert_eq!(
+            signals.keys().collect::<Vec<_>>(),
+            remote.keys().collect::<Vec<_>>()
+        );
         let phases = per_pe(&out, "phase");
         for pe in 0..NP as u64 {
             let p = read_profile(&dir.join(format!("pe{pe}")));
             check_breakdown(&p, phases[&pe]);
             assert!(p["metadata"].get("actor.porters_unmapped").is_none());
             assert!(p["metadata"].get("actor.bad_peer").is_none());
+        }
+    }
+}
+
+/// The physical rows of `path` ("local", "remote", "progress") summed over
+/// the conveyors of a merged matrix.
+fn physical_sum(m: &Matrix, path: &str) -> Cells {
+    let mut seen = Cells::new();
+    for (key, cells) in m {
+        if key.0.ends_with(&format!("physical {path}")) && key.1 == "send" {
+            for (&cell, &(c, b)) in cells {
+                let e = seen.entry(cell).or_default();
+                e.0 += c;
+                e.1 += b;
+            }
+        }
+    }
+    seen
+}
+
+/// A PE's calls of the remote porter's progress and those that completed its
+/// puts, summed over its conveyors (metadata).
+fn progress_calls(p: &Value) -> (u64, u64) {
+    let md = p["metadata"].as_object().expect("metadata");
+    let sum = |what: &str| -> u64 {
+        md.iter()
+            .filter(|(k, _)| k.starts_with("actor.conveyor.") && k.ends_with(what))
+            .map(|(_, v)| n(v.as_str().unwrap()))
+            .sum()
+    };
+    (sum(".progress_calls"), sum(".progress_forced"))
+}
+
+/// Three-hop porters (`CONVEY_NLOCAL=2 CONVEY_ORDER=3`: nodes of two PEs, the
+/// stand-in routing as bale's tensor conveyor, PE (z, y, x) = 4z + 2y + x):
+/// through the local porter to (z, y, y'), the remote porter to (z', y', y),
+/// the local porter to (z', y', x'). The logical rows stay per final
+/// destination and equal the programs' own counts; the physical rows equal the
+/// stand-in's own per-hop counts: the local row (hops 1 and 3, two local
+/// porters per conveyor, each mapped through its own rank table) holds only
+/// PEs of the sender's node, the remote row (hop 2) only PEs (j, x, y), whose
+/// porter's table does not hold the sender itself unless x = y. Every message
+/// takes the three hops, each with an 8-byte routing tag. The remote porter's
+/// progress: its signals per destination (the progress row), its calls and the
+/// ones that completed its puts, as the stand-in counted them. Index-gather on
+/// 8 PEs (two groups: bale's case, more PEs than the square of the PEs per
+/// node; wrapped) and the histogram on 4 (one group; hooked at load time).
+#[test]
+fn three_hop_porters_physical_per_hop() {
+    if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
+        return;
+    }
+    let progs = programs();
+    let env = [("CONVEY_NLOCAL", "2"), ("CONVEY_ORDER", "3")];
+    for (name, prog, arg, np) in [
+        ("ig", &progs.ig, "2000", 8usize),
+        ("histo", &progs.histo_unwrapped, "4000", 4),
+    ] {
+        let dir = scratch(&format!("actor_three_hop_{name}"));
+        let plain = actor::oshrun(np, &[&prog.display().to_string(), arg], &env);
+        assert_ok(&plain);
+        let out = under_kprof_on(np, &dir, prog, &[arg], &env);
+        assert_eq!(lines(&out, "result"), lines(&plain, "result"), "{name}");
+        assert_eq!(lines(&out, "result").len(), np, "{name}");
+        let own = program_logical(&out);
+        let m = merged_matrix_of(&dir, np);
+        let mut items = 0;
+        for (&conv, cells) in &own {
+            let ch = format!("conveyor {conv} logical");
+            let send = &m[&(ch.clone(), "send".to_string())];
+            assert_eq!(send, cells, "{name} {conv}");
+            let t: Cells = cells.iter().map(|(&(s, d), &c)| ((d, s), c)).collect();
+            assert_eq!(m[&(ch, "receive".to_string())], t, "{name} {conv}");
+            items += cells.values().map(|c| c.0).sum::<u64>();
+        }
+        let coord = |pe: u64| (pe / 4, pe / 2 % 2, pe % 2);
+        for (path, hops) in [("local", 2), ("remote", 1)] {
+            let seen = physical_sum(&m, path);
+            assert_eq!(
+                seen,
+                program_physical(&out, path),
+                "{name}: physical {path} per hop destination"
+            );
+            for &(pe, peer) in seen.keys() {
+                let ((_, y, x), (_, y2, x2)) = (coord(pe), coord(peer));
+                let ok = if path == "local" {
+                    peer / 2 == pe / 2
+                } else {
+                    (y2, x2) == (x, y)
+                };
+                assert!(ok, "{name}: PE {pe} sent a {path} buffer to PE {peer}");
+            }
+            // Some buffers leave their sender (the routes are not all to self).
+            assert!(seen.keys().any(|&(pe, peer)| pe != peer), "{name} {path}");
+            let (bufs, bytes) = seen.values().fold((0, 0), |a, &(c, b)| (a.0 + c, a.1 + b));
+            assert_eq!(bytes, 16 * bufs + hops * 16 * items, "{name}: {path} hops");
+        }
+        if np == 8 {
+            // Two groups: PE 1 = (0, 0, 1) puts to (j, 1, 0) = PEs 2 and 6.
+            let to: Vec<u64> = physical_sum(&m, "remote")
+                .keys()
+                .filter(|c| c.0 == 1)
+                .map(|c| c.1)
+                .collect();
+            assert_eq!(to, [2, 6], "{name}");
+        }
+        let signals = physical_sum(&m, "progress");
+        assert_eq!(signals, program_physical(&out, "progress"), "{name}");
+        assert!(signals.values().all(|&(c, b)| c > 0 && b == 8 * c));
+        let remote = physical_sum(&m, "remote");
+        assert_eq!(
+            signals.keys().collect::<Vec<_>>(),
+            remote.keys().collect::<Vec<_>>(),
+            "{name}: signals go where the puts went"
+        );
+        let standin_progress: BTreeMap<u64, (u64, u64)> = lines(&out, "progress")
+            .into_iter()
+            .map(|f| (n(&f[0]), (n(&f[1]), n(&f[2]))))
+            .collect();
+        let phases = per_pe(&out, "phase");
+        for pe in 0..np as u64 {
+            let p = read_profile(&dir.join(format!("pe{pe}")));
+            check_breakdown(&p, phases[&pe]);
+            assert!(p["metadata"].get("actor.porters_unmapped").is_none());
+            assert!(p["metadata"].get("actor.bad_peer").is_none());
+            let (calls, forced) = progress_calls(&p);
+            assert_eq!((calls, forced), standin_progress[&pe], "{name} PE {pe}");
+            // Called per buffer sent too, where it has nothing to complete.
+            assert!(
+                calls > forced && forced > 0,
+                "{name} PE {pe}: {calls} {forced}"
+            );
+            // Every completion is a shmem_quiet inside Conveyors.
+            assert!(meta(&p, "actor.openshmem.shmem_quiet.calls") >= forced);
         }
     }
 }

@@ -150,6 +150,11 @@ pub fn relocate_prologue(code: &[u8], addr: usize) -> Option<(usize, Vec<u8>)> {
 /// peer's buffer through a `shmem_ptr` address), continued past its prologue.
 static LOCAL_SEND: AtomicUsize = AtomicUsize::new(0);
 
+/// The remote porter's progress (bale's `nonblock_progress(porter_t*, int
+/// dest)`: `shmem_quiet`, then a signal put per destination whose buffers it
+/// completed), continued past its prologue.
+static NONBLOCK_PROGRESS: AtomicUsize = AtomicUsize::new(0);
+
 /// A page holding a stub that jumps to `hook` (at 0) and the trampoline of the
 /// function at `addr` (at 16: its relocated first instructions, then a jump
 /// back after them), made read-execute; returns the page.
@@ -251,6 +256,27 @@ unsafe extern "C" fn hook_local_send(
     sent
 }
 
+/// The remote porter's progress ran (bale's `static bool
+/// nonblock_progress(porter_t*, int dest)`, true when it completed the puts in
+/// flight: its `shmem_quiet` and the signal puts that follow it, which the
+/// OpenSHMEM wrappers count in the progress row while it runs). No clock is
+/// read: it runs about once per message.
+unsafe extern "C" fn hook_nonblock_progress(p: *mut c_void, dest: c_int) -> bool {
+    // SAFETY: the trampoline is nonblock_progress's own prologue and the jump back.
+    let f: unsafe extern "C" fn(*mut c_void, c_int) -> bool =
+        unsafe { std::mem::transmute(NONBLOCK_PROGRESS.load(Ordering::Relaxed)) };
+    state::IN_PROGRESS.store(true, Ordering::Relaxed);
+    // SAFETY: forwarding the caller's arguments.
+    let forced = unsafe { f(p, dest) };
+    state::IN_PROGRESS.store(false, Ordering::Relaxed);
+    kprof_abi::guard::guard((), || {
+        if crate::api().is_some() {
+            state::progress(forced);
+        }
+    });
+    forced
+}
+
 /// What the executable's symbol table says.
 struct Found {
     /// The entries' addresses, by [`ENTRIES`] index (None: absent).
@@ -259,6 +285,8 @@ struct Found {
     wrapped: bool,
     /// The porter's `local_send` (None: absent, or several of that name).
     local_send: Option<usize>,
+    /// The porter's `nonblock_progress` (None: absent, or several).
+    nonblock_progress: Option<usize>,
 }
 
 /// The executable's entries, wrappers and porter, from its symbol table.
@@ -271,8 +299,9 @@ fn find_entries() -> Result<Found, HookError> {
     let bias = entry.wrapping_sub(file.entry() as usize);
     let mut found = [None; 7];
     let mut wrapped = false;
-    let mut local_send = None;
-    let mut local_sends = 0;
+    // (address, functions of that name) of the porter's methods.
+    let mut local_send = (None, 0);
+    let mut nonblock_progress = (None, 0);
     for sym in file.symbols() {
         let Ok(name) = sym.name() else { continue };
         if sym.is_undefined() {
@@ -284,19 +313,25 @@ fn find_entries() -> Result<Found, HookError> {
         if let Some(i) = ENTRIES.iter().position(|e| *e == name) {
             found[i] = Some(bias.wrapping_add(sym.address() as usize));
         }
-        if name == "local_send" && sym.kind() == object::SymbolKind::Text {
-            local_sends += 1;
-            local_send = Some(bias.wrapping_add(sym.address() as usize));
+        let method = match name {
+            "local_send" => &mut local_send,
+            "nonblock_progress" => &mut nonblock_progress,
+            _ => continue,
+        };
+        if sym.kind() == object::SymbolKind::Text {
+            *method = (
+                Some(bias.wrapping_add(sym.address() as usize)),
+                method.1 + 1,
+            );
         }
     }
-    // Two functions of that name: not knowing which is the porter's, neither.
-    if local_sends != 1 {
-        local_send = None;
-    }
+    // Two functions of a name: not knowing which is the porter's, neither.
+    let one = |(addr, n): (Option<usize>, u32)| addr.filter(|_| n == 1);
     Ok(Found {
         entries: found,
         wrapped,
-        local_send,
+        local_send: one(local_send),
+        nonblock_progress: one(nonblock_progress),
     })
 }
 
@@ -405,6 +440,7 @@ pub fn install() {
         entries: found,
         wrapped,
         local_send,
+        nonblock_progress,
     } = match find_entries() {
         Ok(f) => f,
         Err(_) => return, // not an ELF we can read: nothing to hook
@@ -413,17 +449,33 @@ pub fn install() {
         return;
     }
     let mut failed = Vec::new();
-    // The porter's local path (a memcpy, no OpenSHMEM call): by either route.
-    if let Some(addr) = local_send {
-        let hook = hook_local_send as *const () as usize;
-        if let Err(e) = hook_prologue("local_send", addr, hook, &LOCAL_SEND) {
-            failed.push(e.to_string());
+    // The porter's local path (a memcpy, no OpenSHMEM call) and the remote
+    // path's progress: by either route.
+    let methods = [
+        (
+            "local_send",
+            local_send,
+            hook_local_send as *const () as usize,
+            &LOCAL_SEND,
+        ),
+        (
+            "nonblock_progress",
+            nonblock_progress,
+            hook_nonblock_progress as *const () as usize,
+            &NONBLOCK_PROGRESS,
+        ),
+    ];
+    for (name, addr, hook, trampoline) in methods {
+        if let Some(addr) = addr {
+            if let Err(e) = hook_prologue(name, addr, hook, trampoline) {
+                failed.push(e.to_string());
+            }
         }
     }
     if wrapped {
         if !failed.is_empty() {
             crate::warn(&format!(
-                "the porter's local path is not counted ({})",
+                "the porter's local path or progress is not counted ({})",
                 failed.join("; ")
             ));
         }

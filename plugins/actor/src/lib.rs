@@ -10,7 +10,10 @@
 //!   retried, so the calls are not the messages) and OK `convey_pull`s per
 //!   source;
 //! - the **physical** matrix of Conveyors' remote path: the non-blocking puts
-//!   (`shmem_putmem_nbi`) Conveyors issues, per destination PE;
+//!   (`shmem_putmem_nbi`) Conveyors issues, per destination PE; of its local
+//!   path, the buffers the porter's `local_send` copies (hooked, [`hook`]); and
+//!   the signals the remote porter's `nonblock_progress` puts after completing
+//!   its puts (hooked), with its calls and completions;
 //! - the **MAIN / PROC / COMM** breakdown: COMM is the time inside Conveyors'
 //!   entries and inside OpenSHMEM calls, PROC the time from an OK pull to the
 //!   next Conveyors call (the message handler), MAIN the rest of the actor
@@ -26,7 +29,8 @@
 //!
 //! The results go through the core's existing paths: message rows are
 //! [`Kind::Message`] instants (channel `conveyor <n> logical`, `conveyor <n>
-//! physical remote`, `actor direct`, `openshmem put`) emitted when a conveyor is
+//! physical remote`, `conveyor <n> physical local`, `conveyor <n> physical
+//! progress`, `actor direct`, `openshmem put`) emitted when a conveyor is
 //! freed (and at exit for conveyors never freed); the breakdown is metadata
 //! (`actor.main_ns`, `actor.conveyor.<n>.proc_ns`, ...). Conveyors are driven by
 //! one thread per PE (a bale conveyor is not thread-safe either): the counters

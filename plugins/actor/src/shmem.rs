@@ -3,8 +3,11 @@
 //! is preloaded) are the ones the program and Conveyors call; each forwards to
 //! `pshmem_*` (found with `dlsym(RTLD_NEXT)`), counts the call and its time,
 //! and tells [`state::shmem_call`] about it: inside a Conveyors entry a
-//! non-blocking put is a physical buffer of that conveyor; outside, the time is
-//! COMM.
+//! non-blocking put is a physical buffer of that conveyor, and a signal put
+//! (`shmem_put64`, `shmem_longlong_p`) made by the remote porter's progress a
+//! signal of its progress row; outside, the time is COMM. `shmem_quiet` runs
+//! about once per message inside Conveyors (the remote porter's progress): there
+//! it is counted without reading the clock (its time is the entry's COMM).
 
 use std::ffi::{c_int, c_longlong, c_void, CStr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -25,31 +28,34 @@ enum F {
     BarrierAll,
     Ptr,
     LonglongP,
+    Put64,
 }
 
 /// Their names, as in profile.json's metadata (`actor.openshmem.<name>.calls`).
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "shmem_putmem_nbi",
     "shmem_putmem",
     "shmem_quiet",
     "shmem_barrier_all",
     "shmem_ptr",
     "shmem_longlong_p",
+    "shmem_put64",
 ];
 
 /// The profiling-interface names looked up.
-const REAL: [&CStr; 6] = [
+const REAL: [&CStr; 7] = [
     c"pshmem_putmem_nbi",
     c"pshmem_putmem",
     c"pshmem_quiet",
     c"pshmem_barrier_all",
     c"pshmem_ptr",
     c"pshmem_longlong_p",
+    c"pshmem_put64",
 ];
 
-static ADDR: [AtomicUsize; 6] = [const { AtomicUsize::new(0) }; 6];
-static CALLS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
-static TICKS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+static ADDR: [AtomicUsize; 7] = [const { AtomicUsize::new(0) }; 7];
+static CALLS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+static TICKS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 
 /// Address of `name` in the libraries after this one (0: none).
 fn next(name: &CStr) -> usize {
@@ -174,11 +180,22 @@ unsafe fn put(which: F, dest: *mut c_void, src: *const c_void, n: usize, pe: c_i
     done(which, t0, Some((i64::from(pe), n as u64)));
 }
 
-/// `shmem_quiet`.
+/// `shmem_quiet`. Inside a Conveyors entry (the remote porter's progress,
+/// about once per message) it is only counted: no clock, no call into the
+/// core, a few nanoseconds; its time is already the entry's COMM.
 #[no_mangle]
 pub extern "C" fn shmem_quiet() {
     let f = real(F::Quiet);
     if f == 0 {
+        return;
+    }
+    if state::CURRENT.load(Ordering::Relaxed) != 0 {
+        // SAFETY: liboshmem's pshmem_quiet, `void (void)`.
+        unsafe {
+            let f: unsafe extern "C" fn() = std::mem::transmute(f);
+            f();
+        }
+        bump(&CALLS[F::Quiet as usize], 1);
         return;
     }
     let t0 = start();
@@ -245,7 +262,29 @@ pub unsafe extern "C" fn shmem_longlong_p(addr: *mut c_longlong, value: c_longlo
         let f: unsafe extern "C" fn(*mut c_longlong, c_longlong, c_int) = std::mem::transmute(f);
         f(addr, value, pe);
     }
+    guard((), || state::signal(i64::from(pe), 8));
     done(F::LonglongP, t0, None);
+}
+
+/// `shmem_put64` (bale's signal puts).
+///
+/// # Safety
+/// As OpenSHMEM's.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put64(dest: *mut c_void, src: *const c_void, n: usize, pe: c_int) {
+    let f = real(F::Put64);
+    if f == 0 {
+        return;
+    }
+    let t0 = start();
+    // SAFETY: liboshmem's pshmem_put64, called with the caller's arguments.
+    unsafe {
+        let f: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) =
+            std::mem::transmute(f);
+        f(dest, src, n, pe);
+    }
+    guard((), || state::signal(i64::from(pe), 8 * n as u64));
+    done(F::Put64, t0, None);
 }
 
 /// Writes the calls and time per function (`ns_per_tick`: the clock's scale).

@@ -6,7 +6,9 @@
 //! when a conveyor begins).
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::{Mutex, OnceLock};
 
 use kprof_abi::{message, CoreApi, Kind};
@@ -120,6 +122,13 @@ pub struct Rows {
     pub phys: Row,
     /// Buffers the porter's local path copied, per destination.
     pub local: Row,
+    /// Signals the remote porter's progress put after completing its puts
+    /// (its `shmem_quiet`), per destination.
+    pub progress: Row,
+    /// Calls of the remote porter's progress (`nonblock_progress`).
+    pub progress_calls: AtomicU64,
+    /// Those that completed the puts in flight (returned true).
+    pub progress_forced: AtomicU64,
 }
 
 /// One measured conveyor.
@@ -198,6 +207,9 @@ static CACHE_KEY: AtomicUsize = AtomicUsize::new(0);
 static CACHE_SLOT: AtomicUsize = AtomicUsize::new(0);
 /// The conveyor whose entry runs now (set by the wrappers; 0 outside Conveyors).
 pub static CURRENT: AtomicUsize = AtomicUsize::new(0);
+/// The remote porter's progress (`nonblock_progress`, hooked) runs now: the
+/// signal puts it makes are counted in the conveyor's progress row.
+pub static IN_PROGRESS: AtomicBool = AtomicBool::new(false);
 /// This PE and the job's PEs (-1 until known).
 static MY_PE: AtomicI64 = AtomicI64::new(-1);
 static N_PES: AtomicI64 = AtomicI64::new(-1);
@@ -316,6 +328,9 @@ fn register(key: usize, item: u64, t0: u64) -> Option<usize> {
                     recv: Row::new(npes),
                     phys: Row::new(npes),
                     local: Row::new(npes),
+                    progress: Row::new(npes),
+                    progress_calls: AtomicU64::new(0),
+                    progress_forced: AtomicU64::new(0),
                 });
                 // Rows of another size are leaked (a job's PE count does not change).
                 c.rows.store(Box::into_raw(rows), Ordering::Relaxed);
@@ -525,6 +540,31 @@ pub fn local_send(porter: usize, dest: i32, bytes: u64) {
     }
 }
 
+/// The remote porter's progress returned (`forced`: it completed the puts in
+/// flight) for the conveyor running now.
+#[inline]
+pub fn progress(forced: bool) {
+    if let Some(rows) = find(CURRENT.load(Ordering::Relaxed)).and_then(|s| CONVS[s].rows()) {
+        bump(&rows.progress_calls, 1);
+        bump(&rows.progress_forced, u64::from(forced));
+    }
+}
+
+/// A signal put of `bytes` to `pe` (`shmem_put64`, `shmem_longlong_p`): while
+/// the remote porter's progress runs, counted in the progress row of the
+/// conveyor running now.
+#[inline]
+pub fn signal(pe: i64, bytes: u64) {
+    if !IN_PROGRESS.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Some(rows) = find(CURRENT.load(Ordering::Relaxed)).and_then(|s| CONVS[s].rows()) {
+        if !rows.progress.add(pe, 1, bytes) {
+            bump(&ODD.bad_peer, 1);
+        }
+    }
+}
+
 /// Names conveyor `key` (route 3): metadata `actor.conveyor.<n>.<what>`.
 pub fn describe(api: &CoreApi, key: usize, what: &str, value: &str) -> bool {
     let Some(s) = find(key) else {
@@ -691,6 +731,19 @@ fn emit(api: &CoreApi, r: Retired, k: f64) {
             message::SEND,
             rows.local.take(),
         );
+        emit_row(
+            api,
+            &format!("conveyor {n} physical progress"),
+            message::SEND,
+            rows.progress.take(),
+        );
+        let calls = rows.progress_calls.load(Ordering::Relaxed);
+        if calls > 0 {
+            let p = format!("actor.conveyor.{n}");
+            meta(api, &format!("{p}.progress_calls"), &calls.to_string());
+            let forced = rows.progress_forced.load(Ordering::Relaxed);
+            meta(api, &format!("{p}.progress_forced"), &forced.to_string());
+        }
     }
     let p = format!("actor.conveyor.{n}");
     meta(api, &format!("{p}.item_bytes"), &r.item.to_string());

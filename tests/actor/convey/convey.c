@@ -1,5 +1,5 @@
-/* Stand-in Conveyors: see convey.h. A conveyor has one porter (one hop) or two
- * (two hops: local, then remote). A porter has one buffer per (source,
+/* Stand-in Conveyors: see convey.h. A conveyor has one porter (one hop), two
+ * (two hops: local, then remote) or three (local, remote, local). A porter has one buffer per (source,
  * destination) pair of its ranks; the destination owns a symmetric inbox slot per
  * source rank, a signal word per source rank (bytes in the slot, 0 = empty) and
  * each source a credit word per destination rank (1 = the destination's slot for
@@ -96,19 +96,25 @@ struct convey {
   bool elastic;
   size_t capacity, item_size, max_bytes;
   int me, npes;
-  int order;   /* 1: one hop; 2: local hop, then remote hop */
-  int n_local; /* PEs per node (two hops) */
+  int order;   /* 1: one hop; 2: local, remote; 3: local, remote, local */
+  int n_local; /* PEs per node (two and three hops) */
   bool force_remote; /* one hop through shmem_putmem_nbi (CONVEY_NLOCAL=1) */
-  struct porter porters[2];
+  struct porter porters[3];
   uint64_t bad_from, pulled; /* STANDIN_CONVEY_BAD_FROM, successful pulls */
   bool yield;                /* STANDIN_CONVEY_YIELD */
 };
 
-static uint64_t phys_buffers[2][MAX_PES], phys_bytes[2][MAX_PES];
+static uint64_t phys_buffers[3][MAX_PES], phys_bytes[3][MAX_PES];
+static uint64_t progress_calls, progress_forced;
 
 void standin_convey_physical(int path, int64_t pe, uint64_t *buffers, uint64_t *bytes) {
   *buffers = phys_buffers[path][pe];
   *bytes = phys_bytes[path][pe];
+}
+
+void standin_convey_progress(uint64_t *calls, uint64_t *forced) {
+  *calls = progress_calls;
+  *forced = progress_forced;
 }
 
 /* --- porter --- */
@@ -139,13 +145,19 @@ static bool nonblock_send(struct porter *p, int dest, uint64_t level, size_t n_b
   return true;
 }
 
-/* Completes every outstanding put, then signals their destinations. */
+/* As bale's: for one rank (`dest` >= 0) nothing unless a put to it is in
+ * flight (false); else (or for every rank, `dest` < 0) completes every
+ * outstanding put with shmem_quiet, then signals their destinations (true). */
 static bool nonblock_progress(struct porter *p, int dest) {
-  (void)dest;
+  progress_calls++;
+  if (dest >= 0 && !p->pending[dest]) return false;
+  progress_forced++;
   shmem_quiet();
   for (int r = 0; r < p->n_ranks; r++) {
     if (p->pending[r]) {
       shmem_longlong_p(&p->signal[p->my_rank], p->pending[r], p->relative[r]);
+      phys_buffers[2][p->relative[r]]++;
+      phys_bytes[2][p->relative[r]] += sizeof(long long);
       p->pending[r] = 0;
     }
   }
@@ -219,6 +231,18 @@ static int simple_begin(convey_t *c, size_t item_size, size_t align) {
   if (c->order == 1) {
     for (int r = 0; r < c->npes; r++) rel[r] = r;
     rc = porter_setup(c, &c->porters[0], c->npes, c->me, rel, c->force_remote, 0);
+  } else if (c->order == 3) {
+    /* PE = (z, y, x) = z * L^2 + y * L + x (node z * L + y, local rank x).
+     * Hops 1 and 3 among my node's PEs (rank x); hop 2 among the PEs (j, x, y)
+     * of every group j (rank z: that porter's table does not hold this PE
+     * unless x = y, as in bale's tensor conveyor). */
+    int L = c->n_local, x = c->me % L, y = (c->me / L) % L, z = c->me / (L * L);
+    for (int i = 0; i < L; i++) rel[i] = (z * L + y) * L + i;
+    rc = porter_setup(c, &c->porters[0], L, x, rel, false, TAG);
+    if (rc == convey_OK) rc = porter_setup(c, &c->porters[2], L, x, rel, false, TAG);
+    for (int j = 0; j < c->npes / (L * L); j++) rel[j] = j * L * L + x * L + y;
+    if (rc == convey_OK)
+      rc = porter_setup(c, &c->porters[1], c->npes / (L * L), z, rel, true, TAG);
   } else {
     /* PE = node * n_local + local rank; hop 1 among my node's PEs, hop 2 among
      * the PEs of my local rank on every node. */
@@ -237,6 +261,8 @@ static int simple_begin(convey_t *c, size_t item_size, size_t align) {
 /* Sends the buffer for rank `r` if its slot there is free. */
 static bool try_send(struct porter *p, int r) {
   if (p->out_n[r] == 0) return true;
+  /* As bale's porter, first lets the porter complete a put in flight to r. */
+  p->m->progress(p, r);
   if (!__atomic_load_n(&p->credit[r], __ATOMIC_ACQUIRE) || p->pending[r]) return false;
   uint64_t *hdr = (uint64_t *)p->out[r];
   hdr[0] = (uint64_t)p->my_rank;
@@ -277,13 +303,38 @@ static int append(convey_t *c, struct porter *p, int r, uint64_t tag, const void
 }
 
 /* Routes an item for `pe` into the first porter: one hop straight to it; two
- * hops to the PE of my node with its local rank, tagged with its node. */
+ * hops to the PE of my node with its local rank, tagged with its node; three
+ * hops (`pe` = (z', y', x')) to the PE of my node with local rank y', tagged
+ * with (z', x'). */
 static int put_item(convey_t *c, const void *item, size_t bytes, int64_t pe) {
   if (c->state != WORKING) return convey_error_STATE;
   if (pe < 0 || pe >= c->npes) return convey_error_RANGE;
   if (c->order == 1) return append(c, &c->porters[0], (int)pe, 0, item, bytes);
-  return append(c, &c->porters[0], (int)(pe % c->n_local), (uint64_t)(pe / c->n_local), item,
-                bytes);
+  int64_t L = c->n_local;
+  if (c->order == 3)
+    return append(c, &c->porters[0], (int)(pe / L % L), (uint64_t)(pe / (L * L) * L + pe % L),
+                  item, bytes);
+  return append(c, &c->porters[0], (int)(pe % L), (uint64_t)(pe / L), item, bytes);
+}
+
+/* The next hop of a packet that porter k delivered from its rank `src` with
+ * `tag`: the rank of porter k + 1 it goes to and its tag there. Two hops:
+ * to the destination's node (the tag), tagged with the origin's local rank
+ * (src). Three hops, after the first (tag (z', x'), from origin (z, y, x) with
+ * src = x, here (z, y, y')): to group z' (landing on (z', y', y)), tagged (x',
+ * x); after the second (tag (x', x), src = z): to local rank x', tagged (z, x). */
+static int next_hop(const convey_t *c, int k, int src, uint64_t tag, uint64_t *next) {
+  uint64_t L = (uint64_t)c->n_local;
+  if (c->order == 2) {
+    *next = (uint64_t)src;
+    return (int)tag;
+  }
+  if (k == 0) {
+    *next = tag % L * L + (uint64_t)src;
+    return (int)(tag / L);
+  }
+  *next = (uint64_t)src * L + tag % L;
+  return (int)(tag / L);
 }
 
 static int simple_push(convey_t *c, const void *item, int64_t pe) {
@@ -358,9 +409,13 @@ static void consume(convey_t *c, struct porter *p, int src, size_t bytes) {
   }
 }
 
-/* The PE that pushed a packet pulled from source rank `src` with `tag`. */
+/* The PE that pushed a packet pulled from source rank `src` with `tag`: two
+ * hops, (node src, local rank tag); three, (z, src, x) from tag (z, x). */
 static int64_t origin(convey_t *c, int src, uint64_t tag) {
-  int64_t from = c->order == 1 ? src : (int64_t)src * c->n_local + (int64_t)tag;
+  int64_t L = c->n_local;
+  int64_t from = c->order == 1   ? src
+                 : c->order == 2 ? (int64_t)src * L + (int64_t)tag
+                                 : (int64_t)tag / L * L * L + (int64_t)src * L + (int64_t)tag % L;
   if (c->bad_from && ++c->pulled % c->bad_from == 0) return c->npes + 7;
   return from;
 }
@@ -399,17 +454,18 @@ static int simple_epull(convey_t *c, convey_item_t *result) {
   return convey_OK;
 }
 
-/* Two hops: moves what the local hop delivered here into the remote porter,
- * toward the node its tag names, tagged with its origin's local rank. */
-static void pivot(convey_t *c) {
-  struct porter *in = &c->porters[0], *out = &c->porters[1];
+/* Moves what porter k delivered here into porter k + 1, toward its next hop
+ * (next_hop). */
+static void pivot(convey_t *c, int k) {
+  struct porter *in = &c->porters[k], *out = &c->porters[k + 1];
   for (;;) {
     char *data;
     size_t bytes;
-    uint64_t tag;
+    uint64_t tag, next;
     int src = next_item(c, in, &tag, &data, &bytes);
     if (src < 0) return;
-    if (append(c, out, (int)tag, (uint64_t)src, data, bytes) != convey_OK) return;
+    int rank = next_hop(c, k, src, tag, &next);
+    if (append(c, out, rank, next, data, bytes) != convey_OK) return;
     consume(c, in, src, bytes);
     release_slot(in);
   }
@@ -450,15 +506,17 @@ static int simple_advance(convey_t *c, bool done) {
     remote |= c->porters[k].path;
   }
   finish_sending(first, done && send_all(first));
-  if (c->order == 2) {
-    pivot(c);
-    bool sent = send_all(last);
-    finish_sending(last, sent && all_received(c, first));
+  for (int k = 1; k < c->order; k++) {
+    pivot(c, k - 1);
+    bool sent = send_all(&c->porters[k]);
+    finish_sending(&c->porters[k], sent && all_received(c, &c->porters[k - 1]));
   }
   if (remote) shmem_quiet();
   /* Nothing to pull: with STANDIN_CONVEY_YIELD=1, let the other PEs of an
    * oversubscribed node run (the tests run 4 busy-polling PEs on fewer cores). */
-  if (c->yield && !incoming(last) && !incoming(first)) sched_yield();
+  bool idle = true;
+  for (int k = 0; k < c->order; k++) idle &= !incoming(&c->porters[k]);
+  if (c->yield && idle) sched_yield();
   return all_received(c, last) ? convey_DONE : convey_OK;
 }
 
@@ -534,14 +592,19 @@ static convey_t *make(size_t capacity, size_t n_local, bool elastic, size_t max_
     return NULL;
   }
   /* PEs per node: the argument, else CONVEY_NLOCAL, else all (one node). One
-   * node: one local hop; one PE per node: one remote hop; else two hops. */
+   * node: one local hop; one PE per node: one remote hop; else two hops, or
+   * three with CONVEY_ORDER=3 when the square of the PEs per node divides the
+   * PEs (bale's tensor conveyor, which takes two hops instead when there are
+   * no more PEs than that square: the stand-in keeps three, so that 4 PEs can
+   * test them). */
   const char *env = getenv("CONVEY_NLOCAL");
   long nl = n_local ? (long)n_local : env ? atol(env) : c->npes;
+  const char *order = getenv("CONVEY_ORDER");
   c->order = 1;
   if (nl == 1 || (nl > 1 && nl < c->npes && c->npes % nl != 0)) {
     c->force_remote = true;
   } else if (nl > 1 && nl < c->npes) {
-    c->order = 2;
+    c->order = order && atoi(order) == 3 && c->npes % (nl * nl) == 0 ? 3 : 2;
     c->n_local = (int)nl;
   }
   const char *bad = getenv("STANDIN_CONVEY_BAD_FROM");

@@ -13,7 +13,15 @@
  * with the destination's node, then that PE moves it (in convey_advance) through
  * the remote porter to the destination, tagged with its origin's local rank. A
  * porter numbers its PEs by rank (its `relative` array holds their PEs), and its
- * first fields are laid out as bale 3.0's porter_t. A push into a full buffer that cannot be sent
+ * first fields are laid out as bale 3.0's porter_t. With CONVEY_ORDER=3 as well
+ * (k * k dividing the PEs) a conveyor has three porters, as bale's tensor
+ * conveyor: PE (z, y, x) = z * k^2 + y * k + x (node z * k + y, local rank x)
+ * sends to (z', y', x') through the local porter to (z, y, y'), then the remote
+ * porter (among the PEs (j, x, y) of every group j) to (z', y', y), then the
+ * local porter of that node to the destination. The remote porter's
+ * nonblock_progress completes its puts (shmem_quiet) and signals their
+ * destinations; called for one rank, it does so only when a put to that rank is
+ * in flight (else it returns false), as bale's. A push into a full buffer that cannot be sent
  * yet returns convey_FAIL and the caller retries, as with the real library.
  * Elastic conveyors (convey_new_elastic) carry items of any size up to a bound
  * (convey_epush / convey_epull, 0-byte items included). Built as a STATIC
@@ -67,9 +75,32 @@ int convey_advance(convey_t *c, bool done);
 int convey_free(convey_t *c);
 
 /* The stand-in's own count of what its porters sent, per hop destination PE and
- * path (0 = local memcpy through shmem_ptr, 1 = shmem_putmem_nbi), summed over
- * every conveyor of the process: buffers and bytes (16-byte header + packets: an
- * 8-byte routing tag in two-hop conveyors, and the item). */
+ * path (0 = local memcpy through shmem_ptr, 1 = shmem_putmem_nbi, 2 = the
+ * signals nonblock_progress put after its shmem_quiet), summed over every
+ * conveyor of the process: buffers and bytes (16-byte header + packets: an
+ * 8-byte routing tag in multi-hop conveyors, and the item), signals and their
+ * 8 bytes each. */
 void standin_convey_physical(int path, int64_t pe, uint64_t *buffers, uint64_t *bytes);
+
+/* Calls of the porters' nonblock_progress, and those that completed the puts
+ * in flight (shmem_quiet, then the signals). */
+void standin_convey_progress(uint64_t *calls, uint64_t *forced);
+
+/* Prints the stand-in's counts, one line each (`line` prints a line at once):
+ * "physical <me> <local|remote|progress> <pe> <buffers> <bytes>" per path and
+ * PE, and "progress <me> <calls> <forced>". */
+static inline void standin_convey_print(int me, int npes, int (*line)(const char *, ...)) {
+  static const char *const paths[3] = {"local", "remote", "progress"};
+  for (int path = 0; path < 3; path++)
+    for (int d = 0; d < npes; d++) {
+      uint64_t b, n;
+      standin_convey_physical(path, d, &b, &n);
+      line("physical %d %s %d %llu %llu\n", me, paths[path], d, (unsigned long long)b,
+           (unsigned long long)n);
+    }
+  uint64_t calls, forced;
+  standin_convey_progress(&calls, &forced);
+  line("progress %d %llu %llu\n", me, (unsigned long long)calls, (unsigned long long)forced);
+}
 
 #endif
