@@ -483,9 +483,8 @@ const INLINE: usize = 64;
 #[derive(Clone, Copy)]
 struct Tracked {
     index: c_int,
-    slot: usize,
-    /// The request's handle, as [`sys::Abi::key`] gives it.
-    req: usize,
+    /// Where the receive is tracked.
+    claim: state::Claim,
     pending: Pending,
 }
 
@@ -520,11 +519,10 @@ impl Scan {
         for i in 0..count as usize {
             // SAFETY: the caller's contract.
             let req = unsafe { abi.handle(reqs, i) };
-            if let Some((slot, pending)) = state::lookup(req) {
+            if let Some((claim, pending)) = state::lookup(req) {
                 let t = Tracked {
                     index: i as c_int,
-                    slot,
-                    req,
+                    claim,
                     pending,
                 };
                 if self.n < INLINE {
@@ -612,7 +610,7 @@ fn completed(
     t: &Tracked,
     st: Option<sys::StatusView>,
 ) -> Option<(u32, u64)> {
-    state::release(t.slot, t.req);
+    state::release(t.claim);
     a.received(t.pending.view, st?, r)
 }
 

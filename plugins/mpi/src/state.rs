@@ -516,12 +516,20 @@ pub(crate) fn type_size(p: &Pmpi, dtype: Datatype) -> u64 {
 // ---- receives in flight ----
 
 const REQ_SLOTS: usize = 8192;
-static REQ_KEYS: [AtomicUsize; REQ_SLOTS] = [const { AtomicUsize::new(0) }; REQ_SLOTS];
+/// Per slot: the request's handle in the low [`KEY_BITS`] (0: free), and above
+/// them how many times the slot was taken, so that a release clears only the
+/// receive it looked up. Another thread may post a receive that MPI gives the
+/// same handle as soon as a wait freed it, before that wait releases its slot.
+static REQ_KEYS: [AtomicU64; REQ_SLOTS] = [const { AtomicU64::new(0) }; REQ_SLOTS];
 static REQ_COMM: [AtomicPtr<Ranks>; REQ_SLOTS] =
     [const { AtomicPtr::new(ptr::null_mut()) }; REQ_SLOTS];
 static REQ_TYPE: [AtomicUsize; REQ_SLOTS] = [const { AtomicUsize::new(0) }; REQ_SLOTS];
 /// `REQ_COMM` of a receive on `MPI_COMM_WORLD`.
 const WORLD_MARK: *mut Ranks = std::ptr::dangling_mut::<Ranks>();
+/// Bits of a slot's word that hold the handle: user-space pointers (Open MPI)
+/// and integer handles (MPICH) both fit; a handle that does not is not tracked.
+const KEY_BITS: u32 = 48;
+const KEY_MASK: u64 = (1 << KEY_BITS) - 1;
 
 /// A receive in flight: its communicator's translation and its datatype.
 #[derive(Clone, Copy)]
@@ -532,6 +540,18 @@ pub struct Pending {
     pub dtype: Datatype,
 }
 
+/// Where a tracked receive was found, and which taking of that slot it is.
+#[derive(Clone, Copy, Debug)]
+pub struct Claim {
+    slot: usize,
+    word: u64,
+}
+
+/// `word` taken once more for `key`.
+fn retaken(word: u64, key: u64) -> u64 {
+    (word & !KEY_MASK).wrapping_add(1 << KEY_BITS) | key
+}
+
 /// Remembers the receive posted as `req` (until a wait or test completes it).
 #[inline]
 pub fn track(key: usize, view: CommView, dtype: Datatype) {
@@ -540,42 +560,59 @@ pub fn track(key: usize, view: CommView, dtype: Datatype) {
         CommView::Other(r) => r as *const Ranks as *mut Ranks,
         CommView::Unknown => return,
     };
+    let key64 = key as u64;
     if key <= RESERVED {
+        return;
+    }
+    if key64 > KEY_MASK {
+        UNTRACKED.fetch_add(1, Ordering::Relaxed);
         return;
     }
     let b = bucket(key, REQ_SLOTS);
     // A handle MPI reuses after an untracked completion replaces its old entry.
     for i in b..b + BUCKET {
-        if REQ_KEYS[i].load(Ordering::Relaxed) == key {
+        let w = REQ_KEYS[i].load(Ordering::Acquire);
+        if w & KEY_MASK == key64
+            && REQ_KEYS[i]
+                .compare_exchange(w, retaken(w, key64), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
             REQ_COMM[i].store(comm, Ordering::Relaxed);
             REQ_TYPE[i].store(dtype as usize, Ordering::Relaxed);
             return;
         }
     }
     for i in b..b + BUCKET {
+        let w = REQ_KEYS[i].load(Ordering::Relaxed);
+        if w & KEY_MASK != 0 {
+            continue;
+        }
+        let reserved = (w & !KEY_MASK) | RESERVED as u64;
         if REQ_KEYS[i]
-            .compare_exchange(0, RESERVED, Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(w, reserved, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
             REQ_COMM[i].store(comm, Ordering::Relaxed);
             REQ_TYPE[i].store(dtype as usize, Ordering::Relaxed);
-            REQ_KEYS[i].store(key, Ordering::Release);
+            REQ_KEYS[i].store(retaken(w, key64), Ordering::Release);
             return;
         }
     }
     UNTRACKED.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The receive posted as `req`, if it is one kprof tracks: its slot and what it
-/// needs at completion.
+/// The receive posted as `req`, if it is one kprof tracks: where it is and what
+/// it needs at completion.
 #[inline]
-pub fn lookup(key: usize) -> Option<(usize, Pending)> {
-    if key <= RESERVED {
+pub fn lookup(key: usize) -> Option<(Claim, Pending)> {
+    let key64 = key as u64;
+    if key <= RESERVED || key64 > KEY_MASK {
         return None;
     }
     let b = bucket(key, REQ_SLOTS);
     for i in b..b + BUCKET {
-        if REQ_KEYS[i].load(Ordering::Acquire) == key {
+        let word = REQ_KEYS[i].load(Ordering::Acquire);
+        if word & KEY_MASK == key64 {
             let comm = REQ_COMM[i].load(Ordering::Relaxed);
             let view = if comm == WORLD_MARK {
                 CommView::World
@@ -587,23 +624,29 @@ pub fn lookup(key: usize) -> Option<(usize, Pending)> {
                 }
             };
             let dtype = REQ_TYPE[i].load(Ordering::Relaxed) as Datatype;
-            return Some((i, Pending { view, dtype }));
+            return Some((Claim { slot: i, word }, Pending { view, dtype }));
         }
     }
     None
 }
 
-/// The receive in `slot` completed (or its request was freed).
+/// The receive found as `c` completed (or its request was freed); a slot taken
+/// again since, by a receive that got the same handle, stays.
 #[inline]
-pub fn release(slot: usize, key: usize) {
-    let _ = REQ_KEYS[slot].compare_exchange(key, 0, Ordering::AcqRel, Ordering::Relaxed);
+pub fn release(c: Claim) {
+    let _ = REQ_KEYS[c.slot].compare_exchange(
+        c.word,
+        c.word & !KEY_MASK,
+        Ordering::AcqRel,
+        Ordering::Relaxed,
+    );
 }
 
 /// A request handle now names something else (a send): forget a stale receive.
 #[inline]
 pub fn untrack(key: usize) {
-    if let Some((slot, _)) = lookup(key) {
-        release(slot, key);
+    if let Some((claim, _)) = lookup(key) {
+        release(claim);
     }
 }
 
@@ -623,11 +666,11 @@ mod tests {
             track(req(i), CommView::World, dtype);
         }
         for i in 0..100 {
-            let (slot, p) = lookup(req(i)).expect("tracked");
+            let (claim, p) = lookup(req(i)).expect("tracked");
             assert!(matches!(p.view, CommView::World));
             assert_eq!(p.dtype, dtype);
             if i % 2 == 0 {
-                release(slot, req(i));
+                release(claim);
             }
         }
         for i in 0..100 {
@@ -638,6 +681,27 @@ mod tests {
         // Handles that are no pointers are never tracked.
         track(0, CommView::World, dtype);
         assert!(lookup(0).is_none());
+    }
+
+    #[test]
+    fn a_receive_given_the_handle_a_wait_just_freed_survives_that_waits_release() {
+        let (key, dtype) = (req(7000), 0x55 as Datatype);
+        // Thread A's receive, looked up by its wait before MPI completes it.
+        track(key, CommView::World, dtype);
+        let (a, _) = lookup(key).expect("tracked");
+        // MPI freed the request inside A's wait; thread B's receive gets the
+        // same handle and is tracked before A's wait releases its slot.
+        track(key, CommView::World, dtype);
+        release(a);
+        let (b, _) = lookup(key).expect("B's receive is still tracked");
+        release(b);
+        assert!(lookup(key).is_none());
+        // A stale release of a slot taken again later is ignored too.
+        track(key, CommView::World, dtype);
+        release(a);
+        assert!(lookup(key).is_some());
+        untrack(key);
+        assert!(lookup(key).is_none());
     }
 
     #[test]
