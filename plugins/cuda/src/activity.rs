@@ -63,7 +63,7 @@ pub unsafe extern "C" fn buffer_completed(
         let Some(st) = state::state() else {
             return;
         };
-        if !buffer.is_null() && !st.is_done() {
+        if !buffer.is_null() && !st.life.is_done() {
             guard((), || {
                 st.recalibrate();
                 let mut t = translator();

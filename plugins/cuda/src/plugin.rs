@@ -123,7 +123,7 @@ fn start(api: &'static CoreApi) -> Result<&'static State, CuptiError> {
         unsafe { (cu.cuptiFinalize)() };
         return Err(e);
     }
-    st.activate();
+    st.life.set_active(true);
     // SAFETY: core table functions; `flush` lives as long as the process.
     unsafe {
         (api.on_flush)(flush);
@@ -264,7 +264,7 @@ pub extern "C" fn flush() {
         unsafe { (st.cupti.cuptiActivityFlushAll)(c::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
         // SAFETY: NULL asks for CUPTI's global queue.
         unsafe { activity::report_dropped(st, std::ptr::null_mut(), 0) };
-        st.finish();
+        st.life.finish();
         let t = activity::translator();
         let api = st.api;
         let (n, ns) = t.tool_overhead;

@@ -3,12 +3,12 @@
 //! of launches waiting for their activities. Set once by `plugin` at the start;
 //! read by `callbacks` (on every CUDA call) and `activity` (on every buffer).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use kprof_abi::CoreApi;
 use kprof_gpu::clock::Clock;
 use kprof_gpu::correlation::Ring;
+use kprof_gpu::lifecycle::Lifecycle;
 
 use crate::layout::Layout;
 use crate::pool::Pool;
@@ -31,10 +31,8 @@ pub struct State {
     pub pool: Pool,
     /// `KPROF_CUDA_DEBUG=1`: each record on stderr as it is translated.
     pub debug: bool,
-    /// Callbacks and activities are on.
-    active: AtomicBool,
-    /// The final flush happened: nothing more is delivered.
-    done: AtomicBool,
+    /// Started, and not past the final flush.
+    pub life: Lifecycle,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -48,7 +46,7 @@ pub fn state() -> Option<&'static State> {
 /// The state while measuring (active, not flushed yet).
 #[inline(always)]
 pub fn measuring() -> Option<&'static State> {
-    state().filter(|s| s.active.load(Ordering::Acquire) && !s.done.load(Ordering::Acquire))
+    state().filter(|s| s.life.measuring())
 }
 
 impl State {
@@ -68,24 +66,8 @@ impl State {
             clock: Clock::default(),
             pool,
             debug,
-            active: AtomicBool::new(false),
-            done: AtomicBool::new(false),
+            life: Lifecycle::new(),
         })
-    }
-
-    /// Callbacks and activities are on from now.
-    pub fn activate(&self) {
-        self.active.store(true, Ordering::Release);
-    }
-
-    /// The final flush happened: nothing more is delivered.
-    pub fn finish(&self) {
-        self.done.store(true, Ordering::Release);
-    }
-
-    /// Whether the final flush happened.
-    pub fn is_done(&self) -> bool {
-        self.done.load(Ordering::Acquire)
     }
 
     /// Recalibrates the clock offset (see `kprof_gpu::clock`).

@@ -929,24 +929,9 @@ fn completion(
     };
     let rc = fwd(f, st);
     guard((), || {
-        if scan.is_empty() || rc != sys::SUCCESS {
-            a.record(&r);
-            return;
-        }
-        let (mut n, mut bytes, mut peer) = (0u32, 0u64, None);
-        done(&mut |index, status| {
-            if let Some(t) = scan.find(index) {
-                // SAFETY: MPI filled the status of each completed request.
-                let s = unsafe { f.status(a, st, status as usize) };
-                if let Some((w, b)) = crate::completed(a, &mut r, t, s) {
-                    n += 1;
-                    bytes += b;
-                    peer = Some(w);
-                }
-            }
-        });
-        crate::completion_args(&mut r, n, bytes, peer);
-        a.record(&r);
+        // SAFETY: MPI filled the status of each completed request.
+        let status = |s: c_int| unsafe { f.status(a, st, s as usize) };
+        crate::record_completion(a, &mut r, &scan, rc, done, status);
     });
     rc
 }
@@ -1118,24 +1103,9 @@ unsafe fn waitsome(
     statuses: *mut Fint,
     ierr: *mut Fint,
 ) {
-    let f = dialect(b);
-    let n = val(incount);
-    completion(
-        b,
-        c"MPI_Waitsome",
-        reqs,
-        n,
-        statuses,
-        f.statuses_ignore,
-        // SAFETY: forwarded, the statuses possibly kprof's own.
-        |f, st| {
-            call(f.waitsome, ierr, |e| unsafe {
-                e(incount, reqs, outcount, indices, st, ierr)
-            })
-        },
-        // SAFETY: MPI wrote them.
-        |d| unsafe { some(f.first_index, outcount, indices, n, d) },
-    );
+    let args = (incount, reqs, outcount, indices, statuses, ierr);
+    // SAFETY: forwarded from the program.
+    unsafe { completion_some(b, c"MPI_Waitsome", |f| f.waitsome, args) };
 }
 
 entry!(testsome: [mpi_testsome_, mpi_testsome__, mpi_testsome, MPI_TESTSOME] mpi_testsome_f08_
@@ -1150,18 +1120,45 @@ unsafe fn testsome(
     statuses: *mut Fint,
     ierr: *mut Fint,
 ) {
+    let args = (incount, reqs, outcount, indices, statuses, ierr);
+    // SAFETY: forwarded from the program.
+    unsafe { completion_some(b, c"MPI_Testsome", |f| f.testsome, args) };
+}
+
+/// The library's `MPI_Waitsome` or `MPI_Testsome` (same arguments).
+type SomeFn =
+    unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint, *mut Fint);
+
+/// `MPI_Waitsome` and `MPI_Testsome`: `entry` picks the library's function; `args`
+/// are the program's (incount, requests, outcount, indices, statuses, ierror).
+///
+/// # Safety
+/// The arguments as the MPI standard's Fortran binding passes them.
+unsafe fn completion_some(
+    b: Binding,
+    name: &'static CStr,
+    entry: fn(&Dialect) -> Option<SomeFn>,
+    (incount, reqs, outcount, indices, statuses, ierr): (
+        *const Fint,
+        *mut Fint,
+        *mut Fint,
+        *mut Fint,
+        *mut Fint,
+        *mut Fint,
+    ),
+) {
     let f = dialect(b);
     let n = val(incount);
     completion(
         b,
-        c"MPI_Testsome",
+        name,
         reqs,
         n,
         statuses,
         f.statuses_ignore,
         // SAFETY: forwarded, the statuses possibly kprof's own.
         |f, st| {
-            call(f.testsome, ierr, |e| unsafe {
+            call(entry(f), ierr, |e| unsafe {
                 e(incount, reqs, outcount, indices, st, ierr)
             })
         },

@@ -651,25 +651,37 @@ fn completion(
     let ptr = st.set(&a.abi, statuses, count, !scan.is_empty());
     let rc = fwd(p, ptr);
     guard((), || {
-        if scan.is_empty() || rc != sys::SUCCESS {
-            a.record(&r);
-            return;
-        }
-        let (mut n, mut bytes, mut peer) = (0u32, 0u64, None);
-        done(&mut |index, status| {
-            if let Some(t) = scan.find(index) {
-                // SAFETY: MPI filled the status of each completed request.
-                if let Some((w, b)) = completed(a, &mut r, t, unsafe { st.get(&a.abi, status) }) {
-                    n += 1;
-                    bytes += b;
-                    peer = Some(w);
-                }
-            }
-        });
-        completion_args(&mut r, n, bytes, peer);
-        a.record(&r);
+        // SAFETY: MPI filled the status of each completed request.
+        record_completion(a, &mut r, &scan, rc, done, |s| unsafe { st.get(&a.abi, s) });
     });
     rc
+}
+
+/// Records a wait or test whose call returned `rc`: when it succeeded, with the
+/// tracked receives of `scan` it completed (`done` gives (request index, status
+/// index) pairs; `status` reads one status). Shared by the C and Fortran entries.
+pub(crate) fn record_completion(
+    a: &Active,
+    r: &mut Rec,
+    scan: &Scan,
+    rc: c_int,
+    done: impl FnOnce(&mut dyn FnMut(c_int, c_int)),
+    status: impl Fn(c_int) -> Option<sys::StatusView>,
+) {
+    if scan.is_empty() || rc != sys::SUCCESS {
+        a.record(r);
+        return;
+    }
+    let (mut n, mut bytes, mut peer) = (0u32, 0u64, None);
+    done(&mut |index, s| {
+        if let Some((w, b)) = scan.find(index).and_then(|t| completed(a, r, t, status(s))) {
+            n += 1;
+            bytes += b;
+            peer = Some(w);
+        }
+    });
+    completion_args(r, n, bytes, peer);
+    a.record(r);
 }
 
 /// `MPI_Wait`.

@@ -4,7 +4,7 @@
 //! finalize of the tool).
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use kprof_abi::guard::guard;
@@ -19,6 +19,7 @@ use crate::sys::{
     self, AgentHead, BufferId, ClientFinalize, ClientId, ContextId, Rocprofiler, Status,
     ToolConfigureResult, STATUS_SUCCESS,
 };
+use kprof_gpu::lifecycle::Lifecycle;
 
 fn say(line: &str) {
     use std::io::Write as _;
@@ -103,8 +104,7 @@ pub unsafe fn configure(
         kernels: Mutex::new(FxHashMap::default()),
         gpus: OnceLock::new(),
         buffer: AtomicU64::new(0),
-        active: AtomicBool::new(false),
-        done: AtomicBool::new(false),
+        life: Lifecycle::new(),
         version,
     });
     if !client_id.is_null() {
@@ -230,9 +230,9 @@ fn start(st: &'static State) -> Result<(), RocmError> {
             );
         }
         // Active before the start: the first call after it is measured.
-        st.active.store(true, Ordering::Release);
+        st.life.set_active(true);
         if let Err(e) = st.check("rocprofiler_start_context", (rp.start_context)(ctx)) {
-            st.active.store(false, Ordering::Release);
+            st.life.set_active(false);
             return Err(e);
         }
         (st.api.on_flush)(flush);
@@ -326,7 +326,7 @@ pub extern "C" fn flush() {
             return;
         };
         flush_buffer(st);
-        st.done.store(true, Ordering::Release);
+        st.life.finish();
         let t = records::translator();
         let (n, ns) = t.walked;
         if n > 0 {

@@ -41,7 +41,7 @@ pub unsafe extern "C" fn on_buffer(
         let Some(st) = state::state() else {
             return;
         };
-        if st.is_done() {
+        if st.life.is_done() {
             return;
         }
         for _ in 0..drop_count {

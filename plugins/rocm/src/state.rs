@@ -4,12 +4,13 @@
 //! `callbacks` and `records`.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, OnceLock};
 
 use kprof_abi::CoreApi;
 use kprof_gpu::clock::Clock;
 use kprof_gpu::correlation::Ring;
+use kprof_gpu::lifecycle::Lifecycle;
 use rustc_hash::FxHashMap;
 
 use crate::sys::{Rocprofiler, Status, STATUS_SUCCESS};
@@ -49,10 +50,8 @@ pub struct State {
     pub gpus: OnceLock<Vec<(u64, u32)>>,
     /// The buffer of the activity records.
     pub(crate) buffer: AtomicU64,
-    /// Callbacks and records are on.
-    pub(crate) active: AtomicBool,
-    /// The core's final flush happened: nothing more is delivered.
-    pub(crate) done: AtomicBool,
+    /// Started, and not past the core's final flush.
+    pub life: Lifecycle,
     /// SDK version as `rocprofiler_configure` gave it, for the line and metadata.
     pub(crate) version: String,
 }
@@ -68,15 +67,10 @@ pub fn state() -> Option<&'static State> {
 /// The state while measuring (started, not flushed yet).
 #[inline(always)]
 pub fn measuring() -> Option<&'static State> {
-    state().filter(|s| s.active.load(Ordering::Acquire) && !s.done.load(Ordering::Acquire))
+    state().filter(|s| s.life.measuring())
 }
 
 impl State {
-    /// Whether the final flush happened.
-    pub fn is_done(&self) -> bool {
-        self.done.load(Ordering::Acquire)
-    }
-
     /// Recalibrates the clock offset (see `kprof_gpu::clock`).
     pub fn recalibrate(&self) {
         let get = self.rp.get_timestamp;
