@@ -246,8 +246,10 @@ fn merge_children(
             let m = tree.child(g, name, n.kind, n.dev);
             let into = &mut tree.nodes[m as usize];
             into.stats.merge(&n.stats);
-            for &(t, ns) in n.per_thread() {
-                into.add_thread_time(t, ns);
+            // A thread's own tree holds only that thread's instances: the
+            // spread of an OpenMP node across threads is each thread's total.
+            if n.kind.is_openmp() && n.stats.count > 0 {
+                into.add_thread_time(p.index(), n.stats.total_ns);
             }
             for &(k, min, max) in n.args() {
                 into.add_arg(k, min);
