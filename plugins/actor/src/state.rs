@@ -95,7 +95,13 @@ impl Row {
     /// when `peer` is not a PE of the job.
     #[inline(always)]
     pub fn add(&self, peer: i64, n: u64, bytes: u64) -> bool {
-        match usize::try_from(peer).ok().and_then(|i| self.cells.get(i)) {
+        // A negative peer is a huge index: one unsigned compare refuses both.
+        let i = if cfg!(target_pointer_width = "64") {
+            peer as usize
+        } else {
+            usize::try_from(peer).unwrap_or(usize::MAX)
+        };
+        match self.cells.get(i) {
             Some(c) => {
                 bump(&c.count, n);
                 bump(&c.bytes, bytes);
