@@ -701,9 +701,9 @@ impl ThreadProfile {
         self.frames.push(f);
     }
 
-    /// The child of `parent` with this key, through the parent node's cache of
-    /// its last child: runtimes launch the same kernel in the same place again
-    /// and again (and the implicit tasks of one region share their anchor).
+    /// The child of `parent` with this key, through the thread's cache of
+    /// children: runtimes launch the same kernels in the same places again and
+    /// again (and the implicit tasks of one region share their anchor).
     #[inline(always)]
     fn child(&mut self, parent: Parent, key: u64, name: u32, kind: Kind, dev: u16) -> u32 {
         let node = match parent {
