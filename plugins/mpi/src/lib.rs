@@ -14,7 +14,9 @@
 //! posted, receives when completed (`MPI_Recv`, `MPI_Sendrecv`, or the wait or test
 //! that completes an `MPI_Irecv`: source and bytes from the status, which holds
 //! the bytes received in both families), peers translated to `MPI_COMM_WORLD` ranks
-//! with `PMPI_Group_translate_ranks` once per communicator.
+//! with `PMPI_Group_translate_ranks` once per communicator. Datatype sizes
+//! (`PMPI_Type_size`) are asked once per datatype and kept until a datatype is
+//! freed (`MPI_Type_free`, whose handle MPI may give the next datatype).
 //!
 //! Open MPI and MPICH (and the libraries sharing its ABI), told apart at
 //! `MPI_Init` ([`sys::Abi`]); under another MPI the plugin says so in one line

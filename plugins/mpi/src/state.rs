@@ -1,9 +1,13 @@
 //! The plugin's state: the `PMPI_*` table, whether calls are measured (the core's
 //! table, `MPI_COMM_WORLD` and its group), the per-communicator translation of
-//! ranks to `MPI_COMM_WORLD` ranks, and the table of receives in flight.
+//! ranks to `MPI_COMM_WORLD` ranks, the table of receives in flight, and the
+//! sizes of the datatypes seen (until one is freed).
 //!
-//! Both tables are fixed arrays of atomics, probed in buckets of 8 keys (one
-//! cache line): no lock and no allocation on a call. A communicator's
+//! The first two tables are fixed arrays of atomics, probed in buckets of 8
+//! keys (one cache line): no lock and no allocation on a call. A bucket's
+//! receive slots are taken in order and a slot once taken never reads as never
+//! taken again, so a search stops at the first slot never taken: a request that
+//! is no tracked receive (a send's) costs one or two probes, not eight. A communicator's
 //! translation is built once, at its creation or first sight (the cold path), and
 //! kept for the life of the process, so a request posted on a communicator freed
 //! before it completes still translates.
