@@ -16,6 +16,9 @@ fn main() {
         // RAJA's PluginContext holds a std::string: libstdc++'s C++11 layout.
         .define("_GLIBCXX_USE_CXX11_ABI", "1")
         .flag("-fno-exceptions")
+        // No frame pointer even with debug information (cc forces one then): the
+        // callbacks run per kernel, and the unwinder reads .eh_frame.
+        .force_frame_pointer(false)
         .flag("-fvisibility=hidden")
         .warnings(true)
         .extra_warnings(true)

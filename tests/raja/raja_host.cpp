@@ -5,7 +5,7 @@
  * same layout the plugin is built against. Used by tests/tests/raja.rs.
  *
  * Usage: raja_host <scenario> [--init | --init=PATH] [--finalize] [--symbol=getPlugin]
- *                  [--kernels=N] [--reps=R] [--unnamed]   (bench only)
+ *                  [--kernels=N] [--reps=R] [--unnamed] [--name=TEXT]   (bench only)
  *
  * Loading (as RAJA's statically registered loaders do, before main):
  *   RuntimePluginLoader: RAJA_PLUGINS names a .so file or a directory whose *.so
@@ -65,8 +65,9 @@
  *            (RAJA copies the body between preCapture and postCapture), then
  *            "cheap" host x1.
  *   bench    for tests/benches/raja_overhead.rs: --kernels=N (default 100000)
- *            host kernels with an empty body, named "bench" (or unnamed with
- *            --unnamed), one untimed warm-up and --reps=R (default 7) timed
+ *            host kernels with an empty body, named "bench" (or TEXT with
+ *            --name=TEXT, or unnamed with --unnamed), one untimed warm-up and
+ *            --reps=R (default 7) timed
  *            repetitions; prints "ns_per_kernel <median>" (wall) and
  *            "cpu_ns_per_kernel <median>" (the thread's CPU time).
  */
@@ -361,8 +362,8 @@ static double thread_cpu_ns() {
  * Prints the median over repetitions of the wall time per kernel and of this
  * thread's CPU time per kernel (which leaves out time other processes took the
  * CPU: steadier on a loaded machine). */
-static void bench(long kernels, int reps, bool unnamed) {
-  const char *name = unnamed ? nullptr : "bench";
+static void bench(long kernels, int reps, bool unnamed, const std::string &text) {
+  const char *name = unnamed ? nullptr : text.c_str();
   std::vector<double> per_kernel, cpu_per_kernel;
   for (int r = 0; r <= reps; r++) {
     double c0 = thread_cpu_ns();
@@ -402,6 +403,7 @@ int main(int argc, char **argv) {
   std::string init_path;
   long kernels = 100000;
   int reps = 7;
+  std::string bench_name = "bench";
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--init") init = true;
@@ -410,6 +412,7 @@ int main(int argc, char **argv) {
       init_path = a.substr(7);
     }
     else if (a == "--unnamed") unnamed = true;
+    else if (a.rfind("--name=", 0) == 0) bench_name = a.substr(7);
     else if (a.rfind("--kernels=", 0) == 0) kernels = std::max(1L, atol(a.c_str() + 10));
     else if (a.rfind("--reps=", 0) == 0) reps = std::max(1, atoi(a.c_str() + 7));
     else if (a == "--finalize") fin = true;
@@ -483,7 +486,7 @@ int main(int argc, char **argv) {
       forall(Platform::host, "slowcopy", 100, [slow](int i) { work(i); });
     forall(Platform::host, "cheap", 100, [](int i) { work(i); });
   } else if (scenario == "bench") {
-    bench(kernels, reps, unnamed);
+    bench(kernels, reps, unnamed, bench_name);
   } else if (scenario == "both") {
     for (int k = 0; k < 2; k++) forall(Platform::host, "axpy", 100, [](int i) { work(i); });
   } else {

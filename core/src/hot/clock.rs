@@ -26,8 +26,17 @@ pub struct Clock {
     q: quanta::Clock,
     raw0: u64,
     mono0: u64,
+    /// Nanoseconds per 2^[`RATE_BITS`] raw ticks, as quanta calibrated them: one
+    /// multiply converts a duration (on every end) where quanta's own
+    /// conversion also dispatches on its clock and adjusts its shift.
+    ns_per_span: u64,
     source: ClockSource,
 }
+
+/// The span of raw ticks [`Clock::ns_per_span`] is measured over: 2^40 ticks
+/// (minutes of a GHz counter), so the rate is exact to a few parts in 10^12
+/// and a duration times it stays within 128 bits.
+const RATE_BITS: u32 = 40;
 
 impl Clock {
     /// Calibrates the clock (quanta spends up to a few milliseconds on this, once).
@@ -45,10 +54,12 @@ impl Clock {
                 best = (width, a + (b.wrapping_sub(a)) / 2, m);
             }
         }
+        let ns_per_span = q.delta_as_nanos(best.1, best.1 + (1 << RATE_BITS)).max(1);
         Clock {
             q,
             raw0: best.1,
             mono0: best.2,
+            ns_per_span,
             source: detect_source(),
         }
     }
@@ -69,10 +80,9 @@ impl Clock {
     /// Converts raw ticks to CLOCK_MONOTONIC nanoseconds.
     pub fn to_ns(&self, raw: u64) -> u64 {
         if raw >= self.raw0 {
-            self.mono0 + self.q.delta_as_nanos(self.raw0, raw)
+            self.mono0 + self.delta_ns(self.raw0, raw)
         } else {
-            self.mono0
-                .saturating_sub(self.q.delta_as_nanos(raw, self.raw0))
+            self.mono0.saturating_sub(self.delta_ns(raw, self.raw0))
         }
     }
 
@@ -80,11 +90,12 @@ impl Clock {
     /// [`Clock::to_ns`], for times measured elsewhere (a GPU's activities,
     /// calibrated against [`Clock::to_ns`] of [`Clock::now`]).
     pub fn from_ns(&self, ns: u64) -> u64 {
-        // The rate as to_ns applies it (ns per 2^32 ticks), so that a round trip
-        // through both is exact to a tick.
-        const SPAN: u64 = 1 << 32;
-        let ns_per_span = self.q.delta_as_nanos(self.raw0, self.raw0 + SPAN).max(1);
-        let ticks = |d: u64| (u128::from(d) * u128::from(SPAN) / u128::from(ns_per_span)) as u64;
+        // The rate as to_ns applies it, so that a round trip through both is
+        // exact to a tick.
+        let ticks = |d: u64| {
+            let t = (u128::from(d) << RATE_BITS) / u128::from(self.ns_per_span);
+            u64::try_from(t).unwrap_or(u64::MAX)
+        };
         if ns >= self.mono0 {
             self.raw0.saturating_add(ticks(ns - self.mono0))
         } else {
@@ -93,8 +104,15 @@ impl Clock {
     }
 
     /// Nanoseconds between two raw readings (0 when `end` is not after `start`).
+    #[inline(always)]
     pub fn delta_ns(&self, start: u64, end: u64) -> u64 {
-        self.q.delta_as_nanos(start, end)
+        let Some(d) = end.checked_sub(start) else {
+            return 0;
+        };
+        // Below 2^128 for any rate below 2^64; a result beyond 2^64 ns (584
+        // years, only from a counter slower than 1 GHz) saturates.
+        let ns = u128::from(d) * u128::from(self.ns_per_span) >> RATE_BITS;
+        u64::try_from(ns).unwrap_or(u64::MAX)
     }
 
     /// Where the ticks come from.

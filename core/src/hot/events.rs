@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use kprof_abi::{Activity, Anomaly, CopyEnd, Kind, Site, SpaceName};
 
 use crate::base::devices::Device;
+use crate::hot::aggregate::local::ThreadProfile;
 use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{
     CopyInfo, DeviceActivity, Event, Extras, Opening, SiteRef, Transfer, ACTIVITY_ARGS,
@@ -64,18 +65,18 @@ fn begin_named(
     // Timestamp last, so the lookup is not counted in the instance's time.
     let ts = rt.clock.now();
     if let Some(ip) = t.in_place() {
-        ip.open(&Opening {
-            guid,
-            parent,
-            kind,
-            name,
-            dev,
-            begin: ts,
-            extras: Extras {
-                counters,
-                ..Extras::NONE
-            },
-        });
+        let o = (guid, kind, name, dev, ts);
+        match counters {
+            None if parent == 0 => ip.open_plain(o),
+            None => ip.open_with(o, parent, None),
+            Some(_) => {
+                let extras = Extras {
+                    counters,
+                    ..Extras::NONE
+                };
+                open_whole(ip, guid, parent, kind, name, dev, ts, extras);
+            }
+        }
         return guid;
     }
     push_counters(t, rt, counters);
@@ -100,6 +101,31 @@ fn begin_named(
         }
     }
     guid
+}
+
+/// Opens in place an instance with an explicit parent or extras (out of the
+/// plain begin's line, see [`ThreadProfile::open_plain`]).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn open_whole(
+    ip: &mut ThreadProfile,
+    guid: u64,
+    parent: u64,
+    kind: u8,
+    name: u32,
+    dev: u16,
+    begin: u64,
+    extras: Extras,
+) {
+    ip.open(&Opening {
+        guid,
+        parent,
+        kind,
+        name,
+        dev,
+        begin,
+        extras,
+    });
 }
 
 /// Appends the thread's counters read for the begin or end record that follows
@@ -167,24 +193,22 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
                 ..Extras::NONE
             },
         };
-        let extras = Extras {
-            counters: t.read_counters(kind),
-            ..extras
-        };
+        let counters = t.read_counters(kind);
         // (`t` was borrowed for the counters: the profile again.)
         let Some(ip) = t.in_place() else {
             return guid;
         };
         let ts = rt.clock.now();
-        ip.open(&Opening {
-            guid,
-            parent,
-            kind,
-            name,
-            dev,
-            begin: ts,
-            extras,
-        });
+        let o = (guid, kind, name, dev, ts);
+        match (extra, counters) {
+            (AtExtra::None, None) if parent == 0 => ip.open_plain(o),
+            (AtExtra::None, None) => ip.open_with(o, parent, None),
+            (AtExtra::Arg { value, .. }, None) => ip.open_with(o, parent, Some((key, value))),
+            _ => {
+                let extras = Extras { counters, ..extras };
+                open_whole(ip, guid, parent, kind, name, dev, ts, extras);
+            }
+        }
         return guid;
     }
     let counters = t.read_counters(kind);
@@ -384,6 +408,20 @@ pub fn end(kind: u8, guid: u64) {
         ip.close(ts, kind, guid, counters.as_ref());
         return;
     }
+    end_records(t, rt, kind, guid, ts, counters);
+}
+
+/// [`end`] with records (a trace, or `KPROF_IN_PLACE=0`): out of the in-place
+/// path's line, which then keeps fewer registers.
+#[inline(never)]
+fn end_records(
+    t: &mut ThreadState,
+    rt: &Runtime,
+    kind: u8,
+    guid: u64,
+    ts: u64,
+    counters: Option<Values>,
+) {
     push_counters(t, rt, counters);
     let back = if guid == 0 { Some(0) } else { t.back_ref(guid) };
     if let (Some(delta), Some(back)) = (t.delta(ts), back) {

@@ -25,7 +25,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use object::{Object, ObjectSymbol};
 
 use crate::state::{self, op};
-use crate::wrap;
 
 /// The entries hooked, in this order in [`TRAMPOLINES`].
 pub const ENTRIES: [&str; 7] = [
@@ -505,20 +504,65 @@ pub fn install() {
     }
 }
 
-/// The clock before an entry runs (0 without the breakdown), None while kprof
-/// is off; with segments ([`crate::segments`]) COMM opens (`begins`: the entry
-/// is `convey_begin`, which may start the phase).
+/// Runs entry `op` of conveyor `c` (`call`, the trampoline with the caller's
+/// arguments) between the clock reads, and books it: `report` gives the
+/// call's peer PE and argument from its return value (read after the call:
+/// a pull's source). While kprof is off the entry only runs.
+///
+/// This is the whole per-call path of the load-time hooks: one load says what
+/// to measure ([`crate::mode`]), and the booking of a push, pull or advance of
+/// the conveyor looked up last is inlined here ([`state::booked`]).
 #[inline(always)]
-fn t0(begins: bool) -> Option<u64> {
-    let api = crate::api_or_connect()?;
-    if !state::timing() {
-        return Some(0);
+fn around(
+    c: *mut c_void,
+    op: c_int,
+    call: impl FnOnce() -> c_int,
+    report: impl FnOnce(c_int) -> (i64, u64),
+) -> c_int {
+    let mode = crate::mode_or_connect();
+    if mode == 0 {
+        return call();
     }
-    let t0 = crate::clock::ticks();
-    if crate::segments::on() {
-        crate::segments::enter(api, begins);
+    let timing = mode & crate::mode::TIMING != 0;
+    let t0 = if timing {
+        let t0 = crate::clock::ticks();
+        if mode & crate::mode::SEGMENTS != 0 {
+            crate::segments::enter_call(op == op::BEGIN);
+        }
+        t0
+    } else {
+        0
+    };
+    state::set_current(c as usize);
+    let rc = call();
+    state::set_current(0);
+    let rc64 = i64::from(rc);
+    if !timing
+        && (op == op::ADVANCE
+            || (rc64 == state::CONVEY_FAIL
+                && matches!(op, op::PUSH | op::PULL | op::EPUSH | op::EPULL)))
+    {
+        // Messages only: a failed push or pull is no message, an advance
+        // nothing to count.
+        return rc;
     }
-    Some(t0)
+    let now = if timing { crate::clock::ticks() } else { 0 };
+    let (pe, arg) = report(rc);
+    kprof_abi::guard::guard((), || {
+        state::booked(
+            mode,
+            state::Call {
+                key: c as usize,
+                op,
+                rc: rc64,
+                pe,
+                arg,
+                t0,
+                now,
+            },
+        )
+    });
+    rc
 }
 
 /// The trampoline of entry `i`.
@@ -531,101 +575,71 @@ unsafe extern "C" fn hook_begin(c: *mut c_void, size: usize, align: usize) -> c_
     // SAFETY: the trampoline is convey_begin's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, usize, usize) -> c_int =
         unsafe { std::mem::transmute(original(0)) };
-    let Some(t0) = t0(true) else {
+    around(
+        c,
+        op::BEGIN,
         // SAFETY: forwarding the caller's arguments.
-        return unsafe { f(c, size, align) };
-    };
-    state::CURRENT.store(c as usize, Ordering::Relaxed);
-    // SAFETY: as above.
-    let rc = unsafe { f(c, size, align) };
-    state::CURRENT.store(0, Ordering::Relaxed);
-    // SAFETY: the wrappers' report, with the entry's values.
-    unsafe { wrap::leave(c, op::BEGIN, i64::from(rc), 0, size as u64, t0) };
-    rc
+        || unsafe { f(c, size, align) },
+        |_| (0, size as u64),
+    )
 }
 
 unsafe extern "C" fn hook_push(c: *mut c_void, item: *const c_void, pe: i64) -> c_int {
     // SAFETY: the trampoline is convey_push's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, *const c_void, i64) -> c_int =
         unsafe { std::mem::transmute(original(1)) };
-    let Some(t0) = t0(false) else {
+    around(
+        c,
+        op::PUSH,
         // SAFETY: forwarding the caller's arguments.
-        return unsafe { f(c, item, pe) };
-    };
-    state::CURRENT.store(c as usize, Ordering::Relaxed);
-    // SAFETY: as above.
-    let rc = unsafe { f(c, item, pe) };
-    state::CURRENT.store(0, Ordering::Relaxed);
-    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
-        return rc; // messages only: a failed push is no message
-    }
-    // SAFETY: the wrappers' report.
-    unsafe { wrap::leave(c, op::PUSH, i64::from(rc), pe, 0, t0) };
-    rc
+        || unsafe { f(c, item, pe) },
+        |_| (pe, 0),
+    )
 }
 
 unsafe extern "C" fn hook_pull(c: *mut c_void, item: *mut c_void, from: *mut i64) -> c_int {
     // SAFETY: the trampoline is convey_pull's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64) -> c_int =
         unsafe { std::mem::transmute(original(2)) };
-    let Some(t0) = t0(false) else {
-        // SAFETY: forwarding the caller's arguments.
-        return unsafe { f(c, item, from) };
-    };
     let mut src: i64 = -1;
     let where_ = if from.is_null() {
         &mut src as *mut i64
     } else {
         from
     };
-    state::CURRENT.store(c as usize, Ordering::Relaxed);
-    // SAFETY: as above; `where_` is the caller's pointer or our local.
-    let rc = unsafe { f(c, item, where_) };
-    state::CURRENT.store(0, Ordering::Relaxed);
-    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
-        return rc; // messages only: a failed pull is no message
-    }
-    // SAFETY: `where_` was written by convey_pull (or still holds -1).
-    let pe = unsafe { *where_ };
-    // SAFETY: the wrappers' report.
-    unsafe { wrap::leave(c, op::PULL, i64::from(rc), pe, 0, t0) };
-    rc
+    around(
+        c,
+        op::PULL,
+        // SAFETY: the caller's arguments; `where_` is the caller's pointer or our local.
+        || unsafe { f(c, item, where_) },
+        // SAFETY: `where_` was written by convey_pull (or still holds -1).
+        |_| (unsafe { *where_ }, 0),
+    )
 }
 
 unsafe extern "C" fn hook_advance(c: *mut c_void, done: bool) -> c_int {
     // SAFETY: the trampoline is convey_advance's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, bool) -> c_int =
         unsafe { std::mem::transmute(original(3)) };
-    let Some(t0) = t0(false) else {
+    around(
+        c,
+        op::ADVANCE,
         // SAFETY: forwarding the caller's arguments.
-        return unsafe { f(c, done) };
-    };
-    state::CURRENT.store(c as usize, Ordering::Relaxed);
-    // SAFETY: as above.
-    let rc = unsafe { f(c, done) };
-    state::CURRENT.store(0, Ordering::Relaxed);
-    if t0 == 0 {
-        return rc; // messages only: nothing to count
-    }
-    // SAFETY: the wrappers' report.
-    unsafe { wrap::leave(c, op::ADVANCE, i64::from(rc), 0, u64::from(done), t0) };
-    rc
+        || unsafe { f(c, done) },
+        |_| (0, u64::from(done)),
+    )
 }
 
 unsafe extern "C" fn hook_free(c: *mut c_void) -> c_int {
     // SAFETY: the trampoline is convey_free's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void) -> c_int = unsafe { std::mem::transmute(original(4)) };
-    let Some(t0) = t0(false) else {
+    around(
+        c,
+        op::FREE,
         // SAFETY: forwarding the caller's argument.
-        return unsafe { f(c) };
-    };
-    state::CURRENT.store(c as usize, Ordering::Relaxed);
-    // SAFETY: as above.
-    let rc = unsafe { f(c) };
-    state::CURRENT.store(0, Ordering::Relaxed);
-    // SAFETY: the wrappers' report.
-    unsafe { wrap::leave(c, op::FREE, i64::from(rc), 0, 0, t0) };
-    rc
+        || unsafe { f(c) },
+        |_| (0, 0),
+    )
 }
 
 unsafe extern "C" fn hook_epush(
@@ -637,20 +651,13 @@ unsafe extern "C" fn hook_epush(
     // SAFETY: the trampoline is convey_epush's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, usize, *const c_void, i64) -> c_int =
         unsafe { std::mem::transmute(original(5)) };
-    let Some(t0) = t0(false) else {
+    around(
+        c,
+        op::EPUSH,
         // SAFETY: forwarding the caller's arguments.
-        return unsafe { f(c, bytes, item, pe) };
-    };
-    state::CURRENT.store(c as usize, Ordering::Relaxed);
-    // SAFETY: as above.
-    let rc = unsafe { f(c, bytes, item, pe) };
-    state::CURRENT.store(0, Ordering::Relaxed);
-    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
-        return rc; // messages only: a failed push is no message
-    }
-    // SAFETY: the wrappers' report.
-    unsafe { wrap::leave(c, op::EPUSH, i64::from(rc), pe, bytes as u64, t0) };
-    rc
+        || unsafe { f(c, bytes, item, pe) },
+        |_| (pe, bytes as u64),
+    )
 }
 
 /// Conveyors' `convey_item_t` (bale 3.0): what `convey_epull` fills.
@@ -668,27 +675,21 @@ unsafe extern "C" fn hook_epull(c: *mut c_void, result: *mut ConveyItem) -> c_in
     // SAFETY: the trampoline is convey_epull's own code, with its signature.
     let f: unsafe extern "C" fn(*mut c_void, *mut ConveyItem) -> c_int =
         unsafe { std::mem::transmute(original(6)) };
-    let Some(t0) = t0(false) else {
+    around(
+        c,
+        op::EPULL,
         // SAFETY: forwarding the caller's arguments.
-        return unsafe { f(c, result) };
-    };
-    state::CURRENT.store(c as usize, Ordering::Relaxed);
-    // SAFETY: as above.
-    let rc = unsafe { f(c, result) };
-    state::CURRENT.store(0, Ordering::Relaxed);
-    if t0 == 0 && i64::from(rc) == state::CONVEY_FAIL {
-        return rc; // messages only: a failed pull is no message
-    }
-    let (bytes, from) = if i64::from(rc) == state::CONVEY_OK && !result.is_null() {
-        // SAFETY: convey_epull returned OK: it filled the caller's `*result`.
-        let r = unsafe { &*result };
-        (r.bytes as u64, r.from)
-    } else {
-        (0, -1)
-    };
-    // SAFETY: the wrappers' report.
-    unsafe { wrap::leave(c, op::EPULL, i64::from(rc), from, bytes, t0) };
-    rc
+        || unsafe { f(c, result) },
+        |rc| {
+            if i64::from(rc) == state::CONVEY_OK && !result.is_null() {
+                // SAFETY: convey_epull returned OK: it filled the caller's `*result`.
+                let r = unsafe { &*result };
+                (r.from, r.bytes as u64)
+            } else {
+                (-1, 0)
+            }
+        },
+    )
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ pub mod shmem;
 pub mod state;
 pub mod wrap;
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::Once;
 
 use kprof_abi::CoreApi;
@@ -64,6 +64,20 @@ extern "C" fn constructor() {
 static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 static LOAD: Once = Once::new();
 static FINALIZED: AtomicBool = AtomicBool::new(false);
+
+/// What is measured, as [`MODE`] holds it: one load tells a hook whether kprof
+/// is attached and what to do.
+pub mod mode {
+    /// Attached (the core table is there): count.
+    pub const ON: u8 = 1;
+    /// The MAIN/PROC/COMM breakdown ([`crate::state::timing`]).
+    pub const TIMING: u8 = 2;
+    /// Segments are core instances ([`crate::segments::on`]).
+    pub const SEGMENTS: u8 = 4;
+}
+
+/// [`mode`] bits, set once attached; 0 before and after the run.
+static MODE: AtomicU8 = AtomicU8::new(0);
 
 fn warn(msg: &str) {
     use std::io::Write as _;
@@ -87,6 +101,14 @@ fn connect() -> Option<&'static CoreApi> {
                 // which is never unloaded (preloaded).
                 unsafe { (api.on_flush)(flush) };
                 CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
+                let mut m = mode::ON;
+                if state::timing() {
+                    m |= mode::TIMING;
+                }
+                if segments::on() {
+                    m |= mode::SEGMENTS;
+                }
+                MODE.store(m, Ordering::Release);
             }
         }
         Err(e) => warn(&format!("{e}; the actor program runs without kprof")),
@@ -104,6 +126,27 @@ fn api() -> Option<&'static CoreApi> {
     unsafe { CORE.load(Ordering::Acquire).as_ref() }
 }
 
+/// What to measure ([`mode`] bits; 0: nothing, kprof is not attached).
+#[inline(always)]
+fn mode() -> u8 {
+    MODE.load(Ordering::Relaxed)
+}
+
+/// [`mode`], connecting on first use.
+#[inline(always)]
+fn mode_or_connect() -> u8 {
+    match mode() {
+        0 => connect_mode(),
+        m => m,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn connect_mode() -> u8 {
+    connect().map_or(0, |_| mode())
+}
+
 /// The core table, connecting on first use.
 #[inline(always)]
 fn api_or_connect() -> Option<&'static CoreApi> {
@@ -117,6 +160,7 @@ unsafe extern "C" fn flush() {
         if let Some(api) = api() {
             state::finish(api);
         }
+        MODE.store(0, Ordering::Relaxed);
         FINALIZED.store(true, Ordering::Relaxed);
     });
 }

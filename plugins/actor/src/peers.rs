@@ -22,7 +22,6 @@
 //! conveyor's COMM, like the rest of kprof's work inside Conveyors' entries.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use kprof_abi::{CoreApi, Kind};
@@ -52,9 +51,6 @@ pub fn on() -> bool {
     })
 }
 
-/// Ticks at which the next sample is due (`u64::MAX`: no phase, or no tracks).
-static NEXT: AtomicU64 = AtomicU64::new(u64::MAX);
-
 /// Messages and bytes.
 type Pair = (u64, u64);
 
@@ -79,8 +75,17 @@ static TRACKS: Mutex<Option<Tracks>> = Mutex::new(None);
 /// sampling when a phase begins.
 #[inline(always)]
 pub fn after(api: &CoreApi, op: i32, now: u64) {
-    if now != 0 && (now >= NEXT.load(Ordering::Relaxed) || op == op::BEGIN || op == op::FREE) {
+    if now != 0 && (now >= state::next_sample() || op == op::BEGIN || op == op::FREE) {
         slow(api, op, now);
+    }
+}
+
+/// A sample is due at `now` after entry `op` (the hot path's check of
+/// [`after`]'s first condition).
+#[inline(never)]
+pub fn due(op: i32, now: u64) {
+    if let Some(api) = crate::api() {
+        after(api, op, now);
     }
 }
 
@@ -89,8 +94,8 @@ fn slow(api: &CoreApi, op: i32, now: u64) {
     if !on() {
         return;
     }
-    let armed = NEXT.load(Ordering::Relaxed) != u64::MAX;
-    if op == op::BEGIN && armed && now < NEXT.load(Ordering::Relaxed) {
+    let armed = state::next_sample() != u64::MAX;
+    if op == op::BEGIN && armed && now < state::next_sample() {
         return; // another conveyor of a running phase: nothing due
     }
     if !armed && !state::in_phase() {
@@ -103,7 +108,7 @@ fn slow(api: &CoreApi, op: i32, now: u64) {
     } else {
         u64::MAX
     };
-    NEXT.store(next, Ordering::Relaxed);
+    state::set_next_sample(next);
     // The sample's own time is COMM, not the segment that follows.
     state::comm_to_now();
 }
@@ -193,5 +198,5 @@ pub fn finish(api: &CoreApi) {
     if on() && TRACKS.lock().is_ok_and(|t| t.is_some()) {
         sample(api);
     }
-    NEXT.store(u64::MAX, Ordering::Relaxed);
+    state::set_next_sample(u64::MAX);
 }

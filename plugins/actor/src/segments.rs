@@ -91,6 +91,23 @@ pub fn after(api: &CoreApi) {
     switch(api, to);
 }
 
+/// [`enter`] from a hook (kept out of the hooks' code: segments are on only
+/// with a trace or counters).
+#[inline(never)]
+pub fn enter_call(begins: bool) {
+    if let Some(api) = crate::api() {
+        enter(api, begins);
+    }
+}
+
+/// [`after`] from a hook.
+#[inline(never)]
+pub fn after_call() {
+    if let Some(api) = crate::api() {
+        after(api);
+    }
+}
+
 /// The end of the run: closes the open segment.
 pub fn finish(api: &CoreApi) {
     switch(api, NONE);

@@ -102,7 +102,7 @@ pub fn my_pe_n_pes() -> (i64, i64) {
 #[inline(always)]
 fn start() -> u64 {
     let t0 = ticks();
-    if crate::segments::on() && state::CURRENT.load(Ordering::Relaxed) == 0 {
+    if crate::segments::on() && state::current() == 0 {
         if let Some(api) = crate::api() {
             guard((), || crate::segments::enter(api, false));
         }
@@ -122,7 +122,7 @@ fn done(f: F, t0: u64, put: Option<(i64, u64)>) {
         let now = state::shmem_call(t0, put);
         bump(&CALLS[f as usize], 1);
         bump(&TICKS[f as usize], now.saturating_sub(t0));
-        if crate::segments::on() && state::CURRENT.load(Ordering::Relaxed) == 0 {
+        if crate::segments::on() && state::current() == 0 {
             crate::segments::after(api);
         }
     })
@@ -189,7 +189,7 @@ pub extern "C" fn shmem_quiet() {
     if f == 0 {
         return;
     }
-    if state::CURRENT.load(Ordering::Relaxed) != 0 {
+    if state::current() != 0 {
         // SAFETY: liboshmem's pshmem_quiet, `void (void)`.
         unsafe {
             let f: unsafe extern "C" fn() = std::mem::transmute(f);

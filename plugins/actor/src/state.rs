@@ -57,55 +57,81 @@ pub fn bump(a: &AtomicU64, v: u64) {
     a.store(a.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
 }
 
+/// A peer's messages and bytes (side by side: one bounds check per message).
+struct Cell {
+    count: AtomicU64,
+    bytes: AtomicU64,
+}
+
 /// Messages and bytes per peer PE.
 pub struct Row {
-    count: Box<[AtomicU64]>,
-    bytes: Box<[AtomicU64]>,
+    cells: Box<[Cell]>,
 }
 
 impl Row {
     /// A row for `npes` peers.
     pub fn new(npes: usize) -> Row {
-        let z = || (0..npes).map(|_| AtomicU64::new(0)).collect();
         Row {
-            count: z(),
-            bytes: z(),
+            cells: (0..npes)
+                .map(|_| Cell {
+                    count: AtomicU64::new(0),
+                    bytes: AtomicU64::new(0),
+                })
+                .collect(),
         }
+    }
+
+    /// Its peers.
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Whether it has no peers.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
     }
 
     /// Counts `n` messages of `bytes` in all to `peer`; false (nothing counted)
     /// when `peer` is not a PE of the job.
     #[inline(always)]
     pub fn add(&self, peer: i64, n: u64, bytes: u64) -> bool {
-        let Ok(i) = usize::try_from(peer) else {
-            return false;
+        // A negative peer is a huge index: one unsigned compare refuses both.
+        let i = if cfg!(target_pointer_width = "64") {
+            peer as usize
+        } else {
+            usize::try_from(peer).unwrap_or(usize::MAX)
         };
-        match (self.count.get(i), self.bytes.get(i)) {
-            (Some(c), Some(b)) => {
-                bump(c, n);
-                bump(b, bytes);
+        match self.cells.get(i) {
+            Some(c) => {
+                bump(&c.count, n);
+                bump(&c.bytes, bytes);
                 true
             }
-            _ => false,
+            None => false,
         }
     }
 
     /// Messages and bytes to `peer` so far ((0, 0) for a PE outside the row).
     #[inline]
     pub fn get(&self, peer: usize) -> (u64, u64) {
-        match (self.count.get(peer), self.bytes.get(peer)) {
-            (Some(c), Some(b)) => (c.load(Ordering::Relaxed), b.load(Ordering::Relaxed)),
-            _ => (0, 0),
-        }
+        self.cells.get(peer).map_or((0, 0), |c| {
+            (
+                c.count.load(Ordering::Relaxed),
+                c.bytes.load(Ordering::Relaxed),
+            )
+        })
     }
 
     /// (peer, count, bytes) of every peer with messages, zeroing them.
     pub fn take(&self) -> Vec<(u32, u64, u64)> {
         let mut v = Vec::new();
-        for (i, (c, b)) in self.count.iter().zip(self.bytes.iter()).enumerate() {
-            let (c, b) = (c.swap(0, Ordering::Relaxed), b.swap(0, Ordering::Relaxed));
-            if c > 0 || b > 0 {
-                v.push((i as u32, c, b));
+        for (i, c) in self.cells.iter().enumerate() {
+            let (n, b) = (
+                c.count.swap(0, Ordering::Relaxed),
+                c.bytes.swap(0, Ordering::Relaxed),
+            );
+            if n > 0 || b > 0 {
+                v.push((i as u32, n, b));
             }
         }
         v
@@ -131,7 +157,7 @@ pub struct Rows {
     pub progress_forced: AtomicU64,
 }
 
-/// One measured conveyor.
+/// One measured conveyor (its PROC ticks are [`Hot::seg_ticks`]`[slot + 1]`).
 pub struct Conv {
     /// Its `convey_t*` (0: the slot is free).
     key: AtomicUsize,
@@ -141,8 +167,6 @@ pub struct Conv {
     item: AtomicU64,
     /// Ticks inside its entries.
     comm: AtomicU64,
-    /// Ticks in handlers of its messages.
-    proc_: AtomicU64,
     /// Ticks when it began.
     begin: AtomicU64,
     /// Its rows (allocated when it began; kept for the next conveyor of the slot).
@@ -156,7 +180,6 @@ impl Conv {
             index: AtomicU32::new(0),
             item: AtomicU64::new(0),
             comm: AtomicU64::new(0),
-            proc_: AtomicU64::new(0),
             begin: AtomicU64::new(0),
             rows: AtomicPtr::new(std::ptr::null_mut()),
         }
@@ -170,10 +193,13 @@ impl Conv {
     }
 }
 
-/// Time totals of the PE, in ticks.
+/// Time totals of the PE, in ticks, other than MAIN ([`Hot::seg_ticks`]`[0]`).
+/// Conveyors keep their own COMM and PROC while they live: a retired
+/// conveyor's are added here, so that a call books its time once.
 struct Totals {
-    main: AtomicU64,
     proc_: AtomicU64,
+    /// COMM of retired conveyors, and COMM of no conveyor (OpenSHMEM calls
+    /// outside Conveyors, calls on unknown conveyors, a free's own work).
     comm: AtomicU64,
     /// The part of `comm` in OpenSHMEM calls made outside Conveyors.
     comm_shmem: AtomicU64,
@@ -183,9 +209,43 @@ struct Totals {
     phases: AtomicU64,
 }
 
-static CONVS: [Conv; SLOTS] = [const { Conv::new() }; SLOTS];
+/// No conveyor looked up ([`Hot::cache_key`]; 0 is a NULL conveyor, never measured).
+const NO_KEY: usize = usize::MAX;
+
+/// What every Conveyors call reads and writes, in one static: the hot path
+/// reaches it through one address (a static of another code-generation unit
+/// costs a load of its address each).
+struct Hot {
+    /// The conveyor looked up last ([`NO_KEY`]: none) and its slot.
+    cache_key: AtomicUsize,
+    cache_slot: AtomicUsize,
+    /// Ticks of the last segment boundary.
+    last: AtomicU64,
+    /// The running segment, an index in `seg_ticks`: 0 MAIN, s + 1 PROC of
+    /// slot s's conveyor.
+    seg: AtomicUsize,
+    /// Ticks per segment: MAIN of the PE, then the PROC of each slot's conveyor.
+    seg_ticks: [AtomicU64; SLOTS + 1],
+    /// The conveyor whose entry runs now (set by the hooks and the wrappers;
+    /// 0 outside Conveyors).
+    current: AtomicUsize,
+    /// Ticks at which the next per-peer sample is due ([`crate::peers`];
+    /// `u64::MAX`: none).
+    next_sample: AtomicU64,
+    convs: [Conv; SLOTS],
+}
+
+static HOT: Hot = Hot {
+    cache_key: AtomicUsize::new(NO_KEY),
+    cache_slot: AtomicUsize::new(0),
+    last: AtomicU64::new(0),
+    seg: AtomicUsize::new(0),
+    seg_ticks: [const { AtomicU64::new(0) }; SLOTS + 1],
+    current: AtomicUsize::new(0),
+    next_sample: AtomicU64::new(u64::MAX),
+    convs: [const { Conv::new() }; SLOTS],
+};
 static TOTALS: Totals = Totals {
-    main: AtomicU64::new(0),
     proc_: AtomicU64::new(0),
     comm: AtomicU64::new(0),
     comm_shmem: AtomicU64::new(0),
@@ -196,17 +256,8 @@ static TOTALS: Totals = Totals {
 static ACTIVE: AtomicU64 = AtomicU64::new(0);
 /// Ticks of the current phase's start.
 static PHASE_START: AtomicU64 = AtomicU64::new(0);
-/// Ticks of the last segment boundary.
-static LAST: AtomicU64 = AtomicU64::new(0);
-/// The running segment: 0 MAIN, s + 1 PROC of slot s's conveyor.
-static SEG: AtomicUsize = AtomicUsize::new(0);
 /// Conveyors numbered so far.
 static NEXT_INDEX: AtomicU32 = AtomicU32::new(0);
-/// Last conveyor looked up: key and slot.
-static CACHE_KEY: AtomicUsize = AtomicUsize::new(0);
-static CACHE_SLOT: AtomicUsize = AtomicUsize::new(0);
-/// The conveyor whose entry runs now (set by the wrappers; 0 outside Conveyors).
-pub static CURRENT: AtomicUsize = AtomicUsize::new(0);
 /// The remote porter's progress (`nonblock_progress`, hooked) runs now: the
 /// signal puts it makes are counted in the conveyor's progress row.
 pub static IN_PROGRESS: AtomicBool = AtomicBool::new(false);
@@ -284,24 +335,59 @@ pub fn in_phase() -> bool {
 /// Whether the running segment is a handler's (PROC).
 #[inline(always)]
 pub fn in_proc() -> bool {
-    SEG.load(Ordering::Relaxed) != 0
+    HOT.seg.load(Ordering::Relaxed) != 0
+}
+
+/// The conveyor whose entry runs now (0: none).
+#[inline(always)]
+pub fn current() -> usize {
+    HOT.current.load(Ordering::Relaxed)
+}
+
+/// Sets the conveyor whose entry runs now (0: none).
+#[inline(always)]
+pub fn set_current(key: usize) {
+    HOT.current.store(key, Ordering::Relaxed);
+}
+
+/// The word [`current`] reads, for the link-time wrappers.
+pub fn current_word() -> *mut usize {
+    HOT.current.as_ptr()
+}
+
+/// Ticks at which the next per-peer sample is due (`u64::MAX`: none).
+#[inline(always)]
+pub fn next_sample() -> u64 {
+    HOT.next_sample.load(Ordering::Relaxed)
+}
+
+/// Sets when the next per-peer sample is due.
+pub fn set_next_sample(ticks: u64) {
+    HOT.next_sample.store(ticks, Ordering::Relaxed);
 }
 
 /// The slot of conveyor `key`, if measured.
 #[inline(always)]
 pub fn find(key: usize) -> Option<usize> {
-    if key == 0 {
+    if key == 0 || key == NO_KEY {
         return None;
     }
-    if CACHE_KEY.load(Ordering::Relaxed) == key {
-        return Some(CACHE_SLOT.load(Ordering::Relaxed));
+    if HOT.cache_key.load(Ordering::Relaxed) == key {
+        return Some(HOT.cache_slot.load(Ordering::Relaxed));
     }
-    let s = CONVS
+    let s = HOT
+        .convs
         .iter()
         .position(|c| c.key.load(Ordering::Relaxed) == key)?;
-    CACHE_KEY.store(key, Ordering::Relaxed);
-    CACHE_SLOT.store(s, Ordering::Relaxed);
+    HOT.cache_key.store(key, Ordering::Relaxed);
+    HOT.cache_slot.store(s, Ordering::Relaxed);
     Some(s)
+}
+
+/// The measured conveyor in `slot` (any index: wrapped into the slots).
+#[inline(always)]
+fn conv(slot: usize) -> &'static Conv {
+    &HOT.convs[slot % SLOTS]
 }
 
 /// Measures conveyor `key` from now on (a convey_begin that succeeded).
@@ -312,17 +398,18 @@ fn register(key: usize, item: u64, t0: u64) -> Option<usize> {
     let s = match find(key) {
         Some(s) => s, // begun again after a reset: keeps its rows
         None => {
-            let Some(s) = CONVS
+            let Some(s) = HOT
+                .convs
                 .iter()
                 .position(|c| c.key.load(Ordering::Relaxed) == 0)
             else {
                 bump(&ODD.too_many, 1);
                 return None;
             };
-            let c = &CONVS[s];
+            let c = conv(s);
             learn_pes();
             let npes = n_pes();
-            if c.rows().is_none_or(|r| r.send.count.len() != npes) {
+            if c.rows().is_none_or(|r| r.send.len() != npes) {
                 let rows = Box::new(Rows {
                     send: Row::new(npes),
                     recv: Row::new(npes),
@@ -340,13 +427,13 @@ fn register(key: usize, item: u64, t0: u64) -> Option<usize> {
                 Ordering::Relaxed,
             );
             c.comm.store(0, Ordering::Relaxed);
-            c.proc_.store(0, Ordering::Relaxed);
+            HOT.seg_ticks[s + 1].store(0, Ordering::Relaxed);
             c.begin.store(t0, Ordering::Relaxed);
             c.key.store(key, Ordering::Relaxed);
             s
         }
     };
-    CONVS[s].item.store(item, Ordering::Relaxed);
+    conv(s).item.store(item, Ordering::Relaxed);
     Some(s)
 }
 
@@ -354,15 +441,9 @@ fn register(key: usize, item: u64, t0: u64) -> Option<usize> {
 /// to MAIN or to the PROC of its conveyor.
 #[inline(always)]
 fn close_segment(t0: u64) {
-    let gap = t0.saturating_sub(LAST.load(Ordering::Relaxed));
-    match SEG.load(Ordering::Relaxed) {
-        0 => bump(&TOTALS.main, gap),
-        s => {
-            bump(&TOTALS.proc_, gap);
-            if let Some(c) = CONVS.get(s - 1) {
-                bump(&c.proc_, gap);
-            }
-        }
+    let gap = t0.saturating_sub(HOT.last.load(Ordering::Relaxed));
+    if let Some(acc) = HOT.seg_ticks.get(HOT.seg.load(Ordering::Relaxed)) {
+        bump(acc, gap);
     }
 }
 
@@ -370,7 +451,7 @@ fn close_segment(t0: u64) {
 /// conveyors alive now: ((sent messages, bytes), (received messages, bytes)).
 pub fn live(peer: usize) -> ((u64, u64), (u64, u64)) {
     let add = |a: (u64, u64), v: (u64, u64)| (a.0 + v.0, a.1 + v.1);
-    CONVS
+    HOT.convs
         .iter()
         .filter(|c| c.key.load(Ordering::Relaxed) != 0)
         .filter_map(|c| c.rows())
@@ -385,20 +466,165 @@ pub fn comm_to_now() {
         return;
     }
     let after = clock::ticks();
-    let spent = after.saturating_sub(LAST.load(Ordering::Relaxed));
-    bump(&TOTALS.comm, spent);
-    if let Some(s) = find(CACHE_KEY.load(Ordering::Relaxed)) {
-        bump(&CONVS[s].comm, spent);
+    let spent = after.saturating_sub(HOT.last.load(Ordering::Relaxed));
+    match find(HOT.cache_key.load(Ordering::Relaxed)) {
+        Some(s) => bump(&conv(s).comm, spent),
+        None => bump(&TOTALS.comm, spent),
     }
-    LAST.store(after, Ordering::Relaxed);
+    HOT.last.store(after, Ordering::Relaxed);
 }
 
-/// A Conveyors entry returned: `t0` is the clock before it ran. Returns the
-/// clock after it (0 without the breakdown).
-#[inline]
-pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) -> u64 {
-    // Without the breakdown the wrappers pass t0 = 0 and no clock is read.
-    let now = if t0 != 0 { clock::ticks() } else { 0 };
+/// A Conveyors entry that returned: what the hooks and the wrappers report.
+#[derive(Clone, Copy)]
+pub struct Call {
+    /// The conveyor (`convey_t*`; only compared).
+    pub key: usize,
+    /// The entry ([`op`]).
+    pub op: i32,
+    /// Its return value.
+    pub rc: i64,
+    /// The peer PE of a push or pull (destination, source).
+    pub pe: i64,
+    /// The item size of a begin, the item's bytes of an elastic push or pull.
+    pub arg: u64,
+    /// The clock before the entry ran and after it (0, 0 without the breakdown).
+    pub t0: u64,
+    /// See `t0`.
+    pub now: u64,
+}
+
+/// Whether `op` is a pull (the handler of an OK one is PROC).
+#[inline(always)]
+fn is_pull(op: i32) -> bool {
+    op == op::PULL || op == op::EPULL
+}
+
+/// Books a Conveyors entry that returned (`mode`: [`crate::mode`]): the
+/// rows, the segments, the per-peer tracks' sampling. A push, pull or advance
+/// of the conveyor looked up last (about every call of a phase) takes
+/// [`fast`]; any other call [`slow`].
+#[inline(always)]
+pub fn booked(mode: u8, call: Call) {
+    let frequent = matches!(
+        call.op,
+        op::PUSH | op::PULL | op::EPUSH | op::EPULL | op::ADVANCE
+    );
+    if !frequent || !fast(call) {
+        let Call {
+            key,
+            op,
+            rc,
+            pe,
+            arg,
+            t0,
+            now,
+        } = call;
+        slow(mode, key, op, rc, pe, arg, t0, now);
+        return;
+    }
+    if call.now >= next_sample() {
+        crate::peers::due(call.op, call.now);
+    }
+    if call.t0 != 0 && mode & crate::mode::SEGMENTS != 0 {
+        crate::segments::after_call();
+    }
+}
+
+/// [`leave`] for a push, pull or advance of the conveyor looked up last, in
+/// fewer steps (no lookup, no checks that cannot fail for a conveyor alive):
+/// the same bookkeeping. False when `call.key` is not the conveyor looked up
+/// last (then nothing was done).
+#[inline(always)]
+fn fast(call: Call) -> bool {
+    if HOT.cache_key.load(Ordering::Relaxed) != call.key {
+        return false;
+    }
+    let s = HOT.cache_slot.load(Ordering::Relaxed) % SLOTS;
+    let c = conv(s);
+    if call.t0 != 0 {
+        // A conveyor looked up is alive: the phase runs (ACTIVE > 0).
+        close_segment(call.t0);
+        bump(&c.comm, call.now.saturating_sub(call.t0));
+        HOT.last.store(call.now, Ordering::Relaxed);
+        let seg = if is_pull(call.op) && call.rc == CONVEY_OK {
+            s + 1
+        } else {
+            0
+        };
+        HOT.seg.store(seg, Ordering::Relaxed);
+    }
+    if call.op != op::ADVANCE {
+        if call.rc == CONVEY_OK {
+            count_message(c, call);
+        } else if call.rc < 0 {
+            bump(&ODD.errors, 1);
+        }
+    }
+    true
+}
+
+/// An OK push or pull of conveyor `c`: a logical message in its send or
+/// receive row.
+#[inline(always)]
+fn count_message(c: &Conv, call: Call) {
+    let Some(rows) = c.rows() else {
+        return;
+    };
+    let row = if is_pull(call.op) {
+        &rows.recv
+    } else {
+        &rows.send
+    };
+    // Elastic items carry their own size (0 bytes is an item too).
+    let bytes = if call.op == op::EPUSH || call.op == op::EPULL {
+        call.arg
+    } else {
+        c.item.load(Ordering::Relaxed)
+    };
+    if !row.add(call.pe, 1, bytes) {
+        bump(&ODD.bad_peer, 1);
+    }
+}
+
+/// [`booked`] for every call: [`leave`], then the per-peer tracks and the
+/// segments (cold: the begins, frees and calls of another conveyor than the
+/// last one).
+/// Takes the call's fields one by one: a `Call` passed by reference would be
+/// written to the stack on the fast path too.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn slow(mode: u8, key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64, now: u64) {
+    let call = Call {
+        key,
+        op,
+        rc,
+        pe,
+        arg,
+        t0,
+        now,
+    };
+    leave(call);
+    if let Some(api) = crate::api() {
+        crate::peers::after(api, call.op, call.now);
+        if call.t0 != 0 && mode & crate::mode::SEGMENTS != 0 {
+            crate::segments::after(api);
+        }
+    }
+}
+
+/// A Conveyors entry returned: `call.t0` is the clock before it ran,
+/// `call.now` after it (both 0 without the breakdown).
+pub fn leave(call: Call) {
+    let Call {
+        key,
+        op,
+        rc,
+        pe: _,
+        arg,
+        t0,
+        now,
+    } = call;
     if op == op::BEGIN || op == op::FREE {
         // A porter's address may be a freed one's.
         crate::porter::forget();
@@ -407,8 +633,8 @@ pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) -> u64 {
         let s = register(key, arg, t0);
         if ACTIVE.load(Ordering::Relaxed) == 0 {
             PHASE_START.store(t0, Ordering::Relaxed);
-            LAST.store(t0, Ordering::Relaxed);
-            SEG.store(0, Ordering::Relaxed);
+            HOT.last.store(t0, Ordering::Relaxed);
+            HOT.seg.store(0, Ordering::Relaxed);
         }
         bump(&ACTIVE, 1);
         s
@@ -424,61 +650,42 @@ pub fn leave(key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64) -> u64 {
     if t0 != 0 && ACTIVE.load(Ordering::Relaxed) > 0 {
         close_segment(t0);
         let inside = now.saturating_sub(t0);
-        bump(&TOTALS.comm, inside);
-        if let Some(s) = slot {
-            bump(&CONVS[s].comm, inside);
+        match slot {
+            Some(s) => bump(&conv(s).comm, inside),
+            None => bump(&TOTALS.comm, inside),
         }
-        LAST.store(now, Ordering::Relaxed);
-        SEG.store(
+        HOT.last.store(now, Ordering::Relaxed);
+        HOT.seg.store(
             match slot {
-                Some(s) if (op == op::PULL || op == op::EPULL) && rc == CONVEY_OK => s + 1,
+                Some(s) if is_pull(op) && rc == CONVEY_OK => s + 1,
                 _ => 0,
             },
             Ordering::Relaxed,
         );
     }
-    if rc < 0 && matches!(op, op::PUSH | op::PULL | op::EPUSH | op::EPULL) {
+    let push_or_pull = matches!(op, op::PUSH | op::PULL | op::EPUSH | op::EPULL);
+    if rc < 0 && push_or_pull {
         bump(&ODD.errors, 1);
     }
     let Some(s) = slot else {
-        return now;
+        return;
     };
-    let c = &CONVS[s];
-    match op {
-        op::PUSH | op::PULL | op::EPUSH | op::EPULL if rc == CONVEY_OK => {
-            if let Some(rows) = c.rows() {
-                let row = if op == op::PUSH || op == op::EPUSH {
-                    &rows.send
-                } else {
-                    &rows.recv
-                };
-                // Elastic items carry their own size (0 bytes is an item too).
-                let bytes = if op == op::EPUSH || op == op::EPULL {
-                    arg
-                } else {
-                    c.item.load(Ordering::Relaxed)
-                };
-                if !row.add(pe, 1, bytes) {
-                    bump(&ODD.bad_peer, 1);
-                }
-            }
+    let c = conv(s);
+    if push_or_pull && rc == CONVEY_OK {
+        count_message(c, call);
+    } else if op == op::FREE {
+        retire(s, now);
+        c.key.store(0, Ordering::Relaxed);
+        HOT.cache_key.store(NO_KEY, Ordering::Relaxed);
+        end_active(now);
+        if t0 != 0 && ACTIVE.load(Ordering::Relaxed) > 0 {
+            // Keeping the rows is part of this convey_free for the
+            // conveyors still alive: COMM, not the MAIN that follows.
+            let after = clock::ticks();
+            bump(&TOTALS.comm, after.saturating_sub(now));
+            HOT.last.store(after, Ordering::Relaxed);
         }
-        op::FREE => {
-            retire(c, now);
-            c.key.store(0, Ordering::Relaxed);
-            CACHE_KEY.store(0, Ordering::Relaxed);
-            end_active(now);
-            if t0 != 0 && ACTIVE.load(Ordering::Relaxed) > 0 {
-                // Keeping the rows is part of this convey_free for the
-                // conveyors still alive: COMM, not the MAIN that follows.
-                let after = clock::ticks();
-                bump(&TOTALS.comm, after.saturating_sub(now));
-                LAST.store(after, Ordering::Relaxed);
-            }
-        }
-        _ => {}
     }
-    now
 }
 
 /// One conveyor fewer alive at `now`: the phase ends with the last.
@@ -488,7 +695,7 @@ fn end_active(now: u64) {
         return;
     }
     ACTIVE.store(a - 1, Ordering::Relaxed);
-    SEG.store(0, Ordering::Relaxed);
+    HOT.seg.store(0, Ordering::Relaxed);
     if a == 1 {
         bump(
             &TOTALS.phase,
@@ -498,16 +705,21 @@ fn end_active(now: u64) {
     }
 }
 
+/// The rows of the conveyor running now (its entry is on the stack).
+#[inline(always)]
+fn current_rows() -> Option<&'static Rows> {
+    find(current()).and_then(|s| conv(s).rows())
+}
+
 /// An OpenSHMEM call returned (`t0`: the clock before it ran): a put of
 /// `bytes` to `pe` counts in the physical row of the conveyor running it, or
 /// in the outside-puts row; outside Conveyors its time is COMM.
 #[inline]
 pub fn shmem_call(t0: u64, put: Option<(i64, u64)>) -> u64 {
     let now = clock::ticks();
-    let cur = CURRENT.load(Ordering::Relaxed);
-    if cur != 0 {
+    if current() != 0 {
         if let Some((pe, bytes)) = put {
-            if let Some(rows) = find(cur).and_then(|s| CONVS[s].rows()) {
+            if let Some(rows) = current_rows() {
                 rows.phys.add(pe, 1, bytes);
             }
         }
@@ -524,7 +736,7 @@ pub fn shmem_call(t0: u64, put: Option<(i64, u64)>) -> u64 {
         let inside = now.saturating_sub(t0);
         bump(&TOTALS.comm, inside);
         bump(&TOTALS.comm_shmem, inside);
-        LAST.store(now, Ordering::Relaxed);
+        HOT.last.store(now, Ordering::Relaxed);
     }
     now
 }
@@ -533,7 +745,7 @@ pub fn shmem_call(t0: u64, put: Option<(i64, u64)>) -> u64 {
 /// `dest` (porter-relative: mapped to a PE by [`crate::porter`]) for the
 /// conveyor running now.
 pub fn local_send(porter: usize, dest: i32, bytes: u64) {
-    if let Some(rows) = find(CURRENT.load(Ordering::Relaxed)).and_then(|s| CONVS[s].rows()) {
+    if let Some(rows) = current_rows() {
         if !rows.local.add(crate::porter::pe_of(porter, dest), 1, bytes) {
             bump(&ODD.bad_peer, 1);
         }
@@ -544,7 +756,7 @@ pub fn local_send(porter: usize, dest: i32, bytes: u64) {
 /// flight) for the conveyor running now.
 #[inline]
 pub fn progress(forced: bool) {
-    if let Some(rows) = find(CURRENT.load(Ordering::Relaxed)).and_then(|s| CONVS[s].rows()) {
+    if let Some(rows) = current_rows() {
         bump(&rows.progress_calls, 1);
         bump(&rows.progress_forced, u64::from(forced));
     }
@@ -558,7 +770,7 @@ pub fn signal(pe: i64, bytes: u64) {
     if !IN_PROGRESS.load(Ordering::Relaxed) {
         return;
     }
-    if let Some(rows) = find(CURRENT.load(Ordering::Relaxed)).and_then(|s| CONVS[s].rows()) {
+    if let Some(rows) = current_rows() {
         if !rows.progress.add(pe, 1, bytes) {
             bump(&ODD.bad_peer, 1);
         }
@@ -571,7 +783,7 @@ pub fn describe(api: &CoreApi, key: usize, what: &str, value: &str) -> bool {
         bump(&ODD.unknown_conveyor, 1);
         return false;
     };
-    let n = CONVS[s].index.load(Ordering::Relaxed);
+    let n = conv(s).index.load(Ordering::Relaxed);
     meta(api, &format!("actor.conveyor.{n}.{what}"), value);
     true
 }
@@ -655,8 +867,14 @@ static PARKED_N: AtomicUsize = AtomicUsize::new(0);
 
 static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
 
-/// Takes conveyor `c`'s rows and times (it is freed at `now`, or the run ends).
-fn retire(c: &Conv, now: u64) {
+/// Takes the rows and times of the conveyor in `slot` (it is freed at `now`,
+/// or the run ends); its COMM and PROC join the PE's.
+fn retire(slot: usize, now: u64) {
+    let c = conv(slot);
+    let comm = c.comm.load(Ordering::Relaxed);
+    let proc_ = HOT.seg_ticks[slot % SLOTS + 1].load(Ordering::Relaxed);
+    bump(&TOTALS.comm, comm);
+    bump(&TOTALS.proc_, proc_);
     let rows = c.rows.swap(std::ptr::null_mut(), Ordering::Relaxed);
     // SAFETY: `rows` is null or a leaked Box of this slot, alive until `finish`.
     if let Some(r) = unsafe { rows.as_ref() } {
@@ -671,10 +889,8 @@ fn retire(c: &Conv, now: u64) {
             .store(c.item.load(Ordering::Relaxed), Ordering::Relaxed);
         p.rows.store(rows, Ordering::Relaxed);
         p.life.store(life, Ordering::Relaxed);
-        p.comm
-            .store(c.comm.load(Ordering::Relaxed), Ordering::Relaxed);
-        p.proc_
-            .store(c.proc_.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.comm.store(comm, Ordering::Relaxed);
+        p.proc_.store(proc_, Ordering::Relaxed);
         PARKED_N.store(n + 1, Ordering::Release);
         return;
     }
@@ -684,8 +900,8 @@ fn retire(c: &Conv, now: u64) {
         // SAFETY: `rows` was a leaked Box of this slot, now owned here alone.
         rows: (!rows.is_null()).then(|| unsafe { Box::from_raw(rows) }),
         life,
-        comm: c.comm.load(Ordering::Relaxed),
-        proc_: c.proc_.load(Ordering::Relaxed),
+        comm,
+        proc_,
     };
     RETIRED.lock().unwrap_or_else(|p| p.into_inner()).push(r);
 }
@@ -764,19 +980,19 @@ fn emit(api: &CoreApi, r: Retired, k: f64) {
 pub fn finish(api: &CoreApi) {
     crate::segments::finish(api);
     let now = clock::ticks();
-    for c in &CONVS {
+    for (s, c) in HOT.convs.iter().enumerate() {
         if c.key.load(Ordering::Relaxed) != 0 {
             bump(&ODD.not_freed, 1);
             if ACTIVE.load(Ordering::Relaxed) > 0 {
                 close_segment(now);
-                LAST.store(now, Ordering::Relaxed);
+                HOT.last.store(now, Ordering::Relaxed);
             }
-            retire(c, now);
+            retire(s, now);
             c.key.store(0, Ordering::Relaxed);
             end_active(now);
         }
     }
-    CACHE_KEY.store(0, Ordering::Relaxed);
+    HOT.cache_key.store(NO_KEY, Ordering::Relaxed);
     crate::peers::finish(api);
     let k = clock::ns_per_tick();
     for r in all_retired() {
@@ -799,7 +1015,7 @@ pub fn finish(api: &CoreApi) {
     if !timing() {
         meta(api, "actor.breakdown", "off");
     } else {
-        let (main, proc_, comm) = (ns(&TOTALS.main), ns(&TOTALS.proc_), ns(&TOTALS.comm));
+        let (main, proc_, comm) = (ns(&HOT.seg_ticks[0]), ns(&TOTALS.proc_), ns(&TOTALS.comm));
         let total = main + proc_ + comm;
         meta(api, "actor.phase_ns", &ns(&TOTALS.phase).to_string());
         meta(
@@ -836,4 +1052,74 @@ pub fn finish(api: &CoreApi) {
         }
     }
     crate::shmem::report(api, k);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(key: usize, op: i32, rc: i64, pe: i64, t0: u64, now: u64) -> Call {
+        Call {
+            key,
+            op,
+            rc,
+            pe,
+            arg: if op == op::BEGIN { 8 } else { 0 },
+            t0,
+            now,
+        }
+    }
+
+    /// One phase of conveyor `key` (times from `b`), each call given to `book`:
+    /// begin, a push to PE 3, an OK pull from PE 1 and its 30-tick handler, a
+    /// failed pull, an advance, a push naming a PE outside the job, free.
+    fn phase(key: usize, b: u64, book: &dyn Fn(Call)) {
+        book(call(key, op::BEGIN, CONVEY_OK, 0, b, b + 10));
+        book(call(key, op::PUSH, CONVEY_OK, 3, b + 20, b + 25));
+        book(call(key, op::PULL, CONVEY_OK, 1, b + 30, b + 40));
+        book(call(key, op::PULL, CONVEY_FAIL, -1, b + 70, b + 72));
+        book(call(key, op::ADVANCE, 1, 0, b + 80, b + 90));
+        book(call(key, op::PUSH, CONVEY_OK, 9, b + 95, b + 96));
+        book(call(key, op::FREE, 0, 0, b + 100, b + 110));
+    }
+
+    /// The last parked conveyor: (life, comm, proc, sent to 3, received from 1).
+    fn last_parked() -> (u64, u64, u64, (u64, u64), (u64, u64)) {
+        let n = PARKED_N.load(Ordering::Relaxed);
+        let p = &PARKED[n - 1];
+        // SAFETY: a Box parked by `retire`, read while the test holds it.
+        let rows = unsafe { &*p.rows.load(Ordering::Relaxed) };
+        (
+            p.life.load(Ordering::Relaxed),
+            p.comm.load(Ordering::Relaxed),
+            p.proc_.load(Ordering::Relaxed),
+            rows.send.get(3),
+            rows.recv.get(1),
+        )
+    }
+
+    /// The hot path ([`booked`], after its first lookup) books exactly what
+    /// [`leave`] alone books: rows, COMM and PROC per conveyor, and the PE's
+    /// MAIN + PROC + COMM = its phases.
+    #[test]
+    fn fast_path_books_what_leave_books() {
+        // The PEs the porter's test sets too (tests share the statics).
+        set_pes(2, 4);
+        let mode = crate::mode::ON | crate::mode::TIMING;
+        let bad_before = ODD.bad_peer.load(Ordering::Relaxed);
+        phase(0x1000, 1000, &|c| booked(mode, c));
+        let fast = last_parked();
+        phase(0x2000, 2000, &|c| leave(c));
+        let slow = last_parked();
+        // Life 110; COMM 10 + 5 + 10 + 2 + 10 + 1 + 10; PROC the handler.
+        assert_eq!(fast, (110, 48, 30, (1, 8), (1, 8)));
+        assert_eq!(slow, fast);
+        assert_eq!(ODD.bad_peer.load(Ordering::Relaxed), bad_before + 2);
+        let main = HOT.seg_ticks[0].load(Ordering::Relaxed);
+        let proc_ = TOTALS.proc_.load(Ordering::Relaxed);
+        let comm = TOTALS.comm.load(Ordering::Relaxed);
+        assert_eq!((main, proc_, comm), (2 * 32, 2 * 30, 2 * 48));
+        assert_eq!(TOTALS.phase.load(Ordering::Relaxed), main + proc_ + comm);
+        assert_eq!(HOT.cache_key.load(Ordering::Relaxed), NO_KEY);
+    }
 }

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use kprof_abi::guard::guard;
 
-use crate::state;
+use crate::{clock, state};
 
 /// `struct kprof_actor_wrap_hooks` of `kprof_actor.h`.
 #[repr(C)]
@@ -18,7 +18,7 @@ pub struct WrapHooks {
     pub size: u32,
     /// [`WRAP_VERSION`].
     pub version: u32,
-    /// The conveyor whose entry runs now ([`state::CURRENT`]).
+    /// The conveyor whose entry runs now ([`state::current`]).
     pub current: *mut *mut c_void,
     /// After each entry.
     pub leave: unsafe extern "C" fn(
@@ -41,7 +41,7 @@ pub const WRAP_VERSION: u32 = 1;
 
 struct Shared(WrapHooks);
 // SAFETY: the table is immutable once built; `current` points to an atomic word
-// (state::CURRENT) that lives for the whole process.
+// (state::current_word) that lives for the whole process.
 unsafe impl Sync for Shared {}
 // SAFETY: as above.
 unsafe impl Send for Shared {}
@@ -61,7 +61,7 @@ pub extern "C" fn kprof_actor_wrap_hooks_v1() -> *const WrapHooks {
                 Shared(WrapHooks {
                     size: std::mem::size_of::<WrapHooks>() as u32,
                     version: WRAP_VERSION,
-                    current: state::CURRENT.as_ptr() as *mut *mut c_void,
+                    current: state::current_word() as *mut *mut c_void,
                     leave,
                     timing: u32::from(state::timing()),
                     enter: if crate::segments::on() {
@@ -88,17 +88,29 @@ pub unsafe extern "C" fn leave(
     t0: u64,
 ) {
     guard((), || {
-        if let Some(api) = crate::api() {
+        let mode = crate::mode();
+        if mode == 0 {
+            return;
+        }
+        // Without the breakdown the wrappers pass t0 = 0 and no clock is read.
+        let now = if t0 != 0 { clock::ticks() } else { 0 };
+        let call = |op| state::Call {
+            key: conveyor as usize,
+            op,
             // c_long is i64 on LP64 Linux but 32 bits on other ABIs.
             #[allow(clippy::unnecessary_cast)]
-            let rc = rc as i64;
-            let now = state::leave(conveyor as usize, op, rc, pe, arg, t0);
-            crate::peers::after(api, op, now);
-        }
-        if t0 != 0 && crate::segments::on() {
-            if let Some(api) = crate::api() {
-                crate::segments::after(api);
-            }
+            rc: rc as i64,
+            pe,
+            arg,
+            t0,
+            now,
+        };
+        // One booking per frequent entry, each with its op a constant.
+        match op {
+            state::op::PUSH => state::booked(mode, call(state::op::PUSH)),
+            state::op::PULL => state::booked(mode, call(state::op::PULL)),
+            state::op::ADVANCE => state::booked(mode, call(state::op::ADVANCE)),
+            _ => state::booked(mode, call(op)),
         }
     })
 }

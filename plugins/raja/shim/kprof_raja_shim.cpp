@@ -21,13 +21,14 @@
 extern "C" {
 
 // What the Rust half provides (src/lib.rs, `Hooks`). `platform` is the raw value
-// of the context's Platform. `name`/`len` are the kernel_name's data() and size()
-// as read through libstdc++'s layout, unchecked: the Rust side decides whether
-// they are plausible. `site` is an unnamed kernel's launch site (0: none found).
+// of the context's Platform. `name`/`len` are a named kernel's kernel_name data()
+// and size() (> 0) as read through libstdc++'s layout, unchecked: the Rust side
+// decides whether they are plausible. `site` is an unnamed kernel's launch site
+// (0: none found).
 struct KprofRajaHooks {
   void (*init)(const char *opts, std::size_t len);
-  void (*launch)(std::int32_t platform, const char *name, std::size_t len,
-                 std::uintptr_t site);
+  void (*launch)(std::int32_t platform, const char *name, std::size_t len);
+  void (*launch_at)(std::int32_t platform, std::uintptr_t site);
   void (*launch_end)();
   void (*capture)(unsigned phase);
   void (*finalize)();
@@ -102,26 +103,33 @@ void site_add(std::uintptr_t s) {
   // Full around this slot: the site is unwound every time (still correct).
 }
 
-// Five frames: the four named in unwind_site, and the one above, whose CFA
-// libgcc reports with the launch site's frame.
+// The frames from unwind_site up: until two past RAJA's loader (the one whose
+// return address is `ra`), at most kFrames.
+const int kFrames = 8;
 struct Walk {
-  std::uintptr_t ips[5];
-  std::uintptr_t cfas[5];
+  std::uintptr_t ra;
+  std::uintptr_t ips[kFrames];
+  std::uintptr_t cfas[kFrames];
   int n;
+  int loader; // index of the loader's frame; -1: not seen yet
 };
 
 _Unwind_Reason_Code collect(struct _Unwind_Context *ctx, void *arg) {
   Walk *w = static_cast<Walk *>(arg);
-  w->ips[w->n] = static_cast<std::uintptr_t>(_Unwind_GetIP(ctx));
+  std::uintptr_t ip = static_cast<std::uintptr_t>(_Unwind_GetIP(ctx));
+  w->ips[w->n] = ip;
   w->cfas[w->n] = static_cast<std::uintptr_t>(_Unwind_GetCFA(ctx));
+  if (w->loader < 0 && w->n > 0 && ip == w->ra) w->loader = w->n;
   w->n++;
-  return w->n < 5 ? _URC_NO_REASON : _URC_END_OF_STACK;
+  bool done = w->n == kFrames || (w->loader >= 0 && w->n >= w->loader + 3);
+  return done ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-// The full unwind. Frames: [0] this function, [1] the plugin's preLaunch (whose
-// CFA is `cfa`), [2] RAJA's loader (return address `ra`), [3] the launch site.
-// Learns or checks the loader's frame size on the way. 0 when the stack is
-// shallower or not as expected.
+// The full unwind. Frames: [0] this function, then the plugin's own (preLaunch,
+// whose CFA is `cfa`, and what it called to get here), RAJA's loader (return
+// address `ra`, looked for) and above it the launch site. Learns or checks the
+// loader's frame size on the way. 0 when the stack is shallower or not as
+// expected.
 //
 // libgcc's _Unwind_GetCFA, called back for frame i, answers the CFA of frame i-1
 // (the stack pointer of frame i); the frame whose CFA is `cfa` is looked for
@@ -129,10 +137,13 @@ _Unwind_Reason_Code collect(struct _Unwind_Context *ctx, void *arg) {
 __attribute__((noinline, cold)) std::uintptr_t
 unwind_site(std::uintptr_t ra, std::uintptr_t cfa, Hop *hop,
             std::uintptr_t predicted) {
-  Walk w = {{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, 0};
+  Walk w;
+  w.ra = ra;
+  w.n = 0;
+  w.loader = -1;
   _Unwind_Backtrace(collect, &w);
-  if (w.n < 4) return 0;
-  std::uintptr_t site = w.ips[3];
+  if (w.loader < 0 || w.loader + 1 >= w.n) return 0;
+  std::uintptr_t site = w.ips[w.loader + 1];
 #if defined(__x86_64__)
   if (hop != nullptr) {
     std::uintptr_t loader_cfa = 0;
@@ -143,7 +154,7 @@ unwind_site(std::uintptr_t ra, std::uintptr_t cfa, Hop *hop,
       }
     }
     std::intptr_t delta = static_cast<std::intptr_t>(loader_cfa - cfa);
-    bool sane = w.ips[2] == ra && loader_cfa != 0 && delta >= 16 &&
+    bool sane = loader_cfa != 0 && delta >= 16 &&
                 delta <= 4096 && delta % 8 == 0 &&
                 *reinterpret_cast<const std::uintptr_t *>(loader_cfa - 8) == site;
     std::intptr_t learnt = hop->delta.load(std::memory_order_relaxed);
@@ -164,10 +175,9 @@ unwind_site(std::uintptr_t ra, std::uintptr_t cfa, Hop *hop,
   return site;
 }
 
-// The launch site of the kernel whose preLaunch is the caller (always inlined
-// into it, so that `cfa` is preLaunch's frame).
-__attribute__((always_inline)) inline std::uintptr_t
-launch_site(std::uintptr_t ra, std::uintptr_t cfa) {
+// The launch site of an unnamed kernel whose preLaunch has return address `ra`
+// and CFA `cfa`.
+inline std::uintptr_t launch_site(std::uintptr_t ra, std::uintptr_t cfa) {
 #if defined(__x86_64__)
   Hop *hop = nullptr;
   for (unsigned i = 0; i < kHops; i++) {
@@ -221,17 +231,19 @@ public:
     if (capture_on.load(std::memory_order_relaxed) != 0 && records())
       hooks->capture(1);
   }
+  // A named kernel: one test and a jump to the Rust half. An unnamed one: its
+  // launch site first (the unwind frames: see unwind_site).
   __attribute__((noinline)) void
   preLaunch(const kprof_raja::PluginContext &p) override {
-    if (!records()) return;
-    std::uintptr_t site = 0;
-    if (p.kernel_name.size() == 0) {
-      site = launch_site(
-          reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)),
-          reinterpret_cast<std::uintptr_t>(__builtin_dwarf_cfa()));
+    std::uintptr_t ra =
+        reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
+    std::uintptr_t cfa = reinterpret_cast<std::uintptr_t>(__builtin_dwarf_cfa());
+    const void *r = recorder.load(std::memory_order_relaxed);
+    if (__builtin_expect(r == this, 1)) {
+      launch(p, ra, cfa);
+    } else {
+      launch_claiming(r, p, ra, cfa);
     }
-    hooks->launch(static_cast<std::int32_t>(p.platform), p.kernel_name.data(),
-                  p.kernel_name.size(), site);
   }
   void postLaunch(const kprof_raja::PluginContext &) override {
     if (records()) hooks->launch_end();
@@ -241,6 +253,32 @@ public:
   }
 
 private:
+  __attribute__((always_inline)) void
+  launch(const kprof_raja::PluginContext &p, std::uintptr_t ra,
+         std::uintptr_t cfa) {
+    std::int32_t platform = static_cast<std::int32_t>(p.platform);
+    std::size_t len = p.kernel_name.size();
+    if (__builtin_expect(len != 0, 1)) {
+      hooks->launch(platform, p.kernel_name.data(), len);
+    } else {
+      unnamed(platform, ra, cfa);
+    }
+  }
+
+  // preLaunch when this object was not (yet) the recording one.
+  __attribute__((noinline, cold)) void
+  launch_claiming(const void *r, const kprof_raja::PluginContext &p,
+                  std::uintptr_t ra, std::uintptr_t cfa) {
+    if (claim(r)) launch(p, ra, cfa);
+  }
+
+  // preLaunch of an unnamed kernel (preLaunch's return address and CFA).
+  __attribute__((noinline)) void unnamed(std::int32_t platform,
+                                         std::uintptr_t ra,
+                                         std::uintptr_t cfa) {
+    hooks->launch_at(platform, launch_site(ra, cfa));
+  }
+
   // Whether this object is the process's recording one (claiming the role when
   // nobody holds it).
   bool records() {

@@ -41,9 +41,12 @@ use platform::Platform;
 pub struct Hooks {
     /// `init(PluginOptions)`: the options string's data and size.
     pub init: unsafe extern "C" fn(opts: *const c_char, len: usize),
-    /// `preLaunch`: the context's raw platform, its kernel name's data and size
-    /// (unchecked), and the launch site of an unnamed kernel (0: none).
-    pub launch: unsafe extern "C" fn(platform: i32, name: *const c_char, len: usize, site: usize),
+    /// `preLaunch` of a kernel with a name (size > 0): the context's raw platform
+    /// and its kernel name's data and size (unchecked).
+    pub launch: unsafe extern "C" fn(platform: i32, name: *const c_char, len: usize),
+    /// `preLaunch` of a kernel without a name: the context's raw platform and the
+    /// kernel's launch site (0: none found).
+    pub launch_at: unsafe extern "C" fn(platform: i32, site: usize),
     /// `postLaunch`.
     pub launch_end: unsafe extern "C" fn(),
     /// `preCapture` (phase 0) / `postCapture` (phase 1): until connected, and
@@ -58,6 +61,7 @@ pub struct Hooks {
 static HOOKS: Hooks = Hooks {
     init: hook_init,
     launch: hook_launch,
+    launch_at: hook_launch_at,
     launch_end: hook_launch_end,
     capture: hook_capture,
     finalize: hook_finalize,
@@ -73,6 +77,9 @@ extern "C" {
 }
 
 static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
+/// The core table when a launch needs nothing but its begin (attached, capture
+/// times off): the launches' fast paths test this one pointer. Null otherwise.
+static FAST: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 static LOAD: Once = Once::new();
 static FINALIZED: AtomicBool = AtomicBool::new(false);
 static WARNED_LAYOUT: AtomicBool = AtomicBool::new(false);
@@ -111,6 +118,9 @@ fn connect() -> Option<&'static CoreApi> {
                         CLOCK.get_or_init(quanta::Clock::new);
                     }
                     CAPTURE.store(on, Ordering::Relaxed);
+                    if !on {
+                        FAST.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
+                    }
                 }
             }
             Err(e) => warn(&format!("{e}; RAJA runs without kprof")),
@@ -221,43 +231,144 @@ unsafe extern "C" fn hook_capture(phase: c_uint) {
     })
 }
 
-unsafe extern "C" fn hook_launch(platform: i32, name: *const c_char, len: usize, site: usize) {
+/// The kind every launch is recorded as.
+const LAUNCH: u8 = Kind::RajaLaunch as u8;
+
+/// `preLaunch` of a named kernel. The fast path (connected, capture times off, a
+/// platform with its device registered, a plausible name already in the name
+/// table: every launch of a kernel after its first) is one begin on the core's
+/// path for unchanging names; anything else takes [`launch`]. Names of up to 15
+/// bytes are looked up here; longer ones, which take loops over their text, in
+/// [`hook_launch_long`], so that this path keeps every value in a scratch
+/// register (no frame).
+unsafe extern "C" fn hook_launch(platform: i32, name: *const c_char, len: usize) {
+    // 1 to 15 bytes (0 goes the long way, to `launch`).
+    if len.wrapping_sub(1) < names::EXACT {
+        // SAFETY: the function's contract.
+        guard((), || unsafe { launch_named(platform, name, len) })
+    } else {
+        // SAFETY: the function's contract.
+        unsafe { hook_launch_long(platform, name, len) }
+    }
+}
+
+/// [`hook_launch`] for names over 15 bytes (and size 0, which is no name).
+#[inline(never)]
+unsafe extern "C" fn hook_launch_long(platform: i32, name: *const c_char, len: usize) {
     guard((), || {
-        let Some(api) = api_or_connect() else { return };
-        let kind = Kind::RajaLaunch as u8;
-        let plat = Platform::from_raw(platform);
-        let dev = platform::device(api, plat);
-        // SAFETY: name/len come from a std::string (or garbage, which check_name
-        // bounds before reading one byte).
-        let checked = if plat == Platform::Unknown {
-            Name::Implausible
+        if len > names::EXACT {
+            // SAFETY: the function's contract.
+            unsafe { launch_named(platform, name, len) }
         } else {
-            unsafe { check_name(name, len) }
-        };
-        // SAFETY: names are NUL-terminated (checked, or static, or unchanging
-        // copies); the rest integers.
-        unsafe {
-            match checked {
-                // SAFETY (unchanging): check_name found the NUL at name[len].
-                Name::Given => match names::unchanging(name, len) {
-                    Some(copy) => (api.begin_static)(kind, copy, dev, 0),
-                    None => (api.begin)(kind, name, dev, 0),
-                },
-                Name::Empty if site != 0 => (api.begin_at)(kind, site as u64, dev, 0),
-                Name::Empty => (api.begin_static)(kind, plat.fallback_name().as_ptr(), dev, 0),
-                Name::Implausible => {
-                    layout_mismatch(api);
-                    (api.begin_static)(kind, plat.fallback_name().as_ptr(), dev, 0)
-                }
-            }
-        };
-        if CAPTURE.load(Ordering::Relaxed) {
-            if let Captured::Took(ns) = CAPTURED.with(|c| c.replace(Captured::None)) {
-                // SAFETY: a static key; attaches to the launch just opened.
-                unsafe { (api.arg)(c"capture_ns".as_ptr(), ns) };
-            }
+            // SAFETY: the function's contract.
+            unsafe { launch(platform, name, len, 0) }
         }
     })
+}
+
+/// [`hook_launch`]'s body.
+///
+/// # Safety
+/// `name`/`len` are a `std::string`'s `data()`/`size()` as the shim read them
+/// (or garbage, which is bounded before reading one byte).
+#[inline(always)]
+unsafe fn launch_named(platform: i32, name: *const c_char, len: usize) {
+    // SAFETY: name[len] is read only when name is not NULL and len is at
+    // most MAX_CACHED (below MAX_NAME), as check_name does; the name is
+    // looked up only with its NUL at name[len] (names::cached reads within
+    // name[0..=len]).
+    if !name.is_null() && len <= names::MAX_CACHED && unsafe { *name.add(len) } == 0 {
+        // SAFETY: as above.
+        if let Some(copy) = unsafe { names::cached(name, len) } {
+            // (Read after the lookup, which then needs fewer registers.)
+            let dev = platform::known_device(platform);
+            // SAFETY: FAST holds null or a pointer to the core's static table.
+            if let Some(api) = unsafe { FAST.load(Ordering::Acquire).as_ref() } {
+                if dev != 0 {
+                    // SAFETY: an unchanging NUL-terminated copy; integers.
+                    unsafe { (api.begin_static)(LAUNCH, copy, dev, 0) };
+                    return;
+                }
+            }
+        }
+    }
+    // SAFETY: name/len come from the context's std::string.
+    unsafe { launch(platform, name, len, 0) }
+}
+
+/// `preLaunch` of a kernel without a name, launched from `site` (0: unknown).
+/// The fast path (connected, capture times off, a registered platform, a site)
+/// is one code-address begin; anything else takes [`launch`].
+unsafe extern "C" fn hook_launch_at(platform: i32, site: usize) {
+    guard((), || {
+        // SAFETY: FAST holds null or a pointer to the core's static table.
+        if let Some(api) = unsafe { FAST.load(Ordering::Acquire).as_ref() } {
+            let dev = platform::known_device(platform);
+            if dev != 0 && site != 0 {
+                // SAFETY: integers.
+                unsafe { (api.begin_at)(LAUNCH, site as u64, dev, 0) };
+                return;
+            }
+        }
+        // SAFETY: an empty name is never read.
+        unsafe { launch(platform, std::ptr::null(), 0, site) }
+    })
+}
+
+/// Any launch, the whole way: connects on the first callback, registers the
+/// platform's device, checks the context, copies a name on its first launch,
+/// attaches the capture time. `extern "C"` (it cannot unwind: its own guard)
+/// so that the fast paths end in a jump here, keeping no frame of their own.
+///
+/// # Safety
+/// `name`/`len` are a `std::string`'s `data()`/`size()` as the shim read them
+/// (or garbage, which [`check_name`] bounds before reading one byte).
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn launch(platform: i32, name: *const c_char, len: usize, site: usize) {
+    guard((), || {
+        // SAFETY: the function's contract.
+        unsafe { launch_unguarded(platform, name, len, site) }
+    })
+}
+
+/// [`launch`]'s body.
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn launch_unguarded(platform: i32, name: *const c_char, len: usize, site: usize) {
+    let Some(api) = api_or_connect() else { return };
+    let plat = Platform::from_raw(platform);
+    let dev = platform::device(api, plat);
+    // SAFETY: the function's contract.
+    let checked = if plat == Platform::Unknown {
+        Name::Implausible
+    } else {
+        unsafe { check_name(name, len) }
+    };
+    // SAFETY: names are NUL-terminated (checked, or static, or unchanging
+    // copies); the rest integers.
+    unsafe {
+        match checked {
+            // SAFETY (unchanging): check_name found the NUL at name[len].
+            Name::Given => match names::unchanging(name, len) {
+                Some(copy) => (api.begin_static)(LAUNCH, copy, dev, 0),
+                None => (api.begin)(LAUNCH, name, dev, 0),
+            },
+            Name::Empty if site != 0 => (api.begin_at)(LAUNCH, site as u64, dev, 0),
+            Name::Empty => (api.begin_static)(LAUNCH, plat.fallback_name().as_ptr(), dev, 0),
+            Name::Implausible => {
+                layout_mismatch(api);
+                (api.begin_static)(LAUNCH, plat.fallback_name().as_ptr(), dev, 0)
+            }
+        }
+    };
+    if CAPTURE.load(Ordering::Relaxed) {
+        if let Captured::Took(ns) = CAPTURED.with(|c| c.replace(Captured::None)) {
+            // SAFETY: a static key; attaches to the launch just opened.
+            unsafe { (api.arg)(c"capture_ns".as_ptr(), ns) };
+        }
+    }
 }
 
 unsafe extern "C" fn hook_launch_end() {
@@ -265,7 +376,7 @@ unsafe extern "C" fn hook_launch_end() {
         if let Some(api) = api() {
             // SAFETY: plain integers; 0 closes this thread's innermost open
             // launch (RAJA's pre/post calls nest per thread).
-            unsafe { (api.end)(Kind::RajaLaunch as u8, 0) };
+            unsafe { (api.end)(LAUNCH, 0) };
         }
     })
 }

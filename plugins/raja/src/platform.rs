@@ -50,8 +50,18 @@ impl Platform {
         }
     }
 
+    /// Its slot in the device table: RAJA's value (0 to 16), [`UNKNOWN_SLOT`] for
+    /// any other value.
     fn slot(self) -> usize {
-        self as usize
+        match self {
+            Platform::Undefined => 0,
+            Platform::Host => 1,
+            Platform::Cuda => 2,
+            Platform::OmpTarget => 4,
+            Platform::Hip => 8,
+            Platform::Sycl => 16,
+            Platform::Unknown => UNKNOWN_SLOT,
+        }
     }
 
     /// The device (back end) name in profiles and traces: RAJA's enumerator.
@@ -81,8 +91,26 @@ impl Platform {
     }
 }
 
-/// The core's device index per platform (0: not registered yet).
-static DEVICES: [AtomicU16; 7] = [const { AtomicU16::new(0) }; 7];
+/// The device table's slot of [`Platform::Unknown`]: past RAJA's values, so that
+/// [`known_device`] never answers it.
+const UNKNOWN_SLOT: usize = 17;
+
+/// The core's device index per platform, at the platform's RAJA value (0: not
+/// registered yet; always 0 at values that are no platform).
+static DEVICES: [AtomicU16; UNKNOWN_SLOT + 1] = [const { AtomicU16::new(0) }; UNKNOWN_SLOT + 1];
+
+/// The core's device index for RAJA's platform value `raw` once [`device`]
+/// registered it; 0 otherwise (not registered yet, or not a platform). One load:
+/// the launch's fast path.
+#[inline(always)]
+pub fn known_device(raw: i32) -> u16 {
+    let i = raw as u32 as usize;
+    if i < UNKNOWN_SLOT {
+        DEVICES[i].load(Ordering::Relaxed)
+    } else {
+        0
+    }
+}
 
 /// The core's device index for `p`, registered on first sight.
 #[inline]
@@ -125,9 +153,18 @@ mod tests {
         }
         assert_eq!(Platform::from_raw(3), Platform::Unknown);
         assert_eq!(Platform::from_raw(-1), Platform::Unknown);
-        for (i, p) in Platform::ALL.iter().enumerate() {
-            assert_eq!(p.slot(), i);
+        for p in Platform::ALL {
+            let slot = p.slot();
+            if p == Platform::Unknown {
+                assert_eq!(slot, UNKNOWN_SLOT);
+            } else {
+                assert_eq!(Platform::from_raw(slot as i32), p, "{p:?}");
+            }
         }
         assert_eq!(Platform::OmpTarget.device_name(), c"omp_target");
+        // Values that are no platform never have a device on the fast path.
+        for raw in [3, 17, 18, -1, i32::MIN, i32::MAX] {
+            assert_eq!(known_device(raw), 0, "{raw}");
+        }
     }
 }

@@ -12,7 +12,7 @@ use crate::hot::aggregate::local::{
     CopyKey, CopyStats, CounterStats, MessageKey, MessageStats, ThreadProfile, ADDRESS_NAME,
 };
 use crate::hot::aggregate::task_graph::TaskGraph;
-use crate::hot::aggregate::tree::{Tree, ROOT};
+use crate::hot::aggregate::tree::{Node, Tree, ROOT};
 
 /// Not mapped to a node of the merged tree (yet).
 const UNMAPPED: u32 = u32::MAX;
@@ -86,6 +86,12 @@ pub fn merge(threads: &mut [&mut ThreadProfile], symbols: &mut impl Symbols) -> 
         .map(|(i, _)| i);
     let adopted = base.map(|b| {
         m.tree = std::mem::take(&mut threads[b].tree);
+        let index = threads[b].index();
+        for n in m.tree.nodes.iter_mut() {
+            if let Some(ns) = thread_time(n) {
+                n.add_thread_time(index, ns);
+            }
+        }
         // Its nodes are the merged tree's: every node maps to itself.
         (b, (0..m.tree.nodes.len() as u32).collect::<Vec<u32>>())
     });
@@ -225,6 +231,13 @@ fn merge_trees(
     }
 }
 
+/// What node `n` of one thread's tree adds to its node's spread across
+/// threads (OpenMP kinds only). A thread's own tree holds only that thread's
+/// instances, so this is its total: added as the trees merge, not on every end.
+fn thread_time(n: &Node) -> Option<u64> {
+    (n.kind.is_openmp() && n.stats.count > 0).then_some(n.stats.total_ns)
+}
+
 /// Merges the children of `part`'s node `local` (recursively) under the merged
 /// node `global`.
 fn merge_children(
@@ -246,8 +259,8 @@ fn merge_children(
             let m = tree.child(g, name, n.kind, n.dev);
             let into = &mut tree.nodes[m as usize];
             into.stats.merge(&n.stats);
-            for &(t, ns) in n.per_thread() {
-                into.add_thread_time(t, ns);
+            if let Some(ns) = thread_time(n) {
+                into.add_thread_time(p.index(), ns);
             }
             for &(k, min, max) in n.args() {
                 into.add_arg(k, min);

@@ -33,6 +33,17 @@ pub const ADDRESS_NAME: u32 = 1 << 31;
 /// Code addresses cached per thread, direct-mapped by hash of the address.
 const ADDRESS_CACHE: usize = 256;
 
+/// Children looked up lately, per thread, direct-mapped by (parent, key).
+const CHILD_CACHE: usize = 256;
+
+/// A child found in the tree: its parent node, its key, and itself.
+#[derive(Clone, Copy, Default)]
+struct CachedChild {
+    key: u64,
+    parent: u32,
+    child: u32,
+}
+
 /// An open instance as the profile tracks it.
 struct Frame {
     guid: u64,
@@ -178,6 +189,11 @@ pub struct ThreadProfile {
     pub device_copies: FxHashMap<(u32, u8), CopyStats>,
     /// Tasks created here and dependence edges recorded here.
     pub task_graph: TaskGraph,
+    /// Children looked up lately ([`CHILD_CACHE`] slots; none once the thread
+    /// is gone): a frame whose children come in turn (a region's loop, then its
+    /// barrier, then the loop again next region) finds each here, where a
+    /// parent's cache of its last child would miss every time.
+    child_cache: Vec<CachedChild>,
     /// Code addresses named by [`ADDRESS_NAME`] ids, in first-seen order.
     pub addresses: Vec<u64>,
     address_ids: FxHashMap<u64, u32>,
@@ -223,6 +239,7 @@ impl ThreadProfile {
             devices: FxHashMap::default(),
             device_copies: FxHashMap::default(),
             task_graph: TaskGraph::default(),
+            child_cache: vec![CachedChild::default(); CHILD_CACHE],
             addresses: Vec::new(),
             address_ids: FxHashMap::default(),
             address_cache: None,
@@ -331,6 +348,100 @@ impl ThreadProfile {
         }
     }
 
+    /// Opens in place an instance with no explicit parent that carries nothing
+    /// besides its name: nearly every begin. [`ThreadProfile::open`] less the
+    /// steps that cannot apply, so that the path a kernel or a region takes
+    /// stays short.
+    #[inline(always)]
+    pub fn open_plain(&mut self, o: (u64, u8, u32, u16, u64)) {
+        self.open_simple(o, 0, None, None);
+    }
+
+    /// As [`ThreadProfile::open_plain`], with an explicit parent (0: none) and
+    /// a first argument (an OpenMP region and its implicit tasks).
+    #[inline(never)]
+    pub fn open_with(&mut self, o: (u64, u8, u32, u16, u64), parent: u64, arg: Option<(u32, u64)>) {
+        let explicit = if parent != 0 {
+            self.explicit_parent(parent)
+        } else {
+            None
+        };
+        self.open_simple(o, parent, explicit, arg);
+    }
+
+    /// The openings of [`ThreadProfile::open_plain`] and
+    /// [`ThreadProfile::open_with`]: `explicit` is where `parent` is. The other
+    /// cases (a task's creation, beyond the depth cap, an unknown kind) take the
+    /// whole opening.
+    #[inline(always)]
+    fn open_simple(
+        &mut self,
+        o: (u64, u8, u32, u16, u64),
+        parent: u64,
+        explicit: Option<Parent>,
+        arg: Option<(u32, u64)>,
+    ) {
+        let (guid, kind, name, dev, begin) = o;
+        let kind = match Kind::from_u8(kind) {
+            Some(k)
+                if k != Kind::OmpTaskCreate
+                    && (explicit.is_some() || self.frames.len() < self.max_depth) =>
+            {
+                k
+            }
+            _ => return self.open_rare(o, parent, arg),
+        };
+        self.events += 1;
+        self.seen_begin(begin);
+        let key = child_key(name, kind, dev);
+        let (node, outer) = match (explicit, self.frames.last()) {
+            (None, Some(f)) => {
+                let outer = f.category;
+                (self.child_of(f.node, key, name, kind, dev), outer)
+            }
+            (None, None) => (self.child_of(ROOT, key, name, kind, dev), Category::Idle),
+            (Some(p), last) => {
+                let outer = last.map_or(Category::Idle, |f| f.category);
+                (self.child(p, key, name, kind, dev), outer)
+            }
+        };
+        let frame = Frame {
+            guid,
+            kind,
+            nargs: 0,
+            node,
+            begin,
+            child_ns: 0,
+            copy: None,
+            capped: false,
+            counted: false,
+            category: Category::of(kind).unwrap_or(outer),
+        };
+        self.push_frame(frame, outer);
+        if let Some((key, value)) = arg {
+            self.arg(key, value);
+        }
+    }
+
+    /// [`ThreadProfile::open_plain`]'s other cases.
+    #[cold]
+    #[inline(never)]
+    fn open_rare(&mut self, o: (u64, u8, u32, u16, u64), parent: u64, arg: Option<(u32, u64)>) {
+        let (guid, kind, name, dev, begin) = o;
+        self.open(&Opening {
+            guid,
+            parent,
+            kind,
+            name,
+            dev,
+            begin,
+            extras: Extras {
+                arg,
+                ..Extras::NONE
+            },
+        });
+    }
+
     /// Closes in place instance `guid` (0: the innermost of `kind`) at raw time
     /// `ts`, with the instances opened inside it, by the nesting rules;
     /// `counters`: the thread's counters read at this end.
@@ -339,6 +450,31 @@ impl ThreadProfile {
         self.events += 1;
         // One thread's clock readings only grow: a plain store.
         self.last_ts = ts;
+        // Nearly every end closes the innermost instance: what the nesting rules
+        // give then without a search.
+        let innermost = self.frames.last().is_some_and(|f| {
+            if guid != 0 {
+                f.guid == guid
+            } else {
+                f.kind as u8 == kind
+            }
+        });
+        if innermost {
+            if let Some(f) = self.frames.pop() {
+                let at_end = counters.map_or(CountersAtEnd::None, CountersAtEnd::At);
+                let end = ts.max(f.begin);
+                self.close_frame(f, end, &[], false, at_end);
+            }
+            return;
+        }
+        self.close_nested(ts, kind, guid, counters);
+    }
+
+    /// [`ThreadProfile::close`] of an instance that is not the innermost (or of
+    /// none): the nesting rules find it and close what is open inside it.
+    #[cold]
+    #[inline(never)]
+    fn close_nested(&mut self, ts: u64, kind: u8, guid: u64, counters: Option<&Values>) {
         let Some(pos) = ended_at(&self.frames, kind, guid, false, &self.rt.anomalies) else {
             return;
         };
@@ -516,7 +652,6 @@ impl ThreadProfile {
         // The thread's category changes to the new instance's (an instance
         // beyond the cap stays in the capped frame's, as its time does).
         let outer = self.frames.last().map_or(Category::Idle, |f| f.category);
-        self.series.moved(o.begin, outer);
         let category = if capped {
             outer
         } else {
@@ -532,9 +667,6 @@ impl ThreadProfile {
                 .or(x.transfer.map(|t| t.bytes))
                 .unwrap_or(0);
         }
-        if !capped {
-            self.slot.open.publish(self.frames.len(), o.guid, node);
-        }
         let counted = x.counters.is_some();
         if let Some(begin) = x.counters {
             self.counter_frames.push(CounterFrame {
@@ -542,7 +674,7 @@ impl ThreadProfile {
                 children: [0; MAX_COUNTERS],
             });
         }
-        self.frames.push(Frame {
+        let frame = Frame {
             guid: o.guid,
             kind,
             nargs: 0,
@@ -553,7 +685,20 @@ impl ThreadProfile {
             capped,
             counted,
             category,
-        });
+        };
+        self.push_frame(frame, outer);
+    }
+
+    /// What every opening ends with: the thread leaves category `outer`, and
+    /// the frame becomes the innermost, published for other threads' children
+    /// unless it is beyond the depth cap.
+    #[inline(always)]
+    fn push_frame(&mut self, f: Frame, outer: Category) {
+        self.series.moved(f.begin, outer);
+        if !f.capped {
+            self.slot.open.publish(self.frames.len(), f.guid, f.node);
+        }
+        self.frames.push(f);
     }
 
     /// The child of `parent` with this key, through the parent node's cache of
@@ -582,14 +727,41 @@ impl ThreadProfile {
                 local
             }
         };
-        let parent = &self.tree.nodes[node as usize];
-        if parent.last_key == key {
-            return parent.last_node;
+        self.child_of(node, key, name, kind, dev)
+    }
+
+    /// The child of node `parent` with this key (the thread's cache of children
+    /// first).
+    #[inline(always)]
+    fn child_of(&mut self, parent: u32, key: u64, name: u32, kind: Kind, dev: u16) -> u32 {
+        let i = ((key ^ u64::from(parent) << 24).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56)
+            as usize
+            % CHILD_CACHE;
+        match self.child_cache.get(i) {
+            // A key has its top bit set: an empty slot (0) never matches.
+            Some(c) if c.key == key && c.parent == parent => c.child,
+            _ => self.child_miss(parent, key, name, kind, dev, i),
         }
-        let n = self.tree.child(node, name, kind, dev);
-        let parent = &mut self.tree.nodes[node as usize];
-        (parent.last_key, parent.last_node) = (key, n);
-        n
+    }
+
+    /// [`ThreadProfile::child_of`] past the cache: found or added in the tree,
+    /// and cached in slot `i`.
+    #[cold]
+    #[inline(never)]
+    fn child_miss(
+        &mut self,
+        parent: u32,
+        key: u64,
+        name: u32,
+        kind: Kind,
+        dev: u16,
+        i: usize,
+    ) -> u32 {
+        let child = self.tree.child(parent, name, kind, dev);
+        if let Some(c) = self.child_cache.get_mut(i) {
+            *c = CachedChild { key, parent, child };
+        }
+        child
     }
 
     /// Where the open instance `guid` (an explicit parent) is: one of this
@@ -665,9 +837,6 @@ impl ThreadProfile {
         node.stats.add(dur, dur.saturating_sub(f.child_ns));
         if self.samples_k > 0 {
             node.sample(f.begin, dur, self.samples_k, &mut self.rng);
-        }
-        if f.kind.is_openmp() {
-            node.add_thread_time(self.slot.index, dur);
         }
         for &(key, value) in args {
             node.add_arg(key, value);
@@ -804,6 +973,7 @@ impl ThreadProfile {
     /// statistics, and instances it left open, stay for the merge).
     pub fn release_scratch(&mut self) {
         self.address_cache = None;
+        self.child_cache = Vec::new();
         if self.frames.is_empty() {
             self.frames = Vec::new();
         }
@@ -821,6 +991,7 @@ impl ThreadProfile {
         let tables = self.addresses.capacity() * size_of::<u64>()
             + self.address_ids.capacity() * (size_of::<(u64, u32)>() + 1)
             + self.frames.capacity() * size_of::<Frame>()
+            + self.child_cache.capacity() * size_of::<CachedChild>()
             + self.copies.capacity() * (size_of::<(CopyKey, CopyStats)>() + 1)
             + self.markers.capacity() * (size_of::<(u32, u64)>() + 1)
             + self.messages.capacity() * (size_of::<(MessageKey, MessageStats)>() + 1)

@@ -13,7 +13,7 @@ pub const ROOT: u32 = 0;
 /// Up to this many children, a child is found by looking at each.
 const SCAN_CHILDREN: usize = 8;
 
-/// A node of the tree. Kept small (112 bytes): a profile can hold a million
+/// A node of the tree. Kept small (104 bytes): a profile can hold a million
 /// nodes, so what few nodes have (thread spread, arguments, counters) lives in
 /// [`Extra`], allocated on first use.
 #[derive(Debug, Clone)]
@@ -32,11 +32,6 @@ pub struct Node {
     extra: Option<Box<Extra>>,
     /// Children in creation order.
     pub children: Vec<u32>,
-    /// Packed key of the child looked up last, for the thread that owns the
-    /// tree (0: none), and that child.
-    pub last_key: u64,
-    /// See `last_key`.
-    pub last_node: u32,
 }
 
 /// What only some nodes carry.
@@ -60,8 +55,6 @@ impl Node {
             stats: Stats::default(),
             extra: None,
             children: Vec::new(),
-            last_key: 0,
-            last_node: 0,
         }
     }
 
@@ -70,7 +63,8 @@ impl Node {
     }
 
     /// Inclusive time per thread index, for kinds whose instances run on many
-    /// threads at once (OpenMP): the spread shows load imbalance.
+    /// threads at once (OpenMP): the spread shows load imbalance. Filled when
+    /// threads' trees merge (a thread's own tree has its total only).
     pub fn per_thread(&self) -> &[(u32, u64)] {
         self.extra.as_ref().map_or(&[], |e| &e.per_thread)
     }
@@ -109,11 +103,23 @@ impl Node {
     /// are sampled: most call paths of a large profile run once (one kernel name
     /// per problem size), and a sample for each would double the profile's
     /// memory (10^6 such paths: +310 MB) for scatterplots of one point.
-    #[inline]
+    /// (On every end: a node that has its sample takes two loads and a compare;
+    /// making the sample is out of line.)
+    #[inline(always)]
     pub fn sample(&mut self, begin: u64, dur: u64, k: usize, rng: &mut super::samples::Rng) {
         if self.stats.count < 2 {
             return;
         }
+        match self.extra.as_deref_mut().and_then(|e| e.samples.as_mut()) {
+            Some(s) => s.offer(begin, dur, k, rng),
+            None => self.first_sample(begin, dur, k, rng),
+        }
+    }
+
+    /// Makes the node's sample with its first instance.
+    #[cold]
+    #[inline(never)]
+    fn first_sample(&mut self, begin: u64, dur: u64, k: usize, rng: &mut super::samples::Rng) {
         self.extra()
             .samples
             .get_or_insert_with(Default::default)
