@@ -2,7 +2,7 @@
  * (tests/tests/mpi.rs). Run on 4 ranks:
  *
  *   patterns <out-dir> <phase>...     phases: ring alltoall subcomm collectives
- *                                              sleep threads exit3
+ *                                              types sleep threads exit3
  *                                              abort1 nofinalize halffinalize
  *
  * Each phase runs inside a kprof region of its name (kprof.h, so the MPI nodes
@@ -200,6 +200,34 @@ static void collectives(void) {
     kprof_region_end("collectives");
 }
 
+/* Derived datatypes freed and created again: 2 doubles x 3 (48 bytes) to the
+ * right, then, once that type is freed, 2 ints x 5 (40 bytes), whose datatype
+ * MPI may give the freed one's handle (Open MPI does: the same heap block).
+ * Each round sends to the right and receives from the left; then a broadcast
+ * of one element of the second type from rank 0. */
+static void types(void) {
+    kprof_region_begin("types");
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    double d[6] = {rank, 0, 0, 0, 0, 0}, in[6];
+    int k[10] = {rank}, kin[10];
+    MPI_Datatype t;
+    MPI_Type_contiguous(3, MPI_DOUBLE, &t);
+    MPI_Type_commit(&t);
+    MPI_Sendrecv(d, 2, t, right, 7, in, 2, t, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    count_send(right, 48);
+    count_recv(left, 48);
+    MPI_Type_free(&t);
+    MPI_Type_contiguous(5, MPI_INT, &t);
+    MPI_Type_commit(&t);
+    MPI_Sendrecv(k, 2, t, right, 8, kin, 2, t, left, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    count_send(right, 40);
+    count_recv(left, 40);
+    MPI_Bcast(k, 1, t, 0, MPI_COMM_WORLD);
+    MPI_Type_free(&t);
+    checksum += (long)in[0] + kin[0];
+    kprof_region_end("types");
+}
+
 /* The last rank sleeps 300 ms before an MPI_Allreduce: the others wait in it. */
 static void sleep_phase(void) {
     kprof_region_begin("sleep");
@@ -254,6 +282,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(p, "alltoall")) alltoall();
         else if (!strcmp(p, "subcomm")) subcomm();
         else if (!strcmp(p, "collectives")) collectives();
+        else if (!strcmp(p, "types")) types();
         else if (!strcmp(p, "sleep")) sleep_phase();
         else if (!strcmp(p, "threads")) {
             if (provided < MPI_THREAD_MULTIPLE) {

@@ -272,7 +272,14 @@ fn patterns_exact(family: Family) {
     let (ranks, dir) = measured_of(
         family,
         &format!("mpi_patterns_{family:?}"),
-        &["ring", "alltoall", "subcomm", "collectives", "exit3"],
+        &[
+            "ring",
+            "alltoall",
+            "subcomm",
+            "collectives",
+            "types",
+            "exit3",
+        ],
     );
     let n = u64::from(RANKS);
     for (r, (p, want)) in ranks.iter().enumerate() {
@@ -338,6 +345,16 @@ fn patterns_exact(family: Family) {
             assert_eq!(arg(c, "comm_size"), (n, n), "{name}");
         }
         assert_eq!(count(&all, &["collectives", "MPI_Barrier"]), 1);
+        // Derived datatypes, the first freed before the second is made (its
+        // handle possibly the first's): each call's bytes by its own type.
+        let sr = node(&all, &["types", "MPI_Sendrecv"]);
+        assert_eq!(u(&sr["count"]), 2);
+        assert_eq!(arg(sr, "bytes_sent"), (40, 48), "rank {r}");
+        assert_eq!(arg(sr, "bytes_received"), (40, 48), "rank {r}");
+        let b = node(&all, &["types", "MPI_Bcast"]);
+        let (sent, received) = if r == 0 { (20, 0) } else { (0, 20) };
+        assert_eq!(arg(b, "bytes_sent"), (sent, sent), "rank {r}");
+        assert_eq!(arg(b, "bytes_received"), (received, received), "rank {r}");
         assert_eq!(count(&all, &["MPI_Init_thread"]), 1);
         assert_eq!(count(&all, &["MPI_Finalize"]), 1);
         assert_eq!(p["metadata"]["MPI thread level"], "MPI_THREAD_MULTIPLE");

@@ -37,7 +37,7 @@ use kprof_abi::guard::guard;
 
 use crate::state::{self, active, Active, Rec};
 use crate::sys::{self, Comm, Datatype, Pmpi, Request, Status};
-use crate::{Scan, INLINE};
+use crate::{Done, Scan, INLINE};
 
 /// Fortran's default `INTEGER` (`MPI_Fint`).
 pub type Fint = c_int;
@@ -254,6 +254,7 @@ fortran_table! {
         *mut Fint);
     comm_dup: "pmpi_comm_dup" fn(*const Fint, *mut Fint, *mut Fint);
     comm_free: "pmpi_comm_free" fn(*mut Fint, *mut Fint);
+    type_free: "pmpi_type_free" fn(*mut Fint, *mut Fint);
 }
 
 /// The library is MPICH 4.0.x, whose `mpi_f08` `MPI_Waitany`, `MPI_Waitsome`
@@ -885,8 +886,8 @@ impl Requests {
 /// among the requests (converted before the call: MPI resets completed
 /// handles), statuses of kprof's own in place of `MPI_STATUSES_IGNORE` when one
 /// is needed, and the completed receives recorded from their statuses. `fwd`
-/// gets the statuses to pass; `done` lists the completed (request index, status
-/// index) pairs, both from 0.
+/// gets the statuses to pass; `done` tells what completed (request indices
+/// from 0).
 #[allow(clippy::too_many_arguments)]
 fn completion(
     b: Binding,
@@ -896,13 +897,14 @@ fn completion(
     statuses: *mut Fint,
     ignore: *const Fint,
     fwd: impl FnOnce(&'static Dialect, *mut Fint) -> c_int,
-    done: impl FnOnce(&mut dyn FnMut(c_int, c_int)),
+    done: impl FnOnce() -> Done,
 ) -> c_int {
     let f = dialect(b);
     let Some(a) = active().filter(|_| f.records_handles) else {
         return fwd(f, statuses);
     };
-    let mut r = guard(Rec::new(name, 0), || a.open(name));
+    // No guard: opening only calls the core's `extern "C"` functions.
+    let mut r = a.open(name);
     let mut scan = Scan::new();
     guard((), || {
         // SAFETY: the program passes `count` requests.
@@ -949,7 +951,7 @@ unsafe fn wait(b: Binding, req: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
         f.status_ignore,
         // SAFETY: forwarded, the status possibly kprof's own.
         |f, st| call(f.wait, ierr, |e| unsafe { e(req, st, ierr) }),
-        |d| d(0, 0),
+        || Done::One(0),
     );
 }
 
@@ -973,7 +975,7 @@ unsafe fn waitall(
         f.statuses_ignore,
         // SAFETY: forwarded, the statuses possibly kprof's own.
         |f, st| call(f.waitall, ierr, |e| unsafe { e(count, reqs, st, ierr) }),
-        |d| (0..n).for_each(|i| d(i, i)),
+        || Done::All,
     );
 }
 
@@ -990,9 +992,11 @@ unsafe fn test(b: Binding, req: *mut Fint, flag: *mut Fint, status: *mut Fint, i
         f.status_ignore,
         // SAFETY: forwarded, the status possibly kprof's own.
         |f, st| call(f.test, ierr, |e| unsafe { e(req, flag, st, ierr) }),
-        |d| {
+        || {
             if val(flag) != 0 {
-                d(0, 0);
+                Done::One(0)
+            } else {
+                Done::Nothing
             }
         },
     );
@@ -1023,9 +1027,11 @@ unsafe fn testall(
                 e(count, reqs, flag, st, ierr)
             })
         },
-        |d| {
+        || {
             if val(flag) != 0 {
-                (0..n).for_each(|i| d(i, i));
+                Done::All
+            } else {
+                Done::Nothing
             }
         },
     );
@@ -1056,39 +1062,26 @@ unsafe fn waitany(
                 e(count, reqs, index, st, ierr)
             })
         },
-        |d| {
+        || {
             // Fortran's index counts from 1 (MPI_UNDEFINED: none completed).
             let i = val(index) - f.first_index;
             if i >= 0 {
-                d(i, 0);
+                Done::One(i)
+            } else {
+                Done::Nothing
             }
         },
     );
 }
 
-/// The completed pairs of a Fortran `MPI_WAITSOME`/`MPI_TESTSOME`: its indices
+/// What a Fortran `MPI_WAITSOME`/`MPI_TESTSOME` completed: its indices
 /// count from `first` (1, as the standard says, but for MPICH 4.0's `mpi_f08`).
 ///
 /// # Safety
 /// `outcount` and `indices` as MPI filled them.
-unsafe fn some(
-    first: c_int,
-    outcount: *const Fint,
-    indices: *const Fint,
-    incount: c_int,
-    d: &mut dyn FnMut(c_int, c_int),
-) {
-    let n = val(outcount);
-    if indices.is_null() || n <= 0 || n == sys::UNDEFINED {
-        return;
-    }
-    for j in 0..n.min(incount) {
-        // SAFETY: MPI wrote `n` indices.
-        let i = unsafe { *indices.add(j as usize) } - first;
-        if i >= 0 {
-            d(i, j);
-        }
-    }
+unsafe fn some(first: c_int, outcount: *const Fint, indices: *const Fint, incount: c_int) -> Done {
+    // SAFETY: the caller's contract (`Fint` is C's `int`).
+    unsafe { crate::some(outcount, indices, incount, first) }
 }
 
 entry!(waitsome: [mpi_waitsome_, mpi_waitsome__, mpi_waitsome, MPI_WAITSOME] mpi_waitsome_f08_
@@ -1163,7 +1156,7 @@ unsafe fn completion_some(
             })
         },
         // SAFETY: MPI wrote them.
-        |d| unsafe { some(f.first_index, outcount, indices, n, d) },
+        || unsafe { some(f.first_index, outcount, indices, n) },
     );
 }
 
@@ -1617,6 +1610,19 @@ unsafe fn comm_free(b: Binding, comm: *mut Fint, ierr: *mut Fint) {
     }
     // SAFETY: forwarded as received.
     call(f.comm_free, ierr, |e| unsafe { e(comm, ierr) });
+}
+
+// ---- datatypes ----
+
+entry!(type_free: [mpi_type_free_, mpi_type_free__, mpi_type_free, MPI_TYPE_FREE] mpi_type_free_f08_
+    (dtype: *mut Fint, ierr: *mut Fint));
+/// Whatever the binding records: its library entry may free the datatype
+/// without calling kprof's `MPI_Type_free` (Open MPI's call `PMPI_Type_free`).
+unsafe fn type_free(b: Binding, dtype: *mut Fint, ierr: *mut Fint) {
+    let f = dialect(b);
+    guard((), state::forget_type_sizes);
+    // SAFETY: forwarded as received.
+    call(f.type_free, ierr, |e| unsafe { e(dtype, ierr) });
 }
 
 #[cfg(test)]

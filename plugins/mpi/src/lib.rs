@@ -14,7 +14,9 @@
 //! posted, receives when completed (`MPI_Recv`, `MPI_Sendrecv`, or the wait or test
 //! that completes an `MPI_Irecv`: source and bytes from the status, which holds
 //! the bytes received in both families), peers translated to `MPI_COMM_WORLD` ranks
-//! with `PMPI_Group_translate_ranks` once per communicator.
+//! with `PMPI_Group_translate_ranks` once per communicator. Datatype sizes
+//! (`PMPI_Type_size`) are asked once per datatype and kept until a datatype is
+//! freed (`MPI_Type_free`, whose handle MPI may give the next datatype).
 //!
 //! Open MPI and MPICH (and the libraries sharing its ABI), told apart at
 //! `MPI_Init` ([`sys::Abi`]); under another MPI the plugin says so in one line
@@ -57,7 +59,8 @@ fn measured(
     let Some(a) = active() else {
         return fwd(p);
     };
-    let mut r = guard(Rec::new(name, 0), || a.open(name));
+    // No guard: opening only calls the core's `extern "C"` functions.
+    let mut r = a.open(name);
     let rc = fwd(p);
     guard((), || {
         after(a, p, rc, &mut r);
@@ -71,8 +74,8 @@ fn nonneg(v: c_int) -> u64 {
 }
 
 /// Bytes of `count` elements of `ty` (0 for a negative count).
-fn bytes(p: &sys::Pmpi, count: c_int, ty: Datatype) -> u64 {
-    nonneg(count) * state::type_size(p, ty)
+fn bytes(a: &Active, p: &sys::Pmpi, count: c_int, ty: Datatype) -> u64 {
+    nonneg(count) * state::type_size(&a.abi, p, ty)
 }
 
 /// Bytes of the buffer `buf` (`count` of `ty`), or `in_place` when the program
@@ -88,7 +91,7 @@ fn unless_in_place(
     if a.abi.in_place(buf) {
         in_place
     } else {
-        bytes(p, count, ty)
+        bytes(a, p, count, ty)
     }
 }
 
@@ -254,6 +257,7 @@ fn abort(errorcode: c_int, fwd: impl FnOnce(&'static Pmpi) -> c_int) -> c_int {
 /// when `with_peer`: the nonblocking posts leave it to the matrix, which has it)
 /// and the message.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn sent(
     a: &Active,
     p: &Pmpi,
@@ -264,7 +268,7 @@ fn sent(
     comm: Comm,
     with_peer: bool,
 ) {
-    let bytes = bytes(p, count, dtype);
+    let bytes = bytes(a, p, count, dtype);
     r.arg(c"bytes_sent", bytes);
     if dest < 0 {
         return; // MPI_PROC_NULL
@@ -369,6 +373,7 @@ pub unsafe extern "C" fn MPI_Recv(
 }
 
 /// Arguments of a call that completed one receive (`peer` when `one`).
+#[inline]
 fn received_args(r: &mut Rec, got: Option<(u32, u64)>, one: bool) {
     if let Some((peer, bytes)) = got {
         r.arg(c"bytes_received", bytes);
@@ -539,12 +544,17 @@ impl Scan {
         self.n == 0
     }
 
-    /// The tracked receive of request `index`.
-    fn find(&self, index: c_int) -> Option<&Tracked> {
+    /// The tracked receives in index order: the inline ones, then the spilled.
+    fn parts(&self) -> [&[Tracked]; 2] {
         // SAFETY: the first `n` are initialized.
         let inline =
             unsafe { std::slice::from_raw_parts(self.inline.as_ptr().cast::<Tracked>(), self.n) };
-        for part in [inline, self.spill.as_slice()] {
+        [inline, self.spill.as_slice()]
+    }
+
+    /// The tracked receive of request `index`.
+    fn find(&self, index: c_int) -> Option<&Tracked> {
+        for part in self.parts() {
             if let Ok(k) = part.binary_search_by_key(&index, |t| t.index) {
                 return Some(&part[k]);
             }
@@ -604,6 +614,7 @@ impl Statuses {
 
 /// Records the completion of tracked receive `t` with status `st`; returns its
 /// (peer, bytes).
+#[inline]
 fn completed(
     a: &Active,
     r: &mut Rec,
@@ -615,6 +626,7 @@ fn completed(
 }
 
 /// Adds the arguments of a call that completed `got` receives.
+#[inline]
 fn completion_args(r: &mut Rec, n: u32, bytes: u64, peer: Option<u32>) {
     if n == 0 {
         return;
@@ -625,16 +637,38 @@ fn completion_args(r: &mut Rec, n: u32, bytes: u64, peer: Option<u32>) {
     }
 }
 
+/// Which requests a successful wait or test completed.
+#[derive(Clone, Copy)]
+pub(crate) enum Done {
+    /// None.
+    Nothing,
+    /// Every request, each with the status of its index (`MPI_Waitall`, an
+    /// `MPI_Testall` that set its flag).
+    All,
+    /// Request `index` (from 0), with status 0.
+    One(c_int),
+    /// `n` requests whose indices MPI wrote at `indices` (counting from
+    /// `first`), the j-th with status j (`MPI_Waitsome`, `MPI_Testsome`).
+    Some {
+        /// MPI's array of indices.
+        indices: *const c_int,
+        /// Indices it wrote.
+        n: c_int,
+        /// The index of the first request (1 in Fortran).
+        first: c_int,
+    },
+}
+
 /// A wait or test: scan, forward with statuses, record what completed.
-/// `fwd` gets the statuses pointer; `done` lists the completed (request index,
-/// status index) pairs after a successful call.
+/// `fwd` gets the statuses pointer; `done` tells what completed after a
+/// successful call.
 fn completion(
     name: &'static CStr,
     reqs: *const Request,
     count: c_int,
     statuses: *mut Status,
     fwd: impl FnOnce(&'static Pmpi, *mut Status) -> c_int,
-    done: impl FnOnce(&mut dyn FnMut(c_int, c_int)),
+    done: impl FnOnce() -> Done,
 ) -> c_int {
     let Some(p) = pmpi() else {
         return sys::ERR_OTHER;
@@ -642,7 +676,7 @@ fn completion(
     let Some(a) = active() else {
         return fwd(p, statuses);
     };
-    let mut r = guard(Rec::new(name, 0), || a.open(name));
+    let mut r = a.open(name);
     // Built in place and never moved: they are arrays of a few KiB.
     let mut scan = Scan::new();
     // SAFETY: the program passes `count` requests.
@@ -658,14 +692,14 @@ fn completion(
 }
 
 /// Records a wait or test whose call returned `rc`: when it succeeded, with the
-/// tracked receives of `scan` it completed (`done` gives (request index, status
-/// index) pairs; `status` reads one status). Shared by the C and Fortran entries.
+/// tracked receives of `scan` it completed (`done` says which; `status` reads
+/// one status). Shared by the C and Fortran entries.
 pub(crate) fn record_completion(
     a: &Active,
     r: &mut Rec,
     scan: &Scan,
     rc: c_int,
-    done: impl FnOnce(&mut dyn FnMut(c_int, c_int)),
+    done: impl FnOnce() -> Done,
     status: impl Fn(c_int) -> Option<sys::StatusView>,
 ) {
     if scan.is_empty() || rc != sys::SUCCESS {
@@ -673,13 +707,35 @@ pub(crate) fn record_completion(
         return;
     }
     let (mut n, mut bytes, mut peer) = (0u32, 0u64, None);
-    done(&mut |index, s| {
-        if let Some((w, b)) = scan.find(index).and_then(|t| completed(a, r, t, status(s))) {
+    let mut one = |t: &Tracked, s: c_int| {
+        if let Some((w, b)) = completed(a, r, t, status(s)) {
             n += 1;
             bytes += b;
             peer = Some(w);
         }
-    });
+    };
+    match done() {
+        Done::Nothing => {}
+        Done::All => {
+            for t in scan.parts().into_iter().flatten() {
+                one(t, t.index);
+            }
+        }
+        Done::One(index) => {
+            if let Some(t) = scan.find(index) {
+                one(t, 0);
+            }
+        }
+        Done::Some { indices, n, first } => {
+            for j in 0..n {
+                // SAFETY: MPI wrote `n` indices.
+                let index = unsafe { *indices.add(j as usize) } - first;
+                if let Some(t) = scan.find(index) {
+                    one(t, j);
+                }
+            }
+        }
+    }
     completion_args(r, n, bytes, peer);
     a.record(r);
 }
@@ -697,7 +753,7 @@ pub unsafe extern "C" fn MPI_Wait(req: *mut Request, status: *mut Status) -> c_i
         status,
         // SAFETY: forwarded, statuses possibly kprof's own.
         |p, st| unsafe { (p.wait)(req, st) },
-        |f| f(0, 0),
+        || Done::One(0),
     )
 }
 
@@ -718,7 +774,7 @@ pub unsafe extern "C" fn MPI_Waitall(
         statuses,
         // SAFETY: forwarded, statuses possibly kprof's own.
         |p, st| unsafe { (p.waitall)(count, reqs, st) },
-        |f| (0..count).for_each(|i| f(i, i)),
+        || Done::All,
     )
 }
 
@@ -740,7 +796,7 @@ pub unsafe extern "C" fn MPI_Waitany(
         status,
         // SAFETY: forwarded, status possibly kprof's own.
         |p, st| unsafe { (p.waitany)(count, reqs, index, st) },
-        |f| {
+        || {
             // SAFETY: MPI wrote the index.
             let i = if index.is_null() {
                 sys::UNDEFINED
@@ -748,7 +804,9 @@ pub unsafe extern "C" fn MPI_Waitany(
                 unsafe { *index }
             };
             if i >= 0 {
-                f(i, 0);
+                Done::One(i)
+            } else {
+                Done::Nothing
             }
         },
     )
@@ -774,31 +832,32 @@ pub unsafe extern "C" fn MPI_Waitsome(
         // SAFETY: forwarded, statuses possibly kprof's own.
         |p, st| unsafe { (p.waitsome)(incount, reqs, outcount, indices, st) },
         // SAFETY: MPI wrote `outcount` indices.
-        |f| unsafe { some(outcount, indices, incount, f) },
+        || unsafe { some(outcount, indices, incount, 0) },
     )
 }
 
-/// The completed pairs of a `Waitsome`/`Testsome`.
+/// What a `Waitsome`/`Testsome` completed (its indices counting from `first`).
 ///
 /// # Safety
 /// `outcount` and `indices` as MPI filled them.
-unsafe fn some(
+pub(crate) unsafe fn some(
     outcount: *const c_int,
     indices: *const c_int,
     incount: c_int,
-    f: &mut dyn FnMut(c_int, c_int),
-) {
+    first: c_int,
+) -> Done {
     if outcount.is_null() || indices.is_null() {
-        return;
+        return Done::Nothing;
     }
     // SAFETY: the caller's contract.
     let n = unsafe { *outcount };
     if n == sys::UNDEFINED || n <= 0 {
-        return;
+        return Done::Nothing;
     }
-    for j in 0..n.min(incount) {
-        // SAFETY: MPI wrote `n` indices.
-        f(unsafe { *indices.add(j as usize) }, j);
+    Done::Some {
+        indices,
+        n: n.min(incount),
+        first,
     }
 }
 
@@ -820,9 +879,11 @@ pub unsafe extern "C" fn MPI_Test(
         // SAFETY: forwarded, status possibly kprof's own.
         |p, st| unsafe { (p.test)(req, flag, st) },
         // SAFETY: MPI wrote the flag.
-        |f| {
+        || {
             if !flag.is_null() && unsafe { *flag } != 0 {
-                f(0, 0);
+                Done::One(0)
+            } else {
+                Done::Nothing
             }
         },
     )
@@ -847,9 +908,11 @@ pub unsafe extern "C" fn MPI_Testall(
         // SAFETY: forwarded, statuses possibly kprof's own.
         |p, st| unsafe { (p.testall)(count, reqs, flag, st) },
         // SAFETY: MPI wrote the flag.
-        |f| {
+        || {
             if !flag.is_null() && unsafe { *flag } != 0 {
-                (0..count).for_each(|i| f(i, i));
+                Done::All
+            } else {
+                Done::Nothing
             }
         },
     )
@@ -875,7 +938,7 @@ pub unsafe extern "C" fn MPI_Testsome(
         // SAFETY: forwarded, statuses possibly kprof's own.
         |p, st| unsafe { (p.testsome)(incount, reqs, outcount, indices, st) },
         // SAFETY: MPI wrote `outcount` indices.
-        |f| unsafe { some(outcount, indices, incount, f) },
+        || unsafe { some(outcount, indices, incount, 0) },
     )
 }
 
@@ -883,10 +946,13 @@ pub unsafe extern "C" fn MPI_Testsome(
 
 /// Arguments of a collective: bytes this rank sent and received, and the
 /// communicator's size.
+#[inline(always)]
 fn collective(r: &mut Rec, size: c_int, sent: u64, received: u64) {
-    r.arg(c"bytes_sent", sent);
-    r.arg(c"bytes_received", received);
-    r.arg(c"comm_size", nonneg(size));
+    r.args([
+        (c"bytes_sent", sent),
+        (c"bytes_received", received),
+        (c"comm_size", nonneg(size)),
+    ]);
 }
 
 /// `MPI_Barrier`.
@@ -1227,12 +1293,14 @@ pub unsafe extern "C" fn MPI_Scatterv(
 }
 
 /// The arguments of an `MPI_Barrier` on `comm`.
+#[inline]
 fn barrier_done(a: &Active, p: &Pmpi, r: &mut Rec, comm: Comm) {
     let (size, _) = a.size_and_rank(a.view(p, comm));
     r.arg(c"comm_size", nonneg(size));
 }
 
 /// The arguments of an `MPI_Bcast`.
+#[inline]
 fn bcast_done(
     a: &Active,
     p: &Pmpi,
@@ -1243,12 +1311,13 @@ fn bcast_done(
     comm: Comm,
 ) {
     let (size, me) = a.size_and_rank(a.view(p, comm));
-    let bytes = bytes(p, count, dtype);
+    let bytes = bytes(a, p, count, dtype);
     let (sent, received) = if me == root { (bytes, 0) } else { (0, bytes) };
     collective(r, size, sent, received);
 }
 
 /// The arguments of an `MPI_Reduce`.
+#[inline]
 fn reduce_done(
     a: &Active,
     p: &Pmpi,
@@ -1259,19 +1328,21 @@ fn reduce_done(
     comm: Comm,
 ) {
     let (size, me) = a.size_and_rank(a.view(p, comm));
-    let bytes = bytes(p, count, dtype);
+    let bytes = bytes(a, p, count, dtype);
     collective(r, size, bytes, if me == root { bytes } else { 0 });
 }
 
 /// The arguments of an `MPI_Allreduce`.
+#[inline]
 fn allreduce_done(a: &Active, p: &Pmpi, r: &mut Rec, count: c_int, dtype: Datatype, comm: Comm) {
     let (size, _) = a.size_and_rank(a.view(p, comm));
-    let bytes = bytes(p, count, dtype);
+    let bytes = bytes(a, p, count, dtype);
     collective(r, size, bytes, bytes);
 }
 
 /// The arguments of an `MPI_Allgather` (counts and types: send, receive).
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn allgather_done(
     a: &Active,
     p: &Pmpi,
@@ -1282,12 +1353,13 @@ fn allgather_done(
     comm: Comm,
 ) {
     let (size, _) = a.size_and_rank(a.view(p, comm));
-    let block = bytes(p, recvcount, recvtype);
+    let block = bytes(a, p, recvcount, recvtype);
     let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, block);
     collective(r, size, sent, block * nonneg(size));
 }
 
 /// The arguments of an `MPI_Alltoall` (counts and types: send, receive).
+#[inline]
 fn alltoall_done(
     a: &Active,
     p: &Pmpi,
@@ -1298,17 +1370,18 @@ fn alltoall_done(
     comm: Comm,
 ) {
     let (size, _) = a.size_and_rank(a.view(p, comm));
-    let received = bytes(p, recvcount, recvtype) * nonneg(size);
+    let received = bytes(a, p, recvcount, recvtype) * nonneg(size);
     let sent = if a.abi.in_place(sendbuf) {
         received
     } else {
-        bytes(p, sendcount, sendtype) * nonneg(size)
+        bytes(a, p, sendcount, sendtype) * nonneg(size)
     };
     collective(r, size, sent, received);
 }
 
 /// The arguments of an `MPI_Gather` (counts and types: send, receive).
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn gather_done(
     a: &Active,
     p: &Pmpi,
@@ -1321,7 +1394,7 @@ fn gather_done(
 ) {
     let (size, me) = a.size_and_rank(a.view(p, comm));
     let block = if me == root {
-        bytes(p, recvcount, recvtype)
+        bytes(a, p, recvcount, recvtype)
     } else {
         0
     };
@@ -1331,6 +1404,7 @@ fn gather_done(
 
 /// The arguments of an `MPI_Scatter` (counts and types: send, receive).
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn scatter_done(
     a: &Active,
     p: &Pmpi,
@@ -1343,7 +1417,7 @@ fn scatter_done(
 ) {
     let (size, me) = a.size_and_rank(a.view(p, comm));
     let block = if me == root {
-        bytes(p, sendcount, sendtype)
+        bytes(a, p, sendcount, sendtype)
     } else {
         0
     };
@@ -1356,6 +1430,7 @@ fn scatter_done(
 ///
 /// # Safety
 /// `recvcounts` holds the communicator's size of counts (or is NULL).
+#[inline]
 unsafe fn allgatherv_done(
     a: &Active,
     p: &Pmpi,
@@ -1366,7 +1441,7 @@ unsafe fn allgatherv_done(
     comm: Comm,
 ) {
     let (size, me) = a.size_and_rank(a.view(p, comm));
-    let ts = state::type_size(p, recvtype);
+    let ts = state::type_size(&a.abi, p, recvtype);
     // SAFETY: recvcounts holds `size` counts at every rank.
     let (all, mine) = unsafe { (sum(recvcounts, size), at(recvcounts, me, size)) };
     let sent = unless_in_place(a, p, sendbuf, sendcount, sendtype, mine * ts);
@@ -1378,6 +1453,7 @@ unsafe fn allgatherv_done(
 /// # Safety
 /// Both count arrays hold the communicator's size of counts (sendcounts unless
 /// in place), or are NULL.
+#[inline]
 unsafe fn alltoallv_done(
     a: &Active,
     p: &Pmpi,
@@ -1389,13 +1465,13 @@ unsafe fn alltoallv_done(
 ) {
     let (size, _) = a.size_and_rank(a.view(p, comm));
     // SAFETY: both count arrays hold `size` counts (sendcounts unless in place).
-    let received = unsafe { sum(recvcounts, size) } * state::type_size(p, recvtype);
+    let received = unsafe { sum(recvcounts, size) } * state::type_size(&a.abi, p, recvtype);
     let sent = if a.abi.in_place(sendbuf) {
         received
     } else {
         // SAFETY: as above.
         let n = unsafe { sum(sendcounts, size) };
-        n * state::type_size(p, sendtype)
+        n * state::type_size(&a.abi, p, sendtype)
     };
     collective(r, size, sent, received);
 }
@@ -1406,6 +1482,7 @@ unsafe fn alltoallv_done(
 /// # Safety
 /// `recvcounts` holds the communicator's size of counts at the root (or is NULL).
 #[allow(clippy::too_many_arguments)]
+#[inline]
 unsafe fn gatherv_done(
     a: &Active,
     p: &Pmpi,
@@ -1418,7 +1495,7 @@ unsafe fn gatherv_done(
 ) {
     let (size, me) = a.size_and_rank(a.view(p, comm));
     let (received, mine) = if me == root {
-        let ts = state::type_size(p, recvtype);
+        let ts = state::type_size(&a.abi, p, recvtype);
         // SAFETY: recvcounts holds `size` counts at the root.
         unsafe { (sum(recvcounts, size) * ts, at(recvcounts, me, size) * ts) }
     } else {
@@ -1434,6 +1511,7 @@ unsafe fn gatherv_done(
 /// # Safety
 /// `sendcounts` holds the communicator's size of counts at the root (or is NULL).
 #[allow(clippy::too_many_arguments)]
+#[inline]
 unsafe fn scatterv_done(
     a: &Active,
     p: &Pmpi,
@@ -1446,7 +1524,7 @@ unsafe fn scatterv_done(
 ) {
     let (size, me) = a.size_and_rank(a.view(p, comm));
     let (sent, mine) = if me == root {
-        let ts = state::type_size(p, sendtype);
+        let ts = state::type_size(&a.abi, p, sendtype);
         // SAFETY: sendcounts holds `size` counts at the root.
         unsafe { (sum(sendcounts, size) * ts, at(sendcounts, me, size) * ts) }
     } else {
@@ -1523,4 +1601,21 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Comm) -> c_int {
     }
     // SAFETY: forwarded as received.
     unsafe { (p.comm_free)(comm) }
+}
+
+// ---- datatypes ----
+
+/// `MPI_Type_free`: the datatype's handle may name another datatype later, so
+/// the sizes kprof caches are dropped.
+///
+/// # Safety
+/// The MPI standard's C binding.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_free(dtype: *mut Datatype) -> c_int {
+    let Some(p) = pmpi() else {
+        return sys::ERR_OTHER;
+    };
+    guard((), state::forget_type_sizes);
+    // SAFETY: forwarded as received.
+    unsafe { (p.type_free)(dtype) }
 }

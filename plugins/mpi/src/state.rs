@@ -1,9 +1,13 @@
 //! The plugin's state: the `PMPI_*` table, whether calls are measured (the core's
 //! table, `MPI_COMM_WORLD` and its group), the per-communicator translation of
-//! ranks to `MPI_COMM_WORLD` ranks, and the table of receives in flight.
+//! ranks to `MPI_COMM_WORLD` ranks, the table of receives in flight, and the
+//! sizes of the datatypes seen (until one is freed).
 //!
-//! Both tables are fixed arrays of atomics, probed in buckets of 8 keys (one
-//! cache line): no lock and no allocation on a call. A communicator's
+//! The first two tables are fixed arrays of atomics, probed in buckets of 8
+//! keys (one cache line): no lock and no allocation on a call. A bucket's
+//! receive slots are taken in order and a slot once taken never reads as never
+//! taken again, so a search stops at the first slot never taken: a request that
+//! is no tracked receive (a send's) costs one or two probes, not eight. A communicator's
 //! translation is built once, at its creation or first sight (the cold path), and
 //! kept for the life of the process, so a request posted on a communicator freed
 //! before it completes still translates.
@@ -258,12 +262,18 @@ fn bucket(key: usize, slots: usize) -> usize {
 
 impl Active {
     /// How `comm` translates.
-    #[inline]
+    #[inline(always)]
     pub fn view(&self, p: &Pmpi, comm: Comm) -> CommView {
-        let key = self.abi.key(comm);
-        if key == self.abi.comm_world {
+        if self.abi.key(comm) == self.abi.comm_world {
             return CommView::World;
         }
+        self.view_other(p, comm)
+    }
+
+    /// How `comm`, not `MPI_COMM_WORLD`, translates.
+    #[inline(never)]
+    fn view_other(&self, p: &Pmpi, comm: Comm) -> CommView {
+        let key = self.abi.key(comm);
         if key <= RESERVED || key == self.abi.comm_null {
             return CommView::Unknown;
         }
@@ -488,6 +498,25 @@ impl Rec {
         }
     }
 
+    /// The first arguments of the call (`keys` static literals), as
+    /// [`Rec::arg`] of each but in one step.
+    #[inline(always)]
+    pub fn args<const N: usize>(&mut self, args: [(&'static CStr, u64); N]) {
+        if self.0.nargs == 0 && N <= CALL_ARGS {
+            for (i, (key, value)) in args.into_iter().enumerate() {
+                self.0.args[i] = ActivityArg {
+                    key: key.as_ptr(),
+                    value,
+                };
+            }
+            self.0.nargs = N as u8;
+        } else {
+            for (key, value) in args {
+                self.arg(key, value);
+            }
+        }
+    }
+
     /// One message to or from world rank `peer`: the call's first goes with
     /// it, later ones to the core at once.
     #[inline(always)]
@@ -502,15 +531,72 @@ impl Rec {
     }
 }
 
-/// Size in bytes of one element of `dtype` (0 when MPI refuses it).
+// ---- datatype sizes ----
+
+/// Datatype sizes seen so far, direct-mapped by handle: the handle (its
+/// [`Abi::key`]) in the low [`KEY_BITS`], the size above (0: empty). A call
+/// then reads one word instead of calling `PMPI_Type_size` (about 40
+/// instructions in Open MPI).
+const TYPE_SLOTS: usize = 64;
+static TYPE_SIZES: [AtomicU64; TYPE_SLOTS] = [const { AtomicU64::new(0) }; TYPE_SLOTS];
+/// Datatypes freed so far (`MPI_Type_free`): a size learnt while one was freed
+/// is not kept, as its handle may already name another datatype.
+static TYPES_FREED: AtomicU64 = AtomicU64::new(0);
+/// Sizes above this are not cached (they would not fit beside the handle).
+const MAX_CACHED_SIZE: u64 = (1 << (64 - KEY_BITS)) - 1;
+
+#[inline(always)]
+fn type_slot(key: u64) -> usize {
+    // Open MPI's datatypes are objects of a few hundred bytes, MPICH's
+    // predefined ones small integers: both kinds of bits count.
+    ((key ^ key >> 9).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % TYPE_SLOTS
+}
+
+/// Size in bytes of one element of `dtype` (0 when MPI refuses it): from the
+/// cache, else from `PMPI_Type_size` (then cached).
 #[inline]
-pub(crate) fn type_size(p: &Pmpi, dtype: Datatype) -> u64 {
+pub(crate) fn type_size(abi: &Abi, p: &Pmpi, dtype: Datatype) -> u64 {
+    let key = abi.key(dtype) as u64;
+    let w = TYPE_SIZES[type_slot(key)].load(Ordering::Relaxed);
+    if w & KEY_MASK == key && key != 0 {
+        return w >> KEY_BITS;
+    }
+    learn_type_size(key, p, dtype)
+}
+
+/// A datatype not in the cache: its size from MPI, cached unless a datatype
+/// was freed meanwhile.
+#[cold]
+#[inline(never)]
+fn learn_type_size(key: u64, p: &Pmpi, dtype: Datatype) -> u64 {
+    let freed = TYPES_FREED.load(Ordering::SeqCst);
     let mut size: c_int = 0;
     // SAFETY: the program's datatype; out-pointer to a local.
     if unsafe { (p.type_size)(dtype, &mut size) } != sys::SUCCESS {
         return 0;
     }
-    u64::try_from(size).unwrap_or(0)
+    let size = u64::try_from(size).unwrap_or(0);
+    if key == 0 || key > KEY_MASK || size > MAX_CACHED_SIZE {
+        return size;
+    }
+    let slot = &TYPE_SIZES[type_slot(key)];
+    let w = size << KEY_BITS | key;
+    slot.store(w, Ordering::SeqCst);
+    // A free that began before the store clears the cache after it; one the
+    // load below misses cannot have begun (both sequentially consistent).
+    if TYPES_FREED.load(Ordering::SeqCst) != freed {
+        let _ = slot.compare_exchange(w, 0, Ordering::SeqCst, Ordering::Relaxed);
+    }
+    size
+}
+
+/// A datatype is being freed (`MPI_Type_free`): its handle may name another
+/// datatype next, so no size is kept.
+pub fn forget_type_sizes() {
+    TYPES_FREED.fetch_add(1, Ordering::SeqCst);
+    for s in &TYPE_SIZES {
+        s.store(0, Ordering::SeqCst);
+    }
 }
 
 // ---- receives in flight ----
@@ -547,10 +633,17 @@ pub struct Claim {
     word: u64,
 }
 
-/// `word` taken once more for `key`.
+/// `word` taken once more for `key`. The count skips 0, so that a slot once
+/// taken never reads 0 again: a bucket's slots are taken in order, and a
+/// search stops at the first one never taken.
 fn retaken(word: u64, key: u64) -> u64 {
-    (word & !KEY_MASK).wrapping_add(1 << KEY_BITS) | key
+    let taken = match (word >> KEY_BITS).wrapping_add(1) & TAKEN_MASK {
+        0 => 1,
+        n => n,
+    };
+    taken << KEY_BITS | key
 }
+const TAKEN_MASK: u64 = (1 << (64 - KEY_BITS)) - 1;
 
 /// Remembers the receive posted as `req` (until a wait or test completes it).
 #[inline]
@@ -569,24 +662,35 @@ pub fn track(key: usize, view: CommView, dtype: Datatype) {
         return;
     }
     let b = bucket(key, REQ_SLOTS);
-    // A handle MPI reuses after an untracked completion replaces its old entry.
-    for i in b..b + BUCKET {
-        let w = REQ_KEYS[i].load(Ordering::Acquire);
-        if w & KEY_MASK == key64
-            && REQ_KEYS[i]
-                .compare_exchange(w, retaken(w, key64), Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
-            REQ_COMM[i].store(comm, Ordering::Relaxed);
-            REQ_TYPE[i].store(dtype as usize, Ordering::Relaxed);
-            return;
+    // One pass: a handle MPI reuses after an untracked completion replaces its
+    // old entry (searched up to the first slot never taken: none lies beyond);
+    // else the first free slot is taken. A race lost on a slot starts over
+    // (each loss is another thread's progress in this bucket).
+    'retry: for _ in 0..2 * BUCKET {
+        let mut free = None;
+        for i in b..b + BUCKET {
+            let w = REQ_KEYS[i].load(Ordering::Acquire);
+            if w & KEY_MASK == key64 {
+                if REQ_KEYS[i]
+                    .compare_exchange(w, retaken(w, key64), Ordering::AcqRel, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue 'retry;
+                }
+                REQ_COMM[i].store(comm, Ordering::Relaxed);
+                REQ_TYPE[i].store(dtype as usize, Ordering::Relaxed);
+                return;
+            }
+            if w & KEY_MASK == 0 && free.is_none() {
+                free = Some((i, w));
+            }
+            if w == 0 {
+                break;
+            }
         }
-    }
-    for i in b..b + BUCKET {
-        let w = REQ_KEYS[i].load(Ordering::Relaxed);
-        if w & KEY_MASK != 0 {
-            continue;
-        }
+        let Some((i, w)) = free else {
+            break;
+        };
         let reserved = (w & !KEY_MASK) | RESERVED as u64;
         if REQ_KEYS[i]
             .compare_exchange(w, reserved, Ordering::AcqRel, Ordering::Relaxed)
@@ -625,6 +729,10 @@ pub fn lookup(key: usize) -> Option<(Claim, Pending)> {
             };
             let dtype = REQ_TYPE[i].load(Ordering::Relaxed) as Datatype;
             return Some((Claim { slot: i, word }, Pending { view, dtype }));
+        }
+        if word == 0 {
+            // Never taken: neither is any slot after it.
+            return None;
         }
     }
     None
@@ -727,6 +835,104 @@ mod tests {
         for &r in &same {
             untrack(r);
         }
+    }
+
+    /// `n` keys of one bucket that no other test's keys fall in (the tests
+    /// share the table and run in parallel).
+    fn keys_of_a_quiet_bucket(n: usize) -> Vec<usize> {
+        let mut other: Vec<usize> = (0..100)
+            .chain([7000])
+            .map(|i| bucket(req(i), REQ_SLOTS))
+            .collect();
+        // The bucket `a_full_bucket_counts_what_it_cannot_track` fills.
+        let full = (5000..)
+            .map(|i| bucket(req(i), REQ_SLOTS))
+            .find(|b| !other[..100].contains(b))
+            .unwrap();
+        other.push(full);
+        let key = |i: usize| 0x7e00_0000_0000 + i * 0x40;
+        let want = (0..)
+            .map(|i| bucket(key(i), REQ_SLOTS))
+            .find(|b| !other.contains(b))
+            .unwrap();
+        (0..)
+            .map(key)
+            .filter(|&k| bucket(k, REQ_SLOTS) == want)
+            .take(n)
+            .collect()
+    }
+
+    #[test]
+    fn a_search_stops_at_the_first_slot_never_taken_and_passes_freed_ones() {
+        let k = keys_of_a_quiet_bucket(4);
+        let dtype = 0x77 as Datatype;
+        track(k[0], CommView::World, dtype);
+        track(k[1], CommView::World, dtype);
+        // The first slot freed: the second receive is still found past it.
+        let (first, _) = lookup(k[0]).expect("tracked");
+        release(first);
+        assert!(lookup(k[0]).is_none());
+        assert!(lookup(k[1]).is_some());
+        assert!(lookup(k[2]).is_none());
+        // A new receive takes the freed slot; both are found, the one never
+        // posted is not.
+        track(k[2], CommView::World, dtype);
+        assert!(lookup(k[2]).is_some());
+        assert!(lookup(k[1]).is_some());
+        assert!(lookup(k[3]).is_none());
+        // A handle tracked again (its completion unseen) keeps one entry.
+        track(k[1], CommView::World, dtype);
+        untrack(k[1]);
+        assert!(lookup(k[1]).is_none());
+        untrack(k[2]);
+        assert!(lookup(k[2]).is_none());
+    }
+
+    #[test]
+    fn a_slot_once_taken_never_reads_as_never_taken() {
+        let key = 0x7f00_1234_5640u64;
+        // The count of takings wraps past 0 to 1.
+        let last = TAKEN_MASK << KEY_BITS;
+        assert_eq!(retaken(last, key) >> KEY_BITS, 1);
+        assert_eq!(retaken(0, key) >> KEY_BITS, 1);
+        assert_ne!(retaken(last, key) & !KEY_MASK, 0);
+    }
+
+    static SIZE_CALLS: AtomicU64 = AtomicU64::new(0);
+    static SIZE: AtomicU64 = AtomicU64::new(8);
+
+    /// A `PMPI_Type_size` that counts its calls and answers [`SIZE`].
+    unsafe extern "C" fn fake_type_size(_: Datatype, size: *mut c_int) -> c_int {
+        SIZE_CALLS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the caller's out-pointer.
+        unsafe { *size = SIZE.load(Ordering::SeqCst) as c_int };
+        sys::SUCCESS
+    }
+
+    #[test]
+    fn datatype_sizes_are_asked_once_until_a_datatype_is_freed() {
+        let mut p = Pmpi::resolve();
+        p.type_size = fake_type_size;
+        let abi = Abi::of(Family::Mpich).expect("MPICH's ABI needs no library");
+        // An MPICH handle passed in a register whose upper half is not zero.
+        let dtype = 0xdead_0000_4c00_080b_u64 as usize as Datatype;
+        let calls = || SIZE_CALLS.load(Ordering::SeqCst);
+        assert_eq!(type_size(&abi, &p, dtype), 8);
+        assert_eq!(type_size(&abi, &p, dtype), 8);
+        assert_eq!(type_size(&abi, &p, 0x4c00_080b as Datatype), 8);
+        assert_eq!(calls(), 1);
+        // Freed, and the handle names a datatype of another size.
+        forget_type_sizes();
+        SIZE.store(24, Ordering::SeqCst);
+        assert_eq!(type_size(&abi, &p, dtype), 24);
+        assert_eq!(type_size(&abi, &p, dtype), 24);
+        assert_eq!(calls(), 2);
+        // Sizes too large to cache are asked each time.
+        SIZE.store(1 << 20, Ordering::SeqCst);
+        forget_type_sizes();
+        assert_eq!(type_size(&abi, &p, dtype), 1 << 20);
+        assert_eq!(type_size(&abi, &p, dtype), 1 << 20);
+        assert_eq!(calls(), 4);
     }
 
     #[test]

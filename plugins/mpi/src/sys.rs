@@ -159,6 +159,7 @@ pmpi_table! {
     get_library_version: "PMPI_Get_library_version" fn(*mut c_char, *mut c_int);
     cancel: "PMPI_Cancel" fn(*mut Request);
     abort: "PMPI_Abort" fn(Comm, c_int);
+    type_free: "PMPI_Type_free" fn(*mut Datatype);
 }
 
 /// `symbol` from the libraries after this one, else from the global scope.
@@ -244,6 +245,9 @@ pub struct Abi {
     pub byte: Datatype,
     /// Bytes of a handle in memory.
     handle_size: usize,
+    /// The bits of a handle passed by value that hold it (an MPICH `int`: the
+    /// low half of its register).
+    key_mask: usize,
     /// Bytes of an `MPI_Status` (the stride of an array of them).
     status_size: usize,
     /// `MPI_STATUS_IGNORE` and `MPI_STATUSES_IGNORE`.
@@ -274,6 +278,7 @@ impl Abi {
                 comm_null: data("ompi_mpi_comm_null\0")? as usize,
                 byte: data("ompi_mpi_byte\0")?,
                 handle_size: std::mem::size_of::<*mut c_void>(),
+                key_mask: usize::MAX,
                 status_size: std::mem::size_of::<Status>(),
                 status_ignore: 0,
                 in_place: 1,
@@ -284,6 +289,7 @@ impl Abi {
                 comm_null: MPICH_COMM_NULL,
                 byte: MPICH_BYTE as Datatype,
                 handle_size: std::mem::size_of::<c_int>(),
+                key_mask: 0xffff_ffff,
                 status_size: 5 * std::mem::size_of::<c_int>(),
                 status_ignore: 1,
                 in_place: usize::MAX,
@@ -296,11 +302,7 @@ impl Abi {
     /// upper half of its register.
     #[inline(always)]
     pub fn key<T>(&self, h: *mut T) -> usize {
-        if self.handle_size == 4 {
-            h as usize & 0xffff_ffff
-        } else {
-            h as usize
-        }
+        h as usize & self.key_mask
     }
 
     /// Handle `i` of the array at `p`, as a key.
