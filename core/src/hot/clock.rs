@@ -111,7 +111,7 @@ impl Clock {
         };
         // Below 2^128 for any rate below 2^64; a result beyond 2^64 ns (584
         // years, only from a counter slower than 1 GHz) saturates.
-        let ns = u128::from(d) * u128::from(self.ns_per_span) >> RATE_BITS;
+        let ns = (u128::from(d) * u128::from(self.ns_per_span)) >> RATE_BITS;
         u64::try_from(ns).unwrap_or(u64::MAX)
     }
 
