@@ -500,8 +500,22 @@ pub unsafe fn call(c: &kprof_abi::Call) {
         }
         return;
     }
-    // Records: never before the thread's last event (one thread's times only
-    // grow in its buffer).
+    call_records(t, rt, c, (name, channel), &args[..n], (begin, end));
+}
+
+/// [`call`] with records: the begin, arguments, message and end that separate
+/// calls would have written (out of the in-place path's line).
+#[inline(never)]
+fn call_records(
+    t: &mut ThreadState,
+    rt: &Runtime,
+    c: &kprof_abi::Call,
+    (name, channel): (u32, Option<u32>),
+    args: &[(u32, u64)],
+    (begin, end): (u64, u64),
+) {
+    // Never before the thread's last event (one thread's times only grow in
+    // its buffer).
     let begin = if t.delta(begin).is_some() { begin } else { end };
     // The writer recounts the thread's GUIDs from its begins.
     let _ = t.open();
@@ -509,7 +523,7 @@ pub unsafe fn call(c: &kprof_abi::Call) {
         (Some(delta), Ok(short)) => t.push(rt, [head(Op::BeginShort, c.kind, delta, short)], begin),
         _ => t.push(rt, long(begin, Op::Begin, c.kind, name, 0), begin),
     }
-    for &(key, value) in &args[..n] {
+    for &(key, value) in args {
         let [h, no_time] = long(0, Op::Arg, 0, key, 0);
         t.push_untimed(rt, [h, no_time, value, 0]);
     }

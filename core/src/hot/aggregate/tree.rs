@@ -165,16 +165,29 @@ impl Node {
         }
     }
 
-    /// Folds an instance's argument into the node's range for that key.
+    /// Folds an instance's argument into the node's range for that key. (Per
+    /// argument of every instance that has any: a key the node has seen takes
+    /// a short search and two compares; a new one is added out of line.)
+    #[inline(always)]
     pub fn add_arg(&mut self, key: u32, value: u64) {
-        let args = &mut self.extra().args;
-        match args.iter_mut().find(|(k, _, _)| *k == key) {
+        let seen = self
+            .extra
+            .as_deref_mut()
+            .and_then(|e| e.args.iter_mut().find(|(k, _, _)| *k == key));
+        match seen {
             Some((_, min, max)) => {
                 *min = (*min).min(value);
                 *max = (*max).max(value);
             }
-            None => args.push((key, value, value)),
+            None => self.new_arg(key, value),
         }
+    }
+
+    /// [`Node::add_arg`] of a key the node has not seen.
+    #[cold]
+    #[inline(never)]
+    fn new_arg(&mut self, key: u32, value: u64) {
+        self.extra().args.push((key, value, value));
     }
 
     /// Adds `ns` to thread `thread`'s total (teams are small: a linear search).
