@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use kprof_abi::{Activity, Anomaly, CopyEnd, Kind, Site, SpaceName};
 
 use crate::base::devices::Device;
-use crate::hot::aggregate::local::ThreadProfile;
 use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{
     CopyInfo, DeviceActivity, Event, Extras, Opening, SiteRef, Transfer, ACTIVITY_ARGS,
@@ -74,7 +73,7 @@ fn begin_named(
                     counters,
                     ..Extras::NONE
                 };
-                open_whole(ip, guid, parent, kind, name, dev, ts, extras);
+                ip.open_extras(o, parent, extras);
             }
         }
         return guid;
@@ -101,31 +100,6 @@ fn begin_named(
         }
     }
     guid
-}
-
-/// Opens in place an instance with an explicit parent or extras (out of the
-/// plain begin's line, see [`ThreadProfile::open_plain`]).
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn open_whole(
-    ip: &mut ThreadProfile,
-    guid: u64,
-    parent: u64,
-    kind: u8,
-    name: u32,
-    dev: u16,
-    begin: u64,
-    extras: Extras,
-) {
-    ip.open(&Opening {
-        guid,
-        parent,
-        kind,
-        name,
-        dev,
-        begin,
-        extras,
-    });
 }
 
 /// Appends the thread's counters read for the begin or end record that follows
@@ -206,7 +180,7 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
             (AtExtra::Arg { value, .. }, None) => ip.open_with(o, parent, Some((key, value))),
             _ => {
                 let extras = Extras { counters, ..extras };
-                open_whole(ip, guid, parent, kind, name, dev, ts, extras);
+                ip.open_extras(o, parent, extras);
             }
         }
         return guid;
@@ -297,19 +271,12 @@ pub unsafe fn begin_transfer_named(
     let counters = t.read_counters(kind);
     let ts = rt.clock.now();
     if let Some(ip) = t.in_place() {
-        ip.open(&Opening {
-            guid,
-            parent,
-            kind,
-            name,
-            dev,
-            begin: ts,
-            extras: Extras {
-                transfer: Some(Transfer { bytes, direction }),
-                counters,
-                ..Extras::NONE
-            },
-        });
+        let extras = Extras {
+            transfer: Some(Transfer { bytes, direction }),
+            counters,
+            ..Extras::NONE
+        };
+        ip.open_extras((guid, kind, name, dev, ts), parent, extras);
         return guid;
     }
     push_counters(t, rt, counters);

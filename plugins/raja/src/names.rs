@@ -105,6 +105,42 @@ fn home(len: usize, w0: u64, w1: u64) -> usize {
     (x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % SLOTS
 }
 
+/// Where the probe for a name ended.
+enum Probe {
+    /// The table holds it: its unchanging copy.
+    Found(*const c_char),
+    /// Not in the table: the first empty slot of its neighbourhood, and its key
+    /// words.
+    Empty(&'static Slot, u64, u64),
+    /// Not in the table, and no empty slot nearby.
+    Full,
+}
+
+/// Looks the `len`-byte (1 to [`MAX_CACHED`]) name at `ptr` up.
+///
+/// # Safety
+/// `ptr[0..len]` is the name and `ptr[len]` a readable NUL (see `check_name`).
+#[inline(always)]
+unsafe fn probe(ptr: *const c_char, len: usize) -> Probe {
+    // SAFETY: the caller's contract.
+    let (w0, w1) = unsafe { key(ptr, len) };
+    let h = home(len, w0, w1);
+    for i in 0..PROBES {
+        let slot = &TABLE[(h + i) % SLOTS];
+        if slot.holds(len, w0, w1) {
+            let copy = slot.copy.load(Ordering::Relaxed);
+            // SAFETY: the copy holds len bytes and its NUL (same length); the
+            // caller's name too.
+            if len <= EXACT || unsafe { same_middle(copy, ptr, len) } {
+                return Probe::Found(copy);
+            }
+        } else if slot.tag.load(Ordering::Relaxed) == EMPTY {
+            return Probe::Empty(slot, w0, w1);
+        }
+    }
+    Probe::Full
+}
+
 /// The unchanging copy of the `len`-byte name at `ptr` when the table holds it
 /// already (no copy is made): a kernel's launches after its first. `None` for
 /// a name not in the table yet.
@@ -117,22 +153,10 @@ pub unsafe fn cached(ptr: *const c_char, len: usize) -> Option<*const c_char> {
         return None;
     }
     // SAFETY: the caller's contract.
-    let (w0, w1) = unsafe { key(ptr, len) };
-    let h = home(len, w0, w1);
-    for i in 0..PROBES {
-        let slot = &TABLE[(h + i) % SLOTS];
-        if slot.holds(len, w0, w1) {
-            let copy = slot.copy.load(Ordering::Relaxed);
-            // SAFETY: the copy holds len bytes and its NUL (same length); the
-            // caller's name too.
-            if len <= EXACT || unsafe { same_middle(copy, ptr, len) } {
-                return Some(copy);
-            }
-        } else if slot.tag.load(Ordering::Relaxed) == EMPTY {
-            return None;
-        }
+    match unsafe { probe(ptr, len) } {
+        Probe::Found(copy) => Some(copy),
+        Probe::Empty(..) | Probe::Full => None,
     }
-    None
 }
 
 /// The unchanging copy of the `len`-byte name at `ptr`, made on first sight;
@@ -145,23 +169,12 @@ pub unsafe fn unchanging(ptr: *const c_char, len: usize) -> Option<*const c_char
     if len == 0 || len > MAX_CACHED {
         return None;
     }
-    // SAFETY: the caller's contract.
-    let (w0, w1) = unsafe { key(ptr, len) };
-    let h = home(len, w0, w1);
-    for i in 0..PROBES {
-        let slot = &TABLE[(h + i) % SLOTS];
-        if slot.holds(len, w0, w1) {
-            let copy = slot.copy.load(Ordering::Relaxed);
-            // SAFETY: as in `cached`.
-            if len <= EXACT || unsafe { same_middle(copy, ptr, len) } {
-                return Some(copy);
-            }
-        } else if slot.tag.load(Ordering::Relaxed) == EMPTY {
-            // SAFETY: the caller's contract.
-            return unsafe { fill(slot, ptr, len, w0, w1) };
-        }
+    // SAFETY: the caller's contract (for the probe and the fill).
+    match unsafe { probe(ptr, len) } {
+        Probe::Found(copy) => Some(copy),
+        Probe::Empty(slot, w0, w1) => unsafe { fill(slot, ptr, len, w0, w1) },
+        Probe::Full => None,
     }
-    None
 }
 
 /// Whether the names of `len` (over [`EXACT`]) bytes at `a` and `b`, whose key

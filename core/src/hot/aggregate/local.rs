@@ -427,6 +427,18 @@ impl ThreadProfile {
     #[cold]
     #[inline(never)]
     fn open_rare(&mut self, o: (u64, u8, u32, u16, u64), parent: u64, arg: Option<(u32, u64)>) {
+        let extras = Extras {
+            arg,
+            ..Extras::NONE
+        };
+        self.open_extras(o, parent, extras);
+    }
+
+    /// [`ThreadProfile::open`] of `o` (GUID, kind, name, device, raw begin)
+    /// under `parent` with `extras`, out of the callers' line: the begins that
+    /// carry more than a name (counters, a transfer) or are rare.
+    #[inline(never)]
+    pub fn open_extras(&mut self, o: (u64, u8, u32, u16, u64), parent: u64, extras: Extras) {
         let (guid, kind, name, dev, begin) = o;
         self.open(&Opening {
             guid,
@@ -435,10 +447,7 @@ impl ThreadProfile {
             name,
             dev,
             begin,
-            extras: Extras {
-                arg,
-                ..Extras::NONE
-            },
+            extras,
         });
     }
 
