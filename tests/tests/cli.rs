@@ -1203,22 +1203,22 @@ fn flat_key(n: &Value) -> (String, String, String) {
 /// The flat rows of a tree: per key (count, total counting recursion once,
 /// sum of instances' time, self, min, max), keys in the order first met.
 type Sums = (u64, u64, u64, u64, u64, u64);
+/// (Keys found through an index: a tree can hold hundreds of thousands.)
 fn flat_sums(tree: &Value) -> Vec<((String, String, String), Sums)> {
+    type Key = (String, String, String);
     fn walk(
         list: &Value,
-        open: &mut Vec<(String, String, String)>,
-        out: &mut Vec<((String, String, String), Sums)>,
+        open: &mut Vec<Key>,
+        index: &mut std::collections::HashMap<Key, usize>,
+        out: &mut Vec<(Key, Sums)>,
     ) {
         for n in list.as_array().unwrap() {
             let key = flat_key(n);
             let inside = open.contains(&key);
-            let at = match out.iter().position(|(k, _)| *k == key) {
-                Some(at) => at,
-                None => {
-                    out.push((key.clone(), (0, 0, 0, 0, u64::MAX, 0)));
-                    out.len() - 1
-                }
-            };
+            let at = *index.entry(key.clone()).or_insert_with(|| {
+                out.push((key.clone(), (0, 0, 0, 0, u64::MAX, 0)));
+                out.len() - 1
+            });
             let s = &mut out[at].1;
             s.0 += u(&n["count"]);
             if !inside {
@@ -1229,13 +1229,96 @@ fn flat_sums(tree: &Value) -> Vec<((String, String, String), Sums)> {
             s.4 = s.4.min(u(&n["min_ns"]));
             s.5 = s.5.max(u(&n["max_ns"]));
             open.push(key);
-            walk(&n["children"], open, out);
+            walk(&n["children"], open, index, out);
             open.pop();
         }
     }
     let mut out = Vec::new();
-    walk(tree, &mut Vec::new(), &mut out);
+    walk(
+        tree,
+        &mut Vec::new(),
+        &mut std::collections::HashMap::new(),
+        &mut out,
+    );
     out
+}
+
+/// The rows of `--csv` (by name, kind and device) that `rows` give, in their
+/// order; shares of a run of `run_ns`.
+fn rows_csv<'a>(
+    rows: impl IntoIterator<Item = &'a ((String, String, String), Sums)>,
+    run_ns: f64,
+) -> String {
+    let mut s =
+        String::from("name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns,self_pct\n");
+    for ((name, kind, device), x) in rows {
+        s.push_str(&format!(
+            "{name},{kind},{device},{},{},{},{:.1},{},{},{:.2}\n",
+            x.0,
+            x.1,
+            x.3,
+            x.2 as f64 / x.0 as f64,
+            x.4,
+            x.5,
+            100.0 * x.3 as f64 / run_ns
+        ));
+    }
+    s
+}
+
+/// A flat row by name: its kinds in the order first met, and its sums.
+type NameRow = (String, Vec<String>, Sums);
+
+/// The rows of `--flat` that the rows by (name, kind, device) give: one per
+/// name, summed over every row of it, in the order first met.
+fn by_name(sums: &[((String, String, String), Sums)]) -> Vec<NameRow> {
+    let mut names: Vec<NameRow> = Vec::new();
+    let mut at_name = std::collections::HashMap::new();
+    for ((name, kind, _), x) in sums {
+        let at = *at_name.entry(name.clone()).or_insert_with(|| {
+            names.push((name.clone(), Vec::new(), (0, 0, 0, 0, u64::MAX, 0)));
+            names.len() - 1
+        });
+        let b = &mut names[at];
+        if !b.1.contains(kind) {
+            b.1.push(kind.clone());
+        }
+        b.2 = (
+            b.2 .0 + x.0,
+            b.2 .1 + x.1,
+            b.2 .2 + x.2,
+            b.2 .3 + x.3,
+            b.2 .4.min(x.4),
+            b.2 .5.max(x.5),
+        );
+    }
+    names
+}
+
+/// The rows of `--flat --csv` that `rows` give, in their order.
+fn flat_csv<'a>(rows: impl IntoIterator<Item = &'a NameRow>, run_ns: f64) -> String {
+    let mut expect = String::from(
+        "name,kinds,calls,total_ns,time_per_call_ns,min_ns,max_ns,self_ns,total_pct\n",
+    );
+    for (name, kinds, s) in rows {
+        let kinds = kinds.join(",");
+        let kinds = if kinds.contains(',') {
+            format!("\"{kinds}\"")
+        } else {
+            kinds
+        };
+        expect.push_str(&format!(
+            "{name},{kinds},{},{},{:.1},{},{},{},{:.2}\n",
+            s.0,
+            s.1,
+            s.2 as f64 / s.0 as f64,
+            s.4,
+            s.5,
+            s.3,
+            100.0 * s.1 as f64 / run_ns
+        ));
+    }
+    expect
 }
 
 /// The tree view's lines: `depth;path;total` for a node shown, `more;depth;N;total`
@@ -1330,21 +1413,7 @@ fn report_of_many_nodes_shows_the_rows_the_profile_gives() {
     );
     let mut by_self = sums.clone();
     by_self.sort_by(|a, b| b.1 .3.cmp(&a.1 .3).then_with(|| a.0.cmp(&b.0)));
-    let mut expect =
-        String::from("name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns,self_pct\n");
-    for ((name, kind, device), s) in by_self.iter().take(20) {
-        expect.push_str(&format!(
-            "{name},{kind},{device},{},{},{},{:.1},{},{},{:.2}\n",
-            s.0,
-            s.1,
-            s.3,
-            s.2 as f64 / s.0 as f64,
-            s.4,
-            s.5,
-            100.0 * s.3 as f64 / run_ns
-        ));
-    }
-    assert_eq!(both(&["--csv"]), expect);
+    assert_eq!(both(&["--csv"]), rows_csv(by_self.iter().take(20), run_ns));
     let out = both(&[]);
     assert!(
         out.contains(&format!("(top 20 of {}; ", sums.len())),
@@ -1367,51 +1436,12 @@ fn report_of_many_nodes_shows_the_rows_the_profile_gives() {
     assert_eq!(got, names);
 
     // By name over all paths (--flat): the top 20 by total time.
-    let mut names: Vec<(String, Vec<String>, Sums)> = Vec::new();
-    for ((name, kind, _), s) in &sums {
-        let at = match names.iter().position(|(n, _, _)| n == name) {
-            Some(at) => at,
-            None => {
-                names.push((name.clone(), Vec::new(), (0, 0, 0, 0, u64::MAX, 0)));
-                names.len() - 1
-            }
-        };
-        let b = &mut names[at];
-        if !b.1.contains(kind) {
-            b.1.push(kind.clone());
-        }
-        b.2 = (
-            b.2 .0 + s.0,
-            b.2 .1 + s.1,
-            b.2 .2 + s.2,
-            b.2 .3 + s.3,
-            b.2 .4.min(s.4),
-            b.2 .5.max(s.5),
-        );
-    }
+    let mut names = by_name(&sums);
     names.sort_by(|a, b| b.2 .1.cmp(&a.2 .1).then_with(|| a.0.cmp(&b.0)));
-    let mut expect = String::from(
-        "name,kinds,calls,total_ns,time_per_call_ns,min_ns,max_ns,self_ns,total_pct\n",
+    assert_eq!(
+        both(&["--flat", "--csv"]),
+        flat_csv(names.iter().take(20), run_ns)
     );
-    for (name, kinds, s) in names.iter().take(20) {
-        let kinds = kinds.join(",");
-        let kinds = if kinds.contains(',') {
-            format!("\"{kinds}\"")
-        } else {
-            kinds
-        };
-        expect.push_str(&format!(
-            "{name},{kinds},{},{},{:.1},{},{},{},{:.2}\n",
-            s.0,
-            s.1,
-            s.2 as f64 / s.0 as f64,
-            s.4,
-            s.5,
-            s.3,
-            100.0 * s.1 as f64 / run_ns
-        ));
-    }
-    assert_eq!(both(&["--flat", "--csv"]), expect);
 
     // The tree, pruned by --top, with and without a filter: the nodes from the
     // CSV, the hidden siblings from the table's "N more" lines.
@@ -1558,47 +1588,6 @@ fn many_names_tree(nodes: usize) -> String {
     out
 }
 
-/// Flat rows by (name, kind, device label) as [`flat_sums`] adds them, with
-/// an index (hundreds of thousands of keys).
-fn flat_sums_indexed(tree: &Value) -> Vec<((String, String, String), Sums)> {
-    type Key = (String, String, String);
-    fn walk(
-        list: &Value,
-        open: &mut Vec<Key>,
-        index: &mut std::collections::HashMap<Key, usize>,
-        out: &mut Vec<(Key, Sums)>,
-    ) {
-        for n in list.as_array().unwrap() {
-            let key = flat_key(n);
-            let inside = open.contains(&key);
-            let at = *index.entry(key.clone()).or_insert_with(|| {
-                out.push((key.clone(), (0, 0, 0, 0, u64::MAX, 0)));
-                out.len() - 1
-            });
-            let s = &mut out[at].1;
-            s.0 += u(&n["count"]);
-            if !inside {
-                s.1 += u(&n["total_ns"]);
-            }
-            s.2 += u(&n["total_ns"]);
-            s.3 += u(&n["self_ns"]);
-            s.4 = s.4.min(u(&n["min_ns"]));
-            s.5 = s.5.max(u(&n["max_ns"]));
-            open.push(key);
-            walk(&n["children"], open, index, out);
-            open.pop();
-        }
-    }
-    let mut out = Vec::new();
-    walk(
-        tree,
-        &mut Vec::new(),
-        &mut std::collections::HashMap::new(),
-        &mut out,
-    );
-    out
-}
-
 /// More distinct names than `kprof report` holds in memory (it adds the
 /// rest up on disk): the flat tables still show the rows the whole profile
 /// gives, a shared name's row summed over every call path.
@@ -1616,7 +1605,7 @@ fn report_of_many_distinct_names_sums_each_over_the_whole_profile() {
     drop(text);
     let p = read_profile(&dir.join("p"));
     let run_ns = u(&p["clock"]["duration_ns"]) as f64;
-    let sums = flat_sums_indexed(&p["tree"]);
+    let sums = flat_sums(&p["tree"]);
     // More keys than are held in memory (2^17), and shared names over many paths.
     assert!(sums.len() > 200_000, "{} rows", sums.len());
     let shared = sums.iter().filter(|(k, _)| k.0.starts_with('s'));
@@ -1634,31 +1623,16 @@ fn report_of_many_distinct_names_sums_each_over_the_whole_profile() {
         assert_ok(&o);
         stdout(&o)
     };
-    let rows_csv = |rows: &[&((String, String, String), Sums)]| {
-        let mut s = String::from(
-            "name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns,self_pct\n",
-        );
-        for ((name, kind, device), x) in rows {
-            s.push_str(&format!(
-                "{name},{kind},{device},{},{},{},{:.1},{},{},{:.2}\n",
-                x.0,
-                x.1,
-                x.3,
-                x.2 as f64 / x.0 as f64,
-                x.4,
-                x.5,
-                100.0 * x.3 as f64 / run_ns
-            ));
-        }
-        s
-    };
 
     // The default table: the top 20 by self time (shared names first), and
     // how many rows there are.
     let mut by_self: Vec<_> = sums.iter().collect();
     by_self.sort_by(|a, b| b.1 .3.cmp(&a.1 .3).then_with(|| a.0.cmp(&b.0)));
     assert!(by_self[0].0 .0.starts_with('s'));
-    assert_eq!(report(&["--csv"]), rows_csv(&by_self[..20]));
+    assert_eq!(
+        report(&["--csv"]),
+        rows_csv(by_self[..20].iter().copied(), run_ns)
+    );
     let out = report(&[]);
     assert!(
         out.contains(&format!("(top 20 of {}; ", sums.len())),
@@ -1668,56 +1642,17 @@ fn report_of_many_distinct_names_sums_each_over_the_whole_profile() {
     let mut unique: Vec<_> = sums.iter().filter(|(k, _)| k.0.starts_with("n1")).collect();
     unique.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then_with(|| a.0.cmp(&b.0)));
     let out = report(&["--csv", "--sort", "total", "--top", "15", "--filter", "^n1"]);
-    assert_eq!(out, rows_csv(&unique[..15]));
+    assert_eq!(out, rows_csv(unique[..15].iter().copied(), run_ns));
 
     // By name (--flat): kinds in the order first met, sums over every row.
-    let mut names: Vec<(String, Vec<String>, Sums)> = Vec::new();
-    let mut at_name = std::collections::HashMap::new();
-    for ((name, kind, _), x) in &sums {
-        let at = *at_name.entry(name.clone()).or_insert_with(|| {
-            names.push((name.clone(), Vec::new(), (0, 0, 0, 0, u64::MAX, 0)));
-            names.len() - 1
-        });
-        let b = &mut names[at];
-        if !b.1.contains(kind) {
-            b.1.push(kind.clone());
-        }
-        b.2 = (
-            b.2 .0 + x.0,
-            b.2 .1 + x.1,
-            b.2 .2 + x.2,
-            b.2 .3 + x.3,
-            b.2 .4.min(x.4),
-            b.2 .5.max(x.5),
-        );
-    }
+    let names = by_name(&sums);
     for (sort, top) in [("total", 20), ("count", 45)] {
         let mut sorted: Vec<_> = names.iter().collect();
         let key = |s: &Sums| if sort == "total" { s.1 } else { s.0 };
         sorted.sort_by(|a, b| key(&b.2).cmp(&key(&a.2)).then_with(|| a.0.cmp(&b.0)));
         // Shared names come first, some of them of two kinds.
         assert!(sorted[..top].iter().any(|(_, kinds, _)| kinds.len() > 1));
-        let mut expect = String::from(
-            "name,kinds,calls,total_ns,time_per_call_ns,min_ns,max_ns,self_ns,total_pct\n",
-        );
-        for (name, kinds, s) in sorted.iter().take(top) {
-            let kinds = kinds.join(",");
-            let kinds = if kinds.contains(',') {
-                format!("\"{kinds}\"")
-            } else {
-                kinds
-            };
-            expect.push_str(&format!(
-                "{name},{kinds},{},{},{:.1},{},{},{},{:.2}\n",
-                s.0,
-                s.1,
-                s.2 as f64 / s.0 as f64,
-                s.4,
-                s.5,
-                s.3,
-                100.0 * s.1 as f64 / run_ns
-            ));
-        }
+        let expect = flat_csv(sorted.iter().take(top).copied(), run_ns);
         let top_arg = top.to_string();
         let args = ["--flat", "--csv", "--sort", sort, "--top", &top_arg];
         assert_eq!(report(&args), expect, "{sort}");

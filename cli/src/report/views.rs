@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use kprof_core::output::flat::Totals;
 use kprof_core::output::report::Report;
 
 use super::shown::{FlatKeys, TopK};
@@ -15,12 +16,8 @@ struct ByName<'a> {
     name: String,
     /// Kinds, in the order first met (`parallel_for`, `region`).
     kinds: Vec<&'a str>,
-    count: u64,
-    total_ns: u64,
-    instance_ns: u64,
-    self_ns: u64,
-    min_ns: u64,
-    max_ns: u64,
+    /// Its figures, summed over its rows.
+    t: Totals,
 }
 
 /// The flat table by name: total time, calls, time per call, shares, kinds.
@@ -33,8 +30,8 @@ pub fn flat(
     let key = sort_of(args);
     let top = args.top.unwrap_or(20);
     let order = |a: &ByName, b: &ByName| {
-        sort_value(key, b.total_ns, b.self_ns, b.count)
-            .cmp(&sort_value(key, a.total_ns, a.self_ns, a.count))
+        sort_value(key, b.t.total_ns, b.t.self_ns, b.t.count)
+            .cmp(&sort_value(key, a.t.total_ns, a.t.self_ns, a.t.count))
             .then_with(|| a.name.cmp(&b.name))
     };
     // The (name, kind, device) rows, which count recursion once, come by key,
@@ -67,22 +64,12 @@ pub fn flat(
             let b = ByName {
                 name: f.name.to_string(),
                 kinds: Vec::new(),
-                count: 0,
-                total_ns: 0,
-                instance_ns: 0,
-                self_ns: 0,
-                min_ns: u64::MAX,
-                max_ns: 0,
+                t: Totals::default(),
             };
             (b, Vec::new())
         });
         kinds.push((first, f.kind));
-        b.count = b.count.wrapping_add(f.count);
-        b.total_ns = b.total_ns.wrapping_add(f.total_ns);
-        b.instance_ns = b.instance_ns.wrapping_add(f.instance_ns);
-        b.self_ns = b.self_ns.wrapping_add(f.self_ns);
-        b.min_ns = b.min_ns.min(f.min_ns);
-        b.max_ns = b.max_ns.max(f.max_ns);
+        b.t.add(&f.totals());
     })?;
     close(&mut open, &mut best, &order);
     let (rows, all) = best.finish(&order);
@@ -112,14 +99,14 @@ pub fn flat(
     ]);
     for b in rows.iter().take(top) {
         t.row(vec![
-            dur(b.total_ns),
-            pct(b.total_ns as f64, run),
-            bar(b.total_ns as f64, run),
-            b.count.to_string(),
-            crate::fmt::duration(b.instance_ns as f64 / b.count.max(1) as f64),
-            dur(b.min_ns),
-            dur(b.max_ns),
-            dur(b.self_ns),
+            dur(b.t.total_ns),
+            pct(b.t.total_ns as f64, run),
+            bar(b.t.total_ns as f64, run),
+            b.t.count.to_string(),
+            crate::fmt::duration(b.t.instance_ns as f64 / b.t.count.max(1) as f64),
+            dur(b.t.min_ns),
+            dur(b.t.max_ns),
+            dur(b.t.self_ns),
             b.kinds.join(","),
             cell(&b.name, args),
         ]);
@@ -141,7 +128,7 @@ fn flat_machine(rows: &[ByName], run: f64, csv: bool) -> String {
             0.0
         }
     };
-    let per_call = |b: &ByName| b.instance_ns as f64 / b.count.max(1) as f64;
+    let per_call = |b: &ByName| b.t.instance_ns as f64 / b.t.count.max(1) as f64;
     if csv {
         let mut s = String::from(
             "name,kinds,calls,total_ns,time_per_call_ns,min_ns,max_ns,self_ns,total_pct\n",
@@ -152,13 +139,13 @@ fn flat_machine(rows: &[ByName], run: f64, csv: bool) -> String {
                 "{},{},{},{},{:.1},{},{},{},{:.2}",
                 csv_field(&b.name),
                 csv_field(&b.kinds.join(",")),
-                b.count,
-                b.total_ns,
+                b.t.count,
+                b.t.total_ns,
                 per_call(b),
-                b.min_ns,
-                b.max_ns,
-                b.self_ns,
-                share(b.total_ns)
+                b.t.min_ns,
+                b.t.max_ns,
+                b.t.self_ns,
+                share(b.t.total_ns)
             );
         }
         s
@@ -166,10 +153,10 @@ fn flat_machine(rows: &[ByName], run: f64, csv: bool) -> String {
         let rows: Vec<serde_json::Value> = rows
             .iter()
             .map(|b| {
-                serde_json::json!({"name": b.name, "kinds": b.kinds, "calls": b.count,
-                    "total_ns": b.total_ns, "time_per_call_ns": per_call(b),
-                    "min_ns": b.min_ns, "max_ns": b.max_ns, "self_ns": b.self_ns,
-                    "total_pct": share(b.total_ns)})
+                serde_json::json!({"name": b.name, "kinds": b.kinds, "calls": b.t.count,
+                    "total_ns": b.t.total_ns, "time_per_call_ns": per_call(b),
+                    "min_ns": b.t.min_ns, "max_ns": b.t.max_ns, "self_ns": b.t.self_ns,
+                    "total_pct": share(b.t.total_ns)})
             })
             .collect();
         serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n"

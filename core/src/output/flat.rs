@@ -72,6 +72,33 @@ pub struct Totals {
     pub max_ns: u64,
 }
 
+impl Totals {
+    /// Adds the figures of another row (another key's, for a coarser one: a
+    /// name over its kinds and devices).
+    pub fn add(&mut self, o: &Totals) {
+        self.count = self.count.wrapping_add(o.count);
+        self.total_ns = self.total_ns.wrapping_add(o.total_ns);
+        self.instance_ns = self.instance_ns.wrapping_add(o.instance_ns);
+        self.self_ns = self.self_ns.wrapping_add(o.self_ns);
+        self.min_ns = self.min_ns.min(o.min_ns);
+        self.max_ns = self.max_ns.max(o.max_ns);
+    }
+}
+
+impl FlatRow<'_> {
+    /// Its figures.
+    pub fn totals(&self) -> Totals {
+        Totals {
+            count: self.count,
+            total_ns: self.total_ns,
+            instance_ns: self.instance_ns,
+            self_ns: self.self_ns,
+            min_ns: self.min_ns,
+            max_ns: self.max_ns,
+        }
+    }
+}
+
 impl Default for Totals {
     fn default() -> Self {
         Totals {
