@@ -1,6 +1,9 @@
 //! Overhead of the Kokkos plugin on the hot path, against a no-tool run, an empty
-//! tool (the loader's and indirect calls' cost) and a floor tool (two TSC reads and
-//! one 16-byte store per kernel: the least a tracing tool can do). Two more rows keep
+//! tool (the loader's and indirect calls' cost), a floor tool (two TSC reads and
+//! one 16-byte store per kernel: the least a tracing tool can do) and an in-place
+//! floor tool (the least a tool that keeps a profile on the application thread can
+//! do: a tree node per (enclosing node, name) and its count, sum, min, max and sum of
+//! squares; it prints what it counted, which the benchmark checks). Two more rows keep
 //! Kokkos' fences around every kernel callback, as the kokkos-tools tools (kernel-timer
 //! among them) do: the floor tool with `FLOOR_TOOL_FENCES=1` (it leaves the fences
 //! Kokkos runs for it out by name, as they do) against kprof with
@@ -130,6 +133,7 @@ enum Variant {
     NoTool,
     Empty,
     Floor,
+    InPlaceFloor,
     Kprof,
     KprofTrace,
     FloorFences,
@@ -137,10 +141,11 @@ enum Variant {
 }
 
 impl Variant {
-    const ALL: [Variant; 7] = [
+    const ALL: [Variant; 8] = [
         Variant::NoTool,
         Variant::Empty,
         Variant::Floor,
+        Variant::InPlaceFloor,
         Variant::Kprof,
         Variant::KprofTrace,
         Variant::FloorFences,
@@ -152,6 +157,7 @@ impl Variant {
             Variant::NoTool => "no tool",
             Variant::Empty => "empty tool",
             Variant::Floor => "floor tool",
+            Variant::InPlaceFloor => "in-place floor tool",
             Variant::Kprof => "kprof profile-only",
             Variant::KprofTrace => "kprof + trace (KPROF_TRACE=perfetto)",
             Variant::FloorFences => "floor tool + Kokkos' fences",
@@ -164,6 +170,7 @@ impl Variant {
             Variant::NoTool => "none",
             Variant::Empty => "empty",
             Variant::Floor => "floor",
+            Variant::InPlaceFloor => "inplace-floor",
             Variant::Kprof => "kprof",
             Variant::KprofTrace => "kprof-trace",
             Variant::FloorFences => "floor-fences",
@@ -229,6 +236,11 @@ fn main() {
         &out_dir.join("libfloor_tool.so"),
         &["-shared", "-fPIC"],
     );
+    let inplace_floor = compile(
+        &[&test_file("bench/inplace_floor_tool.c")],
+        &out_dir.join("libinplace_floor_tool.so"),
+        &["-shared", "-fPIC"],
+    );
     let runs_dir = out_dir.join("runs");
     let _ = std::fs::remove_dir_all(&runs_dir);
     std::fs::create_dir_all(&runs_dir).expect("create target/bench-kokkos/runs");
@@ -276,6 +288,7 @@ fn main() {
             Variant::NoTool => None,
             Variant::Empty => Some(&empty),
             Variant::Floor | Variant::FloorFences => Some(&floor),
+            Variant::InPlaceFloor => Some(&inplace_floor),
             Variant::Kprof | Variant::KprofTrace | Variant::KprofFences => match &kprof {
                 Some(p) => Some(p),
                 None => continue,
@@ -438,6 +451,39 @@ fn main() {
              pair against the floor tool's; x-floor cpu: CPU ns per pair over the floor tool, \
              kprof's writer included)"
         );
+        println!();
+
+        // What aggregating in place costs at the least, whoever does it.
+        println!(
+            "in-place floor tool (tests/bench/inplace_floor_tool.c: a node per (enclosing node, \
+             name), its count/sum/min/max/sum of squares, nothing else):"
+        );
+        println!(
+            "{:<7} {:>15} {:>19} {:>15}",
+            "threads", "inplace/floor", "inplace-floor ns", "kprof/inplace"
+        );
+        for threads in [1u32, 2] {
+            let get = |v: Variant| results.get(&(regime, threads, v)).map(|ms| ns_of(ms));
+            let (floor, inplace, kprof) = (
+                get(Variant::Floor),
+                get(Variant::InPlaceFloor),
+                get(Variant::Kprof),
+            );
+            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+                _ => "-".into(),
+            };
+            let sub = inplace
+                .zip(floor)
+                .map_or("-".into(), |(a, b)| format!("{:.2}", a - b));
+            println!(
+                "{:<7} {:>15} {:>19} {:>15}",
+                threads,
+                ratio(inplace, floor),
+                sub,
+                ratio(kprof, inplace)
+            );
+        }
         println!();
 
         // With Kokkos' fences kept, as kokkos-tools' tools (kernel-timer) keep them.
@@ -618,6 +664,17 @@ fn run_variant(driver: &Path, run: &Run, out: &Path) -> Result<Measured, String>
             .and_then(|v| v.parse::<f64>().ok())
             .ok_or_else(|| format!("driver output lacks {k}=:\n{stdout}"))
     };
+    if variant == Variant::InPlaceFloor {
+        // The tool counts what its trees hold: a tool that skipped its work would
+        // look cheap.
+        let expected = u64::from(threads) * pairs * (reps + 1);
+        let counted = num("inplace_tool_count")?;
+        if counted != expected as f64 {
+            return Err(format!(
+                "the in-place floor tool counted {counted} kernels, expected {expected}"
+            ));
+        }
+    }
     let profile = variant.is_kprof().then(|| profile_info(out));
     Ok(Measured {
         ns_per_pair: num("ns_per_pair")?,

@@ -31,6 +31,9 @@ use types::{DeviceInfo, SpaceHandle, ToolProgrammingInterface, ToolSettings};
 
 /// The core's table once attached (measuring).
 static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
+/// The core's table while a kernel callback needs nothing but the core (see
+/// [`plain`]); null otherwise.
+static PLAIN: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 /// The core's table once loaded, attached or not (its help text and options).
 static TABLE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 static LOAD: Once = Once::new();
@@ -84,6 +87,31 @@ fn api() -> Option<&'static CoreApi> {
     unsafe { CORE.load(Ordering::Acquire).as_ref() }
 }
 
+/// The core's table when a host kernel's callbacks need nothing but the core's
+/// begin and end: attached, not RAJA's bridge, no next tool, device kernels not
+/// fenced. One load and a branch in front of the full path, whose checks
+/// (bridge, chain, device timing) each cost a load and a branch per callback.
+#[inline(always)]
+fn plain() -> Option<&'static CoreApi> {
+    // SAFETY: PLAIN holds null or CORE's pointer to the core's static table.
+    unsafe { PLAIN.load(Ordering::Acquire).as_ref() }
+}
+
+/// Opens the plain path once the tool is set up (the end of
+/// `kokkosp_init_library`, before Kokkos runs a kernel), if nothing else is needed.
+fn open_plain_path() {
+    let ptr = CORE.load(Ordering::Acquire);
+    if !ptr.is_null() && !bridge::active() && next().is_none() && !timing::fencing() {
+        PLAIN.store(ptr, Ordering::Release);
+    }
+}
+
+/// Closes the plain path for good: device kernels are fenced from now on
+/// ([`timing`] calls it before it says so).
+pub(crate) fn close_plain_path() {
+    PLAIN.store(std::ptr::null_mut(), Ordering::Release);
+}
+
 /// A space name as the core takes it.
 fn space(h: &SpaceHandle) -> SpaceName {
     SpaceName {
@@ -129,6 +157,7 @@ pub unsafe extern "C" fn kokkosp_init_library(
             Ok(None) => {}
             Err(e) => warn(&e),
         }
+        open_plain_path();
     })
 }
 
@@ -306,6 +335,28 @@ fn end_kernel(kind: Kind, kid: u64, fwd: Option<unsafe extern "C" fn(u64)>) {
     }
 }
 
+/// [`begin_kernel`] out of the plain path's line.
+///
+/// # Safety
+/// As [`begin_kernel`].
+#[inline(never)]
+unsafe fn begin_kernel_full(
+    kind: Kind,
+    name: *const c_char,
+    dev_id: u32,
+    kid: *mut u64,
+    fwd: Option<unsafe extern "C" fn(*const c_char, u32, *mut u64)>,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe { begin_kernel(kind, name, dev_id, kid, fwd) }
+}
+
+/// [`end_kernel`] out of the plain path's line.
+#[inline(never)]
+fn end_kernel_full(kind: Kind, kid: u64, fwd: Option<unsafe extern "C" fn(u64)>) {
+    end_kernel(kind, kid, fwd)
+}
+
 macro_rules! kernel_callbacks {
     ($($begin:ident, $end:ident, $kind:expr, $fb:ident, $fe:ident;)*) => {$(
         /// Kokkos kernel begin.
@@ -314,14 +365,29 @@ macro_rules! kernel_callbacks {
         /// `name` NULL or NUL-terminated; `kid` NULL or writable.
         #[no_mangle]
         pub unsafe extern "C" fn $begin(name: *const c_char, dev_id: u32, kid: *mut u64) {
-            // SAFETY: forwarded from Kokkos.
-            guard((), || unsafe { begin_kernel($kind, name, dev_id, kid, next().and_then(|n| n.$fb)) })
+            guard((), || match plain() {
+                Some(api) if !timing::is_device(dev_id) => {
+                    let dev = device::index(api, dev_id);
+                    // SAFETY: name is NULL or NUL-terminated (Kokkos' contract).
+                    let guid = unsafe { (api.begin)($kind as u8, name, dev, 0) };
+                    if !kid.is_null() {
+                        // SAFETY: Kokkos passes a pointer to its id storage.
+                        unsafe { *kid = guid };
+                    }
+                }
+                // SAFETY: forwarded from Kokkos.
+                _ => unsafe { begin_kernel_full($kind, name, dev_id, kid, next().and_then(|n| n.$fb)) },
+            })
         }
 
         /// Kokkos kernel end.
         #[no_mangle]
         pub extern "C" fn $end(kid: u64) {
-            guard((), || end_kernel($kind, kid, next().and_then(|n| n.$fe)))
+            guard((), || match plain() {
+                // SAFETY: plain integers.
+                Some(api) => unsafe { (api.end)($kind as u8, kid) },
+                None => end_kernel_full($kind, kid, next().and_then(|n| n.$fe)),
+            })
         }
     )*};
 }

@@ -145,6 +145,11 @@ fn decide(api: &CoreApi) -> u8 {
     } else {
         Mode::Fence
     };
+    if mode == Mode::Fence {
+        // Before the mode says so: a thread that sees the fencing mode finds the
+        // callbacks' plain path (which does not fence) closed.
+        crate::close_plain_path();
+    }
     match MODE.compare_exchange(UNDECIDED, mode.code(), Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
             let text = mode.describe();
