@@ -27,21 +27,9 @@
 #include <stdio.h>
 
 #include "kprof_actor.h"
+#include "record_ring.h"
 
 #define EXPORT __attribute__((visibility("default")))
-
-typedef struct {
-    uint64_t begin;
-    uint64_t end;
-} Record;
-
-#define RECORDS 4096 /* power of two: 64 KiB per thread */
-
-/* Thread-local, allocated with the thread's TLS block (before the first record). */
-static __thread struct {
-    uint64_t next; /* records stored so far; the slot is next & (RECORDS - 1) */
-    Record buf[RECORDS];
-} ring;
 
 /* The word the wrappers set to the running conveyor (nobody reads it here). */
 static void *current;
@@ -53,12 +41,7 @@ static void floor_leave(void *conveyor, int op, long rc, int64_t pe, uint64_t ar
     (void)rc;
     (void)pe;
     (void)arg;
-    uint64_t end = kprof_actor_ticks();
-    uint64_t i = ring.next;
-    Record *r = &ring.buf[i & (RECORDS - 1)];
-    r->begin = t0;
-    r->end = end;
-    ring.next = i + 1;
+    ring_put(t0, kprof_actor_ticks());
 }
 
 static const struct kprof_actor_wrap_hooks hooks = {

@@ -8,16 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct {
-    size_t deviceID;
-} KokkosPDeviceInfo;
-
-typedef struct {
-    bool requires_global_fencing;
-    bool padding[255];
-} ToolSettings;
-
-#define EXPORT __attribute__((visibility("default")))
+#include "kokkos_tool.h"
 
 EXPORT void kokkosp_init_library(int load_seq, uint64_t interface_ver, uint32_t dev_count,
                                  KokkosPDeviceInfo *info)

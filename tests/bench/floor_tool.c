@@ -17,29 +17,8 @@
 #include <string.h>
 #include <x86intrin.h>
 
-typedef struct {
-    size_t deviceID;
-} KokkosPDeviceInfo;
-
-typedef struct {
-    bool requires_global_fencing;
-    bool padding[255];
-} ToolSettings;
-
-#define EXPORT __attribute__((visibility("default")))
-
-typedef struct {
-    uint64_t begin;
-    uint64_t end;
-} Record;
-
-#define RECORDS 4096 /* power of two: 64 KiB per thread */
-
-/* Thread-local, allocated with the thread's TLS block (before the first record). */
-static __thread struct {
-    uint64_t next;
-    Record buf[RECORDS];
-} ring;
+#include "kokkos_tool.h"
+#include "record_ring.h"
 
 EXPORT void kokkosp_init_library(int load_seq, uint64_t interface_ver, uint32_t dev_count,
                                  KokkosPDeviceInfo *info)
@@ -68,10 +47,7 @@ EXPORT void kokkosp_end_fence(uint64_t handle)
     if (handle == UINT64_MAX)
         return;
     uint64_t end = __rdtsc();
-    uint64_t i = ring.next;
-    ring.buf[i].begin = handle;
-    ring.buf[i].end = end;
-    ring.next = (i + 1) & (RECORDS - 1);
+    ring_put(handle, end);
 }
 
 EXPORT void kokkosp_begin_parallel_for(const char *name, uint32_t dev_id, uint64_t *kid)
@@ -84,10 +60,7 @@ EXPORT void kokkosp_begin_parallel_for(const char *name, uint32_t dev_id, uint64
 EXPORT void kokkosp_end_parallel_for(uint64_t kid)
 {
     uint64_t end = __rdtsc();
-    uint64_t i = ring.next;
-    ring.buf[i].begin = kid;
-    ring.buf[i].end = end;
-    ring.next = (i + 1) & (RECORDS - 1);
+    ring_put(kid, end);
 }
 
 EXPORT void kokkosp_finalize_library(void)

@@ -27,16 +27,7 @@
 #include <string.h>
 #include <x86intrin.h>
 
-typedef struct {
-    size_t deviceID;
-} KokkosPDeviceInfo;
-
-typedef struct {
-    bool requires_global_fencing;
-    bool padding[255];
-} ToolSettings;
-
-#define EXPORT __attribute__((visibility("default")))
+#include "kokkos_tool.h"
 
 typedef struct Node {
     char *name;

@@ -59,15 +59,7 @@
 #include <time.h>
 
 #include "bench_timing.h"
-
-typedef struct {
-    size_t deviceID;
-} KokkosPDeviceInfo;
-
-typedef struct {
-    bool requires_global_fencing;
-    bool padding[255];
-} ToolSettings;
+#include "kokkos_tool.h"
 
 typedef void (*fence_fn)(uint32_t);
 typedef struct {
