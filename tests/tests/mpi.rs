@@ -1156,7 +1156,13 @@ fn fortran_exact(family: Family, binding: Fortran) {
         assert_eq!(p["metadata"]["MPI family"], family.name());
         assert_eq!(rows(&p), s.rows, "rank {r}: messages");
         let all = nodes(&p);
-        assert_eq!(s.calls.len(), 12, "rank {r}: {s:?}");
+        // ring_f08 has one phase more: a send that fails, its ierror left out
+        // (its message is not among the rows the program counted).
+        let phases_calls = match binding {
+            Fortran::Mpif => 12,
+            Fortran::F08 => 13,
+        };
+        assert_eq!(s.calls.len(), phases_calls, "rank {r}: {s:?}");
         for ((region, f), want) in &s.calls {
             assert_eq!(count(&all, &[region, f]), *want, "rank {r} {region} {f}");
         }

@@ -380,28 +380,28 @@ fn resolve_fpmpi() -> &'static Fpmpi {
     }
 }
 
-/// `ierr` as MPI set it (`MPI_SUCCESS` when the program passed none).
-fn rc(ierr: *const Fint) -> c_int {
-    if ierr.is_null() {
-        sys::SUCCESS
+/// Calls `entry` of the library (the program calls it: the library has it)
+/// through `f`, which passes on the `ierror` it is given; an entry the library
+/// lacks sets it to `MPI_ERR_OTHER`. Returns the call's result. An `mpi_f08`
+/// program may leave its optional `ierror` out (NULL): the library then gets
+/// kprof's own, so that a failed call is known as failed (its message is not
+/// counted) while the program sees the call as it made it.
+fn call<F>(entry: Option<F>, ierr: *mut Fint, f: impl FnOnce(F, *mut Fint)) -> c_int {
+    let mut own = sys::SUCCESS;
+    let ierr = if ierr.is_null() {
+        &mut own as *mut Fint
     } else {
-        // SAFETY: the program's INTEGER, which MPI set.
-        unsafe { *ierr }
-    }
-}
-
-/// Calls `entry` of the library (the program calls it: the library has it);
-/// an entry the library lacks sets `ierr` to `MPI_ERR_OTHER`.
-fn call<F>(entry: Option<F>, ierr: *mut Fint, f: impl FnOnce(F)) -> c_int {
+        ierr
+    };
     match entry {
-        Some(e) => f(e),
-        None if !ierr.is_null() => {
-            // SAFETY: the program's INTEGER.
+        Some(e) => f(e, ierr),
+        None => {
+            // SAFETY: the program's INTEGER or ours.
             unsafe { *ierr = sys::ERR_OTHER };
         }
-        None => {}
     }
-    rc(ierr)
+    // SAFETY: as above, set by MPI or here.
+    unsafe { *ierr }
 }
 
 /// The conversions of Fortran handles (only where the dialect records).
@@ -560,12 +560,12 @@ unsafe fn init(b: Binding, ierr: *mut Fint) {
     let f = dialect(b);
     if !f.records_handles {
         // SAFETY: the program's own argument, forwarded to the library's entry.
-        call(f.init, ierr, |e| unsafe { e(ierr) });
+        call(f.init, ierr, |e, ierr| unsafe { e(ierr) });
         return;
     }
     // SAFETY: forwarded as received.
     crate::init(c"MPI_Init", None, |_| {
-        call(f.init, ierr, |e| unsafe { e(ierr) })
+        call(f.init, ierr, |e, ierr| unsafe { e(ierr) })
     });
 }
 
@@ -575,7 +575,7 @@ unsafe fn init_thread(b: Binding, required: *const Fint, provided: *mut Fint, ie
     let f = dialect(b);
     // SAFETY (both): forwarded as received.
     let fwd = || {
-        call(f.init_thread, ierr, |e| unsafe {
+        call(f.init_thread, ierr, |e, ierr| unsafe {
             e(required, provided, ierr)
         })
     };
@@ -590,7 +590,7 @@ entry!(finalize: [mpi_finalize_, mpi_finalize__, mpi_finalize, MPI_FINALIZE] mpi
 unsafe fn finalize(b: Binding, ierr: *mut Fint) {
     let f = dialect(b);
     // SAFETY (both): forwarded as received.
-    let fwd = || call(f.finalize, ierr, |e| unsafe { e(ierr) });
+    let fwd = || call(f.finalize, ierr, |e, ierr| unsafe { e(ierr) });
     if !f.records_handles {
         fwd();
         return;
@@ -603,7 +603,7 @@ entry!(abort: [mpi_abort_, mpi_abort__, mpi_abort, MPI_ABORT] mpi_abort_f08_
 unsafe fn abort(b: Binding, comm: *const Fint, errorcode: *const Fint, ierr: *mut Fint) {
     let f = dialect(b);
     // SAFETY (both): forwarded as received.
-    let fwd = || call(f.abort, ierr, |e| unsafe { e(comm, errorcode, ierr) });
+    let fwd = || call(f.abort, ierr, |e, ierr| unsafe { e(comm, errorcode, ierr) });
     if !f.records_handles {
         fwd();
         return;
@@ -633,7 +633,7 @@ unsafe fn send(
         c"MPI_Send",
         // SAFETY: forwarded as received.
         |f| {
-            call(f.send, ierr, |e| unsafe {
+            call(f.send, ierr, |e, ierr| unsafe {
                 e(buf, count, dtype, dest, tag, comm, ierr)
             })
         },
@@ -668,7 +668,7 @@ unsafe fn isend(
         c"MPI_Isend",
         // SAFETY: forwarded as received.
         |f| {
-            call(f.isend, ierr, |e| unsafe {
+            call(f.isend, ierr, |e, ierr| unsafe {
                 e(buf, count, dtype, dest, tag, comm, req, ierr)
             })
         },
@@ -704,7 +704,7 @@ unsafe fn irecv(
         c"MPI_Irecv",
         // SAFETY: forwarded as received.
         |f| {
-            call(f.irecv, ierr, |e| unsafe {
+            call(f.irecv, ierr, |e, ierr| unsafe {
                 e(buf, count, dtype, source, tag, comm, req, ierr)
             })
         },
@@ -752,7 +752,7 @@ unsafe fn recv(
         // SAFETY: forwarded, with a status of kprof's own in place of
         // MPI_STATUS_IGNORE.
         |f| {
-            call(f.recv, ierr, |e| unsafe {
+            call(f.recv, ierr, |e, ierr| unsafe {
                 e(buf, count, dtype, source, tag, comm, st, ierr)
             })
         },
@@ -800,7 +800,7 @@ unsafe fn sendrecv(
         |f| {
             // SAFETY: forwarded, with a status of kprof's own in place of
             // MPI_STATUS_IGNORE.
-            call(f.sendrecv, ierr, |e| unsafe {
+            call(f.sendrecv, ierr, |e, ierr| unsafe {
                 e(
                     sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
                     source, recvtag, comm, st, ierr,
@@ -832,7 +832,7 @@ unsafe fn request_free(b: Binding, req: *mut Fint, ierr: *mut Fint) {
         guard((), || state::untrack(a.abi.key(unsafe { f.request(req) })));
     }
     // SAFETY: forwarded as received.
-    call(f.request_free, ierr, |e| unsafe { e(req, ierr) });
+    call(f.request_free, ierr, |e, ierr| unsafe { e(req, ierr) });
 }
 
 // ---- completion ----
@@ -950,7 +950,7 @@ unsafe fn wait(b: Binding, req: *mut Fint, status: *mut Fint, ierr: *mut Fint) {
         status,
         f.status_ignore,
         // SAFETY: forwarded, the status possibly kprof's own.
-        |f, st| call(f.wait, ierr, |e| unsafe { e(req, st, ierr) }),
+        |f, st| call(f.wait, ierr, |e, ierr| unsafe { e(req, st, ierr) }),
         || Done::One(0),
     );
 }
@@ -974,7 +974,11 @@ unsafe fn waitall(
         statuses,
         f.statuses_ignore,
         // SAFETY: forwarded, the statuses possibly kprof's own.
-        |f, st| call(f.waitall, ierr, |e| unsafe { e(count, reqs, st, ierr) }),
+        |f, st| {
+            call(f.waitall, ierr, |e, ierr| unsafe {
+                e(count, reqs, st, ierr)
+            })
+        },
         || Done::All,
     );
 }
@@ -991,7 +995,7 @@ unsafe fn test(b: Binding, req: *mut Fint, flag: *mut Fint, status: *mut Fint, i
         status,
         f.status_ignore,
         // SAFETY: forwarded, the status possibly kprof's own.
-        |f, st| call(f.test, ierr, |e| unsafe { e(req, flag, st, ierr) }),
+        |f, st| call(f.test, ierr, |e, ierr| unsafe { e(req, flag, st, ierr) }),
         || {
             if val(flag) != 0 {
                 Done::One(0)
@@ -1023,7 +1027,7 @@ unsafe fn testall(
         f.statuses_ignore,
         // SAFETY: forwarded, the statuses possibly kprof's own.
         |f, st| {
-            call(f.testall, ierr, |e| unsafe {
+            call(f.testall, ierr, |e, ierr| unsafe {
                 e(count, reqs, flag, st, ierr)
             })
         },
@@ -1058,7 +1062,7 @@ unsafe fn waitany(
         f.status_ignore,
         // SAFETY: forwarded, the status possibly kprof's own.
         |f, st| {
-            call(f.waitany, ierr, |e| unsafe {
+            call(f.waitany, ierr, |e, ierr| unsafe {
                 e(count, reqs, index, st, ierr)
             })
         },
@@ -1151,7 +1155,7 @@ unsafe fn completion_some(
         f.statuses_ignore,
         // SAFETY: forwarded, the statuses possibly kprof's own.
         |f, st| {
-            call(entry(f), ierr, |e| unsafe {
+            call(entry(f), ierr, |e, ierr| unsafe {
                 e(incount, reqs, outcount, indices, st, ierr)
             })
         },
@@ -1170,7 +1174,7 @@ unsafe fn barrier(b: Binding, comm: *const Fint, ierr: *mut Fint) {
         Takes::Handles,
         c"MPI_Barrier",
         // SAFETY: forwarded as received.
-        |f| call(f.barrier, ierr, |e| unsafe { e(comm, ierr) }),
+        |f| call(f.barrier, ierr, |e, ierr| unsafe { e(comm, ierr) }),
         // SAFETY: the program's communicator.
         |f, a, p, _, r| crate::barrier_done(a, p, r, unsafe { f.comm(comm) }),
     );
@@ -1194,7 +1198,7 @@ unsafe fn bcast(
         c"MPI_Bcast",
         // SAFETY: forwarded as received.
         |f| {
-            call(f.bcast, ierr, |e| unsafe {
+            call(f.bcast, ierr, |e, ierr| unsafe {
                 e(buf, count, dtype, root, comm, ierr)
             })
         },
@@ -1227,7 +1231,7 @@ unsafe fn reduce(
         c"MPI_Reduce",
         // SAFETY: forwarded as received.
         |f| {
-            call(f.reduce, ierr, |e| unsafe {
+            call(f.reduce, ierr, |e, ierr| unsafe {
                 e(sendbuf, recvbuf, count, dtype, op, root, comm, ierr)
             })
         },
@@ -1259,7 +1263,7 @@ unsafe fn allreduce(
         c"MPI_Allreduce",
         // SAFETY: forwarded as received.
         |f| {
-            call(f.allreduce, ierr, |e| unsafe {
+            call(f.allreduce, ierr, |e, ierr| unsafe {
                 e(sendbuf, recvbuf, count, dtype, op, comm, ierr)
             })
         },
@@ -1297,7 +1301,7 @@ macro_rules! blocks {
                 $cname,
                 |f| {
                     // SAFETY: forwarded as received.
-                    call(f.$field, ierr, |e| unsafe {
+                    call(f.$field, ierr, |e, ierr| unsafe {
                         e(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierr)
                     })
                 },
@@ -1337,7 +1341,7 @@ macro_rules! blocks {
                 $cname,
                 |f| {
                     // SAFETY: forwarded as received.
-                    call(f.$field, ierr, |e| unsafe {
+                    call(f.$field, ierr, |e, ierr| unsafe {
                         e(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
                           comm, ierr)
                     })
@@ -1405,7 +1409,7 @@ unsafe fn allgatherv(
         c"MPI_Allgatherv",
         |f| {
             // SAFETY: forwarded as received.
-            call(f.allgatherv, ierr, |e| unsafe {
+            call(f.allgatherv, ierr, |e, ierr| unsafe {
                 e(
                     sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierr,
                 )
@@ -1447,7 +1451,7 @@ unsafe fn alltoallv(
         c"MPI_Alltoallv",
         |f| {
             // SAFETY: forwarded as received.
-            call(f.alltoallv, ierr, |e| unsafe {
+            call(f.alltoallv, ierr, |e, ierr| unsafe {
                 e(
                     sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
                     comm, ierr,
@@ -1489,7 +1493,7 @@ unsafe fn gatherv(
         c"MPI_Gatherv",
         |f| {
             // SAFETY: forwarded as received.
-            call(f.gatherv, ierr, |e| unsafe {
+            call(f.gatherv, ierr, |e, ierr| unsafe {
                 e(
                     sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
                     comm, ierr,
@@ -1531,7 +1535,7 @@ unsafe fn scatterv(
         c"MPI_Scatterv",
         |f| {
             // SAFETY: forwarded as received.
-            call(f.scatterv, ierr, |e| unsafe {
+            call(f.scatterv, ierr, |e, ierr| unsafe {
                 e(
                     sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
                     comm, ierr,
@@ -1579,7 +1583,7 @@ unsafe fn comm_split(
         c"MPI_Comm_split",
         // SAFETY: forwarded as received.
         |f| {
-            call(f.comm_split, ierr, |e| unsafe {
+            call(f.comm_split, ierr, |e, ierr| unsafe {
                 e(comm, color, key, newcomm, ierr)
             })
         },
@@ -1595,7 +1599,11 @@ unsafe fn comm_dup(b: Binding, comm: *const Fint, newcomm: *mut Fint, ierr: *mut
         Takes::Handles,
         c"MPI_Comm_dup",
         // SAFETY: forwarded as received.
-        |f| call(f.comm_dup, ierr, |e| unsafe { e(comm, newcomm, ierr) }),
+        |f| {
+            call(f.comm_dup, ierr, |e, ierr| unsafe {
+                e(comm, newcomm, ierr)
+            })
+        },
         |f, a, p, rc, _| learn_new(f, a, p, rc, newcomm),
     );
 }
@@ -1609,7 +1617,7 @@ unsafe fn comm_free(b: Binding, comm: *mut Fint, ierr: *mut Fint) {
         guard((), || a.forget(a.abi.key(unsafe { f.comm(comm) })));
     }
     // SAFETY: forwarded as received.
-    call(f.comm_free, ierr, |e| unsafe { e(comm, ierr) });
+    call(f.comm_free, ierr, |e, ierr| unsafe { e(comm, ierr) });
 }
 
 // ---- datatypes ----
@@ -1622,7 +1630,7 @@ unsafe fn type_free(b: Binding, dtype: *mut Fint, ierr: *mut Fint) {
     let f = dialect(b);
     guard((), state::forget_type_sizes);
     // SAFETY: forwarded as received.
-    call(f.type_free, ierr, |e| unsafe { e(dtype, ierr) });
+    call(f.type_free, ierr, |e, ierr| unsafe { e(dtype, ierr) });
 }
 
 #[cfg(test)]
