@@ -10,20 +10,9 @@
 
 #include "kokkos_tool.h"
 
-EXPORT void kokkosp_init_library(int load_seq, uint64_t interface_ver, uint32_t dev_count,
-                                 KokkosPDeviceInfo *info)
-{
-    (void)load_seq;
-    (void)interface_ver;
-    (void)dev_count;
-    (void)info;
-}
+KOKKOS_TOOL_NO_INIT
 
-EXPORT void kokkosp_request_tool_settings(uint32_t num, ToolSettings *settings)
-{
-    if (num >= 1 && settings)
-        settings->requires_global_fencing = false;
-}
+KOKKOS_TOOL_NO_FENCING
 
 EXPORT void kokkosp_begin_parallel_for(const char *name, uint32_t dev_id, uint64_t *kid)
 {

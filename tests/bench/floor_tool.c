@@ -20,14 +20,7 @@
 #include "kokkos_tool.h"
 #include "record_ring.h"
 
-EXPORT void kokkosp_init_library(int load_seq, uint64_t interface_ver, uint32_t dev_count,
-                                 KokkosPDeviceInfo *info)
-{
-    (void)load_seq;
-    (void)interface_ver;
-    (void)dev_count;
-    (void)info;
-}
+KOKKOS_TOOL_NO_INIT
 
 EXPORT void kokkosp_request_tool_settings(uint32_t num, ToolSettings *settings)
 {

@@ -64,20 +64,9 @@ static __thread Thread self;
 static Node *roots[MAX_THREADS];
 static unsigned nroots;
 
-EXPORT void kokkosp_init_library(int load_seq, uint64_t interface_ver, uint32_t dev_count,
-                                 KokkosPDeviceInfo *info)
-{
-    (void)load_seq;
-    (void)interface_ver;
-    (void)dev_count;
-    (void)info;
-}
+KOKKOS_TOOL_NO_INIT
 
-EXPORT void kokkosp_request_tool_settings(uint32_t num, ToolSettings *settings)
-{
-    if (num >= 1 && settings)
-        settings->requires_global_fencing = false;
-}
+KOKKOS_TOOL_NO_FENCING
 
 static __attribute__((noinline)) Node *miss(Node *parent, const char *name, Slot *slot)
 {

@@ -405,23 +405,15 @@ fn main() {
         for threads in [1u32, 2] {
             let get = |v: Variant| results.get(&(regime, threads, v));
             let none = get(Variant::NoTool).map(|ms| ns_of(ms));
-            let diff = |v: Variant| match (get(v).map(|ms| ns_of(ms)), none) {
-                (Some(a), Some(b)) => format!("{:.2}", a - b),
-                _ => "-".into(),
-            };
-            let cpu_diff = |v: Variant| match (get(v), get(Variant::Floor)) {
-                (Some(a), Some(f)) => format!("{:.2}", cpu_of(a) - cpu_of(f)),
-                _ => "-".into(),
-            };
+            let diff = |v: Variant| diff_cell(get(v).map(|ms| ns_of(ms)), none);
+            let cpu = |v: Variant| get(v).map(|ms| cpu_of(ms));
+            let cpu_diff = |v: Variant| diff_cell(cpu(v), cpu(Variant::Floor));
             let ratio = |v: Variant| match (get(v), get(Variant::Floor)) {
                 (Some(a), Some(f)) if ns_of(f) > 0.0 => Some(ns_of(a) / ns_of(f)),
                 _ => None,
             };
             let fmt_ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}x"));
-            let cpu_ratio = |v: Variant| match (get(v), get(Variant::Floor)) {
-                (Some(a), Some(f)) if cpu_of(f) > 0.0 => format!("{:.2}x", cpu_of(a) / cpu_of(f)),
-                _ => "-".into(),
-            };
+            let cpu_ratio = |v: Variant| ratio_cell(cpu(v), cpu(Variant::Floor));
             let kprof_ratio = ratio(Variant::Kprof);
             let verdict = match kprof_ratio {
                 _ if !regime.has_target() => "none (informational)".into(),
@@ -469,19 +461,12 @@ fn main() {
                 get(Variant::InPlaceFloor),
                 get(Variant::Kprof),
             );
-            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
-                _ => "-".into(),
-            };
-            let sub = inplace
-                .zip(floor)
-                .map_or("-".into(), |(a, b)| format!("{:.2}", a - b));
             println!(
                 "{:<7} {:>15} {:>19} {:>15}",
                 threads,
-                ratio(inplace, floor),
-                sub,
-                ratio(kprof, inplace)
+                ratio_cell(inplace, floor),
+                diff_cell(inplace, floor),
+                ratio_cell(kprof, inplace)
             );
         }
         println!();
@@ -503,17 +488,13 @@ fn main() {
             let get = |v: Variant| results.get(&(regime, threads, v)).map(|ms| ns_of(ms));
             let none = get(Variant::NoTool);
             let (ff, kf) = (get(Variant::FloorFences), get(Variant::KprofFences));
-            let fmt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
-            let sub = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a - b);
             println!(
                 "{:<7} {:>19} {:>19} {:>21} {:>19}",
                 threads,
-                fmt(sub(ff, none)),
-                fmt(sub(kf, none)),
-                kf.zip(ff)
-                    .filter(|&(_, f)| f > 0.0)
-                    .map_or("-".into(), |(k, f)| format!("{:.2}x", k / f)),
-                fmt(sub(kf, ff)),
+                diff_cell(ff, none),
+                diff_cell(kf, none),
+                ratio_cell(kf, ff),
+                diff_cell(kf, ff),
             );
         }
         println!(
@@ -685,6 +666,20 @@ fn run_variant(driver: &Path, run: &Run, out: &Path) -> Result<Measured, String>
         wall_s,
         profile,
     })
+}
+
+/// A table cell: `a / b` as a ratio, or `-` when either is missing.
+fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+        _ => "-".into(),
+    }
+}
+
+/// A table cell: `a - b` in ns, or `-` when either is missing.
+fn diff_cell(a: Option<f64>, b: Option<f64>) -> String {
+    a.zip(b)
+        .map_or("-".into(), |(a, b)| format!("{:.2}", a - b))
 }
 
 fn profile_info(dir: &Path) -> Result<ProfileInfo, String> {
