@@ -21,9 +21,11 @@ extern "C" {
 /* Opens a region named `name` on the calling thread. */
 void kprof_region_begin(const char *name);
 
-/* Closes the innermost open annotation region of the calling thread. `name` is for
- * the reader of the code and may be NULL; an end with no region open is counted as an
- * anomaly. */
+/* Closes the calling thread's innermost open annotation region, which should be named
+ * `name` (NULL: whichever it is). An end by another name is counted as an anomaly
+ * (mismatched_region_ends) and noted with both names in the summary and profile.json;
+ * a region of that name open further out is then closed with the regions inside it,
+ * and with none open the end is ignored. An end with no region open is counted too. */
 void kprof_region_end(const char *name);
 
 /* Records a named instant event (a marker). */

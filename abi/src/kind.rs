@@ -441,11 +441,16 @@ pub enum Anomaly {
     /// outside its declared set, a context ended twice or never): ignored; the
     /// profile's `tuning` block says which.
     TuningMisuse = 17,
+    /// An annotation region ended by a name other than the innermost open
+    /// region's (`kprof_region_end("b")` inside `"a"`): a region of that name
+    /// open further out is closed with what is open inside it; none, the end is
+    /// ignored. The profile's `anomaly_notes` name both.
+    MismatchedEnd = 18,
 }
 
 impl Anomaly {
     /// Every anomaly, in discriminant order.
-    pub const ALL: [Anomaly; 18] = [
+    pub const ALL: [Anomaly; 19] = [
         Anomaly::NullName,
         Anomaly::InvalidUtf8Name,
         Anomaly::UnmatchedEnd,
@@ -464,6 +469,7 @@ impl Anomaly {
         Anomaly::CountersUnavailable,
         Anomaly::CounterReadFailed,
         Anomaly::TuningMisuse,
+        Anomaly::MismatchedEnd,
     ];
 
     /// The anomaly with discriminant `v`, if any.
@@ -492,6 +498,7 @@ impl Anomaly {
             Anomaly::CountersUnavailable => "threads_not_counted",
             Anomaly::CounterReadFailed => "counter_reads_failed",
             Anomaly::TuningMisuse => "tuning_misuses",
+            Anomaly::MismatchedEnd => "mismatched_region_ends",
         }
     }
 }

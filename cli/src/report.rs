@@ -602,6 +602,9 @@ fn sections(s: &mut String, r: &Report, top: usize, args: &ReportArgs) {
         .collect();
     if !anomalies.is_empty() {
         let _ = writeln!(s, "\nAnomalies: {}", anomalies.join(", "));
+        for note in &r.anomaly_notes {
+            let _ = writeln!(s, "  {note}");
+        }
     }
     if r.dropped_records > 0 {
         let _ = writeln!(

@@ -604,6 +604,7 @@ impl Writer {
         let mut threads: Vec<&mut ThreadProfile> =
             profile.thread_profiles().chain(in_place).collect();
         let profile_bytes = threads.iter().map(|t| t.bytes()).sum();
+        let own_ns = threads.iter().map(|t| t.own_ns()).sum();
         let times = concurrency::tally_all(&threads, &rt.clock);
         let busy_series = concurrency::series(&threads);
         let merged = merge::merge(&mut threads, &mut self.symbols);
@@ -623,6 +624,7 @@ impl Writer {
             writer_run_cpu_ns: run_cpu,
             call_paths,
             profile_bytes,
+            own_ns,
             device_tool_ns: rt.device_cost_ns.load(Ordering::Relaxed),
             ..self_cost(rt, record_count, words)
         };

@@ -498,19 +498,22 @@ pub unsafe extern "C" fn kprof_region_begin(name: *const c_char) {
     guard((), || {
         attach_annotations();
         // SAFETY: forwarded from the caller.
-        unsafe { events::begin(Kind::UserRegion as u8, name, 0, 0) };
+        unsafe { events::region_begin(name) };
     })
 }
 
-/// Closes the innermost annotation region of the calling thread.
+/// Closes the calling thread's annotation region `name` (NULL: the innermost).
+/// An end by another name than the innermost region's is counted and noted
+/// (`mismatched_region_ends`), and repaired: see [`events::region_end`].
 ///
 /// # Safety
 /// `name` is NULL or NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn kprof_region_end(_name: *const c_char) {
+pub unsafe extern "C" fn kprof_region_end(name: *const c_char) {
     guard((), || {
         attach_annotations();
-        events::end(Kind::UserRegion as u8, 0)
+        // SAFETY: forwarded from the caller.
+        unsafe { events::region_end(name) }
     })
 }
 

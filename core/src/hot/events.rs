@@ -63,7 +63,10 @@ fn begin_named(
     let counters = t.read_counters(kind);
     // Timestamp last, so the lookup is not counted in the instance's time.
     let ts = rt.clock.now();
+    let own = t.names.take_own();
     if let Some(ip) = t.in_place() {
+        // A first sight of the name is kprof's time, not the enclosing instances'.
+        ip.add_own(own);
         let o = (guid, kind, name, dev, ts);
         match counters {
             None if parent == 0 => ip.open_plain(o),
@@ -368,7 +371,12 @@ pub fn end(kind: u8, guid: u64) {
     let rt = e.rt;
     // Timestamp first, so recording is not counted in the instance's time.
     let ts = rt.clock.now();
-    let t = e.t();
+    end_at(e.t(), rt, kind, guid, ts);
+}
+
+/// [`end`] on an entered thread, at raw time `ts`.
+#[inline(always)]
+fn end_at(t: &mut ThreadState, rt: &Runtime, kind: u8, guid: u64, ts: u64) {
     t.close();
     let counters = t.read_counters(kind);
     if let Some(ip) = t.in_place() {
@@ -376,6 +384,100 @@ pub fn end(kind: u8, guid: u64) {
         return;
     }
     end_records(t, rt, kind, guid, ts, counters);
+}
+
+/// Opens an annotation region (`kprof_region_begin`): [`begin`] of a
+/// [`Kind::UserRegion`], whose name goes on the thread's stack of open
+/// regions so that [`region_end`] can check the name it is given.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+pub unsafe fn region_begin(name: *const c_char) -> u64 {
+    begin_named(Kind::UserRegion as u8, 0, 0, |t, rt| {
+        // SAFETY: forwarded from the caller.
+        let id = unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) };
+        t.regions.push(id);
+        id
+    })
+}
+
+/// Closes the annotation region `name` (`kprof_region_end`; NULL: the
+/// innermost, unchecked). The innermost open region of that name, as nearly
+/// always, ends as [`end`] ends it. Another name is a mismatch, counted and
+/// noted with both names ([`Anomaly::MismatchedEnd`]) and repaired by the
+/// rules for unbalanced ends: a region of that name open further out closes
+/// with what is open inside it; none, the end is ignored.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+pub unsafe fn region_end(name: *const c_char) {
+    let Some(mut e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    // Timestamp first: the name's check is not the region's time.
+    let ts = rt.clock.now();
+    let t = e.t();
+    let top = t.regions.last().copied();
+    let id = if name.is_null() {
+        top
+    } else {
+        // SAFETY: forwarded from the caller.
+        Some(unsafe { t.names.lookup(name, &rt.names, &rt.anomalies) })
+    };
+    let closing = match (top, id) {
+        (Some(top), Some(id)) if top == id => 1,
+        _ => mismatched_end(&t.regions, rt, id),
+    };
+    for _ in 0..closing {
+        t.regions.pop();
+        end_at(t, rt, Kind::UserRegion as u8, 0, ts);
+    }
+    // A first sight of the name, after the ends: the enclosing regions' time.
+    let own = t.names.take_own();
+    if let Some(ip) = t.in_place() {
+        ip.add_own(own);
+    }
+}
+
+/// How many of the open annotation regions `open` (innermost last) an end
+/// naming `id` (None: NULL with none open) closes when it is not the
+/// innermost's: counted and noted.
+#[cold]
+#[inline(never)]
+fn mismatched_end(open: &[u32], rt: &Runtime, id: Option<u32>) -> usize {
+    let quoted = |id: u32| format!("\"{}\"", rt.names.text(id));
+    let given = id.map_or_else(|| "NULL".to_string(), quoted);
+    let pos = id.and_then(|id| open.iter().rposition(|&r| r == id));
+    match (open.last(), pos) {
+        (None, _) => {
+            rt.anomalies.note(Anomaly::UnmatchedEnd, || {
+                format!("kprof_region_end({given}) with no region open: ignored")
+            });
+            0
+        }
+        (Some(&top), Some(p)) => {
+            let inside = open.len() - p - 1;
+            rt.anomalies.note(Anomaly::MismatchedEnd, || {
+                format!(
+                    "kprof_region_end({given}) while {} was the innermost open region: \
+                     closed {given} and the {inside} region(s) open inside it",
+                    quoted(top)
+                )
+            });
+            inside + 1
+        }
+        (Some(&top), None) => {
+            rt.anomalies.note(Anomaly::MismatchedEnd, || {
+                format!(
+                    "kprof_region_end({given}) while {} was the innermost open region \
+                     and no region {given} was open: ignored",
+                    quoted(top)
+                )
+            });
+            0
+        }
+    }
 }
 
 /// [`end`] with records (a trace, or `KPROF_IN_PLACE=0`): out of the in-place

@@ -316,6 +316,9 @@ pub struct ThreadState {
     codes: [u64; CODE_SLOTS],
     /// Pointer -> name id cache.
     pub names: NameCache,
+    /// Name ids of the annotation regions open on this thread, innermost last
+    /// (`kprof_region_begin`), so that an end by another name is caught.
+    pub regions: Vec<u32>,
     /// The in-place profile (null when events go to records).
     in_place: *mut ThreadProfile,
     /// The thread's counters (`KPROF_COUNTERS`), when any are read.
@@ -757,7 +760,9 @@ fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
     if !rt.in_place {
         rt.pool.top_up(rt.pool.free_len() + CHUNKS_PER_NEW_THREAD);
     }
-    let fresh = |names: NameCache| ThreadState {
+    let fresh = |mut names: NameCache| {
+        names.time_with(&rt.clock);
+        ThreadState {
         slot,
         chunk: None,
         pos: CHUNK_WORDS,
@@ -769,8 +774,10 @@ fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
         last_ts: 0,
         codes: [0; CODE_SLOTS],
         names,
+        regions: Vec::new(),
         in_place,
         counters: thread_counters(rt),
+    }
     };
     let state: *mut ThreadState = match rt.threads.reusable() {
         // (The gone thread's counters went with it: see ExitGuard.)

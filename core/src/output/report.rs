@@ -43,6 +43,10 @@ pub struct Report {
     pub metadata: BTreeMap<String, String>,
     /// Anomaly counters by key.
     pub anomalies: BTreeMap<String, u64>,
+    /// What the first few anomalies that have more to say were, in words (a
+    /// mismatched region end names both regions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomaly_notes: Vec<String>,
     /// Records dropped because the buffers were full.
     pub dropped_records: u64,
     /// Dependence edges between tasks, by task name.
@@ -310,6 +314,12 @@ pub struct SelfCost {
     /// The GPU tool library's own overhead (CUPTI's overhead records), in ns.
     #[serde(default)]
     pub device_tool_ns: u64,
+    /// kprof's own work on the program's threads while instances were open
+    /// (adding a call path or a name, growing its tables), in ns: taken out of
+    /// those instances' times, so no region is charged for it (profile in
+    /// place; with records the writer does that work).
+    #[serde(default)]
+    pub own_ns: u64,
 }
 
 impl SelfCost {
@@ -322,6 +332,7 @@ impl SelfCost {
         self.call_paths += o.call_paths;
         self.profile_bytes += o.profile_bytes;
         self.device_tool_ns += o.device_tool_ns;
+        self.own_ns += o.own_ns;
         self.buffer_bytes += o.buffer_bytes;
         self.buffer_budget_bytes += o.buffer_budget_bytes;
         self.huge_page_blocks += o.huge_page_blocks;

@@ -200,6 +200,9 @@ pub fn body(r: &Report, tree: &dyn CallTree, top: usize, traces: &[PathBuf]) -> 
             "\nAnomalies (counted, not fatal): {}",
             anomalies.join(" ")
         );
+        for note in &r.anomaly_notes {
+            let _ = writeln!(s, "  {note}");
+        }
     }
     if r.dropped_records > 0 {
         let _ = writeln!(
@@ -448,6 +451,13 @@ pub fn self_cost_line(c: &SelfCost) -> String {
         format!(
             "; the GPU tool library's own overhead {}",
             duration(c.device_tool_ns as f64)
+        )
+    } else {
+        String::new()
+    } + &if c.own_ns > 0 {
+        format!(
+            "; {} on the program's threads adding call paths and names (left out of every region's time)",
+            duration(c.own_ns as f64)
         )
     } else {
         String::new()

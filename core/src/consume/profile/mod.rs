@@ -506,6 +506,7 @@ impl Profile {
             dual_views,
             metadata,
             anomalies,
+            anomaly_notes: rt.anomalies.notes(),
             dropped_records,
             task_graph,
             counters,

@@ -52,6 +52,9 @@ struct Frame {
     nargs: u8,
     node: u32,
     begin: u64,
+    /// The thread's [`ThreadProfile::own`] when it began: what kprof's own
+    /// work adds to it until the end is taken out of the instance's time.
+    own_at: u64,
     child_ns: u64,
     copy: Option<CopyKey>,
     /// Deeper than the depth cap: its time is inside the frame at the cap and is
@@ -201,6 +204,11 @@ pub struct ThreadProfile {
     address_cache: Option<Box<[(u64, u32); ADDRESS_CACHE]>>,
     /// Events taken (begins, ends, instants, edges).
     pub events: u64,
+    /// Raw clock ticks kprof's own work took on this thread while recording
+    /// in place: adding a call path or a name, growing its tables. Every open
+    /// instance's time leaves out what this grew by while it was open, so that
+    /// kprof's work is never counted as the program's.
+    pub own: u64,
     /// Raw time of the first begin (0: none yet) and of the latest end: the
     /// thread's observed span, for the concurrency view
     /// ([`crate::consume::concurrency`]). The times the events carry anyway.
@@ -244,6 +252,7 @@ impl ThreadProfile {
             address_ids: FxHashMap::default(),
             address_cache: None,
             events: 0,
+            own: 0,
             first_ts: 0,
             last_ts: 0,
             series: ThreadSeries::new(Grid::new(&rt.clock, rt.start_raw)),
@@ -393,6 +402,7 @@ impl ThreadProfile {
         };
         self.events += 1;
         self.seen_begin(begin);
+        let own_at = self.own;
         let key = child_key(name, kind, dev);
         let (node, outer) = match (explicit, self.frames.last()) {
             (None, Some(f)) => {
@@ -411,6 +421,7 @@ impl ThreadProfile {
             nargs: 0,
             node,
             begin,
+            own_at,
             child_ns: 0,
             copy: None,
             capped: false,
@@ -623,6 +634,7 @@ impl ThreadProfile {
 
     #[inline(always)]
     fn open_frame(&mut self, o: &Opening, kind: Kind) {
+        let own_at = self.own;
         if kind == Kind::OmpTaskCreate {
             self.task_graph.task(o.guid, o.name);
         }
@@ -689,6 +701,7 @@ impl ThreadProfile {
             nargs: 0,
             node,
             begin: o.begin,
+            own_at,
             child_ns: 0,
             copy,
             capped,
@@ -703,11 +716,37 @@ impl ThreadProfile {
     /// unless it is beyond the depth cap.
     #[inline(always)]
     fn push_frame(&mut self, f: Frame, outer: Category) {
+        if self.frames.len() == self.frames.capacity() {
+            self.grow_frames();
+        }
         self.series.moved(f.begin, outer);
         if !f.capped {
             self.slot.open.publish(self.frames.len(), f.guid, f.node);
         }
         self.frames.push(f);
+    }
+
+    /// Makes room for more open instances (a deeper stack than ever before on
+    /// this thread): kprof's own time, counted as such.
+    #[cold]
+    #[inline(never)]
+    fn grow_frames(&mut self) {
+        let clock = &self.rt.clock;
+        let t0 = clock.now();
+        self.frames.reserve(self.frames.len().max(16));
+        self.own += clock.now().saturating_sub(t0);
+    }
+
+    /// Adds `ticks` of kprof's own work on this thread (a name seen for the
+    /// first time) to [`ThreadProfile::own`].
+    #[inline(always)]
+    pub fn add_own(&mut self, ticks: u64) {
+        self.own += ticks;
+    }
+
+    /// [`ThreadProfile::own`] in nanoseconds.
+    pub fn own_ns(&self) -> u64 {
+        self.rt.clock.delta_ns(0, self.own)
     }
 
     /// The child of `parent` with this key, through the thread's cache of
@@ -766,7 +805,17 @@ impl ThreadProfile {
         dev: u16,
         i: usize,
     ) -> u32 {
-        let child = self.tree.child(parent, name, kind, dev);
+        let child = match self.tree.find(parent, name, kind, dev) {
+            Some(child) => child,
+            None => {
+                // A new call path: the node and any table growth are kprof's time.
+                let clock = &self.rt.clock;
+                let t0 = clock.now();
+                let child = self.tree.add(parent, name, kind, dev);
+                self.own += clock.now().saturating_sub(t0);
+                child
+            }
+        };
         if let Some(c) = self.child_cache.get_mut(i) {
             *c = CachedChild { key, parent, child };
         }
@@ -841,7 +890,9 @@ impl ThreadProfile {
             self.rt.anomalies.count(Anomaly::EndLost);
             return;
         }
-        let dur = self.rt.clock.delta_ns(f.begin, end);
+        // kprof's own work while it was open is not the instance's time.
+        let own = self.own - f.own_at;
+        let dur = self.rt.clock.delta_ns(f.begin.saturating_add(own), end);
         let node = &mut self.tree.nodes[f.node as usize];
         node.stats.add(dur, dur.saturating_sub(f.child_ns));
         if self.samples_k > 0 {

@@ -265,26 +265,34 @@ impl Tree {
 
     /// The child of `parent` with this key, created if new.
     pub fn child(&mut self, parent: u32, name: u32, kind: Kind, dev: u16) -> u32 {
+        match self.find(parent, name, kind, dev) {
+            Some(n) => n,
+            None => self.add(parent, name, kind, dev),
+        }
+    }
+
+    /// The child of `parent` with this key, if it exists.
+    pub fn find(&self, parent: u32, name: u32, kind: Kind, dev: u16) -> Option<u32> {
         let kids = &self.nodes[parent as usize].children;
         let same = |n: &Node| n.name == name && n.kind == kind && n.dev == dev;
         if kids.len() <= SCAN_CHILDREN {
             // Most nodes have a few children (a region's loop and barrier): looking
             // at them is cheaper than hashing.
-            let found = kids
-                .iter()
+            kids.iter()
                 .copied()
-                .find(|&c| same(&self.nodes[c as usize]));
-            if let Some(n) = found {
-                return n;
-            }
+                .find(|&c| same(&self.nodes[c as usize]))
         } else {
             let nodes = &self.nodes;
             let hash = key_hash(parent, name, kind, dev);
             let hit = |&c: &u32| nodes[c as usize].parent == parent && same(&nodes[c as usize]);
-            if let Some(&n) = self.index.find(hash, hit) {
-                return n;
-            }
+            self.index.find(hash, hit).copied()
         }
+    }
+
+    /// Adds a child of `parent` with this key (which it does not have yet):
+    /// the node, and the parent's index once it has many children. The only
+    /// step of a lookup that allocates or grows a table.
+    pub fn add(&mut self, parent: u32, name: u32, kind: Kind, dev: u16) -> u32 {
         let n = self.nodes.len() as u32;
         self.nodes.push(Node::new(parent, name, kind, dev));
         self.nodes[parent as usize].children.push(n);
