@@ -8,7 +8,8 @@
 //! - the profile's `concurrency` section ([`tally`], [`section`]), with or without
 //!   a trace: each thread's call-path tree gives its exclusive time per node, summed
 //!   by the category of the node's kind; the thread's observed span (first begin to
-//!   last end, [`ThreadProfile::first_ts`]) less that busy time is its idle time.
+//!   last end, [`ThreadProfile::first_ts`], less kprof's own work on it,
+//!   [`ThreadProfile::own`]) less that busy time is its idle time.
 //!   Shares are of the threads' spans together.
 //! - with a trace, the [`Timeline`] consumer follows each thread's stack of open
 //!   instances in the writer's nested event stream and produces [`Point`]s: the
@@ -34,7 +35,8 @@ pub const COALESCE_NS: u64 = 1_000;
 pub struct ThreadTimes {
     /// kprof's thread index.
     pub index: u32,
-    /// From its first begin to its last end, in ns.
+    /// From its first begin to its last end, less kprof's own work on the
+    /// thread, in ns.
     pub span_ns: u64,
     /// Time per category, by [`Category`] index; they add up to `span_ns`.
     pub ns: [u64; CATEGORIES],
@@ -58,8 +60,13 @@ pub fn tally(p: &ThreadProfile, clock: &Clock) -> Option<ThreadTimes> {
         }
     }
     let busy: u64 = ns.iter().sum();
-    // Conversions round each duration on its own: never below the busy time.
-    let span_ns = clock.delta_ns(p.first_ts, p.last_ts).max(busy);
+    // kprof's own work on the thread is in no instance's time: it is not the
+    // program's, busy or idle. Conversions round each duration on its own:
+    // never below the busy time.
+    let span_ns = clock
+        .delta_ns(p.first_ts, p.last_ts)
+        .saturating_sub(p.own_ns())
+        .max(busy);
     ns[Category::Idle as usize] = span_ns - busy;
     Some(ThreadTimes {
         index: p.index(),
