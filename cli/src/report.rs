@@ -449,7 +449,7 @@ fn header(r: &Report, path: &std::path::Path) -> String {
     let _ = writeln!(
         s,
         "run: {} (clock {}), {} thread{}, plugins: {plugins}",
-        dur(r.clock.duration_ns),
+        kprof_core::output::summary::run_time(&r.clock),
         r.clock.source,
         r.threads.len(),
         if r.threads.len() == 1 { "" } else { "s" }

@@ -409,6 +409,51 @@ fn nothing_written(
     line
 }
 
+/// One line for each trace in `dir` that the runtime did not complete: those
+/// still under their partial name (`trace.pftrace.partial`), saying what each
+/// holds.
+fn unfinished_traces(dir: &Path) -> Vec<String> {
+    use kprof_core::consume::trace::PARTIAL;
+    use kprof_core::output::{bytes_on_disk, readable::bytes};
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.') && n.ends_with(PARTIAL))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|name| {
+            let path = dir.join(name);
+            let size = bytes_on_disk(&path);
+            if name.starts_with("otf2") {
+                format!(
+                    "{} is an unfinished OTF2 archive ({}): OTF2 writes its definitions at \
+                     the end, so OTF2 tools cannot read it",
+                    show(&path),
+                    bytes(size)
+                )
+            } else if size == 0 {
+                format!(
+                    "{} is empty: the program ended before kprof first wrote to it (every \
+                     KPROF_FLUSH_MS)",
+                    show(&path)
+                )
+            } else {
+                format!(
+                    "{} is incomplete ({}): it holds what kprof wrote up to its last flush \
+                     (every KPROF_FLUSH_MS), not the end of the run",
+                    show(&path),
+                    bytes(size)
+                )
+            }
+        })
+        .collect()
+}
+
 /// This process's rank when an MPI launcher started it (Open MPI, PMI, PMIx).
 fn mpi_rank() -> Option<u32> {
     ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
@@ -850,10 +895,10 @@ pub fn main(args: RunArgs) -> Outcome {
                     Some(sig) => format!("the program was killed by {} before kprof could write it", signal_name(sig)),
                     None => "the program ended without running its exit handlers (_exit, exec or a crash) before kprof could write it".into(),
                 };
-                say(&format!(
-                    "{} holds no profile.json ({why}; traces are complete up to their last round)",
-                    show(&dir)
-                ));
+                say(&format!("{} holds no profile.json ({why})", show(&dir)));
+                for line in unfinished_traces(&dir) {
+                    say(&line);
+                }
             } else {
                 say(&format!(
                     "no output was written to {}: {}",

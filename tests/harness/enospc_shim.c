@@ -3,8 +3,8 @@
  * with LD_PRELOAD; files opened under $SHIM_DIR share a disk of $SHIM_BYTES bytes:
  * a write() writes what still fits (a short write, as a real disk does) and fails
  * with ENOSPC once nothing does, posix_fallocate() that does not fit fails with
- * ENOSPC, and unlink() of a file there gives its bytes back. Everything else goes to the C library
- * untouched.
+ * ENOSPC, and unlink() of a file there, or ftruncate() of one to a smaller size, gives its bytes
+ * back. Everything else goes to the C library untouched.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -79,7 +79,8 @@ static int is_tracked(int fd) {
         NEXT(name);                                       \
         va_list ap;                                       \
         va_start(ap, flags);                              \
-        mode_t mode = (flags & O_CREAT) ? va_arg(ap, mode_t) : 0; \
+        mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE \
+            ? va_arg(ap, mode_t) : 0;                     \
         va_end(ap);                                       \
         int fd = next(path, flags, mode);                 \
         track(fd, path);                                  \
@@ -136,3 +137,21 @@ int unlink(const char *path) {
         atomic_fetch_sub(&used, (long long)st.st_size);
     return r;
 }
+
+static int ftruncate_common(int fd, off_t len, int (*real)(int, off_t)) {
+    struct stat st;
+    int gives_back = is_tracked(fd) && fstat(fd, &st) == 0 && st.st_size > len;
+    int r = real(fd, len);
+    if (r == 0 && gives_back)
+        atomic_fetch_sub(&used, (long long)(st.st_size - len));
+    return r;
+}
+
+#define FTRUNCATE_TRACKED(name)                            \
+    int name(int fd, off_t len) {                          \
+        NEXT(name);                                        \
+        return ftruncate_common(fd, len, next);            \
+    }
+
+FTRUNCATE_TRACKED(ftruncate)
+FTRUNCATE_TRACKED(ftruncate64)

@@ -703,7 +703,11 @@ fn report_of_a_real_run() {
     );
     assert!(row.ends_with(&tail), "{row:?} vs {tail:?}");
     assert!(
-        text.contains(&format!("run: {} (clock ", dur(run_ns))),
+        text.contains(&format!(
+            "run: {}, measured the last {} (clock ",
+            dur(u(&p["clock"]["process_run_ns"]) as f64),
+            dur(run_ns)
+        )),
         "{text}"
     );
 }

@@ -12,7 +12,10 @@ use std::process::{Child, Command, Output};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use kprof_tests::trace_check::{perfetto_schema, read_json, read_perfetto, Model, TrackKind};
+use kprof_tests::trace_check::{
+    perfetto_schema, read_json, read_json_text, read_perfetto, read_perfetto_bytes, Model,
+    TrackKind,
+};
 use kprof_tests::{
     assert_ok, build_kokkos_hosts, clean_cmd, compile_with_core, lib, read_profile, run, scratch,
     skip_unless, spawn_until, test_file, u,
@@ -839,7 +842,9 @@ fn sigkill_leaves_traces_valid_up_to_the_last_flush() {
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(9));
     let out = dir.join("out");
-    let json = read_json(&out);
+    // A trace the run could not complete keeps its partial name.
+    assert!(!out.join("trace.json").exists() && !out.join("trace.pftrace").exists());
+    let json = read_json_text(&std::fs::read_to_string(out.join("trace.json.partial")).unwrap());
     assert!(
         !json.complete,
         "a killed run cannot have written the closing ']'"
@@ -853,11 +858,13 @@ fn sigkill_leaves_traces_valid_up_to_the_last_flush() {
     if skip_unless(perfetto_schema().is_some(), "protoc") {
         return;
     }
-    assert!(
-        out.join("trace.pftrace").is_file(),
-        "no trace.pftrace: the Perfetto writer (core/src/consume/trace/perfetto.rs) wrote nothing"
-    );
-    let pf = read_perfetto(&out).unwrap();
+    let bytes = std::fs::read(out.join("trace.pftrace.partial")).unwrap_or_else(|e| {
+        panic!(
+            "no trace.pftrace.partial ({e}): the Perfetto writer \
+             (core/src/consume/trace/perfetto.rs) wrote nothing"
+        )
+    });
+    let pf = read_perfetto_bytes(&bytes).unwrap();
     check_killed(&pf);
     assert!(
         pf.slices.len() > 100,

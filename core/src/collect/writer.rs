@@ -252,12 +252,17 @@ impl Sinks {
                 continue;
             }
             let t = self.traces.remove(i);
-            let path = t.path().display().to_string();
-            match t.finish() {
+            match trace::finish(t) {
                 Ok(p) => {
+                    // An OTF2 archive is the directory around its anchor file.
+                    let shown = match p.extension().is_some_and(|e| e == "otf2") {
+                        true => p.parent().unwrap_or(&p),
+                        false => &p,
+                    };
                     warn(&format!(
-                        "{path} reached KPROF_TRACE_MAX_MB ({} MiB): the trace is complete up \
+                        "{} reached KPROF_TRACE_MAX_MB ({} MiB): the trace is complete up \
                          to here and stops (the profile covers the whole run)",
+                        shown.display(),
                         self.trace_max >> 20
                     ));
                     self.stopped.push(p);
@@ -592,7 +597,7 @@ impl Writer {
         let traces: Vec<_> = stopped
             .into_iter()
             .map(Ok)
-            .chain(traces.into_iter().map(|t| t.finish()))
+            .chain(traces.into_iter().map(trace::finish))
             .filter_map(|t| match t {
                 Ok(path) => Some(path),
                 Err(e) => {

@@ -269,13 +269,16 @@ pub fn prepare_dir(rt: &Runtime, cfg: &Config) -> Option<PathBuf> {
 /// Bytes kept free for the profile files while traces fill the disk.
 pub const PROFILE_RESERVE_BYTES: u64 = 16 << 20;
 
-/// Disk space held for the profile while traces are written: a hidden file in
-/// the output directory, allocated when traces start and removed just before
-/// the profile is written. Traces that fill the disk stop (each with a line);
-/// the profile, small and the most valuable, still finds its space (up to
-/// [`PROFILE_RESERVE_BYTES`]).
+/// Disk space held for the profile while traces are written: an unnamed file in
+/// the output directory (`O_TMPFILE`, or a hidden file removed as soon as it is
+/// made where the file system has no unnamed files), allocated when traces start
+/// and emptied just before the profile is written. Traces that fill the disk
+/// stop (each with a line); the profile, small and the most valuable, still
+/// finds its space (up to [`PROFILE_RESERVE_BYTES`]). Having no name, it leaves
+/// nothing behind however the process ends: the kernel frees it when the last
+/// descriptor closes (SIGKILL, `_exit`, `exec`).
 pub struct Reserve {
-    path: PathBuf,
+    file: File,
 }
 
 impl Reserve {
@@ -283,23 +286,39 @@ impl Reserve {
     /// then takes its chances, as without traces).
     pub fn take(dir: &Path, bytes: u64) -> Option<Reserve> {
         use std::os::fd::AsRawFd;
-        let path = dir.join(".profile.reserve");
-        let f = create_file(&path).ok()?;
+        let file = unnamed_file(dir)?;
         let len = libc::off_t::try_from(bytes).ok()?;
         // SAFETY: a valid descriptor of a file we own; plain integers.
-        let r = unsafe { libc::posix_fallocate(f.get_ref().as_raw_fd(), 0, len) };
-        if r != 0 {
-            let _ = std::fs::remove_file(&path);
-            return None;
-        }
-        Some(Reserve { path })
+        let r = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+        (r == 0).then_some(Reserve { file })
     }
 }
 
-/// Dropping the reserve gives the space back.
+/// A new file in `dir` without a name, open for writing: `O_TMPFILE`, or where
+/// the file system lacks it, a hidden file created and removed at once.
+fn unnamed_file(dir: &Path) -> Option<File> {
+    let tmp = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .open(dir);
+    match tmp {
+        Ok(f) => Some(f),
+        Err(_) => {
+            let path = dir.join(".profile.reserve");
+            let f = create_file(&path).ok()?.into_inner().ok()?;
+            std::fs::remove_file(&path).ok()?;
+            Some(f)
+        }
+    }
+}
+
+/// Dropping the reserve gives the space back: emptied, not only closed, since a
+/// forked child may hold a copy of the descriptor.
 impl Drop for Reserve {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        let _ = self.file.set_len(0);
     }
 }
 
@@ -434,6 +453,7 @@ mod tests {
             pid: 42,
             host: "node7".into(),
             rank: None,
+            start_ns: None,
         }
     }
 
@@ -495,6 +515,25 @@ mod tests {
             assert_eq!(text.matches("\"tree\"").count(), 1);
             std::fs::remove_file(&path).unwrap();
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The space held for the profile has no name in the directory, is really
+    /// allocated, and is given back when dropped.
+    #[test]
+    fn the_reserve_is_unnamed_and_given_back() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = std::env::temp_dir().join(format!("kprof-reserve-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let r = Reserve::take(&dir, 1 << 20).expect("1 MiB in the temporary directory");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        let m = r.file.metadata().unwrap();
+        assert_eq!(m.len(), 1 << 20);
+        assert!(m.blocks() * 512 >= 1 << 20, "{} blocks", m.blocks());
+        let file = r.file.try_clone().unwrap();
+        drop(r);
+        assert_eq!(file.metadata().unwrap().len(), 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

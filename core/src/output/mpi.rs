@@ -15,9 +15,11 @@ pub struct MpiTime {
     pub calls: u64,
     /// Time in them, summed over threads (ns).
     pub ns: u64,
-    /// `ns` as a percentage of the run (wall clock; above 100 when several
-    /// threads are in MPI at once).
+    /// `ns` as a percentage of the span kprof measured (`run_ns`; above 100
+    /// when several threads are in MPI at once).
     pub of_run: f64,
+    /// The span kprof measured (`clock.duration_ns`).
+    pub run_ns: u64,
     /// `ns` as a percentage of all threads' time.
     pub of_threads: f64,
 }
@@ -58,6 +60,7 @@ impl MpiTally {
             calls: self.calls,
             ns: self.ns,
             of_run: pct(r.clock.duration_ns),
+            run_ns: r.clock.duration_ns,
             of_threads: pct(r.thread_time_ns()),
         })
     }
@@ -83,10 +86,12 @@ pub fn line(s: &mut String, time: Option<MpiTime>) {
     if let Some(t) = time {
         let _ = writeln!(
             s,
-            "\nMPI: {} calls, {} in MPI = {:.1}% of the run ({:.1}% of the threads' time)",
+            "\nMPI: {} calls, {} in MPI = {:.1}% of the {} measured ({:.1}% of the threads' \
+             time)",
             t.calls,
             duration(t.ns as f64),
             t.of_run,
+            duration(t.run_ns as f64),
             t.of_threads
         );
     }

@@ -401,12 +401,31 @@ pub struct ClockInfo {
     pub source: String,
     /// Always `CLOCK_MONOTONIC`: every `*_ns` time point is in this domain.
     pub domain: String,
-    /// Runtime start.
+    /// kprof's start: its first attach (a plugin's init, or the program's first
+    /// annotation), the earliest time anything could be recorded.
     pub start_ns: u64,
-    /// Runtime end.
+    /// The end of the run (kprof's shutdown).
     pub end_ns: u64,
-    /// `end_ns - start_ns`.
+    /// `end_ns - start_ns`: the span kprof measured, the base of every share.
     pub duration_ns: u64,
+    /// When the process started (its fork), from the kernel's start time of the
+    /// process: earlier than the true start by less than one clock tick (10 ms
+    /// at 100 ticks per second). Absent where it could not be read, and in
+    /// profiles written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_start_ns: Option<u64>,
+    /// `end_ns - process_start_ns`: the program's run time, what the summary's
+    /// header shows (absent with `process_start_ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_run_ns: Option<u64>,
+}
+
+impl ClockInfo {
+    /// The program's run time: from the process's start when known, else the
+    /// span kprof measured.
+    pub fn run_ns(&self) -> u64 {
+        self.process_run_ns.unwrap_or(self.duration_ns)
+    }
 }
 
 /// A thread.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::output::calltree::CallTree;
 use crate::output::readable::{bytes, duration, table_name};
-use crate::output::report::{Report, SelfCost, System, TreeNode};
+use crate::output::report::{ClockInfo, Report, SelfCost, System, TreeNode};
 use crate::output::Written;
 
 /// A JSON trace from this size on is said to be the slow format.
@@ -35,20 +35,35 @@ pub fn render(
     s
 }
 
+/// The run time as the headers say it: the program's, from the process's start,
+/// then the span kprof measured (from its start: shares are of that span), as
+/// `1.20 s, measured the last 1.05 s`; the measured span alone where the
+/// process's start is not known.
+pub fn run_time(c: &ClockInfo) -> String {
+    match c.process_run_ns {
+        Some(run) => format!(
+            "{}, measured the last {}",
+            duration(run as f64),
+            duration(c.duration_ns as f64)
+        ),
+        None => duration(c.duration_ns as f64),
+    }
+}
+
 /// The summary without its last line ([`ending`]).
 pub fn body(r: &Report, tree: &dyn CallTree, top: usize, traces: &[PathBuf]) -> String {
     let mut s = String::new();
     let run = r.clock.duration_ns.max(1) as f64;
     let _ = writeln!(
         s,
-        "\n==== kprof: {} (pid {}{}) | {} | {} thread(s) | clock {} ====",
+        "\n==== kprof: {} (pid {}{}) | run {} | {} thread(s) | clock {} ====",
         r.program.executable,
         r.program.pid,
         r.program
             .rank
             .map(|k| format!(", rank {k}"))
             .unwrap_or_default(),
-        duration(run),
+        run_time(&r.clock),
         r.threads.len(),
         r.clock.source
     );

@@ -494,6 +494,12 @@ impl Profile {
                 start_ns,
                 end_ns,
                 duration_ns: end_ns.saturating_sub(start_ns),
+                // Never after kprof's start (the kernel's start time is in ticks).
+                process_start_ns: rt.process.start_ns.map(|p| p.min(start_ns)),
+                process_run_ns: rt
+                    .process
+                    .start_ns
+                    .map(|p| end_ns.saturating_sub(p.min(start_ns))),
             },
             plugins: rt.plugins.lock().map(|p| p.clone()).unwrap_or_default(),
             threads,

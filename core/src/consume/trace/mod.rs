@@ -6,6 +6,11 @@
 //! sections) in timestamp order. The writer thread calls [`TraceWriter::flush`] at the
 //! end of every processing round (`KPROF_FLUSH_MS`), so a killed process leaves a
 //! readable trace up to its last round, and [`TraceWriter::finish`] once at shutdown.
+//!
+//! A trace is written under its name plus [`PARTIAL`] (`trace.pftrace.partial`,
+//! `otf2.partial/`) and renamed by [`finish`] once complete: a file under the
+//! trace's own name is always whole, and one that a killed process left behind
+//! says by its name that it is not.
 
 pub mod chrome;
 pub mod otf2;
@@ -49,16 +54,53 @@ pub trait TraceWriter: Consumer + Send {
     fn concurrency(&mut self, _p: &Point) {}
 }
 
-/// Opens the writer of `format` in `dir`.
+/// What a trace's name carries until it is complete.
+pub const PARTIAL: &str = ".partial";
+
+/// `path` with [`PARTIAL`] appended.
+fn partial(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(PARTIAL);
+    PathBuf::from(s)
+}
+
+/// Opens the writer of `format` in `dir`, writing under the partial name.
 pub fn open(
     format: TraceFormat,
     dir: &Path,
     rt: &'static Runtime,
 ) -> Result<Box<dyn TraceWriter>, OutputError> {
-    let path = dir.join(format.file_name());
+    let path = partial(&dir.join(format.file_name()));
     match format {
         TraceFormat::Json => Ok(Box::new(chrome::ChromeWriter::create(&path, rt)?)),
         TraceFormat::Perfetto => Ok(Box::new(perfetto::PerfettoWriter::create(&path, rt)?)),
-        TraceFormat::Otf2 => Ok(Box::new(otf2::Otf2Writer::create(&dir.join("otf2"), rt)?)),
+        TraceFormat::Otf2 => Ok(Box::new(otf2::Otf2Writer::create(
+            &partial(&dir.join("otf2")),
+            rt,
+        )?)),
     }
+}
+
+/// Completes `t` ([`TraceWriter::finish`]) and gives it its own name (the
+/// partial name without [`PARTIAL`]); returns the path `finish` gave, under
+/// that name. A trace that could not be completed keeps its partial name.
+pub fn finish(t: Box<dyn TraceWriter>) -> Result<PathBuf, OutputError> {
+    let written = t.path().to_path_buf();
+    let finished = t.finish()?;
+    let done = written
+        .to_str()
+        .and_then(|p| p.strip_suffix(PARTIAL))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| written.clone());
+    if done != written {
+        std::fs::rename(&written, &done).map_err(|source| OutputError::File {
+            path: done.display().to_string(),
+            source,
+        })?;
+    }
+    // For OTF2, `finish` names the anchor file inside the archive's directory.
+    Ok(match finished.strip_prefix(&written) {
+        Ok(inner) if !inner.as_os_str().is_empty() => done.join(inner),
+        _ => done,
+    })
 }

@@ -1710,6 +1710,7 @@ mod tests {
                 pid: 4242,
                 host: "h".into(),
                 rank: Some(3),
+                start_ns: None,
             },
         };
         (PerfettoWriter::with_source(&path, table).unwrap(), path)
