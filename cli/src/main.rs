@@ -1,5 +1,5 @@
 //! The `kprof` command: `run` a program under kprof, `report` its profile,
-//! `diff` two profiles, `merge` the profiles and traces of several processes.
+//! `diff` two sets of runs, `merge` the profiles and traces of several processes.
 //!
 //! Exit status: `run` returns the program's; the other commands 0 on success, 1 when
 //! `diff --fail-above` finds a regression, 2 on bad input (one line on stderr).
@@ -43,7 +43,19 @@ enum Command {
     Run(run::RunArgs),
     /// Prints readable tables from a profile (a kprof output directory or profile.json).
     Report(report::ReportArgs),
-    /// Compares two profiles node by node (call paths), largest change first.
+    /// Compares runs call path by call path, largest change first, telling changes
+    /// from run-to-run noise.
+    ///
+    /// Each side is one run or several. A change of a call path's time per call counts
+    /// when it exceeds --threshold percent, moves the time per run by more than
+    /// --min-time, and is beyond the run-to-run spread: with four runs or more per side
+    /// (at --alpha 0.05), a Mann-Whitney U rank test over the runs gives p < --alpha;
+    /// with fewer, every run of one side is beyond every run of the other; with one run
+    /// per side the spread is unknown, and only the two floors apply.
+    #[command(
+        override_usage = "kprof diff [OPTIONS] A B\n       kprof diff [OPTIONS] A... -- B...",
+        after_help = "Examples:\n  kprof diff run0 run1 --fail-above 10\n  kprof diff 'base-*' 'new-*' --fail-above 10   (quoted: kprof expands the patterns)\n  kprof diff base new                           (directories holding run directories)\n  kprof diff --fail-above 10 base-* -- new-*    (the shell expands; options before --)\n\nGive four runs per side or more: with three and three, the rank test's smallest p is 0.10."
+    )]
     Diff(diff::DiffArgs),
     /// Merges the outputs of several processes (MPI ranks) into one directory.
     Merge(merge::MergeArgs),
