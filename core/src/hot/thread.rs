@@ -763,21 +763,21 @@ fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
     let fresh = |mut names: NameCache| {
         names.time_with(&rt.clock);
         ThreadState {
-        slot,
-        chunk: None,
-        pos: CHUNK_WORDS,
-        chunks_taken: 0,
-        next_guid: u64::from(slot.index) << GUID_SEQ_BITS,
-        depth: 0,
-        gap: 0,
-        gap_depth: 0,
-        last_ts: 0,
-        codes: [0; CODE_SLOTS],
-        names,
-        regions: Vec::new(),
-        in_place,
-        counters: thread_counters(rt),
-    }
+            slot,
+            chunk: None,
+            pos: CHUNK_WORDS,
+            chunks_taken: 0,
+            next_guid: u64::from(slot.index) << GUID_SEQ_BITS,
+            depth: 0,
+            gap: 0,
+            gap_depth: 0,
+            last_ts: 0,
+            codes: [0; CODE_SLOTS],
+            names,
+            regions: Vec::new(),
+            in_place,
+            counters: thread_counters(rt),
+        }
     };
     let state: *mut ThreadState = match rt.threads.reusable() {
         // (The gone thread's counters went with it: see ExitGuard.)
