@@ -82,7 +82,7 @@ fn an_unwritable_output_place_stops_the_run_before_the_program_starts() {
         );
     }
     // The default place (the current directory) too.
-    let o = run_kernels(&Path::new("/proc"), &[]);
+    let o = run_kernels(Path::new("/proc"), &[]);
     one_line_error(&o, &["/proc", "was not run"]);
     assert!(!stdout(&o).contains("kernels 1"));
 }
