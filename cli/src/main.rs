@@ -9,6 +9,7 @@ mod diff;
 mod fmt;
 mod load;
 mod merge;
+mod out_dir;
 mod pftrace;
 mod plot;
 mod report;
@@ -38,7 +39,7 @@ enum Command {
     /// program's ELF file (the libraries it links, statically built Kokkos).
     /// The program keeps its stdin, stdout, stderr and exit status.
     #[command(
-        after_help = "Example: kprof run --trace perfetto -o run1 -- ./app input.txt\n         MPI: mpirun -np 4 kprof run -- ./app   (one directory per rank: kprof-app-rank<N>)"
+        after_help = "Example: kprof run --trace perfetto -o run1 -- ./app input.txt\n         MPI: mpirun -np 4 kprof run -- ./app   (one directory per rank: kprof-app-rank<N>)\n\nAn -o DIR that exists is refused (exit 2): give --force to replace it, or a new name.\nWithout -o, KPROF_OUTPUT_DIR is honoured, else a new kprof-<program>-<pid>."
     )]
     Run(run::RunArgs),
     /// Prints readable tables from a profile (a kprof output directory or profile.json).

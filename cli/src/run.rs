@@ -10,7 +10,7 @@ use kprof_abi::forward::FORWARDED;
 use kprof_core::base::config::Config;
 
 use crate::detect::{detect, find_program, Models};
-use crate::{absolute, show, Failure, Outcome};
+use crate::{absolute, out_dir, show, Failure, Outcome};
 
 /// Arguments of `kprof run`.
 #[derive(clap::Args)]
@@ -52,10 +52,24 @@ pub struct RunArgs {
     /// Timeline traces: comma list of perfetto, json, otf2 (KPROF_TRACE).
     #[arg(long, value_name = "FORMATS")]
     pub trace: Option<String>,
-    /// Output directory (KPROF_OUTPUT_DIR). Default: kprof-<program>-<pid of the program>.
-    /// An existing directory is never reused: .1, .2, ... is appended.
-    #[arg(short, long, value_name = "DIR")]
+    /// Output directory (KPROF_OUTPUT_DIR, which is honoured when -o is not given).
+    /// Default: kprof-<program>-<pid of the program>, or a new name (.1, .2, ...).
+    /// A DIR that exists is refused (exit 2) unless --force; %p, %r, %h, %e
+    /// patterns expand per process (no existence check). Under an MPI launcher
+    /// DIR is the job's profile and each rank writes DIR-rank<N>.
+    #[arg(short, long, value_name = "DIR", alias = "output-dir")]
     pub output: Option<String>,
+    /// Replace an existing -o DIR (its old files are removed; kprof says so).
+    #[arg(long)]
+    pub force: bool,
+    /// MPI: 1 keeps each rank's own directory besides the job's profile
+    /// (KPROF_PER_RANK, default 0).
+    #[arg(long, value_name = "0|1")]
+    pub per_rank: Option<String>,
+    /// MPI: directory of the job's profile, written by rank 0 at MPI_Finalize
+    /// (KPROF_JOB_OUTPUT_DIR; default kprof-<program>-job, or -o DIR).
+    #[arg(long, value_name = "DIR")]
+    pub job_output_dir: Option<String>,
     /// MiB of event buffers (KPROF_BUFFER_MB, default 64).
     #[arg(long, value_name = "MIB")]
     pub buffer_mb: Option<String>,
@@ -495,6 +509,12 @@ pub fn main(args: RunArgs) -> Outcome {
         ("in-place", "KPROF_IN_PLACE", &args.in_place),
         ("counters", "KPROF_COUNTERS", &args.counters),
         ("counter-kinds", "KPROF_COUNTER_KINDS", &args.counter_kinds),
+        ("per-rank", "KPROF_PER_RANK", &args.per_rank),
+        (
+            "job-output-dir",
+            "KPROF_JOB_OUTPUT_DIR",
+            &args.job_output_dir,
+        ),
     ] {
         if let Some(v) = value {
             cfg.apply_arg(&format!("--{name}={v}")).map_err(|e| {
@@ -509,14 +529,47 @@ pub fn main(args: RunArgs) -> Outcome {
     // The output directory: exact, so that we can say where the files are; the
     // default carries the program's pid (as the summary does), known once it runs.
     // Under an MPI launcher (`mpirun -np 4 kprof run -- ./app`) each rank gets
-    // kprof-<program>-rank<N>, so that `kprof merge kprof-app-rank*` finds the job.
+    // kprof-<program>-rank<N>, so that `kprof merge kprof-app-rank*` finds the job;
+    // with a literal `-o DIR`, DIR is the job's profile and each rank writes
+    // DIR-rank<N>. KPROF_OUTPUT_DIR, without -o, keeps the runtime's rule (a new
+    // name when it exists).
     let rank = mpi_rank();
-    let out = match (&args.output, rank) {
-        (Some(o), _) if o.contains('%') => OutDir::Pattern(PathBuf::from(o)),
-        (Some(o), _) => OutDir::Exact(unused(Path::new(o))),
-        (None, Some(r)) => OutDir::Exact(unused(Path::new(&format!("kprof-{exe_name}-rank{r}")))),
-        (None, None) => OutDir::ProgramPid(PathBuf::from(format!("kprof-{exe_name}-"))),
+    let env_out = std::env::var("KPROF_OUTPUT_DIR")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    if let (Some(o), Some(e)) = (&args.output, &env_out) {
+        say(&format!("-o {o} overrides KPROF_OUTPUT_DIR={e}"));
+    }
+    // The place -o names exactly: refused when it exists, unless --force.
+    let claimed = args
+        .output
+        .as_deref()
+        .filter(|o| !o.contains('%'))
+        .map(PathBuf::from);
+    let out = match (&args.output, &env_out, rank) {
+        (Some(o), _, _) if o.contains('%') => OutDir::Pattern(PathBuf::from(o)),
+        (Some(o), _, Some(r)) => OutDir::Exact(unused(Path::new(&format!("{o}-rank{r}")))),
+        (Some(o), _, None) => OutDir::Exact(PathBuf::from(o)),
+        (None, Some(e), None) if !e.contains('%') => OutDir::Exact(unused(Path::new(e))),
+        // As the runtime alone would: each rank expands it.
+        (None, Some(e), _) => OutDir::Pattern(PathBuf::from(e)),
+        (None, None, Some(r)) => {
+            OutDir::Exact(unused(Path::new(&format!("kprof-{exe_name}-rank{r}"))))
+        }
+        (None, None, None) => OutDir::ProgramPid(PathBuf::from(format!("kprof-{exe_name}-"))),
     };
+    let replace = match &claimed {
+        Some(c) => out_dir::claim(c, args.force, "-o").map_err(Failure)?,
+        None => false,
+    };
+    let base = match &out {
+        OutDir::Exact(p) | OutDir::Pattern(p) | OutDir::ProgramPid(p) => out_dir::fixed_base(p),
+    };
+    if let Some(why) = out_dir::cannot_create_under(&base) {
+        return Err(Failure(format!(
+            "no output directory can be created ({why}); {program} was not run"
+        )));
+    }
     env.push((
         "KPROF_OUTPUT_DIR",
         match &out {
@@ -527,9 +580,20 @@ pub fn main(args: RunArgs) -> Outcome {
     ));
     env.push((kprof_core::output::LAUNCHER_VAR, "kprof run".into()));
     // Under an MPI launcher the job's merged profile (rank 0 writes it at
-    // MPI_Finalize) goes to kprof-<program>-job, unless the user named it.
-    let job_dir = match (rank, std::env::var_os("KPROF_JOB_OUTPUT_DIR")) {
-        (Some(_), None) => {
+    // MPI_Finalize) goes to -o DIR, or kprof-<program>-job unless the user named it.
+    let user_job =
+        args.job_output_dir.is_some() || std::env::var_os("KPROF_JOB_OUTPUT_DIR").is_some();
+    let job_dir = match (rank, &claimed) {
+        (Some(_), Some(c)) => {
+            if user_job {
+                say(&format!("-o {} overrides KPROF_JOB_OUTPUT_DIR", show(c)));
+            }
+            let d = absolute(c);
+            env.retain(|(k, _)| *k != "KPROF_JOB_OUTPUT_DIR");
+            env.push(("KPROF_JOB_OUTPUT_DIR", d.display().to_string()));
+            Some(d)
+        }
+        (Some(_), None) if !user_job => {
             let d = absolute(&unused(Path::new(&format!("kprof-{exe_name}-job"))));
             env.push(("KPROF_JOB_OUTPUT_DIR", d.display().to_string()));
             Some(d)
@@ -786,6 +850,16 @@ pub fn main(args: RunArgs) -> Outcome {
         }
         let how = if asked { "" } else { " (detected)" };
         eprintln!("kprof: measuring {}{how}", what.join(", "));
+    }
+
+    // --force: the old results go just before the program starts (under a launcher
+    // rank 0 removes them: the job's profile is written there at MPI_Finalize).
+    if let (true, Some(c), None | Some(0)) = (replace, &claimed, rank) {
+        out_dir::remove(c).map_err(Failure)?;
+        say(&format!(
+            "replacing {} (--force): its old files were removed",
+            show(c)
+        ));
     }
 
     let mut cmd = Command::new(&args.command[0]);

@@ -29,9 +29,13 @@ pub struct MergeArgs {
     /// The output directories of the processes (one per rank).
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
-    /// Directory to create for the merged profile.json and trace.pftrace.
+    /// Directory to create for the merged profile.json and trace.pftrace; one that
+    /// exists is refused (exit 2) unless --force.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
+    /// Replace an existing OUT (its old files are removed; kprof says so).
+    #[arg(long)]
+    pub force: bool,
     /// Do not merge the Perfetto traces.
     #[arg(long)]
     pub no_trace: bool,
@@ -144,14 +148,16 @@ fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<(Fold, Extra
 
 /// Entry point.
 pub fn main(args: MergeArgs) -> Outcome {
-    if args.output.exists() {
-        return Err(Failure(format!(
-            "{}: already exists (merge never overwrites; choose a new -o)",
-            show(&args.output)
-        )));
-    }
+    let replace = crate::out_dir::claim(&args.output, args.force, "-o").map_err(Failure)?;
     let total = args.dirs.len();
     let (fold, extras) = fold_dirs_with_extras(&args.dirs, args.by_rank)?;
+    if replace {
+        crate::out_dir::remove(&args.output).map_err(Failure)?;
+        eprintln!(
+            "kprof merge: replacing {} (--force): its old files were removed",
+            show(&args.output)
+        );
+    }
     let merged = render(fold.form());
     // (rank label, who) in the merged profile's order, and each rank's clock
     // offset to rank 0's.
