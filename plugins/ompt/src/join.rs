@@ -20,7 +20,8 @@
 //! before kprof writes its output (kprof's exit handler runs before libomp's,
 //! which wakes the workers). So each worker also shows its open implicit task
 //! in a slot of [`WORKERS`], and the plugin's flush ([`parked`]) reports the
-//! ends of those whose region joined, for the core to apply at the end.
+//! ends of those whose region joined, for the core to apply at the end. A
+//! forked child forgets both tables ([`forget_at_fork`]).
 
 use std::cell::Cell;
 use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
@@ -156,6 +157,35 @@ pub fn parked() -> impl Iterator<Item = (u64, u64)> {
         }
         Some((task, lookup(region)?))
     })
+}
+
+/// Forgets every join and worker task in a forked child (its only thread runs
+/// this): the child's runtime and threads are new, and the parent's GUIDs may
+/// name other instances there.
+unsafe extern "C" fn forget_in_child() {
+    for s in &JOINS {
+        s.seq.store(0, Ordering::Relaxed);
+        s.region.store(0, Ordering::Relaxed);
+        s.at.store(0, Ordering::Relaxed);
+    }
+    for o in &WORKERS {
+        o.seq.store(0, Ordering::Relaxed);
+        o.task.store(0, Ordering::Relaxed);
+        o.region.store(0, Ordering::Relaxed);
+    }
+    TAKEN.store(0, Ordering::Relaxed);
+    let _ = WORKER.try_with(|w| w.set((0, 0)));
+    let _ = SLOT.try_with(|s| s.set(usize::MAX));
+}
+
+/// Has a forked child forget the parent's joins and worker tasks (once).
+pub fn forget_at_fork() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers a handler that only stores to this module's atomics
+        // and thread-locals.
+        unsafe { libc::pthread_atfork(None, None, Some(forget_in_child)) };
+    });
 }
 
 /// This thread begins implicit task `task` as a worker of `region`.

@@ -140,6 +140,7 @@ unsafe extern "C" fn initialize(
         CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
         // SAFETY: a function of this library, which stays loaded.
         unsafe { (api.on_flush)(callbacks::flush_parked) };
+        join::forget_at_fork();
         register_all(set_fn);
         describe(api);
         1
