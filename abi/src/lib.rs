@@ -291,7 +291,8 @@ pub struct CoreApi {
     pub activity: unsafe extern "C" fn(a: *const Activity),
     /// Registers `flush`, called once when the run ends (finalize, exit, a
     /// terminating signal) before any output is written, so that a plugin can
-    /// deliver the device activities its vendor still buffers. At most 8.
+    /// deliver the device activities its vendor still buffers (or the ends its
+    /// runtime reports only later, with [`CoreApi::end_at`]). At most 8.
     pub on_flush: unsafe extern "C" fn(flush: unsafe extern "C" fn()) -> bool,
     /// `set` > 0: a GPU activity plugin is active from now on (device times come
     /// from it). Returns whether one is active (`set` <= 0 only asks).
@@ -350,4 +351,14 @@ pub struct CoreApi {
     /// Records a [`Call`] whole (see there). Hardware counters are not read for
     /// it.
     pub call: unsafe extern "C" fn(call: *const Call),
+    /// As [`CoreApi::end`], at `at` (a [`CoreApi::stamp`] taken earlier, on any
+    /// thread) instead of now: for an end a runtime reports late (libomp reports
+    /// a worker's implicit barrier and implicit task ending when the worker is
+    /// next woken, long after its region joined). Never later than now nor
+    /// earlier than the thread's last event; 0 means now. Hardware counters are
+    /// read now. A `guid` of another thread's instance (a thread parked where it
+    /// cannot report the end before the run ends; called from an
+    /// [`CoreApi::on_flush`] callback) is kept: if that instance is still open
+    /// when the run ends, it ends at `at`, with what is open inside it.
+    pub end_at: unsafe extern "C" fn(kind: u8, guid: u64, at: u64),
 }

@@ -300,8 +300,9 @@ fn mean_of(v: &[f64], r: std::ops::Range<usize>) -> f64 {
 /// The profile's series over time (`over_time`) and `kprof plot`'s figures of
 /// it, on a real OpenMP runtime: one thread in parallel work, then four, then
 /// 123456789 bytes in the Host space and no parallel work (300 ms each). After
-/// a region, libomp keeps its workers in the region's implicit barrier until
-/// the next one (or the end): in phase 3 the three workers wait. In place and
+/// a region, libomp reports its workers' implicit barrier and implicit task
+/// ending only when it next wakes them (here after the run): kprof ends them at
+/// the region's join, so in phase 3 no thread works or waits. In place and
 /// from records, the series show that structure bucket by bucket, add up to
 /// the concurrency section's totals, and the SVG figures hold the same series.
 #[test]
@@ -393,10 +394,7 @@ fn over_time_shows_the_phases_and_plot_draws_them() {
             "{label}: phase 2 parallel {busy2}"
         );
         assert!(busy3 < 0.05, "{label}: phase 3 parallel {busy3}");
-        assert!(
-            (2.95..=3.05).contains(&wait3),
-            "{label}: phase 3 waiting {wait3}"
-        );
+        assert!(wait3 < 0.05, "{label}: phase 3 waiting {wait3}");
         // Nobody waits inside phases 1 and 2, and no known thread is between
         // instances there.
         assert!(
@@ -509,10 +507,11 @@ fn over_time_shows_the_phases_and_plot_draws_them() {
             (3.4..=4.3).contains(&(h2 / h1)) && h3 < 0.05 * h2,
             "{label}: busy area {h1} / {h2} / {h3} px"
         );
-        // All threads: four in phase 2, the three waiting ones in phase 3.
+        // All threads: four in phase 2, none in phase 3 (the workers are
+        // idle after their last region's join).
         let (all2, all3) = (height(all, a2, b2), height(all, a3, b3));
         assert!(
-            (all2 - h2).abs() < 0.05 * h2 && (all3 / all2 - 0.75).abs() < 0.05,
+            (all2 - h2).abs() < 0.05 * h2 && all3 < 0.05 * all2,
             "{label}: all threads {all2} / {all3} px vs {h2}"
         );
 

@@ -7,8 +7,8 @@ use kprof_abi::{Anomaly, Kind};
 use crate::base::anomaly::Anomalies;
 use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{
-    count_unclosed, ended_at, Consumer, CopyInfo, DeviceActivity, Event, Extras, Global, Opening,
-    SiteRef, Slice, Symbols, Transfer, ACTIVITY_ARGS, MAX_ARGS,
+    count_unclosed, ended_at, ends_at_exit, Consumer, CopyInfo, DeviceActivity, Event, Extras,
+    Global, Opening, SiteRef, Slice, Symbols, Transfer, ACTIVITY_ARGS, MAX_ARGS,
 };
 use crate::hot::record::{Head, Op, CODE_SLOTS};
 use crate::hot::thread::GUID_SEQ_BITS;
@@ -132,17 +132,20 @@ impl Nesting {
         self.lost = true;
     }
 
-    /// Closes every instance still open at raw time `end`, counting each (except
-    /// kinds runtimes normally leave open, see [`Kind::may_end_late`]).
+    /// Closes every instance still open at raw time `end`, or when another
+    /// thread reported it ended (`late`, see [`ends_at_exit`]), counting each
+    /// (except kinds runtimes normally leave open, see [`Kind::may_end_late`]).
     pub fn close_all(
         &mut self,
         end: u64,
+        late: &[(u64, u64)],
         mut ended: impl FnMut(&Slice, u64),
         anomalies: &Anomalies,
     ) {
+        let mut ends = ends_at_exit(self.stack.iter().map(|s| s.guid), end, late);
         while let Some(s) = self.stack.pop() {
             count_unclosed(s.kind, anomalies);
-            ended(&s, end.max(s.begin));
+            ended(&s, ends.pop().unwrap_or(end).max(s.begin));
         }
     }
 }
@@ -518,10 +521,17 @@ impl ThreadStream {
         );
     }
 
-    /// Closes every slice still open at raw time `end` (see [`Nesting::close_all`]).
-    pub fn close_all<C: Consumer>(&mut self, end: u64, out: &mut C, anomalies: &Anomalies) {
+    /// Closes every slice still open at raw time `end`, or as `late` says (see
+    /// [`Nesting::close_all`]).
+    pub fn close_all<C: Consumer>(
+        &mut self,
+        end: u64,
+        late: &[(u64, u64)],
+        out: &mut C,
+        anomalies: &Anomalies,
+    ) {
         self.nesting
-            .close_all(end, |s, t| out.event(&Event::End(s, t)), anomalies);
+            .close_all(end, late, |s, t| out.event(&Event::End(s, t)), anomalies);
     }
 }
 
@@ -629,11 +639,36 @@ mod tests {
         ]
         .concat();
         s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
-        s.close_all(9, &mut log, &an);
+        s.close_all(9, &[], &mut log, &an);
         assert_eq!(log.0, ["B1", "B2", "E2@3", "E1@3", "B3", "E3@9"]);
         assert_eq!(an.get(Anomaly::OutOfOrderEnd), 1);
         assert_eq!(an.get(Anomaly::UnmatchedEnd), 2);
         assert_eq!(an.get(Anomaly::UnclosedAtExit), 1);
+    }
+
+    #[test]
+    fn an_end_reported_late_closes_its_instance_and_those_inside_at_exit() {
+        let an = Anomalies::default();
+        let mut s = ThreadStream::new(1);
+        let mut log = Log::default();
+        let base = 1u64 << GUID_SEQ_BITS;
+        // A worker parked in its implicit barrier when the run ends; another
+        // thread reported its implicit task ended at 5 (and something unknown).
+        let rs = [
+            begin(1, 1, Kind::OmpImplicitTask),
+            begin(2, 2, Kind::OmpBarrier),
+        ]
+        .concat();
+        s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
+        s.close_all(9, &[(base | 7, 3), (base | 1, 5)], &mut log, &an);
+        assert_eq!(log.0, ["B1", "B2", "E2@5", "E1@5"]);
+        // Never before the instance began, never after the run's end.
+        let mut log = Log::default();
+        let mut s = ThreadStream::new(1);
+        s.feed(&rs, u64::MAX, &mut log, &mut NoSymbols, &an);
+        s.close_all(9, &[(base | 2, 1), (base | 1, 50)], &mut log, &an);
+        assert_eq!(log.0, ["B1", "B2", "E2@2", "E1@9"]);
+        assert_eq!(an.get(Anomaly::UnclosedAtExit), 0);
     }
 
     #[test]

@@ -555,11 +555,14 @@ impl Writer {
     fn finish(mut self, slots: &[&'static ThreadSlot], busy: &[bool], run_cpu: u64) {
         let rt = self.rt;
         let end = rt.end();
+        // Ends other threads reported for threads parked where they could not.
+        let late = std::mem::take(&mut *rt.late_ends.lock().unwrap_or_else(|p| p.into_inner()));
         let system = self.sampler.take().map(|s| s.report());
         let mut records = FxHashMap::default();
         let mut words = 0;
         for (&index, s) in self.streams.iter_mut() {
-            s.resolver.close_all(end, &mut self.sinks, &rt.anomalies);
+            s.resolver
+                .close_all(end, &late, &mut self.sinks, &rt.anomalies);
             records.insert(index, s.resolver.records);
             words += s.resolver.words;
         }
@@ -582,7 +585,7 @@ impl Writer {
                 slot.dropped.fetch_add(tp.events, Ordering::Relaxed);
                 continue;
             }
-            tp.close_all(end);
+            tp.close_all(end, &late);
             *records.entry(slot.index).or_insert(0) += tp.events;
             events_in_place += tp.events;
             in_place.push(tp);

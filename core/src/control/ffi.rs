@@ -420,6 +420,10 @@ unsafe extern "C" fn call(c: *const kprof_abi::Call) {
     })
 }
 
+unsafe extern "C" fn end_at(kind: u8, guid: u64, at: u64) {
+    guard((), || events::end_at(kind, guid, at))
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -465,6 +469,7 @@ static API: CoreApi = CoreApi {
     job_free,
     stamp,
     call,
+    end_at,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

@@ -182,6 +182,7 @@ fn start() {
         counters: setup.counters,
         counter_problems: setup.problems,
         device_cost_ns: AtomicU64::new(0),
+        late_ends: Mutex::new(Vec::new()),
         shutdown: AtomicBool::new(false),
         done: AtomicBool::new(false),
         writer: OnceLock::new(),

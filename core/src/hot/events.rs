@@ -505,6 +505,45 @@ fn end_records(
     }
 }
 
+/// As [`end`], at raw time `at` (a [`stamp`] taken earlier, on any thread;
+/// 0: now) instead of now ([`kprof_abi::CoreApi::end_at`]): for ends a
+/// runtime reports late. Never later than now, never before the thread's
+/// last event (one thread's times only grow). `guid` of another thread's
+/// instance (a thread parked where it cannot report the end itself) is kept
+/// for the end of the run: that instance, if still open then, ends at `at`.
+#[inline]
+pub fn end_at(kind: u8, guid: u64, at: u64) {
+    let Some(mut e) = thread::enter() else {
+        return;
+    };
+    let rt = e.rt;
+    let now = rt.clock.now();
+    let ts = if at == 0 { now } else { at.min(now) };
+    let t = e.t();
+    if guid != 0 && guid >> GUID_SEQ_BITS != u64::from(t.index()) {
+        late_end(rt, guid, ts);
+        return;
+    }
+    t.close();
+    let counters = t.read_counters(kind);
+    if let Some(ip) = t.in_place() {
+        let ts = ts.max(ip.last_ts);
+        ip.close(ts, kind, guid, counters.as_ref());
+        return;
+    }
+    let ts = ts.max(t.last_time());
+    end_records(t, rt, kind, guid, ts, counters);
+}
+
+/// [`end_at`] of another thread's instance: kept for the end of the run (a
+/// plugin reports these from its flush, not per event).
+#[cold]
+#[inline(never)]
+fn late_end(rt: &Runtime, guid: u64, at: u64) {
+    let mut late = rt.late_ends.lock().unwrap_or_else(|p| p.into_inner());
+    late.push((guid, at));
+}
+
 /// The core clock now, raw ([`kprof_abi::CoreApi::stamp`]); 0 when not
 /// recording.
 #[inline(always)]

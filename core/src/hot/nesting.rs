@@ -422,6 +422,21 @@ pub fn ended_at<T: OpenInstance>(
     }
 }
 
+/// When the instances still open as the run ends at raw time `end` end, given
+/// by GUID outermost first: at `end`, except an instance `late` names (an end
+/// reported for it by another thread: GUID, raw time) and those open inside
+/// it, which end at that time. Never later inside than outside.
+pub fn ends_at_exit(open: impl Iterator<Item = u64>, end: u64, late: &[(u64, u64)]) -> Vec<u64> {
+    let mut cap = end;
+    open.map(|guid| {
+        if let Some(&(_, at)) = late.iter().find(|&&(g, _)| g == guid) {
+            cap = cap.min(at);
+        }
+        cap
+    })
+    .collect()
+}
+
 /// The rule for an instance still open when the run ends: counted, except kinds
 /// runtimes normally leave open (see [`Kind::may_end_late`]).
 pub fn count_unclosed(kind: Kind, anomalies: &Anomalies) {

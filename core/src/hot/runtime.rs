@@ -77,6 +77,10 @@ pub struct Runtime {
     pub counter_problems: Vec<String>,
     /// The GPU tool library's own overhead reported by GPU plugins, in ns.
     pub device_cost_ns: AtomicU64,
+    /// Ends reported for another thread's instances (GUID, raw time; see
+    /// [`crate::hot::events::end_at`]): applied to those still open when the
+    /// run ends.
+    pub late_ends: Mutex<Vec<(u64, u64)>>,
     /// Shutdown was requested (the writer finishes).
     pub(crate) shutdown: AtomicBool,
     /// The writer has written everything.

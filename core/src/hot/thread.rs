@@ -378,6 +378,12 @@ impl ThreadState {
         u32::try_from(ts.wrapping_sub(self.last_ts)).ok()
     }
 
+    /// Time of the last timed event stored (raw clock).
+    #[inline(always)]
+    pub fn last_time(&self) -> u64 {
+        self.last_ts
+    }
+
     /// How a short end names this thread's `guid`: 1 + how many GUIDs it took
     /// since, if below 2^16 (a GUID of another thread or an old one: `None`).
     #[inline(always)]

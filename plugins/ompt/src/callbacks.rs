@@ -28,7 +28,7 @@ use crate::ompt::{
     control, scope, task_flag, task_status, Data, Device, DispatchChunk, Frame, FunctionLookup, Id,
     WaitId,
 };
-use crate::{api, device, map, task};
+use crate::{api, device, join, map, task};
 
 /// Runs `f` with the core table when attached, never unwinding into the runtime.
 #[inline(always)]
@@ -130,7 +130,8 @@ pub unsafe extern "C" fn parallel_begin(
     })
 }
 
-/// `parallel_end`: closes the region.
+/// `parallel_end`: closes the region, and publishes when it joined for its
+/// workers, whose ends libomp reports late (see [`join`]).
 pub unsafe extern "C" fn parallel_end(
     parallel_data: *mut Data,
     _encountering_task: *mut Data,
@@ -138,14 +139,21 @@ pub unsafe extern "C" fn parallel_end(
     _codeptr_ra: *const c_void,
 ) {
     with_api(|api| {
-        // SAFETY: NULL or readable; then plain integers.
-        unsafe { (api.end)(Kind::OmpParallel as u8, word(parallel_data)) }
+        // SAFETY: NULL or readable.
+        let region = unsafe { word(parallel_data) };
+        // SAFETY: no arguments; then plain integers.
+        let at = unsafe { (api.stamp)() };
+        // SAFETY: plain integers.
+        unsafe { (api.end)(Kind::OmpParallel as u8, region) };
+        join::publish(region, at);
     })
 }
 
 /// `implicit_task`: one team member's share of a parallel region, nested under the
 /// region (an explicit parent: workers run on other threads). The initial task
-/// spans the whole program and is skipped.
+/// spans the whole program and is skipped. A worker's task ends no later than
+/// its region joined: libomp reports its end only when the worker is next woken
+/// (see [`join`]).
 pub unsafe extern "C" fn implicit_task(
     endpoint: c_int,
     parallel_data: *mut Data,
@@ -178,14 +186,34 @@ pub unsafe extern "C" fn implicit_task(
             };
             // SAFETY: NULL or writable. Implicit task words are GUIDs (tag clear).
             unsafe { set_word(task_data, guid & !task::TAG) };
+            if parent != 0 {
+                join::worker_begin(guid & !task::TAG, parent);
+            }
         }
         if endpoint != scope::BEGIN {
             // Only the task's own word: libomp 14 ends with a NULL parallel_data.
             // SAFETY: NULL or readable.
             let guid = unsafe { word(task_data) };
             let guid = if guid & task::TAG != 0 { 0 } else { guid };
+            let kind = Kind::OmpImplicitTask as u8;
+            match join::worker_end(guid) {
+                // SAFETY: plain integers.
+                0 => unsafe { (api.end)(kind, guid) },
+                // SAFETY: plain integers.
+                at => unsafe { (api.end_at)(kind, guid, at) },
+            }
+        }
+    })
+}
+
+/// The core's flush as the run ends (`CoreApi::on_flush`): the implicit tasks
+/// of workers parked at their region's join, which libomp reports ending only
+/// after kprof wrote its output, end at the join (see [`join`]).
+pub unsafe extern "C" fn flush_parked() {
+    with_api(|api| {
+        for (task, at) in join::parked() {
             // SAFETY: plain integers.
-            unsafe { (api.end)(Kind::OmpImplicitTask as u8, guid) };
+            unsafe { (api.end_at)(Kind::OmpImplicitTask as u8, task, at) };
         }
     })
 }
@@ -239,7 +267,10 @@ pub unsafe extern "C" fn dispatch(
     })
 }
 
-/// `sync_region`: barriers, taskwait, taskgroup, reductions.
+/// `sync_region`: barriers, taskwait, taskgroup, reductions. On a worker, an
+/// end reported after its region joined (libomp reports a worker's implicit
+/// barrier as ending when the worker is next woken) ends at the join: the
+/// barrier was waiting until then, what follows is idle (see [`join`]).
 pub unsafe extern "C" fn sync_region(
     kind: c_int,
     endpoint: c_int,
@@ -249,6 +280,14 @@ pub unsafe extern "C" fn sync_region(
 ) {
     with_api(|api| {
         let (k, name) = map::sync_region(kind);
+        if endpoint == scope::END {
+            let at = join::worker_join();
+            if at != 0 {
+                // SAFETY: plain integers.
+                unsafe { (api.end_at)(k as u8, 0, at) };
+                return;
+            }
+        }
         scoped(api, endpoint, k, name)
     })
 }

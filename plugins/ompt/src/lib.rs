@@ -17,6 +17,7 @@
 
 mod callbacks;
 pub mod device;
+pub mod join;
 pub mod map;
 pub mod ompt;
 pub mod task;
@@ -137,6 +138,9 @@ unsafe extern "C" fn initialize(
         // Publish the table before registering: callbacks may fire on other threads
         // as soon as they are set.
         CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
+        // SAFETY: a function of this library, which stays loaded.
+        unsafe { (api.on_flush)(callbacks::flush_parked) };
+        join::forget_at_fork();
         register_all(set_fn);
         describe(api);
         1

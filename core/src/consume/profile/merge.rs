@@ -3,8 +3,10 @@
 //! another thread's node (anchors) go under that node; code addresses get their
 //! names here, once each.
 
+use kprof_abi::Kind;
 use rustc_hash::FxHashMap;
 
+use crate::base::category::Category;
 use crate::hot::nesting::Symbols;
 
 use crate::hot::aggregate::busy::DeviceBusy;
@@ -87,9 +89,9 @@ pub fn merge(threads: &mut [&mut ThreadProfile], symbols: &mut impl Symbols) -> 
     let adopted = base.map(|b| {
         m.tree = std::mem::take(&mut threads[b].tree);
         let index = threads[b].index();
-        for n in m.tree.nodes.iter_mut() {
-            if let Some(ns) = thread_time(n) {
-                n.add_thread_time(index, ns);
+        for i in 0..m.tree.nodes.len() as u32 {
+            if let Some(ns) = thread_time(&m.tree.nodes, i) {
+                m.tree.nodes[i as usize].add_thread_time(index, ns);
             }
         }
         // Its nodes are the merged tree's: every node maps to itself.
@@ -231,11 +233,31 @@ fn merge_trees(
     }
 }
 
-/// What node `n` of one thread's tree adds to its node's spread across
-/// threads (OpenMP kinds only). A thread's own tree holds only that thread's
-/// instances, so this is its total: added as the trees merge, not on every end.
-fn thread_time(n: &Node) -> Option<u64> {
-    (n.kind.is_openmp() && n.stats.count > 0).then_some(n.stats.total_ns)
+/// What node `i` of one thread's tree (`nodes`) adds to its node's spread
+/// across threads (OpenMP kinds only). A thread's own tree holds only that
+/// thread's instances, so this is its total: added as the trees merge, not on
+/// every end. For an implicit task it is the thread's work: its total less the
+/// time the thread waited inside it (the exclusive time of the nodes below it
+/// whose category is [`Category::Wait`]: barriers, sync waits, taskwait, lock
+/// waits), so that a region's spread is its load balance.
+fn thread_time(nodes: &[Node], i: u32) -> Option<u64> {
+    let n = &nodes[i as usize];
+    if !n.kind.is_openmp() || n.stats.count == 0 {
+        return None;
+    }
+    if n.kind != Kind::OmpImplicitTask {
+        return Some(n.stats.total_ns);
+    }
+    let mut waited = 0u64;
+    let mut todo: Vec<u32> = n.children.clone();
+    while let Some(c) = todo.pop() {
+        let c = &nodes[c as usize];
+        if Category::of(c.kind) == Some(Category::Wait) {
+            waited += c.stats.self_ns;
+        }
+        todo.extend_from_slice(&c.children);
+    }
+    Some(n.stats.total_ns.saturating_sub(waited))
 }
 
 /// Merges the children of `part`'s node `local` (recursively) under the merged
@@ -259,7 +281,7 @@ fn merge_children(
             let m = tree.child(g, name, n.kind, n.dev);
             let into = &mut tree.nodes[m as usize];
             into.stats.merge(&n.stats);
-            if let Some(ns) = thread_time(n) {
+            if let Some(ns) = thread_time(nodes, c) {
                 into.add_thread_time(p.index(), ns);
             }
             for &(k, min, max) in n.args() {

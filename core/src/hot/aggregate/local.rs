@@ -16,7 +16,8 @@ use rustc_hash::FxHashMap;
 use crate::base::category::Category;
 use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{
-    count_unclosed, ended_at, DeviceActivity, Event, Extras, OpenInstance, Opening, Slice, MAX_ARGS,
+    count_unclosed, ended_at, ends_at_exit, DeviceActivity, Event, Extras, OpenInstance, Opening,
+    Slice, MAX_ARGS,
 };
 use crate::hot::runtime::Runtime;
 use crate::hot::thread::{ThreadSlot, GUID_SEQ_BITS};
@@ -620,14 +621,14 @@ impl ThreadProfile {
     }
 
     /// Closes in place every instance still open at raw time `end` (the run
-    /// ended).
-    pub fn close_all(&mut self, end: u64) {
-        if !self.frames.is_empty() {
-            self.last_ts = self.last_ts.max(end);
-        }
+    /// ended), or when another thread reported it ended (`late`, see
+    /// [`ends_at_exit`]).
+    pub fn close_all(&mut self, end: u64, late: &[(u64, u64)]) {
+        let mut ends = ends_at_exit(self.frames.iter().map(|f| f.guid), end, late);
         while let Some(f) = self.frames.pop() {
             count_unclosed(f.kind, &self.rt.anomalies);
-            let end = end.max(f.begin);
+            let end = ends.pop().unwrap_or(end).max(f.begin);
+            self.last_ts = self.last_ts.max(end);
             self.close_frame(f, end, &[], false, CountersAtEnd::None);
         }
     }
