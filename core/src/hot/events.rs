@@ -371,12 +371,12 @@ pub fn end(kind: u8, guid: u64) {
     let rt = e.rt;
     // Timestamp first, so recording is not counted in the instance's time.
     let ts = rt.clock.now();
-    end_at(e.t(), rt, kind, guid, ts);
+    end_entered(e.t(), rt, kind, guid, ts);
 }
 
 /// [`end`] on an entered thread, at raw time `ts`.
 #[inline(always)]
-fn end_at(t: &mut ThreadState, rt: &Runtime, kind: u8, guid: u64, ts: u64) {
+fn end_entered(t: &mut ThreadState, rt: &Runtime, kind: u8, guid: u64, ts: u64) {
     t.close();
     let counters = t.read_counters(kind);
     if let Some(ip) = t.in_place() {
@@ -431,7 +431,7 @@ pub unsafe fn region_end(name: *const c_char) {
     };
     for _ in 0..closing {
         t.regions.pop();
-        end_at(t, rt, Kind::UserRegion as u8, 0, ts);
+        end_entered(t, rt, Kind::UserRegion as u8, 0, ts);
     }
     // A first sight of the name, after the ends: the enclosing regions' time.
     let own = t.names.take_own();
