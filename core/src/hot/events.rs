@@ -66,7 +66,9 @@ fn begin_named(
     let own = t.names.take_own();
     if let Some(ip) = t.in_place() {
         // A first sight of the name is kprof's time, not the enclosing instances'.
-        ip.add_own(own);
+        if own != 0 {
+            ip.add_own(own);
+        }
         let o = (guid, kind, name, dev, ts);
         match counters {
             None if parent == 0 => ip.open_plain(o),

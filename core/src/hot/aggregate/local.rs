@@ -34,6 +34,10 @@ pub const ADDRESS_NAME: u32 = 1 << 31;
 /// Code addresses cached per thread, direct-mapped by hash of the address.
 const ADDRESS_CACHE: usize = 256;
 
+/// Open instances a thread's stack has room for from its first event: deeper
+/// stacks grow it (rarely: each growth doubles it).
+const FRAMES_RESERVED: usize = 64;
+
 /// Children looked up lately, per thread, direct-mapped by (parent, key).
 const CHILD_CACHE: usize = 256;
 
@@ -232,7 +236,9 @@ impl ThreadProfile {
             slot,
             max_depth: max_depth.max(1),
             tree: Tree::default(),
-            frames: Vec::new(),
+            // Room for the open instances of nearly every program, so that the
+            // stack does not grow (untimed, inside the instances) while it runs.
+            frames: Vec::with_capacity(FRAMES_RESERVED),
             counter_frames: Vec::new(),
             counter_events: rt.counters.as_ref().map_or(0, |c| c.names.len()),
             anchors: FxHashMap::default(),
@@ -717,25 +723,11 @@ impl ThreadProfile {
     /// unless it is beyond the depth cap.
     #[inline(always)]
     fn push_frame(&mut self, f: Frame, outer: Category) {
-        if self.frames.len() == self.frames.capacity() {
-            self.grow_frames();
-        }
         self.series.moved(f.begin, outer);
         if !f.capped {
             self.slot.open.publish(self.frames.len(), f.guid, f.node);
         }
         self.frames.push(f);
-    }
-
-    /// Makes room for more open instances (a deeper stack than ever before on
-    /// this thread): kprof's own time, counted as such.
-    #[cold]
-    #[inline(never)]
-    fn grow_frames(&mut self) {
-        let clock = &self.rt.clock;
-        let t0 = clock.now();
-        self.frames.reserve(self.frames.len().max(16));
-        self.own += clock.now().saturating_sub(t0);
     }
 
     /// Adds `ticks` of kprof's own work on this thread (a name seen for the
