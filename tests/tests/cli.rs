@@ -458,15 +458,28 @@ fn run_keeps_stdio_exit_status_and_options() {
     let all = nodes(&p);
     assert_eq!(u(&node(&all, &["main loop", "kernel"])["count"]), 3);
 
-    // The same directory again: never reused, .1 appended, and said so.
+    // The same directory again: refused (the program does not run), never
+    // silently elsewhere; --force replaces it, saying so.
     let o = run(
         kprof_cmd(&dir, &["run", "-q", "-o", "o", "--summary", "0", "--"])
             .arg(kernels_bin())
             .arg("2"),
     );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "kprof: o exists already: give --force to replace it, or another -o\n"
+    );
+    assert!(o.stdout.is_empty());
+    assert!(!dir.join("o.1").exists());
+    let o = run(kprof_cmd(
+        &dir,
+        &["run", "-q", "--force", "-o", "o", "--summary", "0", "--"],
+    )
+    .arg(kernels_bin())
+    .arg("2"));
     assert_ok(&o);
-    assert_eq!(stderr(&o), "");
-    let p = read_profile(&dir.join("o.1"));
+    let p = read_profile(&dir.join("o"));
     assert_eq!(u(&node(&nodes(&p), &["main loop", "kernel"])["count"]), 2);
 
     // Death by a signal: 128 + signal, like a shell.
@@ -1755,7 +1768,7 @@ fn merge_three_ranks_exact_statistics() {
             "buffer_budget_bytes": 3 * 67108864u64, "huge_page_blocks": 2,
             "small_page_blocks": 3, "buffer_fault_ns": 2600000, "writer_cpu_ns": 10000000,
             "events_in_place": 0, "call_paths": 0, "profile_bytes": 0, "writer_run_cpu_ns": 0,
-            "device_tool_ns": 0})
+            "device_tool_ns": 0, "own_ns": 0})
     );
 
     // report reads the merged profile.

@@ -192,10 +192,12 @@ fn sigkill_leaves_no_reserve_and_partial_traces() {
     check_partial_traces(&out);
 }
 
-/// SIGKILL before kprof's first flush: empty traces, said to be empty.
+/// SIGKILL before kprof's first flush: empty traces, said to be empty. (The
+/// program lives 200 ms first: the writer thread creates the trace files as it
+/// starts, which a program ending within microseconds of its start can precede.)
 #[test]
 fn sigkill_before_the_first_flush_leaves_empty_partial_traces() {
-    let (o, out) = ended_early("lifecycle_sigkill_early", "kill", "0", "600000");
+    let (o, out) = ended_early("lifecycle_sigkill_early", "kill", "200", "600000");
     assert_eq!(o.status.code(), Some(137));
     check_end_lines(
         &stderr(&o),
@@ -216,7 +218,7 @@ fn underscore_exit_leaves_no_reserve_and_partial_traces() {
     assert_eq!(o.status.code(), Some(0));
     check_end_lines(&stderr(&o), why, "incomplete (");
     check_partial_traces(&out);
-    let (o, _) = ended_early("lifecycle_exit_early", "exit", "0", "600000");
+    let (o, _) = ended_early("lifecycle_exit_early", "exit", "200", "600000");
     assert_eq!(o.status.code(), Some(0));
     check_end_lines(
         &stderr(&o),

@@ -589,7 +589,13 @@ fn end_message_names_the_real_cause() {
         .args(["race", "2", "5"]));
     assert_eq!(
         stderr(&o).lines().last(),
-        Some("kprof: no output was written to file/out: the output directory cannot be created (file is not a directory)"),
+        Some(
+            format!(
+            "kprof: no output directory can be created (file is not a directory); {} was not run",
+            robust().display()
+        )
+            .as_str()
+        ),
         "{}",
         stderr(&o)
     );
