@@ -33,9 +33,13 @@ pub fn profile_path(arg: &Path) -> Result<PathBuf, Failure> {
     }
 }
 
-/// The deepest nesting of JSON containers that kprof reads: far beyond any depth cap
-/// of the runtime's trees, and within the stack `kprof` runs its commands on.
-pub const MAX_JSON_DEPTH: usize = 100_000;
+/// The deepest call-path tree a profile holds: the largest `KPROF_MAX_DEPTH`.
+const MAX_TREE_DEPTH: usize = 100_000;
+
+/// The deepest nesting of JSON containers that kprof reads: the deepest tree
+/// (each node two levels: its object and its `children` array) inside the
+/// profile's own few, within the stack `kprof` runs its commands on.
+pub const MAX_JSON_DEPTH: usize = 2 * MAX_TREE_DEPTH + 64;
 
 /// The deepest nesting of `[`/`{` in `text` (strings skipped).
 fn json_depth(text: &[u8]) -> usize {

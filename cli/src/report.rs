@@ -203,67 +203,106 @@ fn spill_failure(e: std::io::Error) -> Failure {
 /// The tree view.
 fn render_tree(r: &Report, tree: TreeKeep, path: &std::path::Path, args: &ReportArgs) -> String {
     let run = r.thread_time_ns() as f64;
-    {
-        let (roots, more) = tree.finish();
-        let rows = tree_rows(&roots, more);
-        if args.csv || args.json {
-            return tree_machine(&rows, args.csv);
-        }
-        let mut s = header(r, path);
-        let _ = writeln!(
-            s,
-            "\nCall-path tree (siblings by {}; % of {})",
-            sort_name(sort_of(args)),
-            thread_time(r)
-        );
-        let mut t = Table::new(&[
-            ("total", Align::Right),
-            ("%", Align::Right),
-            ("", Align::Left),
-            ("self", Align::Right),
-            ("count", Align::Right),
-            ("mean", Align::Right),
-            ("kind", Align::Left),
-            ("device", Align::Left),
-            ("name", Align::Left),
-        ]);
-        for row in &rows {
-            let (depth, n) = match row {
-                Line::Node(depth, _, n) => (*depth, *n),
-                Line::More(depth, hidden, total) => {
-                    let what = if *hidden == 1 { "node" } else { "nodes" };
-                    t.row(vec![
-                        dur(*total),
-                        pct(*total as f64, run),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        format!("{}... {hidden} more {what} (--top)", "  ".repeat(*depth)),
-                    ]);
-                    continue;
-                }
-            };
-            t.row(vec![
-                dur(n.total_ns),
-                pct(n.total_ns as f64, run),
-                bar(n.total_ns as f64, run),
-                dur(n.self_ns),
-                n.count.to_string(),
-                crate::fmt::duration(n.mean_ns),
-                n.kind.to_string(),
-                n.device_label(),
-                format!("{}{}", "  ".repeat(depth), cell(&n.name, args)),
-            ]);
-        }
-        if t.len() == 0 {
-            s.push_str("  (no nodes)\n");
+    let (roots, more) = tree.finish();
+    let rows = tree_rows(&roots, more);
+    if args.csv || args.json {
+        return tree_machine(&rows, args.csv);
+    }
+    // A team's nodes (OpenMP constructs run by several threads, and what they
+    // hold) show their times per thread, and say over how many threads.
+    let teams = rows
+        .iter()
+        .any(|l| matches!(l, Line::Node(_, n) if n.team > 1));
+    let mut s = header(r, path);
+    let _ = writeln!(
+        s,
+        "\nCall-path tree (siblings by {}; % of {}{})",
+        sort_name(sort_of(args)),
+        thread_time(r),
+        if teams {
+            "; thr: the threads of a node's team, its total and self per thread"
         } else {
-            s.push_str(&t.render());
+            ""
         }
-        s
+    );
+    let mut columns = vec![
+        ("total", Align::Right),
+        ("%", Align::Right),
+        ("", Align::Left),
+        ("self", Align::Right),
+        ("count", Align::Right),
+        ("mean", Align::Right),
+    ];
+    if teams {
+        columns.push(("thr", Align::Right));
+    }
+    columns.extend([
+        ("kind", Align::Left),
+        ("device", Align::Left),
+        ("name", Align::Left),
+    ]);
+    let mut t = Table::new(&columns);
+    for row in &rows {
+        let mut cells = match row {
+            Line::Node(_, n) => vec![
+                dur(n.total()),
+                pct(n.total() as f64, run),
+                bar(n.total() as f64, run),
+                dur(n.self_time()),
+                n.node.count.to_string(),
+                crate::fmt::duration(n.node.mean_ns),
+            ],
+            Line::More(_, _, total) => vec![
+                dur(*total),
+                pct(*total as f64, run),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ],
+        };
+        if teams {
+            cells.push(match row {
+                Line::Node(_, n) => n.team.to_string(),
+                Line::More(..) => String::new(),
+            });
+        }
+        match row {
+            Line::Node(depth, n) => cells.extend([
+                n.node.kind.to_string(),
+                n.node.device_label(),
+                indented(*depth, &cell(&n.node.name, args)),
+            ]),
+            Line::More(depth, hidden, _) => {
+                let what = if *hidden == 1 { "node" } else { "nodes" };
+                cells.extend([
+                    String::new(),
+                    String::new(),
+                    indented(*depth, &format!("... {hidden} more {what} (--top)")),
+                ]);
+            }
+        }
+        t.row(cells);
+    }
+    if t.len() == 0 {
+        s.push_str("  (no nodes)\n");
+    } else {
+        s.push_str(&t.render());
+    }
+    s
+}
+
+/// Levels of the tree view that are indented: deeper ones are indented as
+/// this one, their depth written out, so that a line's length does not grow
+/// with its depth (a tree 100,000 deep prints lines as short as one 32 deep).
+const INDENT_LEVELS: usize = 32;
+
+/// `text` indented for `depth` (two spaces a level, up to [`INDENT_LEVELS`]).
+fn indented(depth: usize, text: &str) -> String {
+    if depth <= INDENT_LEVELS {
+        format!("{}{text}", "  ".repeat(depth))
+    } else {
+        format!("{}[depth {depth}] {text}", "  ".repeat(INDENT_LEVELS))
     }
 }
 
@@ -296,18 +335,31 @@ fn flat_table(
         return Ok(flat_machine(&flat, run, args.csv));
     }
     let mut s = header(r, path);
+    // Rows run by a team of threads (OpenMP) hold its threads' times added up,
+    // as in the exit summary: a `thr` column says over how many.
+    let teams = flat.iter().any(|f| f.threads > 1);
     let _ = writeln!(
         s,
-        "\nKernels and regions by {} (top {} of {all}; % of {})",
+        "\nKernels and regions by {} (top {} of {all}; % of {}{})",
         sort_name(sort_of(args)),
         flat.len(),
-        thread_time(r)
+        thread_time(r),
+        if teams {
+            "; thr: times summed over that many threads"
+        } else {
+            ""
+        }
     );
-    let mut t = Table::new(&[
+    let mut columns = vec![
         ("self", Align::Right),
         ("%", Align::Right),
         ("", Align::Left),
         ("total", Align::Right),
+    ];
+    if teams {
+        columns.push(("thr", Align::Right));
+    }
+    columns.extend([
         ("count", Align::Right),
         ("mean", Align::Right),
         ("min", Align::Right),
@@ -316,12 +368,18 @@ fn flat_table(
         ("device", Align::Left),
         ("name", Align::Left),
     ]);
+    let mut t = Table::new(&columns);
     for f in &flat {
-        t.row(vec![
+        let mut cells = vec![
             dur(f.self_ns),
             pct(f.self_ns as f64, run),
             bar(f.self_ns as f64, run),
             dur(f.total_ns),
+        ];
+        if teams {
+            cells.push(f.threads.to_string());
+        }
+        cells.extend([
             f.count.to_string(),
             crate::fmt::duration(f.mean_ns()),
             dur(f.min_ns),
@@ -330,6 +388,7 @@ fn flat_table(
             f.device.to_string(),
             cell(&f.name, args),
         ]);
+        t.row(cells);
     }
     if t.len() == 0 {
         s.push_str("  (no nodes)\n");
@@ -640,34 +699,41 @@ fn num(v: f64) -> String {
 
 /// A line of the tree view.
 enum Line<'a> {
-    /// (depth, path, node).
-    Node(usize, Vec<&'a str>, &'a TreeNode),
-    /// Siblings that `--top` hid: (depth, how many, their total time).
+    /// (depth, node).
+    Node(usize, &'a Shown),
+    /// Siblings that `--top` hid: (depth, how many, their total time per thread).
     More(usize, usize, u64),
 }
 
 /// Tree lines in display order: each node shown, its children below it, then
 /// what `--top` hid of them.
 fn tree_rows(roots: &[Shown], more: (usize, u64)) -> Vec<Line<'_>> {
-    fn walk<'a>(
-        nodes: &'a [Shown],
-        more: (usize, u64),
-        depth: usize,
-        path: &mut Vec<&'a str>,
-        out: &mut Vec<Line<'a>>,
-    ) {
-        for n in nodes {
-            path.push(&n.node.name);
-            out.push(Line::Node(depth, path.clone(), &n.node));
-            walk(&n.kids, n.more, depth + 1, path, out);
-            path.pop();
-        }
-        if more.0 > 0 {
-            out.push(Line::More(depth, more.0, more.1));
+    // A stack, not recursion: a tree can be 100,000 deep.
+    let mut out = Vec::new();
+    let mut todo: Vec<(usize, &[Shown], (usize, u64))> = vec![(0, roots, more)];
+    while let Some((depth, nodes, more)) = todo.pop() {
+        match nodes.split_first() {
+            Some((n, rest)) => {
+                out.push(Line::Node(depth, n));
+                todo.push((depth, rest, more));
+                todo.push((depth + 1, &n.kids, n.more));
+            }
+            None if more.0 > 0 => out.push(Line::More(depth, more.0, more.1)),
+            None => {}
         }
     }
-    let mut out = Vec::new();
-    walk(roots, more, 0, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The names of a path as its machine-readable rows give them: whole up to
+/// `csv::PATH_NAMES`, else the first and last ones around `...`.
+fn bounded_path<'a>(names: &[&'a str]) -> Vec<&'a str> {
+    let (first, last) = kprof_core::output::csv::path_parts(names.len());
+    let mut out: Vec<&str> = names[first].to_vec();
+    if !last.is_empty() {
+        out.push(kprof_core::output::csv::PATH_GAP);
+        out.extend_from_slice(&names[last]);
+    }
     out
 }
 
@@ -711,21 +777,28 @@ fn flat_machine(flat: &[FlatRow], run: f64, csv: bool) -> String {
 }
 
 fn tree_machine(lines: &[Line], csv: bool) -> String {
-    let rows: Vec<(usize, &Vec<&str>, &TreeNode)> = lines
-        .iter()
-        .filter_map(|l| match l {
-            Line::Node(depth, path, n) => Some((*depth, path, *n)),
-            Line::More(..) => None,
-        })
-        .collect();
+    // The names from the root to the current row's node.
+    let mut names: Vec<&str> = Vec::new();
+    let mut s = String::new();
+    let mut rows = PrettyArray::default();
     if csv {
-        let mut s = String::from(
-            "path,depth,name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns\n",
+        s.push_str(
+            "path,depth,name,kind,device,count,total_ns,self_ns,mean_ns,min_ns,max_ns,\
+             threads,per_thread_total_ns,per_thread_self_ns\n",
         );
-        for (depth, path, n) in rows {
+    }
+    for line in lines {
+        let Line::Node(depth, shown) = line else {
+            continue;
+        };
+        let (depth, n) = (*depth, &shown.node);
+        names.truncate(depth);
+        names.push(&n.name);
+        let path = bounded_path(&names);
+        if csv {
             let _ = writeln!(
                 s,
-                "{},{depth},{},{},{},{},{},{},{:.1},{},{}",
+                "{},{depth},{},{},{},{},{},{},{:.1},{},{},{},{},{}",
                 csv_field(&path.join(";")),
                 csv_field(&n.name),
                 n.kind,
@@ -735,21 +808,59 @@ fn tree_machine(lines: &[Line], csv: bool) -> String {
                 n.self_ns,
                 n.mean_ns,
                 n.min_ns,
-                n.max_ns
+                n.max_ns,
+                shown.team,
+                shown.total(),
+                shown.self_time()
+            );
+        } else {
+            rows.push(
+                &json!({"path": path, "depth": depth, "name": n.name, "kind": n.kind,
+                   "device": n.device_label(), "count": n.count, "total_ns": n.total_ns,
+                   "self_ns": n.self_ns, "mean_ns": n.mean_ns, "min_ns": n.min_ns,
+                   "max_ns": n.max_ns, "threads": shown.team,
+                   "per_thread_total_ns": shown.total(),
+                   "per_thread_self_ns": shown.self_time()}),
             );
         }
+    }
+    if csv {
         s
     } else {
-        let rows: Vec<Value> = rows
-            .iter()
-            .map(|(depth, path, n)| {
-                json!({"path": path, "depth": depth, "name": n.name, "kind": n.kind,
-                       "device": n.device_label(), "count": n.count, "total_ns": n.total_ns,
-                       "self_ns": n.self_ns, "mean_ns": n.mean_ns, "min_ns": n.min_ns,
-                       "max_ns": n.max_ns})
-            })
-            .collect();
-        serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n"
+        rows.finish()
+    }
+}
+
+/// A JSON array written as `serde_json::to_string_pretty` writes it, one
+/// element at a time (a tree's rows are never all held as JSON values).
+#[derive(Default)]
+struct PrettyArray {
+    text: String,
+}
+
+impl PrettyArray {
+    /// Appends `v`.
+    fn push(&mut self, v: &Value) {
+        self.text
+            .push_str(if self.text.is_empty() { "[\n" } else { ",\n" });
+        let item = serde_json::to_string_pretty(v).unwrap_or_default();
+        // Strings are escaped: every line break is the layout's.
+        for (i, line) in item.lines().enumerate() {
+            if i > 0 {
+                self.text.push('\n');
+            }
+            self.text.push_str("  ");
+            self.text.push_str(line);
+        }
+    }
+
+    /// The array and a line break.
+    fn finish(self) -> String {
+        if self.text.is_empty() {
+            "[]\n".into()
+        } else {
+            self.text + "\n]\n"
+        }
     }
 }
 
@@ -760,29 +871,34 @@ fn render_merged(
     args: &ReportArgs,
     filter: Option<&Regex>,
 ) -> String {
-    struct Row {
+    struct Row<'v> {
         depth: usize,
         path: String,
-        node: Value,
+        node: &'v Value,
     }
-    fn walk(list: &Value, depth: usize, prefix: &str, out: &mut Vec<Row>) {
-        for n in list.as_array().into_iter().flatten() {
-            let name = n["name"].as_str().unwrap_or_default();
-            let path = if prefix.is_empty() {
-                name.to_string()
-            } else {
-                format!("{prefix} / {name}")
+    // A stack, not recursion, and paths bounded as the CSV's: a tree can be
+    // 100,000 deep.
+    fn walk<'v>(tree: &'v Value, out: &mut Vec<Row<'v>>) {
+        let list = |v: &'v Value| v.as_array().map(Vec::as_slice).unwrap_or_default();
+        let mut names: Vec<&'v str> = Vec::new();
+        let mut todo: Vec<(usize, &'v [Value])> = vec![(0, list(tree))];
+        while let Some((depth, nodes)) = todo.pop() {
+            let Some((n, rest)) = nodes.split_first() else {
+                continue;
             };
+            todo.push((depth, rest));
+            names.truncate(depth);
+            names.push(n["name"].as_str().unwrap_or_default());
             out.push(Row {
                 depth,
-                path: path.clone(),
-                node: n.clone(),
+                path: bounded_path(&names).join(" / "),
+                node: n,
             });
-            walk(&n["children"], depth + 1, &path, out);
+            todo.push((depth + 1, list(&n["children"])));
         }
     }
     let mut rows = Vec::new();
-    walk(&v["tree"], 0, "", &mut rows);
+    walk(&v["tree"], &mut rows);
     if let Some(re) = filter {
         rows.retain(|r| re.is_match(r.node["name"].as_str().unwrap_or_default()));
     }
@@ -801,7 +917,7 @@ fn render_merged(
     let g = |n: &Value, f: &str, s: &str| n[f][s].as_f64().unwrap_or(0.0);
     if args.csv || args.json {
         let field = |r: &Row| {
-            let n = &r.node;
+            let n = r.node;
             json!({"path": r.path, "name": n["name"], "kind": n["kind"], "ranks": n["ranks"],
                    "count_sum": n["count"]["sum"],
                    "total_min_ns": n["total_ns"]["min"], "total_mean_ns": n["total_ns"]["mean"],
@@ -883,7 +999,7 @@ fn render_merged(
         ("name", Align::Left),
     ]);
     for r in &rows {
-        let n = &r.node;
+        let n = r.node;
         t.row(vec![
             crate::fmt::duration(g(n, field, "min")),
             crate::fmt::duration(g(n, field, "mean")),
@@ -893,11 +1009,7 @@ fn render_merged(
             n["count"]["sum"].to_string(),
             n["kind"].as_str().unwrap_or_default().to_string(),
             if args.tree {
-                format!(
-                    "{}{}",
-                    "  ".repeat(r.depth),
-                    cell(n["name"].as_str().unwrap_or_default(), args)
-                )
+                indented(r.depth, &cell(n["name"].as_str().unwrap_or_default(), args))
             } else {
                 cell(&r.path, args)
             },
@@ -909,4 +1021,36 @@ fn render_merged(
 
 fn sort_of(args: &ReportArgs) -> SortKey {
     args.sort.unwrap_or(SortKey::SelfTime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows written one at a time read as the whole array pretty-printed.
+    #[test]
+    fn pretty_array_is_serde_jsons() {
+        let rows = [
+            json!({"path": ["a", "b\nc"], "depth": 1, "x": {"y": [1, 2]}}),
+            json!({"path": [], "name": "q\"", "threads": 2}),
+        ];
+        for n in 0..=rows.len() {
+            let mut a = PrettyArray::default();
+            for r in &rows[..n] {
+                a.push(r);
+            }
+            let want = serde_json::to_string_pretty(&rows[..n]).unwrap() + "\n";
+            assert_eq!(a.finish(), want);
+        }
+    }
+
+    #[test]
+    fn deep_lines_are_indented_as_the_32nd_level() {
+        assert_eq!(indented(2, "x"), "    x");
+        assert_eq!(indented(32, "x"), format!("{}x", " ".repeat(64)));
+        assert_eq!(
+            indented(5000, "x"),
+            format!("{}[depth 5000] x", " ".repeat(64))
+        );
+    }
 }

@@ -807,8 +807,13 @@ fn deep_profiles_are_read_and_the_depth_cap_is_counted() {
     let o = run(&mut kprof_cmd(&dir, &["report", "d", "--tree"]));
     assert_ok(&o);
     let text = stdout(&o);
+    // Indented 32 levels at most, deeper ones with their depth written out.
     assert!(
-        text.contains(&format!("{}d249\n", "  ".repeat(249))),
+        text.contains(&format!("{}d31\n", "  ".repeat(31))),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{}[depth 249] d249\n", "  ".repeat(32))),
         "{text}"
     );
     let o = run(&mut kprof_cmd(&dir, &["diff", "d", "d"]));
@@ -1337,15 +1342,20 @@ fn flat_csv<'a>(rows: impl IntoIterator<Item = &'a NameRow>, run_ns: f64) -> Str
 }
 
 /// The tree view's lines: `depth;path;total` for a node shown, `more;depth;N;total`
-/// for siblings `--top` hid, from the JSON by the documented rules.
+/// for siblings `--top` hid, from the JSON by the documented rules: a node's
+/// times per thread of its team (its own `threads`, else its parent's `team`),
+/// siblings by those, the hidden ones' total per thread too.
 fn tree_lines(
     list: &Value,
     depth: usize,
+    team: u64,
     path: &mut Vec<String>,
     top: usize,
     prefix: Option<&str>,
     out: &mut Vec<String>,
 ) {
+    let team_of = |n: &Value| n["threads"]["threads"].as_u64().unwrap_or(team);
+    let shown = |n: &Value| (u(&n["total_ns"]) + team_of(n) / 2) / team_of(n);
     fn matches(n: &Value, prefix: &str) -> bool {
         n["name"].as_str().unwrap().starts_with(prefix)
             || n["children"]
@@ -1362,8 +1372,8 @@ fn tree_lines(
         .collect();
     // Stable: equal totals and names keep their order.
     sibs.sort_by(|a, b| {
-        u(&b["total_ns"])
-            .cmp(&u(&a["total_ns"]))
+        shown(b)
+            .cmp(&shown(a))
             .then_with(|| a["name"].as_str().cmp(&b["name"].as_str()))
     });
     for n in sibs.iter().take(top) {
@@ -1371,11 +1381,12 @@ fn tree_lines(
         path.push(name.to_string());
         out.push(format!("{depth};{};{}", path.join("/"), u(&n["total_ns"])));
         let below = prefix.filter(|p| !name.starts_with(p));
-        tree_lines(&n["children"], depth + 1, path, top, below, out);
+        let kids = &n["children"];
+        tree_lines(kids, depth + 1, team_of(n), path, top, below, out);
         path.pop();
     }
     if sibs.len() > top {
-        let hidden: u64 = sibs[top..].iter().map(|n| u(&n["total_ns"])).sum();
+        let hidden: u64 = sibs[top..].iter().map(|n| shown(n)).sum();
         out.push(format!("more;{depth};{};{hidden}", sibs.len() - top));
     }
 }
@@ -1462,7 +1473,7 @@ fn report_of_many_nodes_shows_the_rows_the_profile_gives() {
     // CSV, the hidden siblings from the table's "N more" lines.
     for (filter, prefix) in [(None, None), (Some("^k2"), Some("k2"))] {
         let mut expect = Vec::new();
-        tree_lines(tree, 0, &mut Vec::new(), 3, prefix, &mut expect);
+        tree_lines(tree, 0, 1, &mut Vec::new(), 3, prefix, &mut expect);
         let mut args = vec!["--tree", "--top", "3"];
         args.extend(filter.map(|f| ["--filter", f]).into_iter().flatten());
         let csv = both(&[&args[..], &["--csv"]].concat());

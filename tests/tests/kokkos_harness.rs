@@ -465,7 +465,7 @@ fn basic_profile_is_exact() {
     let header = lines.next().expect("csv header");
     assert_eq!(
         header,
-        "path,name,kind,device,instance,depth,count,total_ns,self_ns,min_ns,max_ns,mean_ns,stddev_ns"
+        "path,name,kind,device,instance,depth,count,total_ns,self_ns,min_ns,max_ns,mean_ns,stddev_ns,id,parent,threads,per_thread_total_ns,per_thread_self_ns"
     );
     let rows: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
     assert_eq!(rows.len(), nodes(&p).len(), "csv rows:\n{csv}");

@@ -555,7 +555,7 @@ fn check_csv(dir: &Path, p: &Value) {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("path,name,kind,device,instance,depth,count,total_ns,self_ns,min_ns,max_ns,mean_ns,stddev_ns")
+        Some("path,name,kind,device,instance,depth,count,total_ns,self_ns,min_ns,max_ns,mean_ns,stddev_ns,id,parent,threads,per_thread_total_ns,per_thread_self_ns")
     );
     let all = nodes(p);
     let by_path: BTreeMap<String, &Value> =
@@ -567,7 +567,7 @@ fn check_csv(dir: &Path, p: &Value) {
     for row in rows {
         // No name of this example contains a comma or a quote, so no field is quoted.
         let fields: Vec<&str> = row.split(',').collect();
-        assert_eq!(fields.len(), 13, "csv row {row:?}");
+        assert_eq!(fields.len(), 18, "csv row {row:?}");
         let n = by_path
             .get(fields[0])
             .unwrap_or_else(|| panic!("csv path {:?} is not in the tree", fields[0]));

@@ -51,8 +51,10 @@ pub struct PlotNode {
     pub name: String,
     /// Kind.
     pub kind: String,
-    /// Inclusive time.
+    /// Inclusive time (per thread of its team).
     pub total: f64,
+    /// The threads of its team (1: none).
+    pub threads: u32,
     /// Nested nodes.
     pub children: Vec<PlotNode>,
 }
@@ -312,10 +314,11 @@ pub fn icicle(roots: &[PlotNode], note: String) -> Result<Figure, Failure> {
     let rows = depth(roots).clamp(1, MAX_DEPTH);
     let total: f64 = roots.iter().map(|n| n.total).sum::<f64>().max(1.0);
     let mut kinds: Vec<&str> = Vec::new();
-    // (x0, x1, depth, name, kind index)
-    let mut cells: Vec<(f64, f64, usize, &str, usize)> = Vec::new();
-    // Nested nodes summed over threads can outlast their parent (a team's implicit
-    // tasks under the region of one thread): they are scaled to fit inside it.
+    // (x0, x1, depth, node, kind index)
+    let mut cells: Vec<(f64, f64, usize, &PlotNode, usize)> = Vec::new();
+    // Nodes are drawn per thread of their team (a team's implicit tasks no
+    // wider than the region of one thread around them); nested nodes that
+    // would still outlast their parent are scaled to fit inside it.
     fn place<'a>(
         list: &'a [PlotNode],
         x: f64,
@@ -323,7 +326,7 @@ pub fn icicle(roots: &[PlotNode], note: String) -> Result<Figure, Failure> {
         scale: f64,
         total: f64,
         kinds: &mut Vec<&'a str>,
-        cells: &mut Vec<(f64, f64, usize, &'a str, usize)>,
+        cells: &mut Vec<(f64, f64, usize, &'a PlotNode, usize)>,
     ) {
         let mut at = x;
         for n in list {
@@ -337,7 +340,7 @@ pub fn icicle(roots: &[PlotNode], note: String) -> Result<Figure, Failure> {
                 kinds.push(&n.kind);
                 kinds.len() - 1
             });
-            cells.push((at, at + w, d, &n.name, k));
+            cells.push((at, at + w, d, n, k));
             let nested: f64 = n.children.iter().map(|c| c.total).sum();
             let fit = if nested > n.total && nested > 0.0 {
                 n.total / nested
@@ -394,8 +397,12 @@ pub fn icicle(roots: &[PlotNode], note: String) -> Result<Figure, Failure> {
             .draw_series(cells.iter().filter_map(|c| {
                 let chars = ((c.1 - c.0) * px / 7.0) as usize;
                 (chars >= 4).then(|| {
+                    let name = match c.3.threads {
+                        1 => c.3.name.clone(),
+                        t => format!("{} ({t} thr)", c.3.name),
+                    };
                     Text::new(
-                        label(c.3, chars),
+                        label(&name, chars),
                         (c.0 + 2.0 / px, y(c.2) + 0.7),
                         ("sans-serif", 11).into_font(),
                     )

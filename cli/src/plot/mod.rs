@@ -8,7 +8,7 @@ mod figures;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use kprof_core::output::flat::flatten;
+use kprof_core::output::flat::{flatten, own_team, per_thread};
 use kprof_core::output::report::{OverTime, Report, TreeNode};
 use serde_json::Value;
 
@@ -105,14 +105,24 @@ pub fn main(args: PlotArgs) -> Outcome {
     Ok(0)
 }
 
-fn plot_tree(list: &[TreeNode]) -> Vec<PlotNode> {
+/// The tree as the icicle draws it: each node's inclusive time per thread of
+/// its team (`flat::TeamStack`), so that a team's implicit tasks, summed over
+/// its threads, are no wider than the region of one thread around them.
+fn plot_tree(list: &[TreeNode], parent_team: u32) -> Vec<PlotNode> {
     list.iter()
         .filter(|n| !DEVICE_KINDS.contains(&n.kind.as_ref()))
-        .map(|n| PlotNode {
-            name: n.name.to_string(),
-            kind: n.kind.to_string(),
-            total: n.total_ns as f64,
-            children: plot_tree(&n.children),
+        .map(|n| {
+            let team = match own_team(n) {
+                0 => parent_team,
+                t => t,
+            };
+            PlotNode {
+                name: n.name.to_string(),
+                kind: n.kind.to_string(),
+                total: per_thread(n.total_ns, team) as f64,
+                threads: team,
+                children: plot_tree(&n.children, team),
+            }
         })
         .collect()
 }
@@ -142,32 +152,28 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
         duration,
     )?);
     figs.push(figures::icicle(
-        &plot_tree(&r.tree),
-        "Each call path as wide as its inclusive time (summed over threads), nested ones below; colour by kind.".into(),
+        &plot_tree(&r.tree, 1),
+        "Each call path as wide as its inclusive time, nested ones below; colour by kind. A node run by a team of N threads (an OpenMP construct, and what it holds; labelled N thr) is as wide as its time per thread: summed over the team, divided by N.".into(),
     )?);
 
-    // Scatter: the sampled instances of the longest sampled call paths.
-    let mut sampled: Vec<(String, &TreeNode)> = Vec::new();
-    fn sampled_nodes<'a>(list: &'a [TreeNode], path: &str, out: &mut Vec<(String, &'a TreeNode)>) {
+    // Scatter: the sampled instances of the longest sampled call paths (ties
+    // in tree order).
+    let mut sampled: Vec<&TreeNode> = Vec::new();
+    fn sampled_nodes<'a>(list: &'a [TreeNode], out: &mut Vec<&'a TreeNode>) {
         for n in list {
-            let p = if path.is_empty() {
-                n.name.to_string()
-            } else {
-                format!("{path} > {}", n.name)
-            };
             if n.samples.as_ref().is_some_and(|s| !s.is_empty()) {
-                out.push((p.clone(), n));
+                out.push(n);
             }
-            sampled_nodes(&n.children, &p, out);
+            sampled_nodes(&n.children, out);
         }
     }
-    sampled_nodes(&r.tree, "", &mut sampled);
+    sampled_nodes(&r.tree, &mut sampled);
     if !sampled.is_empty() {
-        sampled.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(&b.0)));
+        sampled.sort_by_key(|n| std::cmp::Reverse(n.total_ns));
         sampled.truncate(SCATTER_PATHS);
         let series: Vec<(String, Vec<(f64, f64)>)> = sampled
             .iter()
-            .map(|(_, n)| {
+            .map(|n| {
                 let pts = n
                     .samples
                     .as_deref()
@@ -444,6 +450,7 @@ fn merged_tree(list: &Value) -> Vec<PlotNode> {
             name: n["name"].as_str().unwrap_or_default().into(),
             kind: n["kind"].as_str().unwrap_or_default().into(),
             total: n["total_ns"]["mean"].as_f64().unwrap_or(0.0),
+            threads: 1,
             children: merged_tree(&n["children"]),
         })
         .collect()

@@ -8,11 +8,15 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
+use std::hash::BuildHasher;
 
 use kprof_core::output::counters;
-use kprof_core::output::flat::{device_text, FlatRow, Totals};
+use kprof_core::output::flat::{
+    device_text, own_team, per_thread, FlatRow, TeamStack, Totals, SCANNED_LEVELS,
+};
 use kprof_core::output::report::TreeNode;
 use regex::Regex;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use super::by_key::{KeyedSums, Op};
 use super::stream::{bare, blank, Sink};
@@ -73,8 +77,8 @@ enum Device {
 }
 
 /// How a flat row's figures combine: count, total (recursion once), the sum of
-/// the instances' time, self, min, max, and the number of the first node of
-/// the key (the order keys were first met in).
+/// the instances' time, self, min, max, the number of the first node of the
+/// key (the order keys were first met in), and the largest team.
 const FLAT_OPS: &[Op] = &[
     Op::Sum,
     Op::Sum,
@@ -83,7 +87,72 @@ const FLAT_OPS: &[Op] = &[
     Op::Min,
     Op::Max,
     Op::Min,
+    Op::Max,
 ];
+
+/// The keys of the nodes enclosing the current one, innermost last, and
+/// whether a key is among them: the first [`SCANNED_LEVELS`] are scanned, the
+/// deeper ones looked up by hash (their bytes compared only where the hash is
+/// there), so that a tree 100,000 deep is read in time that grows with its
+/// nodes, and a shallow one as fast as by a scan.
+#[derive(Default)]
+struct OpenKeys {
+    /// The keys one after the other, and where each ends.
+    text: Vec<u8>,
+    ends: Vec<usize>,
+    /// The hashes of the keys past the scanned levels, and how many have each.
+    hashes: Vec<u64>,
+    counts: FxHashMap<u64, u32>,
+}
+
+impl OpenKeys {
+    fn key(&self, level: usize) -> &[u8] {
+        let start = if level == 0 { 0 } else { self.ends[level - 1] };
+        &self.text[start..self.ends[level]]
+    }
+
+    /// Closes all but the first `levels`.
+    fn truncate(&mut self, levels: usize) {
+        let deep = levels.saturating_sub(SCANNED_LEVELS);
+        for h in self.hashes.drain(deep.min(self.hashes.len())..) {
+            if let Some(c) = self.counts.get_mut(&h) {
+                *c -= 1;
+                if *c == 0 {
+                    self.counts.remove(&h);
+                }
+            }
+        }
+        self.ends.truncate(levels);
+        self.text.truncate(self.ends.last().copied().unwrap_or(0));
+    }
+
+    /// Whether `key` is open.
+    fn contains(&self, key: &[u8]) -> bool {
+        let levels = self.ends.len();
+        if (0..levels.min(SCANNED_LEVELS)).any(|i| self.key(i) == key) {
+            return true;
+        }
+        if levels <= SCANNED_LEVELS {
+            return false;
+        }
+        let h = FxBuildHasher.hash_one(key);
+        self.counts.contains_key(&h)
+            && (SCANNED_LEVELS..levels)
+                .rev()
+                .any(|i| self.hashes[i - SCANNED_LEVELS] == h && self.key(i) == key)
+    }
+
+    /// Opens `key`, innermost.
+    fn push(&mut self, key: &[u8]) {
+        if self.ends.len() >= SCANNED_LEVELS {
+            let h = FxBuildHasher.hash_one(key);
+            self.hashes.push(h);
+            *self.counts.entry(h).or_insert(0) += 1;
+        }
+        self.text.extend_from_slice(key);
+        self.ends.push(self.text.len());
+    }
+}
 
 /// The flat view's rows, by (name, kind, device), added up as the nodes come
 /// in bounded memory ([`KeyedSums`]). A key is the name (its length first, so
@@ -97,11 +166,12 @@ pub struct FlatKeys<'f> {
     filter: Option<&'f Regex>,
     sums: KeyedSums,
     /// The keys of the nodes enclosing the current one (a node inside one of
-    /// its own key adds its time once), one after the other, with their ends.
-    open: Vec<u8>,
-    ends: Vec<usize>,
+    /// its own key adds its time once).
+    open: OpenKeys,
     /// The current node's key.
     key: Vec<u8>,
+    /// The teams of the nodes enclosing the current one.
+    teams: TeamStack,
     /// Nodes met.
     nodes: u64,
 }
@@ -116,9 +186,9 @@ impl<'f> FlatKeys<'f> {
             by_label,
             filter,
             sums: KeyedSums::new(FLAT_OPS),
-            open: Vec::new(),
-            ends: Vec::new(),
+            open: OpenKeys::default(),
             key: Vec::new(),
+            teams: TeamStack::default(),
             nodes: 0,
         }
     }
@@ -171,6 +241,7 @@ impl<'f> FlatKeys<'f> {
                 self_ns: f[3],
                 min_ns: f[4],
                 max_ns: f[5],
+                threads: f[7] as u32,
             };
             let kind = this.kinds.get(kind as usize).map_or("", |k| k.as_ref());
             let row = FlatRow::new(Cow::Owned(name.to_string()), kind, device, totals);
@@ -212,17 +283,11 @@ impl Sink for FlatKeys<'_> {
         } as u32;
         let device = self.device(n);
         // The enclosing nodes' keys, then this one's after them.
-        self.ends.truncate(depth);
-        self.open.truncate(self.ends.last().copied().unwrap_or(0));
+        self.open.truncate(depth);
         put_key(&mut self.key, &n.name, kind, device);
-        let mut start = 0;
-        let mut recursive = false;
-        for &end in &self.ends {
-            recursive |= self.open[start..end] == self.key[..];
-            start = end;
-        }
-        self.open.extend_from_slice(&self.key);
-        self.ends.push(self.open.len());
+        let recursive = self.open.contains(&self.key);
+        self.open.push(&self.key);
+        let team = self.teams.enter(depth, own_team(n));
         if self.filter.is_some_and(|re| !re.is_match(&n.name)) {
             return;
         }
@@ -230,7 +295,14 @@ impl Sink for FlatKeys<'_> {
         self.sums.add(
             &self.key,
             &[
-                n.count, total, n.total_ns, n.self_ns, n.min_ns, n.max_ns, number,
+                n.count,
+                total,
+                n.total_ns,
+                n.self_ns,
+                n.min_ns,
+                n.max_ns,
+                number,
+                u64::from(team),
             ],
         );
     }
@@ -251,8 +323,9 @@ const COUNTER_OPS: &[Op] = &[Op::Sum, Op::Sum, Op::Min];
 #[derive(Default)]
 pub struct CounterKeys {
     sums: Option<KeyedSums>,
-    /// The counted nodes enclosing the current one: (depth, key).
-    open: Vec<(usize, Vec<u8>)>,
+    /// The counted nodes enclosing the current one: their depths and keys.
+    depths: Vec<usize>,
+    open: OpenKeys,
     /// Nodes met.
     nodes: u64,
 }
@@ -278,13 +351,14 @@ impl Sink for CounterKeys {
         let number = self.nodes;
         self.nodes += 1;
         // Every node ends the counted ones at its depth and below.
-        while self.open.last().is_some_and(|&(d, _)| d >= depth) {
-            self.open.pop();
+        while self.depths.last().is_some_and(|&d| d >= depth) {
+            self.depths.pop();
         }
+        self.open.truncate(self.depths.len());
         let Some(c) = &n.counters else { return };
         let mut key = Vec::new();
         put_texts(&mut key, &[&n.name, &n.kind, &n.device_label()]);
-        let recursive = self.open.iter().any(|(_, k)| *k == key);
+        let recursive = self.open.contains(&key);
         let sums = self.sums.get_or_insert_with(|| KeyedSums::new(COUNTER_OPS));
         let row = key.len();
         // The row's own key (tag 0), then its events' (tag 1 and the name).
@@ -299,7 +373,8 @@ impl Sink for CounterKeys {
             sums.add(&key, &[inclusive, t.exclusive, number]);
         }
         key.truncate(row);
-        self.open.push((depth, key));
+        self.depths.push(depth);
+        self.open.push(&key);
     }
 
     fn leave(&mut self, _depth: usize) {}
@@ -377,21 +452,36 @@ fn split_row(key: &[u8]) -> Option<(&[u8], u8)> {
 }
 
 /// A node the tree view shows, with its shown children and the siblings
-/// `--top` hid below it: (how many, their total time).
+/// `--top` hid below it: (how many, their total time per thread).
 pub struct Shown {
     /// The node, without children.
     pub node: TreeNode,
+    /// Its team ([`TeamStack`]): the tree shows its times per thread of it.
+    pub team: u32,
     /// Its place among its siblings (ties keep it).
     index: usize,
     /// Its children shown, in order.
     pub kids: Vec<Shown>,
-    /// Children hidden by `--top`: how many, their total time.
+    /// Children hidden by `--top`: how many, their total time per thread.
     pub more: (usize, u64),
+}
+
+impl Shown {
+    /// Its inclusive time per thread of its team.
+    pub fn total(&self) -> u64 {
+        per_thread(self.node.total_ns, self.team)
+    }
+
+    /// Its exclusive time per thread of its team.
+    pub fn self_time(&self) -> u64 {
+        per_thread(self.node.self_ns, self.team)
+    }
 }
 
 /// An open node of the tree view.
 struct Open {
     node: TreeNode,
+    team: u32,
     index: usize,
     /// Shown whatever its subtree (no filter at its level).
     shown: bool,
@@ -400,7 +490,8 @@ struct Open {
     /// It or a node below it matches the filter.
     matched: bool,
     kids: TopK<Shown>,
-    /// Children offered so far, and their total time (wrapping as a sum does).
+    /// Children offered so far, and their total time per thread (wrapping as a
+    /// sum does).
     next: usize,
     kids_ns: u64,
 }
@@ -419,6 +510,7 @@ impl<'f> TreeKeep<'f> {
     pub fn new(filter: Option<&'f Regex>, key: SortKey, top: Option<usize>) -> Self {
         let root = Open {
             node: blank(),
+            team: 1,
             index: 0,
             shown: true,
             open: filter.is_none(),
@@ -435,13 +527,13 @@ impl<'f> TreeKeep<'f> {
         }
     }
 
-    /// Siblings by the key (largest first), then name, then their order.
+    /// Siblings by the key as shown (times per thread; largest first), then
+    /// name, then their order.
     fn order(key: SortKey) -> impl Fn(&Shown, &Shown) -> Ordering {
         move |a, b| {
-            let (x, y) = (&a.node, &b.node);
-            sort_value(key, y.total_ns, y.self_ns, y.count)
-                .cmp(&sort_value(key, x.total_ns, x.self_ns, x.count))
-                .then_with(|| x.name.cmp(&y.name))
+            sort_value(key, b.total(), b.self_time(), b.node.count)
+                .cmp(&sort_value(key, a.total(), a.self_time(), a.node.count))
+                .then_with(|| a.node.name.cmp(&b.node.name))
                 .then(a.index.cmp(&b.index))
         }
     }
@@ -460,11 +552,10 @@ fn close(o: Open, order: &dyn Fn(&Shown, &Shown) -> Ordering) -> Option<Shown> {
         return None;
     }
     let (kids, seen) = o.kids.finish(order);
-    let kept = kids
-        .iter()
-        .fold(0u64, |s, k| s.wrapping_add(k.node.total_ns));
+    let kept = kids.iter().fold(0u64, |s, k| s.wrapping_add(k.total()));
     Some(Shown {
         node: o.node,
+        team: o.team,
         index: o.index,
         more: (seen - kids.len(), o.kids_ns.wrapping_sub(kept)),
         kids,
@@ -477,9 +568,14 @@ impl Sink for TreeKeep<'_> {
         let index = parent.next;
         parent.next += 1;
         let shown = parent.open;
+        let team = match own_team(n) {
+            0 => parent.team,
+            t => t,
+        };
         let matched = self.filter.is_some_and(|re| re.is_match(&n.name));
         self.open.push(Open {
             node: bare(n),
+            team,
             index,
             shown,
             open: shown || matched,
@@ -498,7 +594,7 @@ impl Sink for TreeKeep<'_> {
         let parent = self.open.last_mut().expect("the root is open");
         parent.matched |= matched;
         if let Some(s) = shown {
-            parent.kids_ns = parent.kids_ns.wrapping_add(s.node.total_ns);
+            parent.kids_ns = parent.kids_ns.wrapping_add(s.total());
             parent.kids.push(s, &order);
         }
     }
@@ -632,6 +728,34 @@ mod tests {
                 .collect()
         }
         (0..30).flat_map(|_| grow(0, &mut next)).collect()
+    }
+
+    /// Whether a key is open is what a scan of every open key says, through
+    /// paths deeper than the scanned levels.
+    #[test]
+    fn open_keys_answer_as_a_scan() {
+        let mut x: u64 = 7;
+        let mut path: Vec<Vec<u8>> = Vec::new();
+        let mut open = OpenKeys::default();
+        let mut deepest = 0;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let depth = match (x >> 61, (x >> 40) % 1024) {
+                (_, 0) => path.len() / 2,
+                (0..=2, _) => path.len().saturating_sub(1),
+                _ => path.len(),
+            };
+            let key = format!("k{}", (x >> 20) % 40).into_bytes();
+            path.truncate(depth);
+            open.truncate(depth);
+            assert_eq!(open.contains(&key), path.contains(&key), "depth {depth}");
+            path.push(key.clone());
+            open.push(&key);
+            deepest = deepest.max(depth);
+        }
+        assert!(deepest > 3 * SCANNED_LEVELS, "{deepest}");
     }
 
     /// The counter block from rows added up on disk (the unit tests hold 64

@@ -7,7 +7,7 @@ use std::hash::Hash;
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
-use rustc_hash::FxBuildHasher;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::output::report::{Report, TreeNode};
 
@@ -33,6 +33,8 @@ pub struct FlatRow<'a> {
     pub min_ns: u64,
     /// Longest instance.
     pub max_ns: u64,
+    /// See [`Totals::threads`].
+    pub threads: u32,
 }
 
 impl<'a> FlatRow<'a> {
@@ -48,6 +50,7 @@ impl<'a> FlatRow<'a> {
             self_ns: t.self_ns,
             min_ns: t.min_ns,
             max_ns: t.max_ns,
+            threads: t.threads,
         }
     }
 }
@@ -70,6 +73,9 @@ pub struct Totals {
     pub min_ns: u64,
     /// Longest instance.
     pub max_ns: u64,
+    /// The largest team its nodes ran in ([`TeamStack`]): its times are summed
+    /// over up to this many threads (1: one thread, or no team known).
+    pub threads: u32,
 }
 
 impl Totals {
@@ -82,6 +88,7 @@ impl Totals {
         self.self_ns = self.self_ns.wrapping_add(o.self_ns);
         self.min_ns = self.min_ns.min(o.min_ns);
         self.max_ns = self.max_ns.max(o.max_ns);
+        self.threads = self.threads.max(o.threads);
     }
 }
 
@@ -95,6 +102,7 @@ impl FlatRow<'_> {
             self_ns: self.self_ns,
             min_ns: self.min_ns,
             max_ns: self.max_ns,
+            threads: self.threads,
         }
     }
 }
@@ -108,6 +116,7 @@ impl Default for Totals {
             self_ns: 0,
             min_ns: u64::MAX,
             max_ns: 0,
+            threads: 1,
         }
     }
 }
@@ -125,6 +134,8 @@ pub struct NodeFigures {
     pub min_ns: u64,
     /// Longest instance.
     pub max_ns: u64,
+    /// The threads of its own team ([`own_team`]; 0: none kept).
+    pub threads: u32,
 }
 
 impl From<&TreeNode> for NodeFigures {
@@ -135,7 +146,106 @@ impl From<&TreeNode> for NodeFigures {
             self_ns: n.self_ns,
             min_ns: n.min_ns,
             max_ns: n.max_ns,
+            threads: own_team(n),
         }
+    }
+}
+
+/// The threads of a node's own team: how many threads ran it, where the
+/// profile keeps that (OpenMP constructs: `TreeNode::threads`); 0 where it
+/// does not.
+pub fn own_team(n: &TreeNode) -> u32 {
+    n.threads.as_ref().map_or(0, |t| t.threads)
+}
+
+/// The team of each node of a tree met depth first: the threads its times are
+/// summed over, as far as the profile tells. A node with a team of its own
+/// (an OpenMP construct: [`own_team`]) has that one; any other node is in its
+/// parent's (a region inside an implicit task ran on the task's threads), and
+/// the roots in a team of one. Every view that shows a time per thread
+/// divides by this ([`per_thread`]), so that a team's implicit tasks, summed
+/// over its threads, do not read larger than the region of one thread around
+/// them. Memory: one word per level of the current path.
+#[derive(Debug, Default)]
+pub struct TeamStack {
+    teams: Vec<u32>,
+}
+
+impl TeamStack {
+    /// The team of the node met next, at `depth`, whose own team is `own`
+    /// (0: none).
+    pub fn enter(&mut self, depth: usize, own: u32) -> u32 {
+        self.teams.truncate(depth);
+        let team = match own {
+            0 => self.teams.last().copied().unwrap_or(1),
+            t => t,
+        };
+        self.teams.push(team);
+        team
+    }
+}
+
+/// A time summed over a team's `threads` as the time per thread (the mean over
+/// them), rounded to the nearest ns.
+pub fn per_thread(ns: u64, threads: u32) -> u64 {
+    let t = u128::from(threads.max(1));
+    ((u128::from(ns) + t / 2) / t) as u64
+}
+
+/// The keys of the nodes enclosing the current one in a tree met depth first,
+/// and whether a node is inside one of its own key (recursion): the first
+/// [`SCANNED_LEVELS`] levels are scanned, the deeper ones looked up by how
+/// many of them are of each key, so that a tree 100,000 deep is added up in
+/// time that grows with its nodes, and a shallow one as fast as by a scan.
+#[derive(Debug)]
+pub struct Enclosing<K> {
+    open: Vec<K>,
+    /// Per key, how many of the open levels past the scanned ones are of it.
+    deep: FxHashMap<K, u32>,
+}
+
+/// Levels of a path that [`Enclosing`] scans.
+pub const SCANNED_LEVELS: usize = 32;
+
+impl<K> Default for Enclosing<K> {
+    fn default() -> Self {
+        Enclosing {
+            open: Vec::new(),
+            deep: FxHashMap::default(),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Copy> Enclosing<K> {
+    /// Meets the node at `depth`, of key `k`: whether one of the nodes
+    /// enclosing it is of `k`.
+    pub fn enter(&mut self, depth: usize, k: K) -> bool {
+        let keep = depth.min(self.open.len());
+        // The levels past the scanned ones leave the counts as they close.
+        if self.open.len() > SCANNED_LEVELS {
+            for gone in self.open.drain(keep.max(SCANNED_LEVELS)..) {
+                if let Some(c) = self.deep.get_mut(&gone) {
+                    *c -= 1;
+                    if *c == 0 {
+                        self.deep.remove(&gone);
+                    }
+                }
+            }
+        }
+        self.open.truncate(keep);
+        let scanned = &self.open[..keep.min(SCANNED_LEVELS)];
+        let inside = scanned.contains(&k) || (keep > SCANNED_LEVELS && self.deep.contains_key(&k));
+        if self.open.len() >= SCANNED_LEVELS {
+            *self.deep.entry(k).or_insert(0) += 1;
+        }
+        self.open.push(k);
+        inside
+    }
+
+    /// The key of the node at `depth` on the path to the node met last: read
+    /// before [`Enclosing::enter`] meets a node at `depth + 1`, its parent's.
+    pub fn at(&self, depth: usize) -> Option<&K> {
+        self.open.get(depth)
     }
 }
 
@@ -148,6 +258,11 @@ pub struct Flattener<K> {
     pub rows: Vec<(K, Totals)>,
     /// The rows of the nodes enclosing the current one.
     open: Vec<u32>,
+    /// Per row, how many of the nodes enclosing the current one are of it (a
+    /// look-up, not a scan of `open`: a tree can be 100,000 deep).
+    opened: Vec<u32>,
+    /// The teams of the nodes enclosing the current one.
+    teams: TeamStack,
 }
 
 impl<K: Hash + Eq> Flattener<K> {
@@ -158,12 +273,16 @@ impl<K: Hash + Eq> Flattener<K> {
             index: HashTable::with_capacity(nodes),
             rows: Vec::with_capacity(nodes),
             open: Vec::new(),
+            opened: Vec::new(),
+            teams: TeamStack::default(),
         }
     }
 
     /// Adds the node met next, at `depth`.
     pub fn add(&mut self, depth: usize, key: K, n: NodeFigures) {
-        self.open.truncate(depth);
+        for gone in self.open.drain(depth.min(self.open.len())..) {
+            self.opened[gone as usize] -= 1;
+        }
         let hash = FxBuildHasher.hash_one(&key);
         let rows = &mut self.rows;
         let found = self
@@ -175,12 +294,14 @@ impl<K: Hash + Eq> Flattener<K> {
             None => {
                 let at = rows.len() as u32;
                 rows.push((key, Totals::default()));
+                self.opened.push(0);
                 self.index
                     .insert_unique(hash, at, |&i| FxBuildHasher.hash_one(&rows[i as usize].0));
                 at
             }
         };
-        let recursive = self.open.contains(&at);
+        let recursive = self.opened[at as usize] > 0;
+        let team = self.teams.enter(depth, n.threads);
         let f = &mut self.rows[at as usize].1;
         f.count += n.count;
         if !recursive {
@@ -190,7 +311,9 @@ impl<K: Hash + Eq> Flattener<K> {
         f.self_ns += n.self_ns;
         f.min_ns = f.min_ns.min(n.min_ns);
         f.max_ns = f.max_ns.max(n.max_ns);
+        f.threads = f.threads.max(team);
         self.open.push(at);
+        self.opened[at as usize] += 1;
     }
 }
 
@@ -200,7 +323,7 @@ impl<K: Hash + Eq> Flattener<K> {
 /// `figures` read a node. Memory: 5 bytes per node (the order and a flag), where
 /// a [`Flattener`] holds about 70 bytes per distinct key. The rows are those of a
 /// [`Flattener`] fed the same walk (tested).
-pub fn rows_by_key<K: Ord + Copy>(
+pub fn rows_by_key<K: Ord + Copy + Hash>(
     nodes: usize,
     walk: impl Fn(&mut dyn FnMut(usize, u32)),
     key: impl Fn(u32) -> K,
@@ -210,15 +333,24 @@ pub fn rows_by_key<K: Ord + Copy>(
     // one's already), by node.
     let mut recursive = vec![false; nodes];
     let mut order = Vec::with_capacity(nodes);
-    let mut open: Vec<K> = Vec::new();
+    let mut open: Enclosing<K> = Enclosing::default();
+    // Each node's team, by node, once a node of more than one thread is met
+    // (a tree without teams costs nothing more).
+    let mut stack = TeamStack::default();
+    let mut teams: Vec<u32> = Vec::new();
     walk(&mut |depth, n| {
-        open.truncate(depth);
-        let k = key(n);
+        let inside = open.enter(depth, key(n));
         if let Some(r) = recursive.get_mut(n as usize) {
-            *r = open.contains(&k);
+            *r = inside;
         }
-        open.push(k);
         order.push(n);
+        let team = stack.enter(depth, figures(n).threads);
+        if team > 1 && teams.is_empty() {
+            teams = vec![1; nodes];
+        }
+        if let Some(t) = teams.get_mut(n as usize) {
+            *t = team;
+        }
     });
     order.sort_by_key(|&n| key(n));
     move |emit: &mut dyn FnMut(K, Totals)| {
@@ -237,6 +369,7 @@ pub fn rows_by_key<K: Ord + Copy>(
                 t.self_ns += f.self_ns;
                 t.min_ns = t.min_ns.min(f.min_ns);
                 t.max_ns = t.max_ns.max(f.max_ns);
+                t.threads = t.threads.max(teams.get(n as usize).copied().unwrap_or(1));
                 i += 1;
             }
             emit(k, t);
@@ -531,6 +664,7 @@ mod tests {
             self_ns: v,
             min_ns: v / 2,
             max_ns: v * 2,
+            threads: [0, 0, 0, 2, 4][(v % 5) as usize],
         };
         let mut f = Flattener::with_capacity(nodes.len());
         for &(d, k, v) in &nodes {
@@ -556,6 +690,38 @@ mod tests {
             sorted.iter().any(|(_, t)| t.total_ns < t.instance_ns),
             "no recursion tested"
         );
+    }
+
+    /// Whether a node is inside one of its key is what a scan of its
+    /// ancestors says, through paths deeper than the scanned levels.
+    #[test]
+    fn enclosing_answers_as_a_scan() {
+        let mut x: u64 = 99;
+        let mut depth = 0usize;
+        let mut path: Vec<u32> = Vec::new();
+        let mut e = Enclosing::default();
+        let mut deepest = 0;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            depth = match (x >> 61, (x >> 40) % 1024) {
+                (_, 0) => depth / 2,
+                (0..=2, _) => depth.saturating_sub(1),
+                _ => depth + 1,
+            }
+            .min(path.len());
+            let k = ((x >> 20) % 50) as u32;
+            path.truncate(depth);
+            let want = path.contains(&k);
+            path.push(k);
+            assert_eq!(e.enter(depth, k), want, "at depth {depth}");
+            if depth > 0 {
+                assert_eq!(e.at(depth - 1), path.get(depth - 1));
+            }
+            deepest = deepest.max(depth);
+        }
+        assert!(deepest > 3 * SCANNED_LEVELS, "{deepest}");
     }
 
     #[test]

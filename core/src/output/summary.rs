@@ -76,28 +76,53 @@ pub fn body(r: &Report, tree: &dyn CallTree, top: usize, traces: &[PathBuf]) -> 
     if rows == 0 {
         let _ = writeln!(s, "No kernels or regions were recorded.");
     } else {
+        // Rows run by a team of threads (OpenMP) hold its threads' times added
+        // up: a `thr` column says over how many, where any row has a team.
+        let teams = work.iter().take(top).any(|f| f.threads > 1);
         let _ = writeln!(
             s,
-            "\nTop {} of {} kernels/regions by exclusive time (%thr: share of {} thread{} x {}):",
+            "\nTop {} of {} kernels/regions by exclusive time (%thr: share of {} thread{} x {}{}):",
             top.min(rows),
             rows,
             r.threads.len().max(1),
             if r.threads.len() > 1 { "s" } else { "" },
-            duration(run)
+            duration(run),
+            if teams {
+                "; thr: times summed over that many threads"
+            } else {
+                ""
+            }
         );
+        let thr = |cell: &str| {
+            if teams {
+                format!(" {cell:>4}")
+            } else {
+                String::new()
+            }
+        };
         let _ = writeln!(
             s,
-            "{:>11} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11}  {:<15} {:<8} name",
-            "self", "%thr", "count", "total", "mean", "min", "max", "kind", "device"
+            "{:>11} {:>6} {:>9} {:>11}{} {:>11} {:>11} {:>11}  {:<15} {:<8} name",
+            "self",
+            "%thr",
+            "count",
+            "total",
+            thr("thr"),
+            "mean",
+            "min",
+            "max",
+            "kind",
+            "device"
         );
         for f in work.iter().take(top) {
             let _ = writeln!(
                 s,
-                "{:>11} {:>5.1}% {:>9} {:>11} {:>11} {:>11} {:>11}  {:<15} {:<8} {}",
+                "{:>11} {:>5.1}% {:>9} {:>11}{} {:>11} {:>11} {:>11}  {:<15} {:<8} {}",
                 duration(f.self_ns as f64),
                 100.0 * f.self_ns as f64 / thread_time,
                 f.count,
                 duration(f.total_ns as f64),
+                thr(&f.threads.to_string()),
                 duration(f.mean_ns()),
                 duration(f.min_ns as f64),
                 duration(f.max_ns as f64),

@@ -18,6 +18,7 @@ use std::hash::BuildHasher;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::output::call_path::Walk;
+use crate::output::flat::Enclosing;
 use crate::output::readable::duration;
 use crate::output::report::TaskEdge;
 use crate::output::{write_whole, OutputError};
@@ -63,7 +64,7 @@ fn least_of_top(mut all: Vec<u64>, top: usize) -> u64 {
 /// kind of work (equal keys for equal kind and name), `total` its inclusive
 /// time. Sorts the nodes by key (about 21 bytes a node for the moment) where
 /// the graph's own first walk hashes every name into a table.
-pub fn longest_work<K: Ord + Copy>(
+pub fn longest_work<K: Ord + Copy + std::hash::Hash>(
     nodes: usize,
     walk: impl Fn(&mut dyn FnMut(usize, u32)),
     key: impl Fn(u32) -> K,
@@ -75,12 +76,10 @@ pub fn longest_work<K: Ord + Copy>(
     let mut seq: Vec<u32> = Vec::with_capacity(nodes);
     let mut recursive: Vec<bool> = Vec::with_capacity(nodes);
     let mut by_key: Vec<(K, u32)> = Vec::with_capacity(nodes);
-    let mut open: Vec<K> = Vec::new();
+    let mut open: Enclosing<K> = Enclosing::default();
     walk(&mut |depth, n| {
-        open.truncate(depth);
         let k = key(n);
-        recursive.push(open.contains(&k));
-        open.push(k);
+        recursive.push(open.enter(depth, k));
         by_key.push((k, seq.len() as u32));
         seq.push(n);
     });
@@ -166,15 +165,13 @@ impl Graph {
             Some(l) => (l.kinds, Longest::Nodes(l.shown)),
             None => {
                 let mut totals: FxHashMap<u64, u64> = FxHashMap::default();
-                let mut open: Vec<u64> = Vec::new();
+                let mut open: Enclosing<u64> = Enclosing::default();
                 walk(&mut |depth, n| {
-                    open.truncate(depth);
                     let k = key(n.kind(), n.name());
                     let total = totals.entry(k).or_insert(0);
-                    if !open.contains(&k) {
+                    if !open.enter(depth, k) {
                         *total += n.total_ns();
                     }
-                    open.push(k);
                 });
                 let all: Vec<u64> = totals.values().copied().collect();
                 let least = least_of_top(all, MAX_NODES);
@@ -186,10 +183,14 @@ impl Graph {
             .flat_map(|e| [e.from.as_str(), e.to.as_str()])
             .collect();
         // The graph node of each open ancestor, by depth (`None`: not in the graph).
-        let mut open: Vec<Option<usize>> = Vec::new();
+        let mut open: Enclosing<Option<usize>> = Enclosing::default();
         let mut at_node = 0;
         walk(&mut |depth, n| {
-            open.truncate(depth);
+            let parent = depth
+                .checked_sub(1)
+                .and_then(|d| open.at(d))
+                .copied()
+                .flatten();
             let long = match &longest {
                 Longest::Nodes(shown) => shown.get(at_node).copied().unwrap_or(false),
                 Longest::Totals(totals, least) => totals
@@ -199,21 +200,20 @@ impl Graph {
             at_node += 1;
             let shown = long || TASK_KINDS.contains(&n.kind()) || ends.contains(&n.name());
             if !shown {
-                open.push(None);
+                open.enter(depth, None);
                 return;
             }
             let at = self.node(n.name(), n.kind());
             // A recursive instance is inside its outer one's time already.
-            let recursive = open.contains(&Some(at));
+            let recursive = open.enter(depth, Some(at));
             let g = &mut self.nodes[at];
             g.count += n.count();
             if !recursive {
                 g.total_ns += n.total_ns();
             }
-            if let Some(&Some(p)) = open.last() {
+            if let Some(p) = parent {
                 *self.calls.entry((p, at)).or_insert(0) += n.count();
             }
-            open.push(Some(at));
         });
         kinds
     }

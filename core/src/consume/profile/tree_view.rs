@@ -114,13 +114,15 @@ impl CallTree for MergedTree<'_> {
                 (x.name, x.kind, x.dev)
             },
             |n| {
-                let s = &nodes[n as usize].stats;
+                let x = &nodes[n as usize];
+                let s = &x.stats;
                 NodeFigures {
                     count: s.count,
                     total_ns: s.total_ns,
                     self_ns: s.self_ns,
                     min_ns: s.min(),
                     max_ns: s.max_ns,
+                    threads: x.per_thread().len() as u32,
                 }
             },
         );
