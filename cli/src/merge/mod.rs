@@ -175,7 +175,9 @@ pub fn main(args: MergeArgs) -> Outcome {
     std::fs::create_dir_all(&args.output)
         .map_err(|e| Failure(format!("cannot create {}: {e}", show(&args.output))))?;
     let path = args.output.join("profile.json");
-    let text = serde_json::to_string_pretty(&merged)? + "\n";
+    // Compact, as the runtime writes profile.json: indentation would grow with
+    // the depth of each node (quadratic in a deep tree's size).
+    let text = serde_json::to_string(&merged)? + "\n";
     std::fs::write(&path, text).map_err(|e| Failure(format!("{}: {e}", show(&path))))?;
     analyses::write(&args.output, &merged, &extras.deps, total);
     drop(merged);
