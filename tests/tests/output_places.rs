@@ -205,6 +205,36 @@ fn merge_refuses_an_existing_output_unless_forced() {
     assert!(dir.join("m/profile.json").is_file());
 }
 
+/// `kprof plot -o FILE` never silently overwrites FILE: refused, or replaced
+/// with --force, saying so. Without -o, `plot.html` in the directory is
+/// written anew each time.
+#[test]
+fn plot_refuses_an_existing_page_unless_forced() {
+    let dir = scratch("output_places_plot");
+    let rank = test_file("cli/fixtures/rank0");
+    let plot = |extra: &[&str]| {
+        let mut cmd = kprof_cmd(&dir, &["plot"]);
+        cmd.arg(&rank).args(["-o", "page.html"]).args(extra);
+        run(&mut cmd)
+    };
+    std::fs::write(dir.join("page.html"), "mine").unwrap();
+    one_line_error(&plot(&[]), &["page.html exists", "--force"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("page.html")).unwrap(),
+        "mine"
+    );
+    let o = plot(&["--force"]);
+    assert_ok(&o);
+    assert!(
+        stderr(&o).contains("replacing page.html (--force)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(std::fs::read_to_string(dir.join("page.html"))
+        .unwrap()
+        .contains("<svg"));
+}
+
 /// Every option the README's settings table lists is accepted by `kprof run`
 /// (with a valid value: the documented default, or an example).
 #[test]

@@ -22,9 +22,14 @@ use figures::{fmt_bytes, Figure, PlotNode};
 pub struct PlotArgs {
     /// A kprof output directory (or its profile.json; a merged profile works too).
     pub dir: PathBuf,
-    /// The HTML page to write (default: plot.html in DIR); the SVG files go beside it.
+    /// The HTML page to write (default: plot.html in DIR, written anew each
+    /// time); the SVG files go beside it. An existing FILE is refused unless
+    /// --force.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace an existing -o FILE (saying so).
+    #[arg(long)]
+    pub force: bool,
     /// Bars per chart.
     #[arg(long, value_name = "N", default_value_t = 15)]
     pub top: usize,
@@ -38,6 +43,12 @@ const DEVICE_KINDS: [&str; 4] = ["gpu_kernel", "gpu_memcpy", "gpu_memset", "gpu_
 
 /// Entry point.
 pub fn main(args: PlotArgs) -> Outcome {
+    if let Some(o) = args.output.as_deref().filter(|o| o.exists()) {
+        if !args.force {
+            return Err(Failure(crate::out_dir::refuse_existing(o, "-o")));
+        }
+        eprintln!("kprof: replacing {} (--force)", show(o));
+    }
     let (path, loaded) = load_any(&args.dir)?;
     let html_path = match &args.output {
         Some(o) => o.clone(),
