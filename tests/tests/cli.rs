@@ -1797,11 +1797,11 @@ fn merge_three_ranks_exact_statistics() {
         stdout(&o)
     );
 
-    // Never overwrites.
+    // Never overwrites unless --force.
     let o = run(kprof_cmd(&dir, &["merge"])
         .arg(fixture(0))
         .args(["-o", "m"]));
-    one_line_error(&o, "m: already exists");
+    one_line_error(&o, "m exists already: give --force to replace it");
 }
 
 #[test]
