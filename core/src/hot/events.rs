@@ -526,15 +526,13 @@ pub fn end_at(kind: u8, guid: u64, at: u64) {
         late_end(rt, guid, ts);
         return;
     }
-    t.close();
-    let counters = t.read_counters(kind);
-    if let Some(ip) = t.in_place() {
-        let ts = ts.max(ip.last_ts);
-        ip.close(ts, kind, guid, counters.as_ref());
-        return;
-    }
-    let ts = ts.max(t.last_time());
-    end_records(t, rt, kind, guid, ts, counters);
+    // Never before the thread's last event, as this thread's profile or
+    // records saw it.
+    let last = match t.in_place() {
+        Some(ip) => ip.last_ts,
+        None => t.last_time(),
+    };
+    end_entered(t, rt, kind, guid, ts.max(last));
 }
 
 /// [`end_at`] of another thread's instance: kept for the end of the run (a
