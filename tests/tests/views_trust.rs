@@ -1,5 +1,5 @@
 //! Numbers a user can trust in every view (the exit summary, `kprof report`,
-//! `profile.csv`, `kprof plot`):
+//! `profile.csv`, `kprof plot`, `kprof diff`):
 //!
 //! - a team's nodes: an OpenMP program whose 2 threads both work for the whole
 //!   of each parallel region (`tests/openmp/balanced.c`, clang on the system's
@@ -301,13 +301,16 @@ fn deep_run(dir: &Path, bin: &Path, depth: usize) -> PathBuf {
 fn every_view_of_a_deep_tree_grows_with_its_depth_not_its_square() {
     let dir = scratch("views_trust_deep");
     let bin = compile_with_core(&[&test_file("cli/deep.c")], &dir.join("deep"), &[]);
-    let views: [&[&str]; 6] = [
+    let views: [&[&str]; 8] = [
         &["report", "--tree", "--top", "1"],
         &["report", "--tree", "--top", "1", "--csv"],
         &["report", "--tree", "--top", "1", "--json"],
         &["report"],
         &["report", "--flat"],
         &["plot", "-o"],
+        // The run against itself: every call path compared, the rows printed.
+        &["diff", "--all"],
+        &["diff", "--all", "--metric", "self"],
     ];
     // Per depth: profile.csv's size, then per view (peak KiB, bytes printed).
     let mut seen: Vec<(usize, u64, Vec<Measured>)> = Vec::new();
@@ -319,8 +322,10 @@ fn every_view_of_a_deep_tree_grows_with_its_depth_not_its_square() {
         for args in views {
             let mut all: Vec<&OsStr> = vec![OsStr::new(args[0]), out.as_os_str()];
             all.extend(args[1..].iter().map(OsStr::new));
-            if args[0] == "plot" {
-                all.push(page.as_os_str());
+            match args[0] {
+                "plot" => all.push(page.as_os_str()),
+                "diff" => all.push(out.as_os_str()),
+                _ => {}
             }
             per_view.push(measured(&dir, &all, &dir.join("view.out")));
         }
@@ -379,9 +384,13 @@ fn a_tree_as_deep_as_kprof_keeps_is_read_by_every_view() {
         &["report", "--flat"],
         &["report", "--threads"],
         &["plot"],
+        &["diff"],
     ] {
         let mut all: Vec<&OsStr> = vec![OsStr::new(args[0]), out.as_os_str()];
         all.extend(args[1..].iter().map(OsStr::new));
+        if args[0] == "diff" {
+            all.push(out.as_os_str());
+        }
         let (kib, bytes) = measured(&dir, &all, &printed);
         eprintln!("depth {depth}: {args:?}: {kib} KiB, {bytes} B");
         // Linear in the depth: a few KiB a level at most (the readers recurse

@@ -1,19 +1,17 @@
 //! The runs of each side of `kprof diff`: paths, directories of runs and globs
 //! resolved to profiles, each read into the values the diff compares.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 use kprof_core::output::report::{Report, TreeNode};
 use kprof_core::reduce::MERGED_SCHEMA;
 use serde_json::Value;
 
+use super::paths::{PathId, Paths};
 use super::{Metric, RankStat};
 use crate::load::{load_any, Loaded};
 use crate::{show, Failure};
-
-/// A call path: each step's name, kind and device.
-pub type PathKey = Vec<(String, String, String)>;
 
 /// A call path's values in one run.
 #[derive(Clone, Copy, Default, Debug)]
@@ -33,9 +31,9 @@ pub struct Run {
     /// Run time in ns (a job: its slowest rank's).
     pub duration: f64,
     /// Every call path's values.
-    pub nodes: BTreeMap<PathKey, Vals>,
+    pub nodes: HashMap<PathId, Vals>,
     /// Every counted (event, call path)'s value.
-    pub counters: BTreeMap<(String, String), f64>,
+    pub counters: HashMap<(String, PathId), f64>,
     /// A job's merged profile (`kprof-merged/1`): this many ranks.
     pub ranks: Option<usize>,
 }
@@ -203,21 +201,32 @@ fn natural_sort(v: &mut [PathBuf]) {
 }
 
 /// Reads one run: its call paths' values by `metric` (a job's per rank by
-/// `ranks`) and its counters.
-pub fn read_run(arg: &Path, metric: Metric, ranks: RankStat) -> Result<Run, Failure> {
+/// `ranks`) and its counters, its paths interned in `paths`.
+pub fn read_run(
+    arg: &Path,
+    metric: Metric,
+    ranks: RankStat,
+    paths: &mut Paths,
+) -> Result<Run, Failure> {
     let (file, loaded) = load_any(arg)?;
     Ok(match loaded {
-        Loaded::Single(r) => single(file, &r, metric),
-        Loaded::Merged(v) => merged(file, &v, metric, ranks)?,
+        Loaded::Single(r) => single(file, &r, metric, paths),
+        Loaded::Merged(v) => merged(file, &v, metric, ranks, paths)?,
     })
 }
 
-fn single(file: PathBuf, r: &Report, metric: Metric) -> Run {
-    fn walk(nodes: &[TreeNode], metric: Metric, path: &mut PathKey, run: &mut Run) {
+fn single(file: PathBuf, r: &Report, metric: Metric, paths: &mut Paths) -> Run {
+    fn walk(
+        nodes: &[TreeNode],
+        metric: Metric,
+        parent: Option<PathId>,
+        run: &mut Run,
+        paths: &mut Paths,
+    ) {
         for n in nodes {
             let device = n.device.clone().unwrap_or_default();
-            path.push((n.name.to_string(), n.kind.to_string(), device));
-            let v = run.nodes.entry(path.clone()).or_default();
+            let path = paths.child(parent, (n.name.to_string(), n.kind.to_string(), device));
+            let v = run.nodes.entry(path).or_default();
             v.count += n.count as f64;
             v.time += match metric {
                 Metric::Total => n.total_ns,
@@ -228,27 +237,32 @@ fn single(file: PathBuf, r: &Report, metric: Metric) -> Run {
                     Metric::Total => t.inclusive,
                     Metric::SelfTime => t.exclusive,
                 };
-                *run.counters.entry((e.clone(), shown(path))).or_default() += value as f64;
+                *run.counters.entry((e.clone(), path)).or_default() += value as f64;
             }
-            walk(&n.children, metric, path, run);
-            path.pop();
+            walk(&n.children, metric, Some(path), run, paths);
         }
     }
     let mut run = Run {
         file,
         executable: r.program.executable.clone(),
         duration: r.clock.duration_ns as f64,
-        nodes: BTreeMap::new(),
-        counters: BTreeMap::new(),
+        nodes: HashMap::new(),
+        counters: HashMap::new(),
         ranks: None,
     };
-    walk(&r.tree, metric, &mut Vec::new(), &mut run);
+    walk(&r.tree, metric, None, &mut run, paths);
     run
 }
 
 /// A job's merged profile: each call path's count and time per rank, the mean
 /// over the job's ranks or the largest of a rank (`ranks`).
-fn merged(file: PathBuf, v: &Value, metric: Metric, ranks: RankStat) -> Result<Run, Failure> {
+fn merged(
+    file: PathBuf,
+    v: &Value,
+    metric: Metric,
+    ranks: RankStat,
+    paths: &mut Paths,
+) -> Result<Run, Failure> {
     let bad = |what: &str| {
         Failure(format!(
             "{}: does not match schema {MERGED_SCHEMA}: {what}",
@@ -262,17 +276,21 @@ fn merged(file: PathBuf, v: &Value, metric: Metric, ranks: RankStat) -> Result<R
         };
         s.get(key).and_then(Value::as_f64).unwrap_or(0.0)
     };
-    fn walk(
-        nodes: &[Value],
-        path: &mut PathKey,
-        run: &mut Run,
-        stat: &dyn Fn(&Value) -> f64,
+    /// Where a walk is: the run read into, the paths, the value taken per node.
+    struct Walk<'a> {
+        run: &'a mut Run,
+        paths: &'a mut Paths,
+        stat: &'a dyn Fn(&Value) -> f64,
         metric: Metric,
-    ) {
+    }
+    fn walk(nodes: &[Value], parent: Option<PathId>, w: &mut Walk<'_>) {
+        let (stat, metric) = (w.stat, w.metric);
         for n in nodes {
             let text = |k: &str| n.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-            path.push((text("name"), text("kind"), text("device")));
-            let v = run.nodes.entry(path.clone()).or_default();
+            let path = w
+                .paths
+                .child(parent, (text("name"), text("kind"), text("device")));
+            let v = w.run.nodes.entry(path).or_default();
             v.count += n.get("count").map_or(0.0, stat);
             let key = match metric {
                 Metric::Total => "total_ns",
@@ -286,13 +304,12 @@ fn merged(file: PathBuf, v: &Value, metric: Metric, ranks: RankStat) -> Result<R
                 };
                 for (e, c) in events {
                     let value = c.get(which).map_or(0.0, stat);
-                    *run.counters.entry((e.clone(), shown(path))).or_default() += value;
+                    *w.run.counters.entry((e.clone(), path)).or_default() += value;
                 }
             }
             if let Some(kids) = n.get("children").and_then(Value::as_array) {
-                walk(kids, path, run, stat, metric);
+                walk(kids, Some(path), w);
             }
-            path.pop();
         }
     }
     let rank_list = v
@@ -316,26 +333,18 @@ fn merged(file: PathBuf, v: &Value, metric: Metric, ranks: RankStat) -> Result<R
             .and_then(Value::as_f64)
             .unwrap_or(0.0),
         file,
-        nodes: BTreeMap::new(),
-        counters: BTreeMap::new(),
+        nodes: HashMap::new(),
+        counters: HashMap::new(),
         ranks: Some(rank_list.len()),
     };
-    walk(tree, &mut Vec::new(), &mut run, &stat, metric);
+    let mut w = Walk {
+        run: &mut run,
+        paths,
+        stat: &stat,
+        metric,
+    };
+    walk(tree, None, &mut w);
     Ok(run)
-}
-
-/// A call path as shown: `outer / inner [device]`.
-pub fn shown(path: &PathKey) -> String {
-    path.iter()
-        .map(|(name, _, dev)| {
-            if dev.is_empty() {
-                name.clone()
-            } else {
-                format!("{name} [{dev}]")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" / ")
 }
 
 #[cfg(test)]

@@ -4,15 +4,17 @@
 //! with one run per side).
 
 mod inputs;
+mod paths;
 mod stats;
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::fmt::{duration, signed_dur, Align, Table};
 use crate::{show, Failure, Outcome};
-use inputs::{expand, read_run, shown, PathKey, Run};
+use inputs::{expand, read_run, Run};
+use paths::{PathId, Paths};
 use stats::{median, min_max, smallest_p, RankTest};
 
 /// Arguments of `kprof diff`.
@@ -132,12 +134,12 @@ fn sides(args: &DiffArgs) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Failure> {
     Ok((args.paths.clone(), args.new.clone()))
 }
 
-/// Reads the runs of one side.
-fn read_side(list: &[PathBuf], args: &DiffArgs) -> Result<Vec<Run>, Failure> {
+/// Reads the runs of one side, their call paths interned in `paths`.
+fn read_side(list: &[PathBuf], args: &DiffArgs, paths: &mut Paths) -> Result<Vec<Run>, Failure> {
     let mut runs = Vec::new();
     for arg in list {
         for file in expand(arg)? {
-            runs.push(read_run(&file, args.metric, args.ranks)?);
+            runs.push(read_run(&file, args.metric, args.ranks, paths)?);
         }
     }
     Ok(runs)
@@ -159,14 +161,14 @@ struct SideVals {
 }
 
 impl SideVals {
-    fn of(runs: &[Run], key: &PathKey) -> SideVals {
+    fn of(runs: &[Run], key: PathId) -> SideVals {
         let mut times = Vec::with_capacity(runs.len());
         let mut calls = Vec::with_capacity(runs.len());
         let mut shares = Vec::with_capacity(runs.len());
         let mut s = SideVals::default();
         for r in runs {
-            let v = r.nodes.get(key).copied().unwrap_or_default();
-            if r.nodes.contains_key(key) {
+            let v = r.nodes.get(&key).copied().unwrap_or_default();
+            if r.nodes.contains_key(&key) {
                 s.present += 1;
                 if v.count > 0.0 {
                     s.per_call.push(v.time / v.count);
@@ -223,7 +225,7 @@ impl Status {
 
 /// A compared call path.
 struct Change {
-    path: String,
+    path: PathId,
     a: SideVals,
     b: SideVals,
     /// Median time per run, B - A.
@@ -257,10 +259,15 @@ impl Mode {
     }
 }
 
-/// Every call path of either side, compared.
-fn compare(ra: &[Run], rb: &[Run], args: &DiffArgs) -> Vec<Change> {
-    let mut keys: Vec<&PathKey> = ra.iter().chain(rb).flat_map(|r| r.nodes.keys()).collect();
-    keys.sort();
+/// Every call path of either side, compared; largest changes first, then in
+/// the order of the paths as shown (`rank`, from [`Paths::order`]).
+fn compare(ra: &[Run], rb: &[Run], args: &DiffArgs, rank: &[u32]) -> Vec<Change> {
+    let mut keys: Vec<PathId> = ra
+        .iter()
+        .chain(rb)
+        .flat_map(|r| r.nodes.keys().copied())
+        .collect();
+    keys.sort_unstable_by_key(|&k| rank[k as usize]);
     keys.dedup();
     let mode = Mode::of(ra.len(), rb.len(), args.alpha);
     let mut ranks = RankTest::default();
@@ -306,7 +313,7 @@ fn compare(ra: &[Run], rb: &[Run], args: &DiffArgs) -> Vec<Change> {
                 }
             };
             Change {
-                path: shown(k),
+                path: k,
                 a,
                 b,
                 delta,
@@ -320,7 +327,7 @@ fn compare(ra: &[Run], rb: &[Run], args: &DiffArgs) -> Vec<Change> {
         y.delta
             .abs()
             .total_cmp(&x.delta.abs())
-            .then_with(|| x.path.cmp(&y.path))
+            .then_with(|| rank[x.path as usize].cmp(&rank[y.path as usize]))
     });
     changes
 }
@@ -328,8 +335,9 @@ fn compare(ra: &[Run], rb: &[Run], args: &DiffArgs) -> Vec<Change> {
 /// Entry point.
 pub fn main(args: DiffArgs) -> Outcome {
     let (la, lb) = sides(&args)?;
-    let ra = read_side(&la, &args)?;
-    let rb = read_side(&lb, &args)?;
+    let mut paths = Paths::default();
+    let ra = read_side(&la, &args, &mut paths)?;
+    let rb = read_side(&lb, &args, &mut paths)?;
     let jobs = |r: &[Run]| r.iter().filter(|r| r.ranks.is_some()).count();
     let (ja, jb) = (jobs(&ra), jobs(&rb));
     if !((ja == 0 && jb == 0) || (ja == ra.len() && jb == rb.len())) {
@@ -339,7 +347,8 @@ pub fn main(args: DiffArgs) -> Outcome {
                 .into(),
         ));
     }
-    let changes = compare(&ra, &rb, &args);
+    let rank = paths.order();
+    let changes = compare(&ra, &rb, &args, &rank);
     let (na, nb) = (ra.len(), rb.len());
     let mode = Mode::of(na, nb, args.alpha);
     // A spread (min..max) to show, and n/s to tell, when a side has several runs.
@@ -456,8 +465,8 @@ pub fn main(args: DiffArgs) -> Outcome {
             String::new()
         }
     );
-    s.push_str(&table(&changes, &args, spread, na > 1 && nb > 1));
-    counter_changes(&mut s, &ra, &rb, args.metric, args.top);
+    s.push_str(&table(&changes, &args, spread, na > 1 && nb > 1, &paths));
+    counter_changes(&mut s, (&ra, &rb), args.metric, args.top, (&paths, &rank));
     let mut status = 0u8;
     if let Some(limit) = args.fail_above {
         let over = |c: &&Change, st: Status| c.status == st && c.rel.is_some_and(|r| r > limit);
@@ -469,7 +478,7 @@ pub fn main(args: DiffArgs) -> Outcome {
                  (largest: {} {}{})",
                 worst.len(),
                 if worst.len() == 1 { "" } else { "s" },
-                w.path,
+                paths.shown(w.path),
                 rel_text(w.rel),
                 w.p.map_or(String::new(), |p| format!(", p = {}", p_text(p)))
             );
@@ -583,7 +592,8 @@ fn run_line(s: &mut String, ra: &[Run], rb: &[Run]) {
 
 /// The table of changes.
 /// `spread`: columns of each side's spread; `p`: a column of the p-values.
-fn table(changes: &[Change], args: &DiffArgs, spread: bool, p: bool) -> String {
+/// Only the printed rows' paths are written out.
+fn table(changes: &[Change], args: &DiffArgs, spread: bool, p: bool, paths: &Paths) -> String {
     let mut head = vec![
         ("change", Align::Right),
         ("%", Align::Right),
@@ -644,7 +654,7 @@ fn table(changes: &[Change], args: &DiffArgs, spread: bool, p: bool) -> String {
             row.push(c.p.map_or("-".into(), p_text));
         }
         row.push(c.status.text().into());
-        row.push(c.path.clone());
+        row.push(paths.shown(c.path));
         t.row(row);
     }
     if t.len() == 0 {
@@ -694,11 +704,19 @@ fn p_text(p: f64) -> String {
 /// The counters block: per event and call path, A's and B's values (medians
 /// of their runs) and the change, largest changes first (nothing when neither
 /// side counted).
-fn counter_changes(s: &mut String, ra: &[Run], rb: &[Run], metric: Metric, top: usize) {
-    let medians = |runs: &[Run]| -> BTreeMap<(String, String), f64> {
-        let mut keys: Vec<&(String, String)> =
+fn counter_changes(
+    s: &mut String,
+    (ra, rb): (&[Run], &[Run]),
+    metric: Metric,
+    top: usize,
+    (paths, rank): (&Paths, &[u32]),
+) {
+    // (event, the path's place in the shown order): the rows' order.
+    let order = |k: &(String, PathId)| (k.0.clone(), rank[k.1 as usize]);
+    let medians = |runs: &[Run]| -> HashMap<(String, PathId), f64> {
+        let mut keys: Vec<&(String, PathId)> =
             runs.iter().flat_map(|r| r.counters.keys()).collect();
-        keys.sort();
+        keys.sort_by_cached_key(|k| order(k));
         keys.dedup();
         keys.into_iter()
             .map(|k| {
@@ -714,11 +732,11 @@ fn counter_changes(s: &mut String, ra: &[Run], rb: &[Run], metric: Metric, top: 
     if ia.is_empty() && ib.is_empty() {
         return;
     }
-    let mut keys: Vec<&(String, String)> = ia.keys().chain(ib.keys()).collect();
-    keys.sort();
+    let mut keys: Vec<&(String, PathId)> = ia.keys().chain(ib.keys()).collect();
+    keys.sort_by_cached_key(|k| order(k));
     keys.dedup();
     // (change, (event, path), A, B)
-    type Row<'a> = (f64, &'a (String, String), Option<f64>, Option<f64>);
+    type Row<'a> = (f64, &'a (String, PathId), Option<f64>, Option<f64>);
     let mut rows: Vec<Row<'_>> = keys
         .into_iter()
         .map(|k| {
@@ -727,7 +745,11 @@ fn counter_changes(s: &mut String, ra: &[Run], rb: &[Run], metric: Metric, top: 
         })
         .filter(|r| r.0 != 0.0 || r.2.is_none() || r.3.is_none())
         .collect();
-    rows.sort_by(|x, y| y.0.abs().total_cmp(&x.0.abs()).then(x.1.cmp(y.1)));
+    rows.sort_by(|x, y| {
+        y.0.abs()
+            .total_cmp(&x.0.abs())
+            .then_with(|| order(x.1).cmp(&order(y.1)))
+    });
     let which = match metric {
         Metric::Total => "inclusive",
         Metric::SelfTime => "exclusive",
@@ -758,7 +780,7 @@ fn counter_changes(s: &mut String, ra: &[Run], rb: &[Run], metric: Metric, top: 
             va.map_or("-".into(), num),
             vb.map_or("-".into(), num),
             event.clone(),
-            path.clone(),
+            paths.shown(*path),
         ]);
     }
     if t.len() == 0 {
