@@ -68,7 +68,11 @@ impl Paths {
             .collect();
         if !last.is_empty() {
             parts.push(PATH_GAP.to_string());
-            parts.extend(steps[last].iter().map(|&s| segment(&self.steps[s as usize])));
+            parts.extend(
+                steps[last]
+                    .iter()
+                    .map(|&s| segment(&self.steps[s as usize])),
+            );
         }
         parts.join(" / ")
     }
