@@ -63,9 +63,10 @@ pub fn distinct_ranks(job: &JobProfile) -> Result<(), Failure> {
 pub fn programs_line(job: &JobProfile) -> Option<String> {
     let mut programs: BTreeMap<String, usize> = BTreeMap::new();
     for r in &job.ranks {
-        let name = Path::new(&r.executable)
-            .file_name()
-            .map_or_else(|| r.executable.clone(), |n| n.to_string_lossy().into_owned());
+        let name = Path::new(&r.executable).file_name().map_or_else(
+            || r.executable.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         *programs.entry(name).or_insert(0) += 1;
     }
     (programs.len() > 1).then(|| {
@@ -92,7 +93,7 @@ pub fn left_out_lines(
 ) -> Vec<String> {
     let mut out: Vec<String> = skipped
         .iter()
-        .map(|(_, Failure(why))| format!("kprof merge: warning: left out {why}"))
+        .map(|(_, Failure(why))| format!("kprof merge: warning: {why}; left out of the merge"))
         .collect();
     let read = job.ranks.len();
     let present: BTreeSet<u64> = job.ranks.iter().filter_map(|r| r.rank).collect();

@@ -27,7 +27,9 @@ use crate::{show, Failure, Outcome};
 /// Arguments of `kprof merge`.
 #[derive(clap::Args)]
 pub struct MergeArgs {
-    /// The output directories of the processes (one per rank).
+    /// The output directories of the processes (one per rank), each once. One
+    /// without a readable profile (a rank killed with SIGKILL) is left out with a
+    /// warning naming it and the missing rank.
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// Directory to create for the merged profile.json and trace.pftrace; one that
@@ -126,7 +128,9 @@ fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<Read, Failur
                                     extras.barriers.push((i as u32, b));
                                 }
                                 extras.over_time += usize::from(r.over_time.is_some());
-                                if let Some(n) = r.metadata.get(MPI_SIZE).and_then(|n| n.parse().ok()) {
+                                if let Some(n) =
+                                    r.metadata.get(MPI_SIZE).and_then(|n| n.parse().ok())
+                                {
                                     extras.sizes.insert(n);
                                 }
                                 fold.add_report(&r, i as u32, Some(show(d)))

@@ -147,7 +147,10 @@ fn header(v: &Value, path: &Path, ranks: usize) -> String {
         let name = Path::new(exe)
             .file_name()
             .map_or_else(|| exe.to_string(), |n| n.to_string_lossy().into_owned());
-        programs.entry(name).or_default().push(r["rank"].to_string());
+        programs
+            .entry(name)
+            .or_default()
+            .push(r["rank"].to_string());
         let host = r["host"].as_str().unwrap_or_default();
         if !hosts.contains(&host) {
             hosts.push(host);
