@@ -17,6 +17,7 @@ use shown::{CounterKeys, FlatKeys, Shown, Teams, TopK, TreeKeep};
 use stream::Sink;
 
 mod by_key;
+mod job;
 mod shown;
 mod stream;
 mod views;
@@ -106,7 +107,7 @@ pub fn main(mut args: ReportArgs) -> Outcome {
                 stream::walk(&r.tree, &mut view);
                 render(&r, view, &path, &args)?
             }
-            (path, Loaded::Merged(v)) => render_merged(&v, &path, &args, filter.as_ref()),
+            (path, Loaded::Merged(v)) => job::render(&v, &path, &args, filter.as_ref()),
         },
     };
     print_out(&text);
@@ -862,161 +863,6 @@ impl PrettyArray {
             self.text + "\n]\n"
         }
     }
-}
-
-/// A merged profile: per node, total time over ranks (min/mean/max, imbalance).
-fn render_merged(
-    v: &Value,
-    path: &std::path::Path,
-    args: &ReportArgs,
-    filter: Option<&Regex>,
-) -> String {
-    struct Row<'v> {
-        depth: usize,
-        path: String,
-        node: &'v Value,
-    }
-    // A stack, not recursion, and paths bounded as the CSV's: a tree can be
-    // 100,000 deep.
-    fn walk<'v>(tree: &'v Value, out: &mut Vec<Row<'v>>) {
-        let list = |v: &'v Value| v.as_array().map(Vec::as_slice).unwrap_or_default();
-        let mut names: Vec<&'v str> = Vec::new();
-        let mut todo: Vec<(usize, &'v [Value])> = vec![(0, list(tree))];
-        while let Some((depth, nodes)) = todo.pop() {
-            let Some((n, rest)) = nodes.split_first() else {
-                continue;
-            };
-            todo.push((depth, rest));
-            names.truncate(depth);
-            names.push(n["name"].as_str().unwrap_or_default());
-            out.push(Row {
-                depth,
-                path: bounded_path(&names).join(" / "),
-                node: n,
-            });
-            todo.push((depth + 1, list(&n["children"])));
-        }
-    }
-    let mut rows = Vec::new();
-    walk(&v["tree"], &mut rows);
-    if let Some(re) = filter {
-        rows.retain(|r| re.is_match(r.node["name"].as_str().unwrap_or_default()));
-    }
-    let key = |r: &Row| -> f64 {
-        let field = match sort_of(args) {
-            SortKey::SelfTime => "self_ns",
-            SortKey::Total => "total_ns",
-            SortKey::Count => "count",
-        };
-        r.node[field]["max"].as_f64().unwrap_or(0.0)
-    };
-    if !args.tree {
-        rows.sort_by(|a, b| key(b).total_cmp(&key(a)).then_with(|| a.path.cmp(&b.path)));
-        rows.truncate(args.top.unwrap_or(20));
-    }
-    let g = |n: &Value, f: &str, s: &str| n[f][s].as_f64().unwrap_or(0.0);
-    if args.csv || args.json {
-        let field = |r: &Row| {
-            let n = r.node;
-            json!({"path": r.path, "name": n["name"], "kind": n["kind"], "ranks": n["ranks"],
-                   "count_sum": n["count"]["sum"],
-                   "total_min_ns": n["total_ns"]["min"], "total_mean_ns": n["total_ns"]["mean"],
-                   "total_max_ns": n["total_ns"]["max"], "total_imbalance": n["total_ns"]["imbalance"],
-                   "self_min_ns": n["self_ns"]["min"], "self_mean_ns": n["self_ns"]["mean"],
-                   "self_max_ns": n["self_ns"]["max"], "self_imbalance": n["self_ns"]["imbalance"]})
-        };
-        if args.json {
-            let all: Vec<Value> = rows.iter().map(field).collect();
-            return serde_json::to_string_pretty(&all).unwrap_or_default() + "\n";
-        }
-        let cols = [
-            "path",
-            "name",
-            "kind",
-            "ranks",
-            "count_sum",
-            "total_min_ns",
-            "total_mean_ns",
-            "total_max_ns",
-            "total_imbalance",
-            "self_min_ns",
-            "self_mean_ns",
-            "self_max_ns",
-            "self_imbalance",
-        ];
-        let mut s = cols.join(",") + "\n";
-        for r in &rows {
-            let o = field(r);
-            let cells: Vec<String> = cols
-                .iter()
-                .map(|c| match &o[*c] {
-                    Value::String(t) => csv_field(t),
-                    other => other.to_string(),
-                })
-                .collect();
-            s.push_str(&cells.join(","));
-            s.push('\n');
-        }
-        return s;
-    }
-    let mut s = String::new();
-    let ranks = v["ranks"].as_array().map(Vec::len).unwrap_or(0);
-    let _ = writeln!(
-        s,
-        "kprof report: {} (merged, {})",
-        show(path),
-        crate::merge::ranks_text(ranks)
-    );
-    let d = &v["duration_ns"];
-    let _ = writeln!(
-        s,
-        "run: min {}, mean {}, max {} over ranks",
-        crate::fmt::duration(g(v, "duration_ns", "min")),
-        crate::fmt::duration(d["mean"].as_f64().unwrap_or(0.0)),
-        crate::fmt::duration(g(v, "duration_ns", "max"))
-    );
-    let field = match sort_of(args) {
-        SortKey::SelfTime => "self_ns",
-        _ => "total_ns",
-    };
-    let _ = writeln!(
-        s,
-        "\n{} per rank: min, mean, max and imbalance (max/mean)",
-        if field == "self_ns" {
-            "Self time"
-        } else {
-            "Total time"
-        }
-    );
-    let mut t = Table::new(&[
-        ("min", Align::Right),
-        ("mean", Align::Right),
-        ("max", Align::Right),
-        ("imbalance", Align::Right),
-        ("ranks", Align::Right),
-        ("count", Align::Right),
-        ("kind", Align::Left),
-        ("name", Align::Left),
-    ]);
-    for r in &rows {
-        let n = r.node;
-        t.row(vec![
-            crate::fmt::duration(g(n, field, "min")),
-            crate::fmt::duration(g(n, field, "mean")),
-            crate::fmt::duration(g(n, field, "max")),
-            format!("{:.2}", g(n, field, "imbalance")),
-            n["ranks"].to_string(),
-            n["count"]["sum"].to_string(),
-            n["kind"].as_str().unwrap_or_default().to_string(),
-            if args.tree {
-                indented(r.depth, &cell(n["name"].as_str().unwrap_or_default(), args))
-            } else {
-                cell(&r.path, args)
-            },
-        ]);
-    }
-    s.push_str(&t.render());
-    s
 }
 
 fn sort_of(args: &ReportArgs) -> SortKey {

@@ -3,7 +3,7 @@
  *
  *   patterns <out-dir> <phase>...     phases: ring alltoall subcomm collectives
  *                                              types sleep threads exit3
- *                                              abort1 nofinalize halffinalize
+ *                                              abort1 nofinalize halffinalize kill2
  *
  * Each phase runs inside a kprof region of its name (kprof.h, so the MPI nodes
  * have a known call path) and counts itself, per peer in MPI_COMM_WORLD ranks,
@@ -14,10 +14,13 @@
  * MPI_Finalize. Endings that never reach a complete MPI_Finalize, after the
  * counts are written: `abort1` (rank 1 calls MPI_Abort(5) while the others wait
  * in a barrier), `nofinalize` (every rank returns without MPI_Finalize),
- * `halffinalize` (only the even ranks call MPI_Finalize).
+ * `halffinalize` (only the even ranks call MPI_Finalize), `kill2` (rank 2 kills
+ * itself with SIGKILL before MPI_Finalize: it writes no profile, and the launcher
+ * ends the others).
  */
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,13 +274,14 @@ int main(int argc, char **argv) {
         if (rank == 0) fprintf(stderr, "usage: patterns <out-dir> <phase>...\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    int status = 0, abort1 = 0, nofinalize = 0, halffinalize = 0;
+    int status = 0, abort1 = 0, nofinalize = 0, halffinalize = 0, kill2 = 0;
     for (int i = 2; i < argc; i++) {
         const char *p = argv[i];
         if (!strcmp(p, "exit3")) status = 3;
         else if (!strcmp(p, "abort1")) abort1 = 1;
         else if (!strcmp(p, "nofinalize")) nofinalize = 1;
         else if (!strcmp(p, "halffinalize")) halffinalize = 1;
+        else if (!strcmp(p, "kill2")) kill2 = 1;
         else if (!strcmp(p, "ring")) ring();
         else if (!strcmp(p, "alltoall")) alltoall();
         else if (!strcmp(p, "subcomm")) subcomm();
@@ -311,6 +315,7 @@ int main(int argc, char **argv) {
         MPI_Barrier(MPI_COMM_WORLD);
     }
     if (nofinalize || (halffinalize && rank % 2 == 1)) return status;
+    if (kill2 && rank == 2) raise(SIGKILL);
     MPI_Finalize();
     return status;
 }

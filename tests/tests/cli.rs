@@ -818,7 +818,10 @@ fn deep_profiles_are_read_and_the_depth_cap_is_counted() {
     );
     let o = run(&mut kprof_cmd(&dir, &["diff", "d", "d"]));
     assert_ok(&o);
-    let o = run(&mut kprof_cmd(&dir, &["merge", "d", "d", "-o", "m"]));
+    // A second rank of the same tree (one directory may not be given twice).
+    let copy = run(Command::new("cp").current_dir(&dir).args(["-r", "d", "d2"]));
+    assert_ok(&copy);
+    let o = run(&mut kprof_cmd(&dir, &["merge", "d", "d2", "-o", "m"]));
     assert_ok(&o);
     let o = run(&mut kprof_cmd(&dir, &["report", "m", "--tree"]));
     assert_ok(&o);
@@ -1802,6 +1805,126 @@ fn merge_three_ranks_exact_statistics() {
         .arg(fixture(0))
         .args(["-o", "m"]));
     one_line_error(&o, "m exists already: give --force to replace it");
+}
+
+/// `kprof merge` checks what it is given: the same directory twice (under two
+/// names too) and two directories of one rank are refused (exit 2, one line
+/// naming them); ranks of different programs merge with one warning; a
+/// directory without a profile (a rank killed with SIGKILL leaves only its
+/// trace) is left out with a warning naming it and the missing rank.
+#[test]
+fn merge_checks_directories_ranks_and_programs() {
+    let dir = scratch("cli_merge_checks");
+    let copy = |from: &Path, to: &str| {
+        assert_ok(&run(Command::new("cp")
+            .arg("-r")
+            .arg(from)
+            .arg(dir.join(to))));
+    };
+    let (r0, r1, r2) = (fixture(0), fixture(1), fixture(2));
+    copy(&r0, "r0");
+    copy(&r1, "r1");
+    copy(&r2, "r2");
+
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["merge", "r0", "r1", "r0", "-o", "m"],
+    ));
+    let line = one_line_error(&o, "");
+    assert_eq!(
+        line,
+        "kprof: merge: r0 is given twice: give each rank's directory once"
+    );
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["merge", "r0", "r1", "./r1/", "-o", "m"],
+    ));
+    let line = one_line_error(&o, "");
+    assert_eq!(
+        line,
+        "kprof: merge: ./r1/ is given twice (as r1): give each rank's directory once"
+    );
+    assert!(!dir.join("m").exists());
+
+    // Another directory holding rank 1.
+    copy(&r1, "again1");
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["merge", "r0", "r1", "again1", "-o", "m"],
+    ));
+    let line = one_line_error(&o, "");
+    assert_eq!(
+        line,
+        "kprof: merge: rank 1 is in two directories, r1 and again1: give one job's ranks, each \
+         once"
+    );
+    assert!(!dir.join("m").exists());
+
+    // Rank 2 of another program: merged, with one line saying so.
+    let file = dir.join("r2/profile.json");
+    let mut p = read_profile(&dir.join("r2"));
+    p["program"]["executable"] = "/opt/other".into();
+    std::fs::write(&file, serde_json::to_string(&p).unwrap()).unwrap();
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["merge", "r0", "r1", "r2", "-o", "m"],
+    ));
+    assert_ok(&o);
+    let said = stderr(&o);
+    let warned: Vec<&str> = said.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(
+        warned,
+        ["kprof merge: warning: the ranks ran different programs: app (2 ranks), other (1 rank)"]
+    );
+    assert_eq!(
+        read_profile(&dir.join("m"))["ranks"][2]["executable"],
+        "/opt/other"
+    );
+
+    // Rank 1 left no profile, rank 2 a truncated one: both are left out, named;
+    // ranks 0 of the 3 is merged, exit 0.
+    std::fs::remove_file(dir.join("r1/profile.json")).unwrap();
+    std::fs::write(dir.join("r1/trace.pftrace"), b"").unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, &text[..text.len() / 2]).unwrap();
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["merge", "r0", "r1", "r2", "-o", "m2", "--no-trace"],
+    ));
+    assert_ok(&o);
+    let said = stderr(&o);
+    let warned: Vec<&str> = said.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warned.len(), 3, "{said}");
+    assert_eq!(
+        warned[0],
+        "kprof merge: warning: r1: no profile.json in this directory (is it a kprof output \
+         directory? a run killed with SIGKILL leaves only its trace); left out of the merge"
+    );
+    assert!(
+        warned[1].starts_with("kprof merge: warning: r2/profile.json is truncated (")
+            && warned[1].ends_with("; left out of the merge"),
+        "{said}"
+    );
+    assert_eq!(
+        warned[2],
+        "kprof merge: warning: merged 1 of 3 ranks; missing: ranks 1, 2"
+    );
+    let m = read_profile(&dir.join("m2"));
+    assert_eq!(m["ranks"].as_array().unwrap().len(), 1);
+    assert_eq!(m["ranks"][0]["rank"], 0);
+    assert_eq!(
+        m["duration_ns"]["sum"],
+        read_profile(&r0)["clock"]["duration_ns"]
+    );
+
+    // None readable: a failure, as for one directory.
+    let o = run(&mut kprof_cmd(&dir, &["merge", "r1", "-o", "m3"]));
+    one_line_error(&o, "r1: no profile.json in this directory");
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["merge", "r0", "nothere", "-o", "m3"],
+    ));
+    one_line_error(&o, "nothere: no such directory");
 }
 
 #[test]

@@ -753,7 +753,8 @@ fn eight_ranks_one_directory_for_the_job() {
 
 /// Programs that never complete `MPI_Finalize` on every rank: the job ends as it
 /// does without kprof (exit status, no hang: a bounded wait of 2 s here), and
-/// every rank's data is written, in its own directory or in the job's profile.
+/// every rank's data is written, in its own directory or in the job's profile;
+/// after `MPI_Abort`, every rank's own profile is on disk.
 #[test]
 fn abort_and_missing_finalize_add_no_hang_and_keep_every_rank() {
     if !available() {
@@ -806,17 +807,18 @@ fn abort_and_missing_finalize_add_no_hang_and_keep_every_rank() {
             if in_job.contains(&u64::from(r)) {
                 continue;
             }
-            if ending == "abort1" && r != 1 {
-                // Killed by mpirun after rank 1's abort: what they wrote depends
-                // on how they were ended; rank 1 is the one kprof answers for.
-                continue;
-            }
+            // After rank 1's abort, mpirun ends the others with SIGTERM (and
+            // SIGKILL a second later): each writes its own profile in time.
             let p = read_profile(&own);
             let all = nodes(&p);
             assert_eq!(count(&all, &["ring", "MPI_Send"]), 3, "{ending} rank {r}");
             if ending == "abort1" {
-                assert_eq!(count(&all, &["MPI_Abort"]), 1);
-                assert_eq!(p["metadata"]["MPI_Abort error code"], "5");
+                let aborted = all.iter().any(|(path, _)| path == &["MPI_Abort"]);
+                assert_eq!(aborted, r == 1, "rank {r}");
+                if r == 1 {
+                    assert_eq!(count(&all, &["MPI_Abort"]), 1);
+                    assert_eq!(p["metadata"]["MPI_Abort error code"], "5");
+                }
             }
         }
     }
@@ -1404,4 +1406,337 @@ fn kokkos_program_under_mpi_job_profile_is_the_sum_of_the_ranks() {
         })
         .collect();
     assert_eq!(job_rows(&job), own);
+}
+
+// ---- reading a job: its report, a rank that dies, 32 ranks ----
+
+/// `kprof <args>` in `dir`, which must succeed; its stdout and stderr.
+fn kprof_in(dir: &Path, args: &[&str]) -> (String, String) {
+    let out = run(clean_cmd(&lib("kprof")).current_dir(dir).args(args));
+    assert_ok(&out);
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The number of a report's `MPI: N calls` line.
+fn mpi_calls(report: &str) -> u64 {
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("MPI: "))
+        .unwrap_or_else(|| panic!("no MPI line in\n{report}"));
+    line["MPI: ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"))
+}
+
+/// Each rank's time in MPI: its outermost MPI calls' total time.
+fn time_in_mpi(p: &Value) -> u64 {
+    fn walk(list: &Value) -> u64 {
+        list.as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| {
+                if n["kind"] == "mpi" {
+                    u(&n["total_ns"])
+                } else {
+                    walk(&n["children"])
+                }
+            })
+            .sum()
+    }
+    walk(&p["tree"])
+}
+
+/// `kprof report` of the job's profile shows what a rank's report shows, over
+/// the ranks: the program, the MPI calls (as many as the ranks' reports count
+/// together), each MPI function's calls, the message matrix (totals and every
+/// pair, exactly the programs' own counts), `--flat` by name summed over the
+/// ranks, `--threads` as the ranks and their threads; with `--by-rank`, each
+/// rank's time in MPI, the least and the most named.
+#[test]
+fn job_report_shows_what_the_ranks_reports_show() {
+    if !available() {
+        return;
+    }
+    let (ranks, dir) = measured("mpi_job_report", &["ring", "alltoall", "collectives"]);
+    let profiles: Vec<&Value> = ranks.iter().map(|(p, _)| p).collect();
+    let (text, _) = kprof_in(&dir, &["report", "kprof-patterns-job", "--top", "100"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "kprof report: kprof-patterns-job/profile.json (merged, 4 ranks)"
+    );
+    assert_eq!(lines[1], "program: patterns (4 ranks on 1 host)");
+
+    // The MPI calls: the ranks' reports' counts added up, every MPI node's.
+    let own: u64 = (0..RANKS)
+        .map(|r| mpi_calls(&kprof_in(&dir, &["report", &format!("kprof-patterns-rank{r}")]).0))
+        .sum();
+    let all: Vec<Vec<(Vec<String>, Value)>> = profiles.iter().map(|p| nodes(p)).collect();
+    let in_tree: u64 = all
+        .iter()
+        .flatten()
+        .filter(|(_, n)| n["kind"] == "mpi")
+        .map(|(_, n)| u(&n["count"]))
+        .sum();
+    assert_eq!((mpi_calls(&text), own), (in_tree, in_tree));
+    assert!(
+        text.contains(&format!("\nMPI: {in_tree} calls over 4 ranks, ")),
+        "{text}"
+    );
+    // Per function: MPI_Send's 3 ring rounds on each rank.
+    let send = text
+        .lines()
+        .find(|l| l.ends_with(" MPI_Send") && !l.contains('/'))
+        .unwrap_or_else(|| panic!("no MPI_Send function row:\n{text}"));
+    let cells: Vec<&str> = send.split_whitespace().collect();
+    // time/rank, % MPI, calls, per call, function (a duration is two cells).
+    assert_eq!(cells[cells.len() - 4], "12", "{send}");
+
+    // The matrix: totals, and every pair of each direction as the programs
+    // counted them.
+    let want = own_rows(&dir, RANKS);
+    for (direction, arrow) in [("send", "->"), ("receive", "<-")] {
+        let rows: Vec<_> = want.iter().filter(|r| r.1 == direction).collect();
+        let (count, bytes): (u64, u64) = (
+            rows.iter().map(|r| r.3).sum(),
+            rows.iter().map(|r| r.4).sum(),
+        );
+        let head = format!(
+            "  MPI p2p {direction}: {count} msgs, {} from 4 of 4 ranks; bytes per rank: ",
+            kprof_core::output::readable::bytes(bytes)
+        );
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(&head))
+            .unwrap_or_else(|| panic!("no line {head:?} in\n{text}"));
+        let pairs: BTreeSet<(u64, String, u64, u64, u64)> = lines[at + 2..at + 2 + rows.len()]
+            .iter()
+            .map(|l| {
+                let c: Vec<&str> = l.split_whitespace().collect();
+                assert_eq!((c[1], c[5]), (arrow, "B"), "{l}");
+                let n = |i: usize| c[i].parse::<u64>().unwrap();
+                (n(0), direction.to_string(), n(2), n(3), n(4))
+            })
+            .collect();
+        let want: BTreeSet<_> = rows.into_iter().cloned().collect();
+        assert_eq!(pairs, want, "{direction}");
+    }
+
+    // --flat: by name, summed over the ranks and call paths.
+    let (csv, _) = kprof_in(
+        &dir,
+        &[
+            "report",
+            "kprof-patterns-job",
+            "--flat",
+            "--csv",
+            "--top",
+            "1000",
+        ],
+    );
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("MPI_Recv,"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    let recv: Vec<&(Vec<String>, Value)> = all
+        .iter()
+        .flatten()
+        .filter(|(path, _)| path.last().is_some_and(|n| n == "MPI_Recv"))
+        .collect();
+    let (count, total): (u64, u64) = (
+        recv.iter().map(|(_, n)| u(&n["count"])).sum(),
+        recv.iter().map(|(_, n)| u(&n["total_ns"])).sum(),
+    );
+    let cells: Vec<&str> = row.split(',').collect();
+    assert_eq!(
+        &cells[..5],
+        [
+            "MPI_Recv",
+            "mpi",
+            "1",
+            &count.to_string(),
+            &total.to_string()
+        ]
+    );
+
+    // --threads: the ranks, each with its threads.
+    let (threads, _) = kprof_in(&dir, &["report", "kprof-patterns-job", "--threads"]);
+    for (r, p) in profiles.iter().enumerate() {
+        let row = threads
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&r.to_string()))
+            .unwrap_or_else(|| panic!("rank {r}:\n{threads}"));
+        let c: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            c[1],
+            p["threads"].as_array().unwrap().len().to_string(),
+            "{row}"
+        );
+        assert_eq!(c[5], p["program"]["pid"].to_string(), "{row}");
+    }
+
+    // With each rank's values kept: each rank's time in MPI, the least and the
+    // most, exactly the ranks' own.
+    let mut cmd = clean_cmd(&lib("kprof"));
+    cmd.current_dir(&dir)
+        .args(["merge", "--by-rank", "--no-trace", "-o", "by"]);
+    for r in 0..RANKS {
+        cmd.arg(format!("kprof-patterns-rank{r}"));
+    }
+    assert_ok(&run(&mut cmd));
+    let (text, _) = kprof_in(&dir, &["report", "by"]);
+    let per: Vec<u64> = profiles.iter().map(|p| time_in_mpi(p)).collect();
+    let (lo, hi) = (
+        (0..per.len()).min_by_key(|&i| per[i]).unwrap(),
+        (0..per.len()).max_by_key(|&i| per[i]).unwrap(),
+    );
+    let d = |ns: u64| kprof_core::output::readable::duration(ns as f64);
+    let want = format!(
+        "  per rank: min {} (rank {lo}), max {} (rank {hi}), imbalance ",
+        d(per[lo]),
+        d(per[hi])
+    );
+    assert!(text.contains(&want), "{want:?} not in\n{text}");
+}
+
+/// A rank killed with SIGKILL before `MPI_Finalize` writes no profile (with a
+/// trace: only its partial trace); the launcher ends the others, which write
+/// theirs. `kprof merge` of the ranks' directories merges the three, names the
+/// missing rank and its directory, and exits 0; so does a merge of only the
+/// directories that hold a profile (the job's size is in each rank's profile).
+#[test]
+fn a_killed_rank_is_named_and_the_others_merged() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_killed_rank");
+    let (prog, kprof) = (program(), lib("kprof"));
+    let out = mpirun_n(
+        &dir,
+        RANKS,
+        &[
+            &kprof,
+            Path::new("run"),
+            Path::new("--trace"),
+            Path::new("perfetto"),
+            Path::new("--"),
+            &prog,
+        ],
+        &["ring", "kill2"],
+        &[("KPROF_PER_RANK", "1")],
+    );
+    assert_ne!(out.status.code(), Some(124), "hung");
+    assert!(!dir.join("kprof-patterns-rank2/profile.json").exists());
+    let mut cmd = clean_cmd(&kprof);
+    cmd.current_dir(&dir)
+        .args(["merge", "--no-trace", "-o", "m"]);
+    for r in 0..RANKS {
+        cmd.arg(format!("kprof-patterns-rank{r}"));
+    }
+    let merged = run(&mut cmd);
+    assert_ok(&merged);
+    let said = String::from_utf8_lossy(&merged.stderr);
+    let warned: Vec<&str> = said.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(
+        warned,
+        [
+            "kprof merge: warning: kprof-patterns-rank2: no profile.json in this directory (is \
+             it a kprof output directory? a run killed with SIGKILL leaves only its trace); left \
+             out of the merge",
+            "kprof merge: warning: merged 3 of 4 ranks; missing: rank 2 (kprof-patterns-rank2)"
+        ],
+        "{said}"
+    );
+    let m = read_profile(&dir.join("m"));
+    let listed: Vec<u64> = m["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| u(&r["rank"]))
+        .collect();
+    assert_eq!(listed, [0, 1, 3]);
+    let all = nodes(&m);
+    let send = node(&all, &["ring", "MPI_Send"]);
+    assert_eq!((u(&send["count"]["sum"]), u(&send["ranks"])), (9, 3));
+    let survivors: BTreeSet<_> = own_rows(&dir, RANKS)
+        .into_iter()
+        .filter(|r| r.0 != 2)
+        .collect();
+    assert_eq!(job_rows(&m), survivors);
+
+    // Only the directories with a profile: the job's size still tells.
+    let mut cmd = clean_cmd(&kprof);
+    cmd.current_dir(&dir)
+        .args(["merge", "--no-trace", "-o", "m3"]);
+    for r in [0, 1, 3] {
+        cmd.arg(format!("kprof-patterns-rank{r}"));
+    }
+    let merged = run(&mut cmd);
+    assert_ok(&merged);
+    let said = String::from_utf8_lossy(&merged.stderr);
+    assert!(
+        said.lines()
+            .any(|l| l == "kprof merge: warning: merged 3 of 4 ranks; missing: rank 2"),
+        "{said}"
+    );
+}
+
+/// A job of 32 ranks on 2 cores (oversubscribed), reduced over MPI at
+/// `MPI_Finalize`: every rank in the job's profile, the ring's calls summed
+/// exactly, its matrix the programs' own counts, and the report's MPI line the
+/// sum.
+#[test]
+fn thirty_two_ranks_reduced_in_job_exactly() {
+    if !available() {
+        return;
+    }
+    const N: u32 = 32;
+    let dir = scratch("mpi_job32");
+    let out = mpirun_n(
+        &dir,
+        N,
+        &[&lib("kprof"), Path::new("run"), Path::new("--"), &program()],
+        &["ring"],
+        &[],
+    );
+    assert_ok(&out);
+    let job = job_profile(&dir);
+    let listed: Vec<u64> = job["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| u(&r["rank"]))
+        .collect();
+    assert_eq!(listed, (0..u64::from(N)).collect::<Vec<_>>());
+    assert_eq!(job_rows(&job), own_rows(&dir, N));
+    let all = nodes(&job);
+    for (path, each) in [
+        (&["ring", "MPI_Send"][..], 3),
+        (&["ring", "MPI_Recv"][..], 3),
+        (&["ring", "MPI_Sendrecv"][..], 1),
+        (&["MPI_Init_thread"][..], 1),
+    ] {
+        let n = node(&all, path);
+        assert_eq!(
+            (u(&n["count"]["sum"]), u(&n["count"]["min"]), u(&n["ranks"])),
+            (each * u64::from(N), each, u64::from(N)),
+            "{path:?}"
+        );
+    }
+    let (text, _) = kprof_in(&dir, &["report", "kprof-patterns-job"]);
+    let calls: u64 = all
+        .iter()
+        .filter(|(_, n)| n["kind"] == "mpi")
+        .map(|(_, n)| u(&n["count"]["sum"]))
+        .sum();
+    assert_eq!(mpi_calls(&text), calls);
+    assert!(
+        text.contains("program: patterns (32 ranks on 1 host)"),
+        "{text}"
+    );
 }

@@ -9,6 +9,7 @@
 //! threads read at once (folding is commutative), each into its own form.
 
 mod analyses;
+mod checks;
 #[cfg(test)]
 mod reference;
 
@@ -26,7 +27,9 @@ use crate::{show, Failure, Outcome};
 /// Arguments of `kprof merge`.
 #[derive(clap::Args)]
 pub struct MergeArgs {
-    /// The output directories of the processes (one per rank).
+    /// The output directories of the processes (one per rank), each once. One
+    /// without a readable profile (a rank killed with SIGKILL) is left out with a
+    /// warning naming it and the missing rank.
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// Directory to create for the merged profile.json and trace.pftrace; one that
@@ -45,14 +48,16 @@ pub struct MergeArgs {
     pub by_rank: bool,
 }
 
+/// Metadata key of the number of processes in the MPI job (the MPI plugin's).
+const MPI_SIZE: &str = "MPI size";
+
 /// Threads that read and fold rank directories.
 const READERS: usize = 2;
 
-/// Folds the profiles of `dirs` (read one at a time per reader); the first
-/// failure stops every reader.
+/// Folds the profiles of `dirs` (read one at a time per reader).
 #[cfg(test)]
 pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
-    fold_dirs_with_extras(dirs, by_rank).map(|(fold, _)| fold)
+    fold_dirs_with_extras(dirs, by_rank).map(|r| r.fold)
 }
 
 /// What the merge takes from each rank besides its folded profile.
@@ -66,6 +71,8 @@ struct Extras {
     /// Ranks whose profile has a series over time (`over_time`), which the
     /// merge leaves out.
     over_time: usize,
+    /// The job sizes the ranks recorded (`MPI size` in their metadata).
+    sizes: std::collections::BTreeSet<u64>,
 }
 
 impl Extras {
@@ -75,14 +82,26 @@ impl Extras {
         }
         self.barriers.extend(o.barriers);
         self.over_time += o.over_time;
+        self.sizes.extend(o.sizes);
     }
 }
 
-/// [`fold_dirs`], with what else the merge needs of each rank ([`Extras`]).
-fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<(Fold, Extras), Failure> {
+/// The ranks read, and the directories that could not be read: (position in
+/// the arguments, why).
+struct Read {
+    fold: Fold,
+    extras: Extras,
+    skipped: Vec<(usize, Failure)>,
+}
+
+/// [`fold_dirs`], with what else the merge needs of each rank ([`Extras`]). A
+/// directory that cannot be read (a rank killed before it wrote its profile,
+/// a truncated file) is left out and kept in [`Read::skipped`]; only when none
+/// can be read is that a failure.
+fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<Read, Failure> {
     let total = dirs.len();
     let next = AtomicUsize::new(0);
-    let failed: Mutex<Option<Failure>> = Mutex::new(None);
+    let skipped: Mutex<Vec<(usize, Failure)>> = Mutex::new(Vec::new());
     let step = (total / 100).max(1);
     let readers = READERS.min(total).max(1);
     let folds: Vec<(Fold, Extras)> = std::thread::scope(|s| {
@@ -95,7 +114,7 @@ fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<(Fold, Extra
                     let mut extras = Extras::default();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= total || failed.lock().map_or(true, |f| f.is_some()) {
+                        if i >= total {
                             break;
                         }
                         let d = &dirs[i];
@@ -109,13 +128,17 @@ fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<(Fold, Extra
                                     extras.barriers.push((i as u32, b));
                                 }
                                 extras.over_time += usize::from(r.over_time.is_some());
+                                if let Some(n) =
+                                    r.metadata.get(MPI_SIZE).and_then(|n| n.parse().ok())
+                                {
+                                    extras.sizes.insert(n);
+                                }
                                 fold.add_report(&r, i as u32, Some(show(d)))
                             }
                             Err(e) => {
-                                if let Ok(mut f) = failed.lock() {
-                                    f.get_or_insert(e);
+                                if let Ok(mut list) = skipped.lock() {
+                                    list.push((i, e));
                                 }
-                                break;
                             }
                         }
                     }
@@ -126,9 +149,8 @@ fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<(Fold, Extra
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    if let Some(e) = failed.into_inner().ok().flatten() {
-        return Err(e);
-    }
+    let mut skipped = skipped.into_inner().unwrap_or_default();
+    skipped.sort_by_key(|x| x.0);
     let mut folds = folds.into_iter();
     let (mut fold, mut extras) = folds
         .next()
@@ -137,20 +159,44 @@ fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<(Fold, Extra
         fold.fold(f.into_form());
         extras.add(x);
     }
-    if fold.processes() != total {
+    if fold.processes() == 0 && !skipped.is_empty() {
+        return Err(skipped.swap_remove(0).1);
+    }
+    if fold.processes() + skipped.len() != total {
         return Err(Failure(format!(
             "kprof merge: {} of {total} ranks were read",
             fold.processes()
         )));
     }
-    Ok((fold, extras))
+    Ok(Read {
+        fold,
+        extras,
+        skipped,
+    })
 }
 
 /// Entry point.
 pub fn main(args: MergeArgs) -> Outcome {
+    checks::distinct_dirs(&args.dirs)?;
     let replace = crate::out_dir::claim(&args.output, args.force, "-o").map_err(Failure)?;
-    let total = args.dirs.len();
-    let (fold, extras) = fold_dirs_with_extras(&args.dirs, args.by_rank)?;
+    let Read {
+        fold,
+        extras,
+        skipped,
+    } = fold_dirs_with_extras(&args.dirs, args.by_rank)?;
+    checks::distinct_ranks(fold.form())?;
+    if let Some(line) = checks::programs_line(fold.form()) {
+        eprintln!("{line}");
+    }
+    let size = match extras.sizes.iter().collect::<Vec<_>>()[..] {
+        [&n] => n,
+        _ => args.dirs.len() as u64,
+    };
+    for line in checks::left_out_lines(fold.form(), size, &args.dirs, &skipped) {
+        eprintln!("{line}");
+    }
+    // The ranks merged.
+    let total = fold.processes();
     if replace {
         crate::out_dir::remove(&args.output).map_err(Failure)?;
         eprintln!(
