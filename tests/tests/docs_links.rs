@@ -210,8 +210,10 @@ fn every_relative_link_leads_to_a_file_and_heading_that_exist() {
                 continue;
             }
             let Some(anchor) = anchor else { continue };
+            // Anchors are checked in markdown files; one into any other file is broken.
+            let is_markdown = path.extension().is_some_and(|x| x == "md");
             let text = std::fs::read_to_string(&path).unwrap_or_default();
-            if !path.extension().is_some_and(|x| x == "md") || !anchors(&text).contains(anchor) {
+            if !is_markdown || !anchors(&text).contains(anchor) {
                 broken.push(format!("{}: {target}: no such heading", doc.path.display()));
             }
         }
