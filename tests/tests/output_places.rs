@@ -2,7 +2,7 @@
 //! output place that cannot be written stops `kprof run` before the program
 //! starts; an explicit place that exists is refused unless `--force`, which
 //! replaces it and says so; `KPROF_OUTPUT_DIR` is honoured; every option of the
-//! README's settings table is one `kprof run` accepts. Real runs of the annotated
+//! settings table (docs/configuration.md) is one `kprof run` accepts. Real runs of the annotated
 //! test program (`tests/cli/kernels.c`).
 
 use std::path::{Path, PathBuf};
@@ -235,14 +235,14 @@ fn plot_refuses_an_existing_page_unless_forced() {
         .contains("<svg"));
 }
 
-/// Every option the README's settings table lists is accepted by `kprof run`
+/// Every option the settings table (docs/configuration.md) lists is accepted by `kprof run`
 /// (with a valid value: the documented default, or an example).
 #[test]
-fn every_option_of_the_readme_settings_table_is_accepted_by_kprof_run() {
+fn every_option_of_the_settings_table_is_accepted_by_kprof_run() {
     let dir = scratch("output_places_readme");
-    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let table = std::fs::read_to_string(workspace_root().join("docs/configuration.md")).unwrap();
     let mut seen = 0;
-    for line in readme.lines() {
+    for line in table.lines() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         if cells.len() < 5 || !cells[1].starts_with("`KPROF_") {
             continue;
@@ -271,5 +271,8 @@ fn every_option_of_the_readme_settings_table_is_accepted_by_kprof_run() {
         assert_eq!(stderr(&o), "", "{flag} {value}");
         seen += 1;
     }
-    assert!(seen >= 20, "only {seen} options found in the README table");
+    assert!(
+        seen >= 20,
+        "only {seen} options found in the settings table"
+    );
 }
