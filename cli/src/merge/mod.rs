@@ -78,7 +78,8 @@ impl Extras {
     }
 }
 
-/// [`fold_dirs`], with what else the merge needs of each rank ([`Extras`]).
+/// Folds the profiles of `dirs` (as `fold_dirs`, the tests' form), with what else
+/// the merge needs of each rank ([`Extras`]).
 fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<(Fold, Extras), Failure> {
     let total = dirs.len();
     let next = AtomicUsize::new(0);
