@@ -5,9 +5,15 @@
  * measurement runtime the kprof plugins use, so annotated regions nest with Kokkos
  * kernels, OpenMP regions and the rest, and appear in every output.
  *
+ * The API measures only when asked: under `kprof run`, with a KPROF_* setting in the
+ * environment (KPROF_OUTPUT_DIR, KPROF_TRACE, ... the README's table), or once a
+ * runtime loaded a kprof plugin (Kokkos, OMPT, OpenACC, ...). Otherwise every call
+ * returns at once (a load and a branch) and nothing is written, so a library may
+ * annotate itself without leaving files behind in its users' programs.
+ *
  * All functions are safe to call from any thread, before the runtime has started (it
- * starts on the first call), and after it has finalized (the call is ignored and
- * counted). NULL names are accepted and reported as "<null>".
+ * starts on the first call that measures), and after it has finalized (the call is
+ * ignored and counted). NULL names are accepted and reported as "<null>".
  */
 #ifndef KPROF_H
 #define KPROF_H
@@ -81,8 +87,8 @@ typedef struct kprof_stats {
 
 /* Fills *out (when not NULL) with the calling thread's statistics of `path`.
  * Returns 1 when the path is in the thread's tree, 0 when it is not (yet; *out
- * zeroed), -1 when there are no live statistics (kprof disabled or finalized, or a
- * trace is on; *out zeroed). */
+ * zeroed), -1 when there are no live statistics (kprof not asked to measure,
+ * disabled or finalized, or a trace is on; *out zeroed). */
 int kprof_stats_of(const char *path, kprof_stats *out);
 
 /* A policy: called with its path, the polling thread's statistics of it (zeroed

@@ -74,10 +74,10 @@ pub fn load_core(anchor: usize) -> Result<&'static CoreApi, LoadError> {
 
     let mut last = None;
     for path in &candidates {
+        let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE;
         // SAFETY: loading our own core library, whose initialisers only set up
         // statics; NODELETE keeps it mapped for the life of the process because
         // exit handlers and thread destructors point into it.
-        let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE;
         match unsafe { Library::open(Some(path), flags) } {
             Ok(lib) => return table(lib, &path.to_string_lossy()),
             Err(source) => {

@@ -4,6 +4,10 @@
 //! Exit status: `run` returns the program's; the other commands 0 on success, 1 when
 //! `diff --fail-above` finds a regression, 2 on bad input (one line on stderr).
 
+// The options' doc comments are clap's help text, plain text: `kprof-<program>`
+// there is a name, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
+
 mod detect;
 mod diff;
 mod fmt;

@@ -314,8 +314,8 @@ fn program_with_its_own_sigterm_handler_keeps_every_event() {
         let _ = std::fs::remove_dir_all(dir.join("out"));
         let mut child = start_ready(&mut kprof_run(&dir, &["busy", "4"]));
         std::thread::sleep(Duration::from_millis(50));
-        // SAFETY: signalling the process group we created.
         assert_eq!(
+            // SAFETY: signalling the process group we created.
             unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) },
             0
         );

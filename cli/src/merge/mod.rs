@@ -94,8 +94,8 @@ struct Read {
     skipped: Vec<(usize, Failure)>,
 }
 
-/// [`fold_dirs`], with what else the merge needs of each rank ([`Extras`]). A
-/// directory that cannot be read (a rank killed before it wrote its profile,
+/// Folds the profiles of `dirs` (as `fold_dirs`, the tests' form), with what
+/// else the merge needs of each rank ([`Extras`]). A directory that cannot be read (a rank killed before it wrote its profile,
 /// a truncated file) is left out and kept in [`Read::skipped`]; only when none
 /// can be read is that a failure.
 fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<Read, Failure> {

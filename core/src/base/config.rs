@@ -246,6 +246,13 @@ const SPECS: &[Spec] = &[
     },
 ];
 
+/// Whether the environment asks for measurement: one of the settings above is set
+/// (`kprof run` always sets `KPROF_OUTPUT_DIR`). Without it, the annotation API of a
+/// program that no runtime loaded a kprof plugin into stays inert.
+pub fn asked_in_env() -> bool {
+    SPECS.iter().any(|s| std::env::var_os(s.env).is_some())
+}
+
 impl Config {
     /// The defaults overridden by the environment; invalid values are reported
     /// through `warn` and replaced by the default.

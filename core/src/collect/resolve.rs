@@ -234,229 +234,255 @@ impl ThreadStream {
                 break;
             }
             let h = Head(words[i]);
-            // Extension units: pairs of words after head and timestamp.
-            let ext: &[u64] = if op.is_short() {
+            let x = Units(if op.is_short() {
                 &words[i + 1..i + n]
             } else {
                 &words[i + 2..i + n]
-            };
-            let a = |k: usize| ext.get(2 * k).copied().unwrap_or(0);
-            let b = |k: usize| ext.get(2 * k + 1).copied().unwrap_or(0);
+            });
             i += n;
             events += 1;
             if op.is_timed() {
                 self.base_ts = ts;
             }
             self.last_ts = self.last_ts.max(ts);
-            // Counter values belong to the begin or end record right after them
-            // (a begin by code address may come after its slot's definition).
-            self.counters = match op {
-                Op::Counters => {
-                    let mut v = [0; MAX_COUNTERS];
-                    for (k, x) in v.iter_mut().enumerate() {
-                        *x = if k % 2 == 0 { a(k / 2) } else { b(k / 2) };
-                    }
-                    self.pending = Some(v);
-                    continue;
-                }
-                Op::CodeDef => None,
-                _ => self.pending.take(),
-            };
-            match op {
-                Op::Counters => {}
-                Op::Arg => self.nesting.arg(h.low(), a(0)),
-                Op::Begin => self.begin(ts, h, h.aux(), h.low(), 0, Extras::NONE, out),
-                Op::BeginParent => self.begin(ts, h, h.aux(), h.low(), a(0), Extras::NONE, out),
-                Op::BeginShort => {
-                    let name = u32::from(h.aux());
-                    self.begin(ts, h, 0, name, 0, Extras::NONE, out)
-                }
-                Op::BeginParentShort => {
-                    let name = u32::from(h.aux());
-                    self.begin(ts, h, 0, name, a(0), Extras::NONE, out)
-                }
-                Op::CodeDef => {
-                    if let Some(entry) = self.codes.get_mut(usize::from(h.aux())) {
-                        *entry = (a(0), None);
-                    }
-                }
-                Op::BeginCodeShort => {
-                    let name = self.code_name(h.aux(), symbols);
-                    self.begin(ts, h, 0, name, 0, Extras::NONE, out)
-                }
-                Op::BeginCodeArgShort => {
-                    let name = self.code_name(h.aux(), symbols);
-                    let kv = a(0);
-                    let extras = Extras {
-                        arg: Some((kv as u32, kv >> 32)),
-                        ..Extras::NONE
-                    };
-                    self.begin(ts, h, 0, name, 0, extras, out)
-                }
-                Op::EndShort => {
-                    let guid = match h.aux() {
-                        0 => 0,
-                        back => self.next_guid - u64::from(back - 1),
-                    };
-                    self.end(ts, h.kind(), guid, out, anomalies)
-                }
-                Op::BeginAt | Op::BeginTransfer => {
-                    let name = symbols.name_of(a(0));
-                    let transfer = (op == Op::BeginTransfer).then(|| Transfer {
-                        bytes: a(1),
-                        direction: h.low(),
-                    });
-                    let extras = Extras {
-                        transfer,
-                        ..Extras::NONE
-                    };
-                    self.begin(ts, h, h.aux(), name, b(0), extras, out);
-                }
-                Op::BeginAtArg => {
-                    let name = symbols.name_of(a(0));
-                    let arg = Some((h.low(), b(0)));
-                    self.begin(
-                        ts,
-                        h,
-                        h.aux(),
-                        name,
-                        0,
-                        Extras {
-                            arg,
-                            ..Extras::NONE
-                        },
-                        out,
-                    );
-                }
-                Op::BeginCode => {
-                    let codeptr = u64::from(h.low()) | u64::from(h.aux()) << 32;
-                    let name = symbols.name_of(codeptr);
-                    // The head's aux bits are the address: the device is 0.
-                    self.begin(ts, h, 0, name, 0, Extras::NONE, out);
-                }
-                Op::BeginTransferNamed => {
-                    let transfer = Transfer {
-                        bytes: a(1),
-                        direction: b(1) as u32,
-                    };
-                    let extras = Extras {
-                        transfer: Some(transfer),
-                        ..Extras::NONE
-                    };
-                    self.begin(ts, h, h.aux(), h.low(), a(0), extras, out);
-                }
-                Op::Edge => {
-                    if let Some(kind) = Kind::from_u8(h.kind()) {
-                        out.event(&Event::Edge {
-                            thread: self.thread,
-                            kind,
-                            from: a(0),
-                            to: b(0),
-                            ts,
-                        });
-                    }
-                }
-                Op::CopyBegin => {
-                    let copy = CopyInfo {
-                        bytes: a(0),
-                        src_label: b(0) as u32,
-                        dst_space: a(1) as u32,
-                        src_space: b(1) as u32,
-                    };
-                    let extras = Extras {
-                        copy: Some(copy),
-                        ..Extras::NONE
-                    };
-                    self.begin(ts, h, h.aux(), h.low(), 0, extras, out)
-                }
-                Op::End => {
-                    let seq = u64::from(h.low()) | u64::from(h.aux()) << 32;
-                    let guid = if seq == 0 {
-                        0
-                    } else {
-                        u64::from(self.thread) << GUID_SEQ_BITS | seq
-                    };
-                    self.end(ts, h.kind(), guid, out, anomalies)
-                }
-                Op::EndGuid => self.end(ts, h.kind(), a(0), out, anomalies),
-                Op::Instant => {
-                    if let Some(kind) = Kind::from_u8(h.kind()) {
-                        out.event(&Event::Instant {
-                            thread: self.thread,
-                            kind,
-                            name: h.low(),
-                            a: a(0),
-                            b: b(0),
-                            ts,
-                        });
-                    }
-                }
-                Op::Alloc | Op::Free => {
-                    let (space, label) = (a(1) as u32, h.low());
-                    let (ptr, bytes) = (a(0), b(0));
-                    let g = if op == Op::Alloc {
-                        Global::Alloc {
-                            space,
-                            label,
-                            ptr,
-                            bytes,
-                        }
-                    } else {
-                        Global::Free {
-                            space,
-                            label,
-                            ptr,
-                            bytes,
-                        }
-                    };
-                    out.global(ts, &g);
-                }
-                Op::Site => out.event(&Event::Site {
-                    thread: self.thread,
-                    token: u64::from(h.low()) | u64::from(h.aux()) << 32,
-                    guid: self.nesting.innermost(),
-                }),
-                Op::Activity => {
-                    if let Some(kind) = Kind::from_u8(h.kind()) {
-                        let mut args = [(0, 0); ACTIVITY_ARGS];
-                        let nargs = ((a(2) >> 8) as usize).min(ACTIVITY_ARGS);
-                        for (k, arg) in args.iter_mut().enumerate().take(nargs) {
-                            *arg = (a(4 + k) as u32, b(4 + k));
-                        }
-                        out.event(&Event::Activity(&DeviceActivity {
-                            thread: self.thread,
-                            kind,
-                            name: h.low(),
-                            dev: h.aux(),
-                            begin: ts,
-                            end: a(0).max(ts),
-                            begin_ns: a(3),
-                            dur_ns: b(2),
-                            bytes: b(0),
-                            direction: a(2) as u8,
-                            site: SiteRef::from_word(a(1)),
-                            flow_from: b(1),
-                            args,
-                            nargs: nargs as u8,
-                        }));
-                    }
-                }
-                Op::SectionStart => out.global(ts, &Global::SectionStart(h.low())),
-                Op::SectionStop => out.global(ts, &Global::SectionStop(h.low())),
-                Op::Gap => {
-                    // Instances below the lowest depth reached while dropping are
-                    // still open; the ones above ended (or began) unseen.
-                    self.nesting
-                        .gap(h.low() as usize, ts, |s, t| out.event(&Event::End(s, t)));
-                    self.next_guid = b(0);
-                    // The thread redefines its code slots after a gap.
-                    *self.codes = [(0, None); CODE_SLOTS];
-                }
+            if self.stage_counters(op, x) {
+                continue;
             }
+            self.apply(op, ts, h, x, out, symbols, anomalies);
         }
         self.records += events;
         self.words += i as u64;
         i
+    }
+
+    /// Counter values belong to the begin or end record right after them (a begin
+    /// by code address may come after its slot's definition): a counters record is
+    /// kept pending (returns true: nothing more to do with it), the next record
+    /// takes them, any other drops them.
+    #[inline(always)]
+    fn stage_counters(&mut self, op: Op, x: Units<'_>) -> bool {
+        self.counters = match op {
+            Op::Counters => {
+                let mut v = [0; MAX_COUNTERS];
+                for (k, c) in v.iter_mut().enumerate() {
+                    *c = if k % 2 == 0 { x.a(k / 2) } else { x.b(k / 2) };
+                }
+                self.pending = Some(v);
+                return true;
+            }
+            Op::CodeDef => None,
+            _ => self.pending.take(),
+        };
+        false
+    }
+
+    /// One decoded record, by what it does.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn apply<C: Consumer, S: Symbols>(
+        &mut self,
+        op: Op,
+        ts: u64,
+        h: Head,
+        x: Units<'_>,
+        out: &mut C,
+        symbols: &mut S,
+        anomalies: &Anomalies,
+    ) {
+        match op {
+            Op::Counters => {}
+            Op::Arg => self.nesting.arg(h.low(), x.a(0)),
+            Op::CodeDef => {
+                if let Some(entry) = self.codes.get_mut(usize::from(h.aux())) {
+                    *entry = (x.a(0), None);
+                }
+            }
+            Op::Begin
+            | Op::BeginParent
+            | Op::BeginShort
+            | Op::BeginParentShort
+            | Op::BeginTransferNamed
+            | Op::CopyBegin => self.begin_named(op, ts, h, x, out),
+            Op::BeginCode
+            | Op::BeginCodeShort
+            | Op::BeginCodeArgShort
+            | Op::BeginAt
+            | Op::BeginTransfer
+            | Op::BeginAtArg => self.begin_code(op, ts, h, x, out, symbols),
+            Op::End | Op::EndShort | Op::EndGuid => {
+                let guid = self.end_guid(op, h, x);
+                self.end(ts, h.kind(), guid, out, anomalies)
+            }
+            Op::Edge | Op::Instant | Op::Site | Op::Activity => self.pass_on(op, ts, h, x, out),
+            Op::Alloc | Op::Free | Op::SectionStart | Op::SectionStop => {
+                out.global(ts, &global(op, h, x))
+            }
+            Op::Gap => {
+                // Instances below the lowest depth reached while dropping are
+                // still open; the ones above ended (or began) unseen.
+                self.nesting
+                    .gap(h.low() as usize, ts, |s, t| out.event(&Event::End(s, t)));
+                self.next_guid = x.b(0);
+                // The thread redefines its code slots after a gap.
+                *self.codes = [(0, None); CODE_SLOTS];
+            }
+        }
+    }
+
+    /// A begin whose record holds its name id.
+    #[inline(always)]
+    fn begin_named<C: Consumer>(&mut self, op: Op, ts: u64, h: Head, x: Units<'_>, out: &mut C) {
+        let (dev, name, parent, extras) = match op {
+            Op::Begin => (h.aux(), h.low(), 0, Extras::NONE),
+            Op::BeginParent => (h.aux(), h.low(), x.a(0), Extras::NONE),
+            Op::BeginShort => (0, u32::from(h.aux()), 0, Extras::NONE),
+            Op::BeginParentShort => (0, u32::from(h.aux()), x.a(0), Extras::NONE),
+            Op::BeginTransferNamed => {
+                let transfer = Transfer {
+                    bytes: x.a(1),
+                    direction: x.b(1) as u32,
+                };
+                let extras = Extras {
+                    transfer: Some(transfer),
+                    ..Extras::NONE
+                };
+                (h.aux(), h.low(), x.a(0), extras)
+            }
+            Op::CopyBegin => {
+                let copy = CopyInfo {
+                    bytes: x.a(0),
+                    src_label: x.b(0) as u32,
+                    dst_space: x.a(1) as u32,
+                    src_space: x.b(1) as u32,
+                };
+                let extras = Extras {
+                    copy: Some(copy),
+                    ..Extras::NONE
+                };
+                (h.aux(), h.low(), 0, extras)
+            }
+            // Only the ops above come here (see apply).
+            _ => return,
+        };
+        self.begin(ts, h, dev, name, parent, extras, out);
+    }
+
+    /// A begin named by a code address: in the record, or in one of the thread's
+    /// code slots.
+    #[inline(always)]
+    fn begin_code<C: Consumer, S: Symbols>(
+        &mut self,
+        op: Op,
+        ts: u64,
+        h: Head,
+        x: Units<'_>,
+        out: &mut C,
+        symbols: &mut S,
+    ) {
+        let (dev, name, parent, extras) = match op {
+            Op::BeginCodeShort => (0, self.code_name(h.aux(), symbols), 0, Extras::NONE),
+            Op::BeginCodeArgShort => {
+                let name = self.code_name(h.aux(), symbols);
+                let kv = x.a(0);
+                let extras = Extras {
+                    arg: Some((kv as u32, kv >> 32)),
+                    ..Extras::NONE
+                };
+                (0, name, 0, extras)
+            }
+            Op::BeginAt | Op::BeginTransfer => {
+                let name = symbols.name_of(x.a(0));
+                let transfer = (op == Op::BeginTransfer).then(|| Transfer {
+                    bytes: x.a(1),
+                    direction: h.low(),
+                });
+                let extras = Extras {
+                    transfer,
+                    ..Extras::NONE
+                };
+                (h.aux(), name, x.b(0), extras)
+            }
+            Op::BeginAtArg => {
+                let name = symbols.name_of(x.a(0));
+                let extras = Extras {
+                    arg: Some((h.low(), x.b(0))),
+                    ..Extras::NONE
+                };
+                (h.aux(), name, 0, extras)
+            }
+            Op::BeginCode => {
+                let codeptr = u64::from(h.low()) | u64::from(h.aux()) << 32;
+                // The head's aux bits are the address: the device is 0.
+                (0, symbols.name_of(codeptr), 0, Extras::NONE)
+            }
+            // Only the ops above come here (see apply).
+            _ => return,
+        };
+        self.begin(ts, h, dev, name, parent, extras, out);
+    }
+
+    /// The GUID an end record names (0: the innermost open instance of its kind).
+    #[inline(always)]
+    fn end_guid(&self, op: Op, h: Head, x: Units<'_>) -> u64 {
+        match op {
+            // Counted back from the thread's newest begin.
+            Op::EndShort => match h.aux() {
+                0 => 0,
+                back => self.next_guid - u64::from(back - 1),
+            },
+            // The sequence number of one of the thread's own begins.
+            Op::End => {
+                let seq = u64::from(h.low()) | u64::from(h.aux()) << 32;
+                if seq == 0 {
+                    0
+                } else {
+                    u64::from(self.thread) << GUID_SEQ_BITS | seq
+                }
+            }
+            // EndGuid: the whole GUID (another thread's instance, say).
+            _ => x.a(0),
+        }
+    }
+
+    /// A record the consumer takes as it is, on this thread: an edge, an instant,
+    /// a site, a device activity.
+    #[inline(always)]
+    fn pass_on<C: Consumer>(&mut self, op: Op, ts: u64, h: Head, x: Units<'_>, out: &mut C) {
+        let thread = self.thread;
+        match op {
+            Op::Site => out.event(&Event::Site {
+                thread,
+                token: u64::from(h.low()) | u64::from(h.aux()) << 32,
+                guid: self.nesting.innermost(),
+            }),
+            _ => {
+                let Some(kind) = Kind::from_u8(h.kind()) else {
+                    return;
+                };
+                match op {
+                    Op::Edge => out.event(&Event::Edge {
+                        thread,
+                        kind,
+                        from: x.a(0),
+                        to: x.b(0),
+                        ts,
+                    }),
+                    Op::Instant => out.event(&Event::Instant {
+                        thread,
+                        kind,
+                        name: h.low(),
+                        a: x.a(0),
+                        b: x.b(0),
+                        ts,
+                    }),
+                    Op::Activity => {
+                        out.event(&Event::Activity(&device_activity(thread, kind, ts, h, x)))
+                    }
+                    // Only the ops above come here (see apply).
+                    _ => {}
+                }
+            }
+        }
     }
 
     /// The name id of the address in code slot `slot`, symbolized once per
@@ -532,6 +558,75 @@ impl ThreadStream {
     ) {
         self.nesting
             .close_all(end, late, |s, t| out.event(&Event::End(s, t)), anomalies);
+    }
+}
+
+/// The extension units of one record: pairs of words after its head (and its
+/// timestamp, for a timed record).
+#[derive(Clone, Copy)]
+struct Units<'a>(&'a [u64]);
+
+impl Units<'_> {
+    /// The first word of unit `k` (0 when the record has none).
+    #[inline(always)]
+    fn a(self, k: usize) -> u64 {
+        self.0.get(2 * k).copied().unwrap_or(0)
+    }
+
+    /// The second word of unit `k` (0 when the record has none).
+    #[inline(always)]
+    fn b(self, k: usize) -> u64 {
+        self.0.get(2 * k + 1).copied().unwrap_or(0)
+    }
+}
+
+/// A cross-thread record (memory, sections) as the consumer takes it.
+#[inline(always)]
+fn global(op: Op, h: Head, x: Units<'_>) -> Global {
+    let (space, label) = (x.a(1) as u32, h.low());
+    let (ptr, bytes) = (x.a(0), x.b(0));
+    match op {
+        Op::Alloc => Global::Alloc {
+            space,
+            label,
+            ptr,
+            bytes,
+        },
+        Op::Free => Global::Free {
+            space,
+            label,
+            ptr,
+            bytes,
+        },
+        Op::SectionStart => Global::SectionStart(h.low()),
+        // SectionStop: the only other op that comes here (see apply).
+        _ => Global::SectionStop(h.low()),
+    }
+}
+
+/// A device activity record of `thread`, decoded.
+#[inline(always)]
+fn device_activity(thread: u32, kind: Kind, ts: u64, h: Head, x: Units<'_>) -> DeviceActivity {
+    let mut args = [(0, 0); ACTIVITY_ARGS];
+    let nargs = ((x.a(2) >> 8) as usize).min(ACTIVITY_ARGS);
+    for (k, arg) in args.iter_mut().enumerate().take(nargs) {
+        *arg = (x.a(4 + k) as u32, x.b(4 + k));
+    }
+    DeviceActivity {
+        thread,
+        kind,
+        name: h.low(),
+        dev: h.aux(),
+        begin: ts,
+        end: x.a(0).max(ts),
+        begin_ns: x.a(3),
+        dur_ns: x.b(2),
+        bytes: x.b(0),
+        direction: x.a(2) as u8,
+        site: SiteRef::from_word(x.a(1)),
+        flow_from: x.b(1),
+        args,
+        nargs: nargs as u8,
     }
 }
 

@@ -2,7 +2,7 @@
 //! parallel regions, waits, ...) and how many are idle, computed from the events
 //! kprof records anyway (no sampling of the application's threads).
 //!
-//! A thread is in the [`Category`] of its innermost open instance's [`Kind`], and
+//! A thread is in the [`Category`] of its innermost open instance's [`Kind`](kprof_abi::Kind), and
 //! idle while it is inside no instance. Two views:
 //!
 //! - the profile's `concurrency` section ([`tally`], [`section`]), with or without

@@ -484,14 +484,34 @@ pub extern "C" fn kprof_core_api(version: u32) -> *const CoreApi {
 
 // ---- The public annotation API (ffi-headers/kprof.h) ----
 
-/// Attaches the annotation API to the runtime (starting it) on its first call, so
-/// annotations work with or without a plugin and are listed under "plugins". Every
-/// thread's first call waits for the one start to complete (see
-/// [`start::attach_annotations`]).
-fn attach_annotations() {
-    if start::attach_annotations() {
+/// Whether an annotation call records: one load and a branch once decided. The
+/// first call decides (see [`start::decide_annotations`]): inert unless
+/// measurement was asked for; when asked, it attaches the annotation API to the
+/// runtime (starting it), so annotations work with or without a plugin and are
+/// listed under "plugins". Every thread's first call waits for the one start.
+#[inline(always)]
+fn annotating() -> bool {
+    match start::annotations() {
+        start::Annotations::Measure => true,
+        start::Annotations::Inert => false,
+        start::Annotations::Undecided => guard(false, decide),
+    }
+}
+
+/// Whether an annotation call is known to be inert: one load and a branch, all an
+/// inert region costs.
+#[inline(always)]
+fn inert() -> bool {
+    start::annotations() == start::Annotations::Inert
+}
+
+#[cold]
+fn decide() -> bool {
+    let (measure, attached) = start::decide_annotations();
+    if attached {
         hook_process_end();
     }
+    measure
 }
 
 /// Opens an annotation region on the calling thread.
@@ -500,11 +520,25 @@ fn attach_annotations() {
 /// `name` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn kprof_region_begin(name: *const c_char) {
-    guard((), || {
-        attach_annotations();
+    if !inert() {
         // SAFETY: forwarded from the caller.
-        unsafe { events::region_begin(name) };
-    })
+        unsafe { region_begin(name) }
+    }
+}
+
+/// [`kprof_region_begin`] past the inert check: out of line, so that an inert call
+/// does not pay for this one's frame.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+#[inline(never)]
+unsafe fn region_begin(name: *const c_char) {
+    if annotating() {
+        guard((), || {
+            // SAFETY: forwarded from the caller.
+            unsafe { events::region_begin(name) };
+        });
+    }
 }
 
 /// Closes the calling thread's annotation region `name` (NULL: the innermost).
@@ -515,11 +549,22 @@ pub unsafe extern "C" fn kprof_region_begin(name: *const c_char) {
 /// `name` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn kprof_region_end(name: *const c_char) {
-    guard((), || {
-        attach_annotations();
+    if !inert() {
         // SAFETY: forwarded from the caller.
-        unsafe { events::region_end(name) }
-    })
+        unsafe { region_end(name) }
+    }
+}
+
+/// [`kprof_region_end`] past the inert check, out of line as [`region_begin`].
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+#[inline(never)]
+unsafe fn region_end(name: *const c_char) {
+    if annotating() {
+        // SAFETY: forwarded from the caller.
+        guard((), || unsafe { events::region_end(name) });
+    }
 }
 
 /// Records a named instant event.
@@ -528,11 +573,12 @@ pub unsafe extern "C" fn kprof_region_end(name: *const c_char) {
 /// `name` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn kprof_event(name: *const c_char) {
-    guard((), || {
-        attach_annotations();
+    if annotating() {
         // SAFETY: forwarded from the caller.
-        unsafe { events::instant(Kind::Marker as u8, name, 0, 0) };
-    })
+        guard((), || unsafe {
+            events::instant(Kind::Marker as u8, name, 0, 0)
+        });
+    }
 }
 
 /// Records a value of the counter `name` (a counter track in traces; count, min,
@@ -542,11 +588,12 @@ pub unsafe extern "C" fn kprof_event(name: *const c_char) {
 /// `name` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn kprof_counter(name: *const c_char, value: f64) {
-    guard((), || {
-        attach_annotations();
+    if annotating() {
         // SAFETY: forwarded from the caller.
-        unsafe { events::instant(Kind::UserCounter as u8, name, value.to_bits(), 0) };
-    })
+        guard((), || unsafe {
+            events::instant(Kind::UserCounter as u8, name, value.to_bits(), 0)
+        });
+    }
 }
 
 /// Records `count` messages of `bytes` bytes to (`direction` 0) or from (1) peer
@@ -562,8 +609,10 @@ pub unsafe extern "C" fn kprof_message(
     count: u64,
     bytes: u64,
 ) {
+    if !annotating() {
+        return;
+    }
     guard((), || {
-        attach_annotations();
         let direction = if direction == 1 {
             message::RECEIVE
         } else {
@@ -581,14 +630,13 @@ pub unsafe extern "C" fn kprof_message(
 /// `key` and `value` are NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn kprof_metadata(key: *const c_char, value: *const c_char) {
-    guard((), || {
-        attach_annotations();
-        // SAFETY: forwarded from the caller.
+    if annotating() {
+        // SAFETY: forwarded from the caller (metadata guards itself).
         unsafe { metadata(key, value) };
-    })
+    }
 }
 
-/// Writes all output now and stops measuring.
+/// Writes all output now and stops measuring (nothing when nothing measured).
 #[no_mangle]
 pub extern "C" fn kprof_finalize() {
     guard((), start::shutdown)
@@ -606,11 +654,16 @@ pub unsafe extern "C" fn kprof_stats_of(
     path: *const c_char,
     out: *mut crate::control::policy::PathStats,
 ) -> c_int {
+    let measuring = annotating();
     guard(-1, || {
-        attach_annotations();
         // SAFETY: forwarded from the caller.
         let path = unsafe { text(path) }.unwrap_or_default();
-        let (rc, stats) = match crate::control::policy::stats_of(&path) {
+        let live = if measuring {
+            crate::control::policy::stats_of(&path)
+        } else {
+            None
+        };
+        let (rc, stats) = match live {
             Some(Some(s)) => (1, s),
             Some(None) => (0, Default::default()),
             None => (-1, Default::default()),
@@ -636,8 +689,10 @@ pub unsafe extern "C" fn kprof_policy_register(
     callback: Option<crate::control::policy::PolicyFn>,
     user: *mut std::ffi::c_void,
 ) -> c_int {
+    // Policies run without measurement too (with zeroed statistics): only
+    // measuring starts the runtime.
+    annotating();
     guard(0, || {
-        attach_annotations();
         // SAFETY: forwarded from the caller.
         let (Some(path), Some(callback)) = (unsafe { text(path) }, callback) else {
             return 0;
@@ -650,8 +705,6 @@ pub unsafe extern "C" fn kprof_policy_register(
 /// many ran.
 #[no_mangle]
 pub extern "C" fn kprof_policy_poll() -> c_int {
-    guard(0, || {
-        attach_annotations();
-        crate::control::policy::poll()
-    })
+    annotating();
+    guard(0, crate::control::policy::poll)
 }

@@ -6,7 +6,7 @@
 //!    as always (a reduction that never completes loses nothing), its summary is
 //!    held back, and its reducible form ([`crate::reduce`]) is returned.
 //! 2. [`fold`]: folds two forms (the plugin's tree over MPI calls it).
-//! 3. [`write`] (rank 0): writes the job's merged profile (`kprof merge`'s schema)
+//! 3. [`write()`] (rank 0): writes the job's merged profile (`kprof merge`'s schema)
 //!    into `KPROF_JOB_OUTPUT_DIR` and prints the job's summary.
 //! 4. [`done`]: the process's part is in the job's profile: its own profile files
 //!    are removed, unless `KPROF_PER_RANK=1`; or it is not: its summary is printed

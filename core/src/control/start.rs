@@ -3,7 +3,7 @@
 //! finalize, at process exit, or on SIGINT/SIGTERM); a forked child leaves its
 //! parent's behind.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -28,10 +28,22 @@ const INITIAL_CHUNKS: usize = 32;
 /// of them does (or at exit), so one runtime's finalize (Kokkos') does not cut off
 /// another's events (OpenMP's, which end at exit).
 static FINALIZERS: AtomicUsize = AtomicUsize::new(0);
-/// Whether the annotation API attached to the current runtime (set once attach
-/// returned, so a racing first call never skips the start; cleared in a forked
-/// child, whose runtime starts anew).
-static ANNOTATIONS_ATTACHED: AtomicBool = AtomicBool::new(false);
+/// What the annotation API does ([`annotations`]): [`UNDECIDED`] until its first
+/// call decides, and again after a plugin attached to an inert API or a fork;
+/// then [`MEASURE`] (set once attach returned, so a racing first call never skips
+/// the start) or [`INERT`].
+static ANNOTATIONS: AtomicU8 = AtomicU8::new(UNDECIDED);
+/// [`ANNOTATIONS`]: the next annotation call decides.
+const UNDECIDED: u8 = 0;
+/// [`ANNOTATIONS`]: attached to the runtime; every call records.
+const MEASURE: u8 = 1;
+/// [`ANNOTATIONS`]: nobody asked for measurement; every call returns at once.
+const INERT: u8 = 2;
+/// Whether a plugin attached in this process (or in its parent before a fork): a
+/// runtime loading a kprof tool library asks for measurement, annotations included.
+static PLUGIN_ASKED: AtomicBool = AtomicBool::new(false);
+/// Whether the environment asks for measurement (read once, on the first decision).
+static ENV_ASKED: OnceLock<bool> = OnceLock::new();
 /// Plugins the parent of a forked child had attached: the child's new runtime
 /// lists them too (leaked; null when none).
 static INHERITED_PLUGINS: AtomicPtr<Vec<String>> = AtomicPtr::new(std::ptr::null_mut());
@@ -45,6 +57,9 @@ pub const ANNOTATION: &str = "annotation";
 /// Starts the runtime once, recording `plugin` as attached. Returns the runtime when
 /// it records.
 pub fn attach(plugin: &str) -> Option<&'static Runtime> {
+    if plugin != ANNOTATION {
+        ask_for_annotations();
+    }
     ensure_started();
     let rt = active()?;
     let mut plugins = rt.plugins.lock().unwrap_or_else(|p| p.into_inner());
@@ -57,21 +72,61 @@ pub fn attach(plugin: &str) -> Option<&'static Runtime> {
     Some(rt)
 }
 
-/// The annotation API's attach, on each of its calls: one load once attached.
-/// Whether this call attached (and found the runtime recording).
-#[inline(always)]
-pub fn attach_annotations() -> bool {
-    !ANNOTATIONS_ATTACHED.load(Ordering::Acquire) && attach_annotations_slow()
+/// What an annotation call does, by [`annotations`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Annotations {
+    /// Record the call.
+    Measure,
+    /// Return at once: nobody asked for measurement.
+    Inert,
+    /// Decide first ([`decide_annotations`]).
+    Undecided,
 }
 
+/// The annotation API's state, on each of its calls: one load, then a branch.
+#[inline(always)]
+pub fn annotations() -> Annotations {
+    match ANNOTATIONS.load(Ordering::Acquire) {
+        MEASURE => Annotations::Measure,
+        INERT => Annotations::Inert,
+        _ => Annotations::Undecided,
+    }
+}
+
+/// Decides, on an annotation call that found the API undecided, whether it
+/// measures: only when asked, by a `KPROF_*` setting in the environment (`kprof run`
+/// always sets `KPROF_OUTPUT_DIR`) or by a plugin that attached. Measuring attaches
+/// the API to the runtime, starting it; a library's annotations in a program run
+/// plainly record and write nothing. Returns (measure, whether this call attached
+/// a recording runtime).
 #[cold]
 #[inline(never)]
-fn attach_annotations_slow() -> bool {
-    // Every racing first caller attaches (attach waits for the one start), and only
-    // then is the flag set: no caller proceeds before the runtime records.
-    let recording = attach(ANNOTATION).is_some();
-    ANNOTATIONS_ATTACHED.store(true, Ordering::Release);
-    recording
+pub fn decide_annotations() -> (bool, bool) {
+    loop {
+        if PLUGIN_ASKED.load(Ordering::SeqCst)
+            || *ENV_ASKED.get_or_init(crate::base::config::asked_in_env)
+        {
+            // Every racing first caller attaches (attach waits for the one start),
+            // and only then is the state set: no caller records before the runtime
+            // does.
+            let recording = attach(ANNOTATION).is_some();
+            ANNOTATIONS.store(MEASURE, Ordering::SeqCst);
+            return (true, recording);
+        }
+        ANNOTATIONS.store(INERT, Ordering::SeqCst);
+        // A plugin attaching meanwhile marks PLUGIN_ASKED before it undoes INERT:
+        // either that undo follows the store above, or the mark is seen here.
+        if !PLUGIN_ASKED.load(Ordering::SeqCst) {
+            return (false, false);
+        }
+    }
+}
+
+/// A plugin attaches: annotations measure from now on (an inert API decides again
+/// at its next call).
+fn ask_for_annotations() {
+    PLUGIN_ASKED.store(true, Ordering::SeqCst);
+    let _ = ANNOTATIONS.compare_exchange(INERT, UNDECIDED, Ordering::SeqCst, Ordering::SeqCst);
 }
 
 /// A plugin's finalize: shuts the runtime down when no other attached plugin is
@@ -281,7 +336,7 @@ pub fn reset_in_child(fork: bool, plugins: Option<Vec<String>>) {
     ACTIVE.store(std::ptr::null_mut(), Ordering::Release);
     // The forking thread's state belongs to the parent's runtime.
     crate::hot::tls::set(std::ptr::null_mut());
-    ANNOTATIONS_ATTACHED.store(false, Ordering::Release);
+    ANNOTATIONS.store(UNDECIDED, Ordering::SeqCst);
     let was = phase();
     RUNTIME.store(std::ptr::null_mut(), Ordering::Release);
     let next = match was {

@@ -414,17 +414,21 @@ mod tests {
         let p = buf.as_ptr().cast::<c_char>();
         // SAFETY: buf is NUL-terminated and outlives the lookups.
         let id1 = unsafe { c.lookup(p, &i, &a) };
+        // SAFETY: as above.
         assert_eq!(unsafe { c.lookup(p, &i, &a) }, id1);
         // Same pointer, new text (a reused stack buffer): must not hit the cache.
         buf[0] = b'A';
+        // SAFETY: as above.
         let id2 = unsafe { c.lookup(buf.as_ptr().cast(), &i, &a) };
         assert_ne!(id1, id2);
         assert_eq!(i.text(id1), "alpha");
         assert_eq!(i.text(id2), "Alpha");
         // A prefix at the same pointer is a different name too.
         buf[3] = 0;
+        // SAFETY: as above.
         let id3 = unsafe { c.lookup(buf.as_ptr().cast(), &i, &a) };
         assert_eq!(i.text(id3), "Alp");
+        // SAFETY: as above.
         assert_eq!(unsafe { c.lookup(std::ptr::null(), &i, &a) }, NULL_NAME);
         assert_eq!(a.get(Anomaly::NullName), 1);
     }
@@ -447,6 +451,7 @@ mod tests {
         assert_eq!(unsafe { c.lookup_static(copy.as_ptr().cast(), &i, &a) }, id);
         // SAFETY: NULL is allowed.
         assert_eq!(
+            // SAFETY: as above.
             unsafe { c.lookup_static(std::ptr::null(), &i, &a) },
             NULL_NAME
         );

@@ -53,7 +53,7 @@ pub struct Runtime {
     /// Threads that recorded.
     pub threads: Registry,
     /// Threads aggregate their nested events in place (no trace, see
-    /// [`crate::hot::in_place`]); otherwise every event is a record.
+    /// [`crate::hot::aggregate`]); otherwise every event is a record.
     pub in_place: bool,
     /// Anomaly counters.
     pub anomalies: Anomalies,

@@ -9,7 +9,7 @@ use prost::Message;
 use rustc_hash::FxHashMap;
 
 use crate::output::calltree::CallTree;
-use crate::output::report::Report;
+use crate::output::report::{Concurrency, Gpu, Report};
 use crate::reduce::form::{
     CategoryRow, CopyRow, DeviceRow, FloatStat, GpuCopyRow, JobProfile, KernelRow, MemoryRow,
     MessageRow, Node, NodeCounter, Ordered, RankInfo, Stat, Sum, SystemRow,
@@ -342,6 +342,39 @@ fn fold_sums(a: &mut Vec<Sum>, b: Vec<Sum>) {
     );
 }
 
+/// Who a process's values belong to, as every row of its form records it.
+#[derive(Clone, Copy)]
+struct Source {
+    /// The process's identity in the job (distinct per process).
+    who: u32,
+    /// Its MPI rank (`u64::MAX` when none).
+    rank: u64,
+    /// Whether per-process values are kept.
+    by_rank: bool,
+}
+
+impl Source {
+    /// This process's single value of a statistic.
+    fn one(self, v: u64) -> Stat {
+        Stat::one(v, self.who, self.by_rank)
+    }
+
+    /// This process's single value of a floating-point statistic.
+    fn float(self, v: f64) -> FloatStat {
+        FloatStat::one(v, self.who, self.by_rank)
+    }
+
+    /// `name` at position `pos` of this process's list.
+    fn ordered(self, name: &str, pos: usize) -> Ordered {
+        Ordered {
+            name: name.to_string(),
+            who: self.who,
+            pos: pos as u32,
+            rank: self.rank,
+        }
+    }
+}
+
 /// One process's report, its call-path tree `tree` (the report's own, or the
 /// runtime's merged tree walked node by node), as a reducible form: `who`
 /// identifies it, `dir` is where its files are, per-process values kept when
@@ -354,12 +387,59 @@ pub fn from_report(
     dir: Option<String>,
     by_rank: bool,
 ) -> JobProfile {
-    let one = |v: u64| Stat::one(v, who, by_rank);
+    let src = Source {
+        who,
+        rank: r.program.rank.unwrap_or(u64::MAX),
+        by_rank,
+    };
     let mut f = JobProfile {
         by_rank,
         ..JobProfile::default()
     };
-    f.ranks.push(RankInfo {
+    f.ranks.push(rank_info(r, who, dir));
+    f.nodes = tree_nodes(tree, &mut f.strings, src);
+    let mut plugins: Vec<Ordered> = Vec::new();
+    for (i, p) in r.plugins.iter().enumerate() {
+        fold_ordered(&mut plugins, vec![src.ordered(p, i)]);
+    }
+    f.plugins = plugins;
+    f.duration = src.one(r.clock.duration_ns);
+    // Within the process: sums first, then one value per process.
+    f.deep_copies = deep_copies(r, src);
+    f.memory = memory(r, src);
+    if let Some(g) = &r.gpu {
+        f.gpu = true;
+        add_gpu(&mut f, g, src);
+    }
+    f.messages = messages(r, who);
+    f.system = system(r, src);
+    if let Some(c) = &r.concurrency {
+        f.concurrency = true;
+        f.thread_ns = c.thread_ns;
+        f.categories = categories(c, src);
+    }
+    if let Some(hc) = &r.hardware_counters {
+        let text = serde_json::to_string(hc).unwrap_or_default();
+        f.counter_setups.push(src.ordered(&text, 0));
+    }
+    f.anomalies = r
+        .anomalies
+        .iter()
+        .map(|(k, v)| Sum {
+            key: k.clone(),
+            value: *v,
+        })
+        .collect();
+    f.dropped_records = r.dropped_records;
+    f.cost = cost(r);
+    f
+}
+
+/// The process itself: where, what and how long, and its clock's offset from the
+/// job's when the MPI reduction measured one.
+fn rank_info(r: &Report, who: u32, dir: Option<String>) -> RankInfo {
+    let meta = |key: &str| r.metadata.get(key);
+    RankInfo {
         who,
         rank: r.program.rank,
         dir,
@@ -370,33 +450,34 @@ pub fn from_report(
         start_ns: r.clock.start_ns,
         threads: r.threads.len() as u64,
         dropped_records: r.dropped_records,
-        clock_offset_ns: r
-            .metadata
-            .get(super::CLOCK_OFFSET_KEY)
-            .and_then(|v| v.parse().ok()),
-        clock_error_ns: r
-            .metadata
-            .get(super::CLOCK_ERROR_KEY)
-            .and_then(|v| v.parse().ok()),
-    });
+        clock_offset_ns: meta(super::CLOCK_OFFSET_KEY).and_then(|v| v.parse().ok()),
+        clock_error_ns: meta(super::CLOCK_ERROR_KEY).and_then(|v| v.parse().ok()),
+    }
+}
 
-    // The tree, parents before children, with this process's raw sums.
-    let mut strings: FxHashMap<String, u32> = FxHashMap::default();
-    let mut intern = |s: &'_ str, list: &mut Vec<String>| -> u32 {
-        if let Some(&i) = strings.get(s) {
+/// A node's sums in one process, before they become its statistics.
+struct Raw {
+    /// Count, total ns, self ns.
+    sums: [u64; 3],
+    min: u64,
+    max: u64,
+    /// (event string, inclusive, exclusive) per counter event.
+    counters: Vec<(u32, u64, u64)>,
+}
+
+/// The tree, parents before children, with this process's raw sums; its names,
+/// kinds, devices and counter events interned into `strings`.
+fn tree_nodes(tree: &dyn CallTree, strings: &mut Vec<String>, src: Source) -> Vec<Node> {
+    let mut known: FxHashMap<String, u32> = FxHashMap::default();
+    let mut intern = |s: &'_ str| -> u32 {
+        if let Some(&i) = known.get(s) {
             return i;
         }
-        list.push(s.to_string());
-        let i = list.len() as u32 - 1;
-        strings.insert(s.to_string(), i);
+        strings.push(s.to_string());
+        let i = strings.len() as u32 - 1;
+        known.insert(s.to_string(), i);
         i
     };
-    struct Raw {
-        sums: [u64; 3],
-        min: u64,
-        max: u64,
-        counters: Vec<(u32, u64, u64)>,
-    }
     let mut index: FxHashMap<NodeKey, u32> = FxHashMap::default();
     let mut raw: Vec<Raw> = Vec::new();
     let mut keys: Vec<NodeKey> = Vec::new();
@@ -410,9 +491,9 @@ pub fn from_report(
         };
         let key: NodeKey = (
             parent,
-            intern(&n.name, &mut f.strings),
-            intern(&n.kind, &mut f.strings),
-            n.device.as_deref().map(|d| intern(d, &mut f.strings)),
+            intern(&n.name),
+            intern(&n.kind),
+            n.device.as_deref().map(&mut intern),
             n.device_index,
             n.instance,
         );
@@ -433,7 +514,7 @@ pub fn from_report(
         x.min = x.min.min(n.min_ns);
         x.max = x.max.max(n.max_ns);
         for (e, t) in n.counters.iter().flat_map(|c| &c.events) {
-            let e = intern(e, &mut f.strings);
+            let e = intern(e);
             match x.counters.iter_mut().find(|c| c.0 == e) {
                 Some(c) => (c.1, c.2) = (c.1 + t.inclusive, c.2 + t.exclusive),
                 None => x.counters.push((e, t.inclusive, t.exclusive)),
@@ -441,8 +522,7 @@ pub fn from_report(
         }
         path.push(at);
     });
-    f.nodes = keys
-        .into_iter()
+    keys.into_iter()
         .zip(raw)
         .map(
             |((parent, name, kind, device, device_index, instance), x)| Node {
@@ -452,9 +532,9 @@ pub fn from_report(
                 device,
                 device_index,
                 instance,
-                count: one(x.sums[0]),
-                total: one(x.sums[1]),
-                self_ns: one(x.sums[2]),
+                count: src.one(x.sums[0]),
+                total: src.one(x.sums[1]),
+                self_ns: src.one(x.sums[2]),
                 min_ns: Some(x.min),
                 max_ns: x.max,
                 counters: x
@@ -462,28 +542,17 @@ pub fn from_report(
                     .into_iter()
                     .map(|(event, i, e)| NodeCounter {
                         event,
-                        inclusive: one(i),
-                        exclusive: one(e),
+                        inclusive: src.one(i),
+                        exclusive: src.one(e),
                     })
                     .collect(),
             },
         )
-        .collect();
+        .collect()
+}
 
-    let ordered = |name: &str, pos: usize| Ordered {
-        name: name.to_string(),
-        who,
-        pos: pos as u32,
-        rank: r.program.rank.unwrap_or(u64::MAX),
-    };
-    let mut plugins: Vec<Ordered> = Vec::new();
-    for (i, p) in r.plugins.iter().enumerate() {
-        fold_ordered(&mut plugins, vec![ordered(p, i)]);
-    }
-    f.plugins = plugins;
-    f.duration = one(r.clock.duration_ns);
-
-    // Within the process: sums first, then one value per process.
+/// Deep copies by (destination space and label, source space and label).
+fn deep_copies(r: &Report, src: Source) -> Vec<CopyRow> {
     let mut copies: Vec<(Vec<String>, u64, u64, u64)> = Vec::new();
     fold_keyed(
         &mut copies,
@@ -502,15 +571,19 @@ pub fn from_report(
         |c| c.0.clone(),
         |a, b| (a.1, a.2, a.3) = (a.1 + b.1, a.2 + b.2, a.3 + b.3),
     );
-    f.deep_copies = copies
+    copies
         .into_iter()
         .map(|(key, count, bytes, ns)| CopyRow {
             key,
             count,
             bytes,
-            total: one(ns),
+            total: src.one(ns),
         })
-        .collect();
+        .collect()
+}
+
+/// Memory by space: counts summed, the high-water mark the larger.
+fn memory(r: &Report, src: Source) -> Vec<MemoryRow> {
     let mut spaces: Vec<(String, u64, u64, u64, u64, u64)> = Vec::new();
     fold_keyed(
         &mut spaces,
@@ -532,93 +605,103 @@ pub fn from_report(
             (a.1, a.2, a.3, a.4, a.5) = (a.1 + b.1, a.2 + b.2, a.3.max(b.3), a.4 + b.4, a.5 + b.5)
         },
     );
-    f.memory = spaces
+    spaces
         .into_iter()
         .map(|(space, a, d, hw, leaks, leaked)| MemoryRow {
             space,
             allocations: a,
             deallocations: d,
-            high_water: one(hw),
+            high_water: src.one(hw),
             leaks,
             leaked_bytes: leaked,
         })
-        .collect();
-    if let Some(g) = &r.gpu {
-        f.gpu = true;
-        let mut kernels: Vec<(String, String, u64, u64)> = Vec::new();
-        fold_keyed(
-            &mut kernels,
-            g.kernels
-                .iter()
-                .map(|k| (k.name.clone(), k.device.clone(), k.count, k.total_ns))
-                .collect(),
-            |k| (k.0.clone(), k.1.clone()),
-            |a, b| (a.2, a.3) = (a.2 + b.2, a.3 + b.3),
-        );
-        f.kernels = kernels
-            .into_iter()
-            .map(|(name, device, count, ns)| KernelRow {
-                name,
-                device,
-                count,
-                total: one(ns),
-            })
-            .collect();
-        let copies = g
-            .copies
+        .collect()
+}
+
+/// The device side: kernels by (name, device), copies by (device, direction),
+/// devices by name.
+fn add_gpu(f: &mut JobProfile, g: &Gpu, src: Source) {
+    let mut kernels: Vec<(String, String, u64, u64)> = Vec::new();
+    fold_keyed(
+        &mut kernels,
+        g.kernels
             .iter()
-            .map(|c| GpuCopyRow {
-                device: c.device.clone(),
-                direction: c.direction.clone(),
-                count: c.count,
-                bytes: c.bytes,
-                total_ns: c.total_ns,
-            })
-            .collect();
-        fold_keyed(
-            &mut f.gpu_copies,
-            copies,
-            |c| (c.device.clone(), c.direction.clone()),
-            |a, b| {
-                a.count += b.count;
-                a.bytes += b.bytes;
-                a.total_ns += b.total_ns;
-            },
-        );
-        let mut devices: Vec<(String, u64, u64)> = Vec::new();
-        fold_keyed(
-            &mut devices,
-            g.devices
-                .iter()
-                .map(|d| (d.device.clone(), d.activities, d.busy_ns))
-                .collect(),
-            |d| d.0.clone(),
-            |a, b| (a.1, a.2) = (a.1 + b.1, a.2 + b.2),
-        );
-        f.devices = devices
-            .into_iter()
-            .map(|(device, activities, busy)| DeviceRow {
-                device,
-                activities,
-                busy: one(busy),
-            })
-            .collect();
-    }
-    let mut seq = 0u32;
+            .map(|k| (k.name.clone(), k.device.clone(), k.count, k.total_ns))
+            .collect(),
+        |k| (k.0.clone(), k.1.clone()),
+        |a, b| (a.2, a.3) = (a.2 + b.2, a.3 + b.3),
+    );
+    f.kernels = kernels
+        .into_iter()
+        .map(|(name, device, count, ns)| KernelRow {
+            name,
+            device,
+            count,
+            total: src.one(ns),
+        })
+        .collect();
+    let copies = g
+        .copies
+        .iter()
+        .map(|c| GpuCopyRow {
+            device: c.device.clone(),
+            direction: c.direction.clone(),
+            count: c.count,
+            bytes: c.bytes,
+            total_ns: c.total_ns,
+        })
+        .collect();
+    fold_keyed(
+        &mut f.gpu_copies,
+        copies,
+        |c| (c.device.clone(), c.direction.clone()),
+        |a, b| {
+            a.count += b.count;
+            a.bytes += b.bytes;
+            a.total_ns += b.total_ns;
+        },
+    );
+    let mut devices: Vec<(String, u64, u64)> = Vec::new();
+    fold_keyed(
+        &mut devices,
+        g.devices
+            .iter()
+            .map(|d| (d.device.clone(), d.activities, d.busy_ns))
+            .collect(),
+        |d| d.0.clone(),
+        |a, b| (a.1, a.2) = (a.1 + b.1, a.2 + b.2),
+    );
+    f.devices = devices
+        .into_iter()
+        .map(|(device, activities, busy)| DeviceRow {
+            device,
+            activities,
+            busy: src.one(busy),
+        })
+        .collect();
+}
+
+/// This process's rows of the message matrices, in the report's order.
+fn messages(r: &Report, who: u32) -> Vec<MessageRow> {
+    let mut rows = Vec::new();
     for m in &r.messages {
         for p in &m.peers {
-            f.messages.push(MessageRow {
+            rows.push(MessageRow {
                 channel: m.channel.clone(),
                 direction: m.direction.clone(),
                 who,
-                seq,
+                seq: rows.len() as u32,
                 peer: p.peer,
                 count: p.count,
                 bytes: p.bytes,
             });
-            seq += 1;
         }
     }
+    rows
+}
+
+/// The system metrics sampled, by (name, unit).
+fn system(r: &Report, src: Source) -> Vec<SystemRow> {
     let mut system: Vec<SystemRow> = Vec::new();
     for m in r.system.iter().flat_map(|s| &s.metrics) {
         // A metric listed twice: the range of both, the later mean.
@@ -629,7 +712,7 @@ pub fn from_report(
                 unit: m.unit.clone(),
                 min: m.min,
                 max: m.max,
-                mean: FloatStat::one(m.mean, who, by_rank),
+                mean: src.float(m.mean),
             }],
             |m| (m.name.clone(), m.unit.clone()),
             |a, b| {
@@ -639,47 +722,40 @@ pub fn from_report(
             },
         );
     }
-    f.system = system;
-    if let Some(c) = &r.concurrency {
-        f.concurrency = true;
-        f.thread_ns = c.thread_ns;
-        for (i, x) in c.categories.iter().enumerate() {
-            fold_keyed(
-                &mut f.categories,
-                vec![CategoryRow {
-                    category: ordered(&x.category, i),
-                    ns: x.ns,
-                    pct: FloatStat::one(x.pct, who, by_rank),
-                }],
-                |c| c.category.name.clone(),
-                |a, b| {
-                    a.ns += b.ns;
-                    a.pct = b.pct;
-                },
-            );
-        }
+    system
+}
+
+/// The threads' time by category, in the report's order.
+fn categories(c: &Concurrency, src: Source) -> Vec<CategoryRow> {
+    let mut rows: Vec<CategoryRow> = Vec::new();
+    for (i, x) in c.categories.iter().enumerate() {
+        fold_keyed(
+            &mut rows,
+            vec![CategoryRow {
+                category: src.ordered(&x.category, i),
+                ns: x.ns,
+                pct: src.float(x.pct),
+            }],
+            |c| c.category.name.clone(),
+            |a, b| {
+                a.ns += b.ns;
+                a.pct = b.pct;
+            },
+        );
     }
-    if let Some(hc) = &r.hardware_counters {
-        let text = serde_json::to_string(hc).unwrap_or_default();
-        f.counter_setups.push(ordered(&text, 0));
-    }
-    f.anomalies = r
-        .anomalies
-        .iter()
-        .map(|(k, v)| Sum {
-            key: k.clone(),
-            value: *v,
-        })
-        .collect();
-    f.dropped_records = r.dropped_records;
-    if let Ok(serde_json::Value::Object(cost)) = serde_json::to_value(&r.kprof) {
-        f.cost = cost
+    rows
+}
+
+/// kprof's account of its own cost, as sums by key.
+fn cost(r: &Report) -> Vec<Sum> {
+    match serde_json::to_value(&r.kprof) {
+        Ok(serde_json::Value::Object(cost)) => cost
             .into_iter()
             .map(|(key, v)| Sum {
                 key,
                 value: v.as_u64().unwrap_or(0),
             })
-            .collect();
+            .collect(),
+        _ => Vec::new(),
     }
-    f
 }

@@ -510,7 +510,7 @@ pub fn install() {
 /// a pull's source). While kprof is off the entry only runs.
 ///
 /// This is the whole per-call path of the load-time hooks: one load says what
-/// to measure ([`crate::mode`]), and the booking of a push, pull or advance of
+/// to measure ([`mod@crate::mode`]), and the booking of a push, pull or advance of
 /// the conveyor looked up last is inlined here ([`state::booked`]).
 #[inline(always)]
 fn around(

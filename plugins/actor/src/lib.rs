@@ -22,13 +22,13 @@
 //! Conveyors is a static library inside the executable, so its entries are
 //! reached by load-time hooks of the executable's own entries ([`hook`],
 //! x86-64), by link-time wrappers ([`wrap`], `ffi-headers/kprof_actor_wrap.c`)
-//! or through the functions of `ffi-headers/kprof_actor.h` ([`api`]);
+//! or through the functions of `ffi-headers/kprof_actor.h` ([`mod@api`]);
 //! OpenSHMEM through its profiling interface ([`shmem`]: every `shmem_*` is a
 //! weak alias of `pshmem_*`, so this preloaded library's `shmem_*` come first
 //! and forward to `pshmem_*`).
 //!
 //! The results go through the core's existing paths: message rows are
-//! [`Kind::Message`] instants (channel `conveyor <n> logical`, `conveyor <n>
+//! [`Kind::Message`](kprof_abi::Kind::Message) instants (channel `conveyor <n> logical`, `conveyor <n>
 //! physical remote`, `conveyor <n> physical local`, `conveyor <n> physical
 //! progress`, `actor direct`, `openshmem put`) emitted when a conveyor is
 //! freed (and at exit for conveyors never freed); the breakdown is metadata
@@ -76,7 +76,7 @@ pub mod mode {
     pub const SEGMENTS: u8 = 4;
 }
 
-/// [`mode`] bits, set once attached; 0 before and after the run.
+/// [`mod@mode`] bits, set once attached; 0 before and after the run.
 static MODE: AtomicU8 = AtomicU8::new(0);
 
 fn warn(msg: &str) {
@@ -126,13 +126,13 @@ fn api() -> Option<&'static CoreApi> {
     unsafe { CORE.load(Ordering::Acquire).as_ref() }
 }
 
-/// What to measure ([`mode`] bits; 0: nothing, kprof is not attached).
+/// What to measure ([`mod@mode`] bits; 0: nothing, kprof is not attached).
 #[inline(always)]
 fn mode() -> u8 {
     MODE.load(Ordering::Relaxed)
 }
 
-/// [`mode`], connecting on first use.
+/// [`mode()`], connecting on first use.
 #[inline(always)]
 fn mode_or_connect() -> u8 {
     match mode() {

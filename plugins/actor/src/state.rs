@@ -289,7 +289,7 @@ pub static ODD: Odd = Odd {
     errors: AtomicU64::new(0),
 };
 
-/// Sends and receives made without Conveyors ([`crate::api`]).
+/// Sends and receives made without Conveyors ([`mod@crate::api`]).
 pub static DIRECT: OnceLock<(Row, Row)> = OnceLock::new();
 /// OpenSHMEM puts made outside Conveyors, per destination.
 pub static OUTSIDE_PUTS: OnceLock<Row> = OnceLock::new();
@@ -499,7 +499,7 @@ fn is_pull(op: i32) -> bool {
     op == op::PULL || op == op::EPULL
 }
 
-/// Books a Conveyors entry that returned (`mode`: [`crate::mode`]): the
+/// Books a Conveyors entry that returned (`mode`: [`mod@crate::mode`]): the
 /// rows, the segments, the per-peer tracks' sampling. A push, pull or advance
 /// of the conveyor looked up last (about every call of a phase) takes
 /// [`fast`]; any other call [`slow`].

@@ -66,6 +66,7 @@ pub fn initialize() {
         };
         // SAFETY: NUL-terminated literals.
         if unsafe { (api.option_flag)(c"enable".as_ptr()) } == 0
+            // SAFETY: a NUL-terminated literal.
             || !unsafe { (api.attach)(c"cuda".as_ptr()) }
         {
             return;

@@ -3,7 +3,7 @@
 //!
 //! Kokkos asks for tool settings (fencing) before it passes the arguments, so the
 //! plugin reads both sources itself at init; `kokkosp_parse_args` (called once or
-//! twice, with or without the executable in argv[0]) then finds them already applied.
+//! twice, with or without the executable in `argv[0]`) then finds them already applied.
 
 use std::collections::HashSet;
 use std::ffi::{c_char, CStr, CString};

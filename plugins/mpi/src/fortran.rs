@@ -106,14 +106,15 @@ macro_rules! fortran_table {
                             std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*)>(f)
                         }),
                     )*
-                    // SAFETY (the three below): the MPI standard's C functions of
-                    // those names and signatures.
+                    // SAFETY: the MPI standard's C functions of those names and signatures.
                     comm_f2c: sys::lookup("PMPI_Comm_f2c\0").map(|f| unsafe {
                         std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Fint) -> Comm>(f)
                     }),
+                    // SAFETY: the MPI standard's C functions of those names and signatures.
                     type_f2c: sys::lookup("PMPI_Type_f2c\0").map(|f| unsafe {
                         std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Fint) -> Datatype>(f)
                     }),
+                    // SAFETY: the MPI standard's C functions of those names and signatures.
                     request_f2c: sys::lookup("PMPI_Request_f2c\0").map(|f| unsafe {
                         std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Fint) -> Request>(f)
                     }),
@@ -563,8 +564,8 @@ unsafe fn init(b: Binding, ierr: *mut Fint) {
         call(f.init, ierr, |e, ierr| unsafe { e(ierr) });
         return;
     }
-    // SAFETY: forwarded as received.
     crate::init(c"MPI_Init", None, |_| {
+        // SAFETY: forwarded as received.
         call(f.init, ierr, |e, ierr| unsafe { e(ierr) })
     });
 }
@@ -573,8 +574,8 @@ entry!(init_thread: [mpi_init_thread_, mpi_init_thread__, mpi_init_thread, MPI_I
     (required: *const Fint, provided: *mut Fint, ierr: *mut Fint));
 unsafe fn init_thread(b: Binding, required: *const Fint, provided: *mut Fint, ierr: *mut Fint) {
     let f = dialect(b);
-    // SAFETY (both): forwarded as received.
     let fwd = || {
+        // SAFETY: forwarded as received.
         call(f.init_thread, ierr, |e, ierr| unsafe {
             e(required, provided, ierr)
         })
@@ -589,7 +590,7 @@ unsafe fn init_thread(b: Binding, required: *const Fint, provided: *mut Fint, ie
 entry!(finalize: [mpi_finalize_, mpi_finalize__, mpi_finalize, MPI_FINALIZE] mpi_finalize_f08_ (ierr: *mut Fint));
 unsafe fn finalize(b: Binding, ierr: *mut Fint) {
     let f = dialect(b);
-    // SAFETY (both): forwarded as received.
+    // SAFETY: forwarded as received.
     let fwd = || call(f.finalize, ierr, |e, ierr| unsafe { e(ierr) });
     if !f.records_handles {
         fwd();
@@ -602,7 +603,7 @@ entry!(abort: [mpi_abort_, mpi_abort__, mpi_abort, MPI_ABORT] mpi_abort_f08_
     (comm: *const Fint, errorcode: *const Fint, ierr: *mut Fint));
 unsafe fn abort(b: Binding, comm: *const Fint, errorcode: *const Fint, ierr: *mut Fint) {
     let f = dialect(b);
-    // SAFETY (both): forwarded as received.
+    // SAFETY: forwarded as received.
     let fwd = || call(f.abort, ierr, |e, ierr| unsafe { e(comm, errorcode, ierr) });
     if !f.records_handles {
         fwd();
@@ -631,8 +632,8 @@ unsafe fn send(
         b,
         Takes::Buffers,
         c"MPI_Send",
-        // SAFETY: forwarded as received.
         |f| {
+            // SAFETY: forwarded as received.
             call(f.send, ierr, |e, ierr| unsafe {
                 e(buf, count, dtype, dest, tag, comm, ierr)
             })
@@ -666,8 +667,8 @@ unsafe fn isend(
         b,
         Takes::Buffers,
         c"MPI_Isend",
-        // SAFETY: forwarded as received.
         |f| {
+            // SAFETY: forwarded as received.
             call(f.isend, ierr, |e, ierr| unsafe {
                 e(buf, count, dtype, dest, tag, comm, req, ierr)
             })
@@ -702,8 +703,8 @@ unsafe fn irecv(
         b,
         Takes::Buffers,
         c"MPI_Irecv",
-        // SAFETY: forwarded as received.
         |f| {
+            // SAFETY: forwarded as received.
             call(f.irecv, ierr, |e, ierr| unsafe {
                 e(buf, count, dtype, source, tag, comm, req, ierr)
             })
@@ -749,9 +750,8 @@ unsafe fn recv(
         b,
         Takes::Buffers,
         c"MPI_Recv",
-        // SAFETY: forwarded, with a status of kprof's own in place of
-        // MPI_STATUS_IGNORE.
         |f| {
+            // SAFETY: forwarded, with a status of kprof's own in place of MPI_STATUS_IGNORE.
             call(f.recv, ierr, |e, ierr| unsafe {
                 e(buf, count, dtype, source, tag, comm, st, ierr)
             })
@@ -973,8 +973,8 @@ unsafe fn waitall(
         n,
         statuses,
         f.statuses_ignore,
-        // SAFETY: forwarded, the statuses possibly kprof's own.
         |f, st| {
+            // SAFETY: forwarded, the statuses possibly kprof's own.
             call(f.waitall, ierr, |e, ierr| unsafe {
                 e(count, reqs, st, ierr)
             })
@@ -1025,8 +1025,8 @@ unsafe fn testall(
         n,
         statuses,
         f.statuses_ignore,
-        // SAFETY: forwarded, the statuses possibly kprof's own.
         |f, st| {
+            // SAFETY: forwarded, the statuses possibly kprof's own.
             call(f.testall, ierr, |e, ierr| unsafe {
                 e(count, reqs, flag, st, ierr)
             })
@@ -1060,8 +1060,8 @@ unsafe fn waitany(
         val(count),
         status,
         f.status_ignore,
-        // SAFETY: forwarded, the status possibly kprof's own.
         |f, st| {
+            // SAFETY: forwarded, the status possibly kprof's own.
             call(f.waitany, ierr, |e, ierr| unsafe {
                 e(count, reqs, index, st, ierr)
             })
@@ -1153,8 +1153,8 @@ unsafe fn completion_some(
         n,
         statuses,
         f.statuses_ignore,
-        // SAFETY: forwarded, the statuses possibly kprof's own.
         |f, st| {
+            // SAFETY: forwarded, the statuses possibly kprof's own.
             call(entry(f), ierr, |e, ierr| unsafe {
                 e(incount, reqs, outcount, indices, st, ierr)
             })
@@ -1196,8 +1196,8 @@ unsafe fn bcast(
         b,
         Takes::Buffers,
         c"MPI_Bcast",
-        // SAFETY: forwarded as received.
         |f| {
+            // SAFETY: forwarded as received.
             call(f.bcast, ierr, |e, ierr| unsafe {
                 e(buf, count, dtype, root, comm, ierr)
             })
@@ -1229,8 +1229,8 @@ unsafe fn reduce(
         b,
         Takes::Buffers,
         c"MPI_Reduce",
-        // SAFETY: forwarded as received.
         |f| {
+            // SAFETY: forwarded as received.
             call(f.reduce, ierr, |e, ierr| unsafe {
                 e(sendbuf, recvbuf, count, dtype, op, root, comm, ierr)
             })
@@ -1261,8 +1261,8 @@ unsafe fn allreduce(
         b,
         Takes::Buffers,
         c"MPI_Allreduce",
-        // SAFETY: forwarded as received.
         |f| {
+            // SAFETY: forwarded as received.
             call(f.allreduce, ierr, |e, ierr| unsafe {
                 e(sendbuf, recvbuf, count, dtype, op, comm, ierr)
             })
@@ -1306,8 +1306,8 @@ macro_rules! blocks {
                     })
                 },
                 |f, a, p, _, r| {
-                    // SAFETY: the program's handles.
                     let (st, rt, c) =
+                        // SAFETY: the program's handles.
                         unsafe { (f.dtype(sendtype), f.dtype(recvtype), f.comm(comm)) };
                     let s = (val(sendcount), st);
                     let v = (val(recvcount), rt);
@@ -1347,8 +1347,8 @@ macro_rules! blocks {
                     })
                 },
                 |f, a, p, _, r| {
-                    // SAFETY: the program's handles.
                     let (st, rt, c) =
+                        // SAFETY: the program's handles.
                         unsafe { (f.dtype(sendtype), f.dtype(recvtype), f.comm(comm)) };
                     let s = (val(sendcount), st);
                     let v = (val(recvcount), rt);
@@ -1581,8 +1581,8 @@ unsafe fn comm_split(
         b,
         Takes::Handles,
         c"MPI_Comm_split",
-        // SAFETY: forwarded as received.
         |f| {
+            // SAFETY: forwarded as received.
             call(f.comm_split, ierr, |e, ierr| unsafe {
                 e(comm, color, key, newcomm, ierr)
             })
@@ -1598,8 +1598,8 @@ unsafe fn comm_dup(b: Binding, comm: *const Fint, newcomm: *mut Fint, ierr: *mut
         b,
         Takes::Handles,
         c"MPI_Comm_dup",
-        // SAFETY: forwarded as received.
         |f| {
+            // SAFETY: forwarded as received.
             call(f.comm_dup, ierr, |e, ierr| unsafe {
                 e(comm, newcomm, ierr)
             })

@@ -797,10 +797,10 @@ pub unsafe extern "C" fn MPI_Waitany(
         // SAFETY: forwarded, status possibly kprof's own.
         |p, st| unsafe { (p.waitany)(count, reqs, index, st) },
         || {
-            // SAFETY: MPI wrote the index.
             let i = if index.is_null() {
                 sys::UNDEFINED
             } else {
+                // SAFETY: MPI wrote the index.
                 unsafe { *index }
             };
             if i >= 0 {
@@ -878,8 +878,8 @@ pub unsafe extern "C" fn MPI_Test(
         status,
         // SAFETY: forwarded, status possibly kprof's own.
         |p, st| unsafe { (p.test)(req, flag, st) },
-        // SAFETY: MPI wrote the flag.
         || {
+            // SAFETY: MPI wrote the flag.
             if !flag.is_null() && unsafe { *flag } != 0 {
                 Done::One(0)
             } else {
@@ -907,8 +907,8 @@ pub unsafe extern "C" fn MPI_Testall(
         statuses,
         // SAFETY: forwarded, statuses possibly kprof's own.
         |p, st| unsafe { (p.testall)(count, reqs, flag, st) },
-        // SAFETY: MPI wrote the flag.
         || {
+            // SAFETY: MPI wrote the flag.
             if !flag.is_null() && unsafe { *flag } != 0 {
                 Done::All
             } else {

@@ -465,7 +465,7 @@ impl Active {
 pub struct Rec(pub Call);
 
 impl Rec {
-    /// A call named `name` that began at `begin` ([`Active::stamp`]).
+    /// A call named `name` that began at `begin` (the core's [`stamp`](kprof_abi::CoreApi::stamp)).
     #[inline(always)]
     pub fn new(name: &'static CStr, begin: u64) -> Rec {
         const NO_ARG: ActivityArg = ActivityArg {

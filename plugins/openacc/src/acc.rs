@@ -5,37 +5,62 @@
 //! Layouts are x86-64 LP64 (see `ffi-headers/kprof_acc_prof.h`, the same interface
 //! for C). Every structure starts with its event type and `valid_bytes`; a runtime of
 //! an older interface version fills fewer bytes, so a field is read only when it lies
-//! entirely within `valid_bytes` ([`ProfInfo::has`], [`EventInfo::has`]).
+//! entirely within `valid_bytes` ([`within`], through `has!`).
 
 use std::ffi::{c_char, c_int, c_long, c_void, CStr};
 use std::mem::{offset_of, size_of};
 
 /// `acc_event_t` values.
 pub mod event {
+    /// `acc_ev_device_init_start`.
     pub const DEVICE_INIT_START: i32 = 1;
+    /// `acc_ev_device_init_end`.
     pub const DEVICE_INIT_END: i32 = 2;
+    /// `acc_ev_device_shutdown_start`.
     pub const DEVICE_SHUTDOWN_START: i32 = 3;
+    /// `acc_ev_device_shutdown_end`.
     pub const DEVICE_SHUTDOWN_END: i32 = 4;
+    /// `acc_ev_runtime_shutdown`.
     pub const RUNTIME_SHUTDOWN: i32 = 5;
+    /// `acc_ev_create`.
     pub const CREATE: i32 = 6;
+    /// `acc_ev_delete`.
     pub const DELETE: i32 = 7;
+    /// `acc_ev_alloc`.
     pub const ALLOC: i32 = 8;
+    /// `acc_ev_free`.
     pub const FREE: i32 = 9;
+    /// `acc_ev_enter_data_start`.
     pub const ENTER_DATA_START: i32 = 10;
+    /// `acc_ev_enter_data_end`.
     pub const ENTER_DATA_END: i32 = 11;
+    /// `acc_ev_exit_data_start`.
     pub const EXIT_DATA_START: i32 = 12;
+    /// `acc_ev_exit_data_end`.
     pub const EXIT_DATA_END: i32 = 13;
+    /// `acc_ev_update_start`.
     pub const UPDATE_START: i32 = 14;
+    /// `acc_ev_update_end`.
     pub const UPDATE_END: i32 = 15;
+    /// `acc_ev_compute_construct_start`.
     pub const COMPUTE_CONSTRUCT_START: i32 = 16;
+    /// `acc_ev_compute_construct_end`.
     pub const COMPUTE_CONSTRUCT_END: i32 = 17;
+    /// `acc_ev_enqueue_launch_start`.
     pub const ENQUEUE_LAUNCH_START: i32 = 18;
+    /// `acc_ev_enqueue_launch_end`.
     pub const ENQUEUE_LAUNCH_END: i32 = 19;
+    /// `acc_ev_enqueue_upload_start`.
     pub const ENQUEUE_UPLOAD_START: i32 = 20;
+    /// `acc_ev_enqueue_upload_end`.
     pub const ENQUEUE_UPLOAD_END: i32 = 21;
+    /// `acc_ev_enqueue_download_start`.
     pub const ENQUEUE_DOWNLOAD_START: i32 = 22;
+    /// `acc_ev_enqueue_download_end`.
     pub const ENQUEUE_DOWNLOAD_END: i32 = 23;
+    /// `acc_ev_wait_start`.
     pub const WAIT_START: i32 = 24;
+    /// `acc_ev_wait_end`.
     pub const WAIT_END: i32 = 25;
     /// `acc_ev_last`: one past the last event kprof knows.
     pub const LAST: i32 = 26;
@@ -43,7 +68,9 @@ pub mod event {
 
 /// `acc_construct_t` values kprof treats specially.
 pub mod construct {
+    /// `acc_construct_parallel`: a compute construct.
     pub const PARALLEL: i32 = 0;
+    /// `acc_construct_data`: a data construct.
     pub const DATA: i32 = 3;
 }
 
@@ -63,19 +90,33 @@ pub type LookupFn = unsafe extern "C" fn(name: *const c_char) -> Option<QueryFn>
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ProfInfo {
+    /// The event (`acc_event_t`).
     pub event_type: c_int,
+    /// How many bytes of this structure the runtime filled.
     pub valid_bytes: c_int,
+    /// The runtime's interface version (`_OPENACC`).
     pub version: c_int,
+    /// The device type (`acc_device_t`).
     pub device_type: c_int,
+    /// The device's number among those of its type.
     pub device_number: c_int,
+    /// The host thread, as the runtime numbers it.
     pub thread_id: c_int,
+    /// The `async` argument of the construct (`async` is a Rust keyword).
     pub async_: c_long,
+    /// The activity queue the construct runs on.
     pub async_queue: c_long,
+    /// Source file of the construct, NULL when unknown.
     pub src_file: *const c_char,
+    /// Enclosing function, NULL when unknown.
     pub func_name: *const c_char,
+    /// First line of the construct (0: unknown).
     pub line_no: c_int,
+    /// Last line of the construct.
     pub end_line_no: c_int,
+    /// First line of the enclosing function.
     pub func_line_no: c_int,
+    /// Last line of the enclosing function.
     pub func_end_line_no: c_int,
 }
 
@@ -83,10 +124,15 @@ pub struct ProfInfo {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct OtherEvent {
+    /// The event (`acc_event_t`).
     pub event_type: c_int,
+    /// How many bytes of this structure the runtime filled.
     pub valid_bytes: c_int,
+    /// The construct the event belongs to (`acc_construct_t`).
     pub parent_construct: c_int,
+    /// Nonzero for an implicit event (no construct in the source).
     pub implicit: c_int,
+    /// A pointer the tool may set at a start event and find at its end.
     pub tool_info: *mut c_void,
 }
 
@@ -94,14 +140,23 @@ pub struct OtherEvent {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct DataEvent {
+    /// The event (`acc_event_t`).
     pub event_type: c_int,
+    /// How many bytes of this structure the runtime filled.
     pub valid_bytes: c_int,
+    /// The construct the event belongs to (`acc_construct_t`).
     pub parent_construct: c_int,
+    /// Nonzero for an implicit event (no construct in the source).
     pub implicit: c_int,
+    /// A pointer the tool may set at a start event and find at its end.
     pub tool_info: *mut c_void,
+    /// Name of the variable moved, NULL when unknown.
     pub var_name: *const c_char,
+    /// Bytes moved or allocated.
     pub bytes: usize,
+    /// Host address of the data.
     pub host_ptr: *const c_void,
+    /// Device address of the data.
     pub device_ptr: *const c_void,
 }
 
@@ -109,23 +164,36 @@ pub struct DataEvent {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchEvent {
+    /// The event (`acc_event_t`).
     pub event_type: c_int,
+    /// How many bytes of this structure the runtime filled.
     pub valid_bytes: c_int,
+    /// The construct the event belongs to (`acc_construct_t`).
     pub parent_construct: c_int,
+    /// Nonzero for an implicit event (no construct in the source).
     pub implicit: c_int,
+    /// A pointer the tool may set at a start event and find at its end.
     pub tool_info: *mut c_void,
+    /// Name of the kernel launched, NULL when unknown.
     pub kernel_name: *const c_char,
+    /// Gangs of the launch.
     pub num_gangs: usize,
+    /// Workers per gang.
     pub num_workers: usize,
+    /// Vector length.
     pub vector_length: usize,
 }
 
 /// `acc_event_info`: the union of the three event structures (56 bytes).
 #[repr(C)]
 pub union EventInfo {
+    /// The event (`acc_event_t`), first in every variant.
     pub event_type: c_int,
+    /// For data events.
     pub data: DataEvent,
+    /// For launch events.
     pub launch: LaunchEvent,
+    /// For every other event.
     pub other: OtherEvent,
 }
 
@@ -133,12 +201,19 @@ pub union EventInfo {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ApiInfo {
+    /// The device API (`acc_device_api`).
     pub device_api: c_int,
+    /// How many bytes of this structure the runtime filled.
     pub valid_bytes: c_int,
+    /// The device type (`acc_device_t`).
     pub device_type: c_int,
+    /// The runtime vendor's identifier.
     pub vendor: c_int,
+    /// The device API's device handle.
     pub device_handle: *const c_void,
+    /// The device API's context handle.
     pub context_handle: *const c_void,
+    /// The device API's queue (stream) handle.
     pub async_handle: *const c_void,
 }
 
@@ -225,9 +300,10 @@ impl Prof {
         out.event_type = event_type;
         macro_rules! get {
             ($field:ident) => {
-                // SAFETY: the field lies within valid_bytes, which are readable.
-                has!(ProfInfo, vb, $field)
-                    .then(|| unsafe { std::ptr::addr_of!((*p).$field).read_unaligned() })
+                has!(ProfInfo, vb, $field).then(|| {
+                    // SAFETY: the field lies within valid_bytes, which are readable.
+                    unsafe { std::ptr::addr_of!((*p).$field).read_unaligned() }
+                })
             };
         }
         if let Some(v) = get!(version) {
@@ -371,15 +447,19 @@ impl Data {
         let d = e.cast::<DataEvent>();
         // SAFETY (all reads): within valid_bytes.
         if has!(DataEvent, vb, var_name) {
+            // SAFETY: the field lies within valid_bytes (checked just above), which are readable.
             out.var_name = unsafe { std::ptr::addr_of!((*d).var_name).read_unaligned() };
         }
         if has!(DataEvent, vb, bytes) {
+            // SAFETY: the field lies within valid_bytes (checked just above), which are readable.
             out.bytes = unsafe { std::ptr::addr_of!((*d).bytes).read_unaligned() } as u64;
         }
         if has!(DataEvent, vb, host_ptr) {
+            // SAFETY: the field lies within valid_bytes (checked just above), which are readable.
             out.host_ptr = unsafe { std::ptr::addr_of!((*d).host_ptr).read_unaligned() } as u64;
         }
         if has!(DataEvent, vb, device_ptr) {
+            // SAFETY: the field lies within valid_bytes (checked just above), which are readable.
             out.device_ptr = unsafe { std::ptr::addr_of!((*d).device_ptr).read_unaligned() } as u64;
         }
         out
@@ -412,9 +492,11 @@ impl Launch {
         let l = e.cast::<LaunchEvent>();
         // SAFETY (all reads): within valid_bytes.
         if has!(LaunchEvent, vb, kernel_name) {
+            // SAFETY: the field lies within valid_bytes (checked just above), which are readable.
             out.kernel_name = unsafe { std::ptr::addr_of!((*l).kernel_name).read_unaligned() };
         }
         if has!(LaunchEvent, vb, vector_length) {
+            // SAFETY: the field lies within valid_bytes (checked just above), which are readable.
             out.shape = Some(unsafe {
                 (
                     std::ptr::addr_of!((*l).num_gangs).read_unaligned() as u64,

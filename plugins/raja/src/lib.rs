@@ -340,10 +340,10 @@ unsafe fn launch_unguarded(platform: i32, name: *const c_char, len: usize, site:
     let Some(api) = api_or_connect() else { return };
     let plat = Platform::from_raw(platform);
     let dev = platform::device(api, plat);
-    // SAFETY: the function's contract.
     let checked = if plat == Platform::Unknown {
         Name::Implausible
     } else {
+        // SAFETY: the function's contract.
         unsafe { check_name(name, len) }
     };
     // SAFETY: names are NUL-terminated (checked, or static, or unchanging

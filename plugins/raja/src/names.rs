@@ -79,7 +79,7 @@ static TABLE: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
 unsafe fn key(ptr: *const c_char, len: usize) -> (u64, u64) {
     let n = len + 1;
     let p = ptr.cast::<u8>();
-    // SAFETY (all reads): each lies within 0..n, given the size checked before it.
+    // SAFETY: every read lies within 0..n, given the size checked before it.
     unsafe {
         if n >= 8 {
             (
@@ -169,9 +169,10 @@ pub unsafe fn unchanging(ptr: *const c_char, len: usize) -> Option<*const c_char
     if len == 0 || len > MAX_CACHED {
         return None;
     }
-    // SAFETY: the caller's contract (for the probe and the fill).
+    // SAFETY: the caller's contract.
     match unsafe { probe(ptr, len) } {
         Probe::Found(copy) => Some(copy),
+        // SAFETY: the caller's contract, as for the probe.
         Probe::Empty(slot, w0, w1) => unsafe { fill(slot, ptr, len, w0, w1) },
         Probe::Full => None,
     }
@@ -188,7 +189,7 @@ pub unsafe fn unchanging(ptr: *const c_char, len: usize) -> Option<*const c_char
 #[inline(always)]
 unsafe fn same_middle(a: *const c_char, b: *const c_char, len: usize) -> bool {
     let (a, b) = (a.cast::<u8>(), b.cast::<u8>());
-    // SAFETY (word): at + 8 <= end <= len + 1: within both names.
+    // SAFETY: at + 8 <= end <= len + 1: the word lies within both names.
     let word =
         |p: *const u8, at: usize| unsafe { std::ptr::read_unaligned(p.add(at).cast::<u64>()) };
     // Bytes [8, end) are left to compare; end >= 9 as len >= 16.

@@ -74,6 +74,7 @@ pub unsafe fn configure(
     };
     // SAFETY: NUL-terminated literals.
     if unsafe { (api.option_flag)(c"enable".as_ptr()) } == 0
+        // SAFETY: a NUL-terminated literal.
         || !unsafe { (api.attach)(c"rocm".as_ptr()) }
     {
         return std::ptr::null_mut();

@@ -6,6 +6,13 @@
 //! does not compile. Which record struct a buffer holds is chosen at run time from
 //! `cuptiGetVersion` ([`crate::layout`]).
 
+/// CUPTI 12.x: functions, callback and activity types, records. Generated: its
+/// items carry the C headers' names, documented there; its unsafe blocks are
+/// bindgen's layout tests and accessors.
+#[allow(missing_docs, clippy::undocumented_unsafe_blocks)]
 pub mod cuda12;
+/// The record versions CUDA 13.x added. Generated, as [`cuda12`].
+#[allow(missing_docs, clippy::undocumented_unsafe_blocks)]
 pub mod cuda13;
+/// The callback ids of the driver calls traced.
 pub mod driver_cbids;

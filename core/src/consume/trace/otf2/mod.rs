@@ -464,14 +464,15 @@ impl Otf2Writer {
         if code == OTF2_SUCCESS {
             return Ok(());
         }
-        // SAFETY: OTF2 returns static strings (or null).
         let text = |p: *const std::ffi::c_char| {
             if p.is_null() {
                 String::new()
             } else {
+                // SAFETY: OTF2 returns static strings (or null).
                 unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
             }
         };
+        // SAFETY: OTF2's error functions take any code.
         let (name, desc) = unsafe {
             (
                 text(self.api.OTF2_Error_GetName(code)),
