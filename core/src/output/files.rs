@@ -178,7 +178,6 @@ pub fn write_whole(
     }
 }
 
-
 /// What of the output could be written, for the summary's last line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {

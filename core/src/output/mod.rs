@@ -270,6 +270,7 @@ fn summary_holder() -> Option<SummaryHolder> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::process::ProcessInfo;
 
     fn info() -> ProcessInfo {
         ProcessInfo {

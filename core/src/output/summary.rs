@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::output::calltree::CallTree;
+use crate::output::files::Written;
 use crate::output::readable::{bytes, duration, table_name};
 use crate::output::report::{ClockInfo, Report, SelfCost, System, TreeNode};
-use crate::output::files::Written;
 
 /// A JSON trace from this size on is said to be the slow format.
 const LARGE_JSON: u64 = 64 << 20;

@@ -106,17 +106,135 @@ fn crates() -> Vec<std::path::PathBuf> {
         .collect()
 }
 
+/// Circles left, each as its crate's folder and its modules: a folder's
+/// `mod.rs` or a crate's root that defines what its children use and also uses
+/// them. The list only shrinks: a new circle fails, and so does one listed here
+/// that is gone (take it off).
+const KNOWN: &[(&str, &[&str])] = &[
+    ("core", &["hot::counters", "hot::counters::papi"]),
+    (
+        "core",
+        &[
+            "consume::trace",
+            "consume::trace::chrome",
+            "consume::trace::otf2",
+            "consume::trace::perfetto",
+        ],
+    ),
+    ("core", &["reduce", "reduce::fold", "reduce::render"]),
+    ("plugins/ompt", &["callbacks", "crate"]),
+    ("plugins/kokkos", &["crate", "timing"]),
+    ("plugins/kokkos", &["tune", "tune::report"]),
+    (
+        "plugins/rocm",
+        &["callbacks", "crate", "plugin", "records", "state"],
+    ),
+    ("plugins/mpi", &["crate", "job", "say", "state"]),
+    (
+        "plugins/actor",
+        &["crate", "dispatch", "hook", "peers", "segments", "shmem"],
+    ),
+    (
+        "cli",
+        &[
+            "crate",
+            "diff",
+            "diff::inputs",
+            "load",
+            "merge",
+            "merge::analyses",
+            "out_dir",
+            "pftrace",
+            "plot",
+            "plot::figures",
+            "report",
+            "report::shown",
+            "report::stream",
+            "report::views",
+            "run",
+        ],
+    ),
+];
+
 #[test]
 fn no_module_circles_in_the_workspace() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found = Vec::new();
+    let mut seen = Vec::new();
     let mut modules = 0;
     for src in crates() {
         let g = modgraph::Graph::read(&src);
         modules += g.uses.len();
-        for circle in g.circles() {
-            found.push(format!("in {}:\n  {}", src.display(), circle.join("\n  ")));
+        let krate = src
+            .parent()
+            .and_then(|c| c.strip_prefix(&root).ok())
+            .map(|c| c.display().to_string())
+            .unwrap_or_default();
+        for (members, lines) in g.circles() {
+            let known = KNOWN.iter().any(|(k, m)| {
+                *k == krate && m.iter().copied().eq(members.iter().map(String::as_str))
+            });
+            if known {
+                seen.push((krate.clone(), members));
+            } else {
+                found.push(format!(
+                    "in {krate} ({}):\n  {}",
+                    members.join(", "),
+                    lines.join("\n  ")
+                ));
+            }
         }
     }
     assert!(modules > 150, "only {modules} modules read");
     assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+    let gone: Vec<_> = KNOWN
+        .iter()
+        .filter(|(k, m)| {
+            !seen
+                .iter()
+                .any(|(sk, sm)| sk == k && m.iter().copied().eq(sm.iter().map(String::as_str)))
+        })
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "circles listed as known but gone (take them off KNOWN): {gone:?}"
+    );
+}
+
+#[test]
+fn the_graph_finds_a_circle_and_reads_paths() {
+    assert_eq!(
+        modgraph::expand_use("crate::hot::{open::GUID_SEQ_BITS, thread::{self, Sink as S}}"),
+        [
+            vec!["crate", "hot", "open", "GUID_SEQ_BITS"],
+            vec!["crate", "hot", "thread", "self"],
+            vec!["crate", "hot", "thread", "Sink"],
+        ]
+    );
+    assert_eq!(
+        modgraph::paths_in("let a = crate::api(); super::x::Y::new(crate::mode::ON)"),
+        [
+            vec!["crate"],
+            vec!["super", "x", "Y"],
+            vec!["crate", "mode", "ON"]
+        ]
+    );
+    assert_eq!(
+        modgraph::code(r#"let s = "crate::a::b"; // crate::c"#),
+        r#"let s = ""; "#
+    );
+    let dir = std::env::temp_dir().join(format!("kprof-layers-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("a")).expect("make a folder");
+    std::fs::write(dir.join("lib.rs"), "mod a;\nmod b;\n").expect("write");
+    std::fs::write(dir.join("a/mod.rs"), "mod c;\nuse c::f;\n").expect("write");
+    std::fs::write(dir.join("a/c.rs"), "use crate::b::g;\n").expect("write");
+    std::fs::write(
+        dir.join("b.rs"),
+        "fn g() { super::a::h() }\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+    )
+    .expect("write");
+    let circles = modgraph::Graph::read(&dir).circles();
+    std::fs::remove_dir_all(&dir).expect("remove the folder");
+    assert_eq!(circles.len(), 1, "{circles:?}");
+    assert_eq!(circles[0].0, ["a", "a::c", "b"]);
 }

@@ -108,7 +108,12 @@ pub fn expand_use(tree: &str) -> Vec<Vec<String>> {
 
 fn expand_into(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
     for item in split_top(tree) {
-        let item = item.split('@').next().unwrap_or(item);
+        // A rename (`a@b`, see above) names `a`.
+        let item = if item.contains('{') {
+            item
+        } else {
+            item.split('@').next().unwrap_or(item)
+        };
         let (head, group) = match item.find('{') {
             Some(at) => (&item[..at], Some(&item[at + 1..item.len() - 1])),
             None => (item, None),
@@ -152,8 +157,8 @@ pub fn paths_in(code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        let starts = is_ident(bytes[i])
-            && (i == 0 || !(is_ident(bytes[i - 1]) || bytes[i - 1] == ':'));
+        let starts =
+            is_ident(bytes[i]) && (i == 0 || !(is_ident(bytes[i - 1]) || bytes[i - 1] == ':'));
         if !starts {
             i += 1;
             continue;
@@ -166,14 +171,27 @@ pub fn paths_in(code: &str) -> Vec<Vec<String>> {
                 j += 1;
             }
             segs.push(bytes[s..j].iter().collect::<String>());
-            if j + 2 < bytes.len() && bytes[j] == ':' && bytes[j + 1] == ':' && is_ident(bytes[j + 2])
+            if j + 2 < bytes.len()
+                && bytes[j] == ':'
+                && bytes[j + 1] == ':'
+                && is_ident(bytes[j + 2])
             {
                 j += 2;
             } else {
                 break;
             }
         }
-        if segs.len() > 1 {
+        // A call (`crate::api()`) or a macro names a function, not a module of
+        // that name.
+        let had_path = segs.len() > 1;
+        if matches!(bytes.get(j), Some('(') | Some('!')) {
+            segs.pop();
+        }
+        let relative = matches!(
+            segs.first().map(String::as_str),
+            Some("crate" | "super" | "self")
+        );
+        if had_path || relative {
             out.push(segs);
         }
         i = j.max(i + 1);
@@ -264,10 +282,7 @@ impl Graph {
                     pending_use.push_str(&code);
                     if let Some(end) = pending_use.find(';') {
                         let stmt = pending_use[..end].to_string();
-                        let tree = stmt
-                            .split_once("use ")
-                            .map_or("", |(_, t)| t)
-                            .to_string();
+                        let tree = stmt.split_once("use ").map_or("", |(_, t)| t).to_string();
                         paths.extend(expand_use(&tree));
                         pending_use.clear();
                     }
@@ -306,9 +321,9 @@ impl Graph {
         Graph { uses }
     }
 
-    /// The circles: strongly connected sets of more than one module, each with
-    /// the uses that close it.
-    pub fn circles(&self) -> Vec<Vec<String>> {
+    /// The circles: strongly connected sets of more than one module (their
+    /// names, sorted), each with the uses that close it.
+    pub fn circles(&self) -> Vec<(Vec<String>, Vec<String>)> {
         let nodes: Vec<&Module> = self.uses.keys().collect();
         let index: BTreeMap<&Module, usize> =
             nodes.iter().enumerate().map(|(i, m)| (*m, i)).collect();
@@ -331,15 +346,13 @@ impl Graph {
             for &a in &comp {
                 for (t, at) in &self.uses[nodes[a]] {
                     if index.get(t).is_some_and(|b| set.contains(b)) {
-                        lines.push(format!(
-                            "{} -> {}  ({at})",
-                            name(nodes[a]),
-                            name(t)
-                        ));
+                        lines.push(format!("{} -> {}  ({at})", name(nodes[a]), name(t)));
                     }
                 }
             }
-            out.push(lines);
+            let mut members: Vec<String> = comp.iter().map(|&i| name(nodes[i])).collect();
+            members.sort();
+            out.push((members, lines));
         }
         out
     }
