@@ -13,13 +13,13 @@ use kprof_abi::{Activity, Anomaly, CopyEnd, Kind, Site, SpaceName};
 
 use crate::base::devices::Device;
 use crate::hot::counters::{Values, MAX_COUNTERS};
+use crate::hot::current;
 use crate::hot::nesting::{
     CopyInfo, DeviceActivity, Event, Extras, Opening, SiteRef, Transfer, ACTIVITY_ARGS,
 };
+use crate::hot::open::{GUID_SEQ_BITS, GUID_SEQ_MASK};
 use crate::hot::record::{head, long, Op};
 use crate::hot::runtime::{self, Runtime};
-use crate::hot::current;
-use crate::hot::open::{GUID_SEQ_BITS, GUID_SEQ_MASK};
 use crate::hot::thread::ThreadState;
 
 /// Opens an instance; returns its GUID (0 when not recording).
@@ -487,13 +487,7 @@ fn mismatched_end(open: &[u32], rt: &Runtime, id: Option<u32>) -> usize {
 /// [`end`] with records (a trace, or `KPROF_IN_PLACE=0`): out of the in-place
 /// path's line, which then keeps fewer registers.
 #[inline(never)]
-fn end_records(
-    t: &mut ThreadState,
-    kind: u8,
-    guid: u64,
-    ts: u64,
-    counters: Option<Values>,
-) {
+fn end_records(t: &mut ThreadState, kind: u8, guid: u64, ts: u64, counters: Option<Values>) {
     push_counters(t, counters);
     let back = if guid == 0 { Some(0) } else { t.back_ref(guid) };
     if let (Some(delta), Some(back)) = (t.delta(ts), back) {

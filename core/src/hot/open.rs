@@ -102,7 +102,9 @@ impl<T: 'static> ByIndex<T> {
         };
         if page.load(Ordering::Acquire).is_null() {
             let fresh: Box<[AtomicPtr<T>; PAGE_SLOTS]> =
-                Box::new(std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())));
+                Box::new(std::array::from_fn(
+                    |_| AtomicPtr::new(std::ptr::null_mut()),
+                ));
             page.store(Box::into_raw(fresh), Ordering::Release);
         }
         // SAFETY: pages are leaked once set and never freed.
@@ -116,6 +118,10 @@ impl<T: 'static> ByIndex<T> {
         let i = index as usize;
         let page = self.pages.get(i / PAGE_SLOTS)?.load(Ordering::Acquire);
         // SAFETY: pages and entries are leaked once published and never freed.
-        unsafe { page.as_ref()?[i % PAGE_SLOTS].load(Ordering::Acquire).as_ref() }
+        unsafe {
+            page.as_ref()?[i % PAGE_SLOTS]
+                .load(Ordering::Acquire)
+                .as_ref()
+        }
     }
 }

@@ -556,4 +556,3 @@ pub fn quiesce(slots: &[&'static ThreadSlot], wait: std::time::Duration) -> Vec<
         })
         .collect()
 }
-

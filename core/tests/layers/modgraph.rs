@@ -70,9 +70,13 @@ pub fn code(line: &str) -> String {
             // A character literal ('{', '\''); a lifetime ('a) has no closing quote
             // right after one character.
             '\'' => {
-                let rest: String = chars.clone().take(3).collect();
-                if rest.starts_with('\\') {
-                    let skip = rest[1..].find('\'').map_or(0, |i| i + 2);
+                let rest: String = chars.clone().take(12).collect();
+                if let Some(escaped) = rest.strip_prefix('\\') {
+                    // Past the backslash, the escaped character and the quote.
+                    let skip = escaped
+                        .get(1..)
+                        .and_then(|r| r.find('\''))
+                        .map_or(0, |i| i + 3);
                     for _ in 0..skip {
                         chars.next();
                     }

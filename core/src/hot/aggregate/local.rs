@@ -537,7 +537,7 @@ impl ThreadProfile {
     #[cold]
     #[inline(never)]
     fn close_nested(&mut self, ts: u64, kind: u8, guid: u64, counters: Option<&Values>) {
-        let Some(pos) = ended_at(&self.frames, kind, guid, false, &self.shared.anomalies) else {
+        let Some(pos) = ended_at(&self.frames, kind, guid, false, self.shared.anomalies) else {
             return;
         };
         let at_end = counters.map_or(CountersAtEnd::None, CountersAtEnd::At);
@@ -667,7 +667,7 @@ impl ThreadProfile {
     pub fn close_all(&mut self, end: u64, late: &[(u64, u64)]) {
         let mut ends = ends_at_exit(self.frames.iter().map(|f| f.guid), end, late);
         while let Some(f) = self.frames.pop() {
-            count_unclosed(f.kind, &self.shared.anomalies);
+            count_unclosed(f.kind, self.shared.anomalies);
             let end = ends.pop().unwrap_or(end).max(f.begin);
             self.last_ts = self.last_ts.max(end);
             self.close_frame(f, end, &[], false, CountersAtEnd::None);
