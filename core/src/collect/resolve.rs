@@ -10,8 +10,8 @@ use crate::hot::nesting::{
     count_unclosed, ended_at, ends_at_exit, Consumer, CopyInfo, DeviceActivity, Event, Extras,
     Global, Opening, SiteRef, Slice, Symbols, Transfer, ACTIVITY_ARGS, MAX_ARGS,
 };
+use crate::hot::open::GUID_SEQ_BITS;
 use crate::hot::record::{Head, Op, CODE_SLOTS};
-use crate::hot::thread::GUID_SEQ_BITS;
 
 /// The open instances of one thread, and the rules that keep what they emit
 /// nested whatever order the runtime ends them in: shared by the writer's record

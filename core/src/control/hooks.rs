@@ -155,7 +155,7 @@ fn install_signal_handlers() {
     if PREVIOUS.set(previous).is_err() {
         return;
     }
-    crate::hot::thread::on_deferred_signal(deferred_signal);
+    crate::hot::current::on_deferred_signal(deferred_signal);
     for (i, &(sig, _)) in SIGNALS.iter().enumerate() {
         if !ours[i] {
             continue;
@@ -197,7 +197,7 @@ extern "C" fn on_signal(sig: c_int) {
         return;
     };
     // This thread is inside an event: finish it first (a crash cannot wait).
-    if i < ASYNC_SIGNALS && crate::hot::thread::defer_signal(sig) {
+    if i < ASYNC_SIGNALS && crate::hot::current::defer_signal(sig) {
         return;
     }
     let first = HANDLING.fetch_add(1, Ordering::AcqRel) == 0;

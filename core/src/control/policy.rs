@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::hot::aggregate::tree::ROOT;
-use crate::hot::thread;
+use crate::hot::current;
 
 /// Live statistics of one call path (`kprof_stats` in kprof.h).
 #[repr(C)]
@@ -38,7 +38,7 @@ pub struct PathStats {
 /// (yet), `None` when there are no live statistics (kprof not recording, or a
 /// trace on).
 pub fn stats_of(path: &str) -> Option<Option<PathStats>> {
-    let mut e = thread::enter()?;
+    let mut e = current::enter()?;
     let rt = e.rt;
     let profile = e.t().in_place()?;
     let tree = &profile.tree;

@@ -13,12 +13,14 @@ use kprof_abi::{Activity, Anomaly, CopyEnd, Kind, Site, SpaceName};
 
 use crate::base::devices::Device;
 use crate::hot::counters::{Values, MAX_COUNTERS};
+use crate::hot::current;
 use crate::hot::nesting::{
     CopyInfo, DeviceActivity, Event, Extras, Opening, SiteRef, Transfer, ACTIVITY_ARGS,
 };
+use crate::hot::open::{GUID_SEQ_BITS, GUID_SEQ_MASK};
 use crate::hot::record::{head, long, Op};
 use crate::hot::runtime::{self, Runtime};
-use crate::hot::thread::{self, ThreadState, GUID_SEQ_BITS, GUID_SEQ_MASK};
+use crate::hot::thread::ThreadState;
 
 /// Opens an instance; returns its GUID (0 when not recording).
 ///
@@ -53,7 +55,7 @@ fn begin_named(
     parent: u64,
     name_id: impl FnOnce(&mut ThreadState, &Runtime) -> u32,
 ) -> u64 {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return 0;
     };
     let rt = e.rt;
@@ -83,7 +85,7 @@ fn begin_named(
         }
         return guid;
     }
-    push_counters(t, rt, counters);
+    push_counters(t, counters);
     // Host instances of the first 2^16 names, close in time to the thread's last
     // event (nearly all): one word, or two with a parent.
     let short = match (t.delta(ts), u16::try_from(name)) {
@@ -92,16 +94,16 @@ fn begin_named(
     };
     match short {
         Some((delta, name)) if parent == 0 => {
-            t.push(rt, [head(Op::BeginShort, kind, delta, name)], ts);
+            t.push([head(Op::BeginShort, kind, delta, name)], ts);
         }
         Some((delta, name)) => {
             let h = head(Op::BeginParentShort, kind, delta, name);
-            t.push(rt, [h, parent], ts);
+            t.push([h, parent], ts);
         }
-        None if parent == 0 => t.push(rt, long(ts, Op::Begin, kind, name, dev), ts),
+        None if parent == 0 => t.push(long(ts, Op::Begin, kind, name, dev), ts),
         None => {
             let [h, time] = long(ts, Op::BeginParent, kind, name, dev);
-            t.push(rt, [h, time, parent, 0], ts);
+            t.push([h, time, parent, 0], ts);
         }
     }
     guid
@@ -110,12 +112,12 @@ fn begin_named(
 /// Appends the thread's counters read for the begin or end record that follows
 /// (records mode).
 #[inline(always)]
-fn push_counters(t: &mut ThreadState, rt: &Runtime, counters: Option<Values>) {
+fn push_counters(t: &mut ThreadState, counters: Option<Values>) {
     if let Some(v) = counters {
         let mut words = [0u64; 2 + MAX_COUNTERS];
         words[0] = head(Op::Counters, 0, 0, 0);
         words[2..].copy_from_slice(&v);
-        t.push_untimed(rt, words);
+        t.push_untimed(words);
     }
 }
 
@@ -148,7 +150,7 @@ pub enum AtExtra {
 /// An [`AtExtra::Arg`] key is NULL or NUL-terminated, never freed nor changed.
 #[inline]
 pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtExtra) -> u64 {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return 0;
     };
     let rt = e.rt;
@@ -191,7 +193,7 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
         return guid;
     }
     let counters = t.read_counters(kind);
-    push_counters(t, rt, counters);
+    push_counters(t, counters);
     let ts = rt.clock.now();
     // The common case of host constructs nested where they run, close in time to
     // the thread's last event: the address by its code slot, one word (two with a
@@ -209,18 +211,18 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
             None => {
                 let h = head(Op::BeginCodeShort, kind, delta, slot);
                 if define {
-                    t.push(rt, [def, codeptr, h], ts);
+                    t.push([def, codeptr, h], ts);
                 } else {
-                    t.push(rt, [h], ts);
+                    t.push([h], ts);
                 }
             }
             Some((key, value)) => {
                 let h = head(Op::BeginCodeArgShort, kind, delta, slot);
                 let kv = u64::from(key) | u64::from(value) << 32;
                 if define {
-                    t.push(rt, [def, codeptr, h, kv], ts);
+                    t.push([def, codeptr, h, kv], ts);
                 } else {
-                    t.push(rt, [h, kv], ts);
+                    t.push([h, kv], ts);
                 }
             }
         }
@@ -230,24 +232,24 @@ pub unsafe fn begin_at(kind: u8, codeptr: u64, dev: u16, parent: u64, extra: AtE
         // Without a code slot, the address still fits the head's 48 bits.
         AtExtra::None if dev == 0 && parent == 0 && codeptr >> 48 == 0 => {
             let (low, high) = (codeptr as u32, (codeptr >> 32) as u16);
-            t.push(rt, long(ts, Op::BeginCode, kind, low, high), ts);
+            t.push(long(ts, Op::BeginCode, kind, low, high), ts);
         }
         AtExtra::None => {
             let [h, time] = long(ts, Op::BeginAt, kind, 0, dev);
-            t.push(rt, [h, time, codeptr, parent], ts);
+            t.push([h, time, codeptr, parent], ts);
         }
         AtExtra::Transfer { bytes, direction } => {
             let [h, time] = long(ts, Op::BeginTransfer, kind, direction, dev);
-            t.push(rt, [h, time, codeptr, parent, bytes, 0], ts);
+            t.push([h, time, codeptr, parent, bytes, 0], ts);
         }
         AtExtra::Arg { value, .. } if parent == 0 => {
             let [h, time] = long(ts, Op::BeginAtArg, kind, key, dev);
-            t.push(rt, [h, time, codeptr, value], ts);
+            t.push([h, time, codeptr, value], ts);
         }
         AtExtra::Arg { value, .. } => {
             let [h, time] = long(ts, Op::BeginAt, kind, 0, dev);
             let [arg, no_time] = long(0, Op::Arg, 0, key, 0);
-            t.push(rt, [h, time, codeptr, parent, arg, no_time, value, 0], ts);
+            t.push([h, time, codeptr, parent, arg, no_time, value, 0], ts);
         }
     }
     guid
@@ -265,7 +267,7 @@ pub unsafe fn begin_transfer_named(
     bytes: u64,
     direction: u32,
 ) -> u64 {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return 0;
     };
     let rt = e.rt;
@@ -284,16 +286,16 @@ pub unsafe fn begin_transfer_named(
         ip.open_extras((guid, kind, name, dev, ts), parent, extras);
         return guid;
     }
-    push_counters(t, rt, counters);
+    push_counters(t, counters);
     let [h, time] = long(ts, Op::BeginTransferNamed, kind, name, dev);
     let direction = u64::from(direction);
-    t.push(rt, [h, time, parent, 0, bytes, direction], ts);
+    t.push([h, time, parent, 0, bytes, direction], ts);
     guid
 }
 
 /// Records a dependence edge between two instances.
 pub fn edge(kind: u8, from: u64, to: u64) {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return;
     };
     let rt = e.rt;
@@ -313,7 +315,7 @@ pub fn edge(kind: u8, from: u64, to: u64) {
         return;
     }
     let [h, time] = long(ts, Op::Edge, kind, 0, 0);
-    t.push(rt, [h, time, from, to], ts);
+    t.push([h, time, from, to], ts);
 }
 
 /// Attaches a numeric argument to the calling thread's innermost open instance.
@@ -343,7 +345,7 @@ pub unsafe fn arg_static(key: *const c_char, value: u64) {
 
 #[inline(always)]
 fn arg_named(value: u64, key_id: impl FnOnce(&mut ThreadState, &Runtime) -> u32) {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return;
     };
     let rt = e.rt;
@@ -354,12 +356,12 @@ fn arg_named(value: u64, key_id: impl FnOnce(&mut ThreadState, &Runtime) -> u32)
         return;
     }
     let [h, no_time] = long(0, Op::Arg, 0, key, 0);
-    t.push_untimed(rt, [h, no_time, value, 0]);
+    t.push_untimed([h, no_time, value, 0]);
 }
 
 /// Names the calling thread.
 pub fn thread_name(name: String) {
-    if let Some(mut e) = thread::enter() {
+    if let Some(mut e) = current::enter() {
         e.t().slot().set_name(name);
     }
 }
@@ -367,25 +369,25 @@ pub fn thread_name(name: String) {
 /// Closes instance `guid` of `kind` (0: the innermost open one of that kind).
 #[inline(always)]
 pub fn end(kind: u8, guid: u64) {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return;
     };
     let rt = e.rt;
     // Timestamp first, so recording is not counted in the instance's time.
     let ts = rt.clock.now();
-    end_entered(e.t(), rt, kind, guid, ts);
+    end_entered(e.t(), kind, guid, ts);
 }
 
 /// [`end`] on an entered thread, at raw time `ts`.
 #[inline(always)]
-fn end_entered(t: &mut ThreadState, rt: &Runtime, kind: u8, guid: u64, ts: u64) {
+fn end_entered(t: &mut ThreadState, kind: u8, guid: u64, ts: u64) {
     t.close();
     let counters = t.read_counters(kind);
     if let Some(ip) = t.in_place() {
         ip.close(ts, kind, guid, counters.as_ref());
         return;
     }
-    end_records(t, rt, kind, guid, ts, counters);
+    end_records(t, kind, guid, ts, counters);
 }
 
 /// Opens an annotation region (`kprof_region_begin`): [`begin`] of a
@@ -413,7 +415,7 @@ pub unsafe fn region_begin(name: *const c_char) -> u64 {
 /// # Safety
 /// `name` is NULL or NUL-terminated.
 pub unsafe fn region_end(name: *const c_char) {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return;
     };
     let rt = e.rt;
@@ -433,7 +435,7 @@ pub unsafe fn region_end(name: *const c_char) {
     };
     for _ in 0..closing {
         t.regions.pop();
-        end_entered(t, rt, Kind::UserRegion as u8, 0, ts);
+        end_entered(t, Kind::UserRegion as u8, 0, ts);
     }
     // A first sight of the name, after the ends: the enclosing regions' time.
     let own = t.names.take_own();
@@ -485,25 +487,18 @@ fn mismatched_end(open: &[u32], rt: &Runtime, id: Option<u32>) -> usize {
 /// [`end`] with records (a trace, or `KPROF_IN_PLACE=0`): out of the in-place
 /// path's line, which then keeps fewer registers.
 #[inline(never)]
-fn end_records(
-    t: &mut ThreadState,
-    rt: &Runtime,
-    kind: u8,
-    guid: u64,
-    ts: u64,
-    counters: Option<Values>,
-) {
-    push_counters(t, rt, counters);
+fn end_records(t: &mut ThreadState, kind: u8, guid: u64, ts: u64, counters: Option<Values>) {
+    push_counters(t, counters);
     let back = if guid == 0 { Some(0) } else { t.back_ref(guid) };
     if let (Some(delta), Some(back)) = (t.delta(ts), back) {
-        t.push(rt, [head(Op::EndShort, kind, delta, back)], ts);
+        t.push([head(Op::EndShort, kind, delta, back)], ts);
     } else if guid == 0 || guid >> GUID_SEQ_BITS == u64::from(t.index()) {
         let seq = guid & GUID_SEQ_MASK;
         let words = long(ts, Op::End, kind, seq as u32, (seq >> 32) as u16);
-        t.push(rt, words, ts);
+        t.push(words, ts);
     } else {
         let [h, time] = long(ts, Op::EndGuid, kind, 0, 0);
-        t.push(rt, [h, time, guid, 0], ts);
+        t.push([h, time, guid, 0], ts);
     }
 }
 
@@ -515,7 +510,7 @@ fn end_records(
 /// for the end of the run: that instance, if still open then, ends at `at`.
 #[inline]
 pub fn end_at(kind: u8, guid: u64, at: u64) {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return;
     };
     let rt = e.rt;
@@ -532,7 +527,7 @@ pub fn end_at(kind: u8, guid: u64, at: u64) {
         Some(ip) => ip.last_ts,
         None => t.last_time(),
     };
-    end_entered(t, rt, kind, guid, ts.max(last));
+    end_entered(t, kind, guid, ts.max(last));
 }
 
 /// [`end_at`] of another thread's instance: kept for the end of the run (a
@@ -560,7 +555,7 @@ pub fn stamp() -> u64 {
 /// never freed nor changed.
 #[inline]
 pub unsafe fn call(c: &kprof_abi::Call) {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return;
     };
     let rt = e.rt;
@@ -608,7 +603,7 @@ pub unsafe fn call(c: &kprof_abi::Call) {
         }
         return;
     }
-    call_records(t, rt, c, (name, channel), &args[..n], (begin, end));
+    call_records(t, c, (name, channel), &args[..n], (begin, end));
 }
 
 /// [`call`] with records: the begin, arguments, message and end that separate
@@ -616,7 +611,6 @@ pub unsafe fn call(c: &kprof_abi::Call) {
 #[inline(never)]
 fn call_records(
     t: &mut ThreadState,
-    rt: &Runtime,
     c: &kprof_abi::Call,
     (name, channel): (u32, Option<u32>),
     args: &[(u32, u64)],
@@ -628,21 +622,21 @@ fn call_records(
     // The writer recounts the thread's GUIDs from its begins.
     let _ = t.open();
     match (t.delta(begin), u16::try_from(name)) {
-        (Some(delta), Ok(short)) => t.push(rt, [head(Op::BeginShort, c.kind, delta, short)], begin),
-        _ => t.push(rt, long(begin, Op::Begin, c.kind, name, 0), begin),
+        (Some(delta), Ok(short)) => t.push([head(Op::BeginShort, c.kind, delta, short)], begin),
+        _ => t.push(long(begin, Op::Begin, c.kind, name, 0), begin),
     }
     for &(key, value) in args {
         let [h, no_time] = long(0, Op::Arg, 0, key, 0);
-        t.push_untimed(rt, [h, no_time, value, 0]);
+        t.push_untimed([h, no_time, value, 0]);
     }
     if let Some(channel) = channel {
         let [h, time] = long(end, Op::Instant, Kind::Message as u8, channel, 0);
-        t.push(rt, [h, time, c.message, c.bytes], end);
+        t.push([h, time, c.message, c.bytes], end);
     }
     t.close();
     match t.delta(end) {
-        Some(delta) => t.push(rt, [head(Op::EndShort, c.kind, delta, 0)], end),
-        None => t.push(rt, long(end, Op::End, c.kind, 0, 0), end),
+        Some(delta) => t.push([head(Op::EndShort, c.kind, delta, 0)], end),
+        None => t.push(long(end, Op::End, c.kind, 0, 0), end),
     }
 }
 
@@ -675,7 +669,7 @@ fn instant_named(
     b: u64,
     name_id: impl FnOnce(&mut ThreadState, &Runtime) -> u32,
 ) {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return;
     };
     let rt = e.rt;
@@ -703,7 +697,7 @@ fn instant_named(
         return;
     }
     let [h, time] = long(ts, Op::Instant, kind, name, 0);
-    t.push(rt, [h, time, a, b], ts);
+    t.push([h, time, a, b], ts);
 }
 
 /// Records an allocation (`op` Alloc) or deallocation (`op` Free).
@@ -712,7 +706,7 @@ fn instant_named(
 /// `space.ptr` is NULL or readable for `space.max_len` bytes or to a NUL; `label` is
 /// NULL or NUL-terminated.
 pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, bytes: u64) {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return;
     };
     let rt = e.rt;
@@ -727,7 +721,7 @@ pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, b
         )
     };
     let [h, time] = long(ts, op, 0, label, 0);
-    t.push(rt, [h, time, ptr, bytes, u64::from(space), 0], ts);
+    t.push([h, time, ptr, bytes, u64::from(space), 0], ts);
 }
 
 /// Opens a memory copy; returns its GUID.
@@ -735,7 +729,7 @@ pub unsafe fn memory(op: Op, space: SpaceName, label: *const c_char, ptr: u64, b
 /// # Safety
 /// As [`memory`], for both ends.
 pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return 0;
     };
     let rt = e.rt;
@@ -776,11 +770,11 @@ pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
         });
         return guid;
     }
-    push_counters(t, rt, counters);
+    push_counters(t, counters);
     let [h, time] = long(ts, Op::CopyBegin, Kind::DeepCopy as u8, dst_label, 0);
     let (dst_space, src_space) = (u64::from(dst_space), u64::from(src_space));
     let words = [h, time, bytes, u64::from(src_label), dst_space, src_space];
-    t.push(rt, words, ts);
+    t.push(words, ts);
     guid
 }
 
@@ -789,7 +783,7 @@ pub unsafe fn copy_begin(dst: CopyEnd, src: CopyEnd, bytes: u64) -> u64 {
 /// # Safety
 /// `name` is NULL or NUL-terminated.
 pub unsafe fn section_create(name: *const c_char) -> u32 {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return 0;
     };
     let rt = e.rt;
@@ -802,17 +796,17 @@ pub unsafe fn section_create(name: *const c_char) -> u32 {
 
 /// Starts (`op` SectionStart) or stops (`op` SectionStop) section `id`.
 pub fn section(op: Op, id: u32) {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return;
     };
     let rt = e.rt;
     let ts = rt.clock.now();
-    e.t().push(rt, long(ts, op, 0, id, 0), ts);
+    e.t().push(long(ts, op, 0, id, 0), ts);
 }
 
 /// Validates a section id on destroy (the totals stay in the profile).
 pub fn section_destroy(id: u32) {
-    let Some(e) = thread::enter() else {
+    let Some(e) = current::enter() else {
         return;
     };
     let rt = e.rt;
@@ -828,7 +822,7 @@ pub fn section_destroy(id: u32) {
 /// Records a metadata pair; a NULL key or value is `<null>` and counted as a null
 /// name, invalid UTF-8 is shown with U+FFFD and counted, as for every other name.
 pub fn metadata(key: Option<&std::ffi::CStr>, value: Option<&std::ffi::CStr>) {
-    let Some(e) = thread::enter() else {
+    let Some(e) = current::enter() else {
         return;
     };
     let rt = e.rt;
@@ -879,10 +873,9 @@ static SITES: AtomicU64 = AtomicU64::new(0);
 /// launches now. In place, its node; with records, a site record the writer
 /// resolves (the thread knows no nodes then).
 pub fn site() -> Site {
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return Site::default();
     };
-    let rt = e.rt;
     let t = e.t();
     let index = t.index();
     if let Some(ip) = t.in_place() {
@@ -900,7 +893,7 @@ pub fn site() -> Site {
     }
     let token = SITES.fetch_add(1, Ordering::Relaxed) + 1;
     let [h, _] = long(0, Op::Site, 0, token as u32, (token >> 32) as u16);
-    t.push_untimed(rt, [h, 0]);
+    t.push_untimed([h, 0]);
     Site {
         guid: 0,
         node: SiteRef::Token(token).word(),
@@ -918,7 +911,7 @@ pub unsafe fn activity(a: &Activity) {
         anomaly(Anomaly::UnknownEvent);
         return;
     };
-    let Some(mut e) = thread::enter() else {
+    let Some(mut e) = current::enter() else {
         return;
     };
     let rt = e.rt;
@@ -988,5 +981,5 @@ pub unsafe fn activity(a: &Activity) {
         words[10 + 2 * k] = u64::from(key);
         words[11 + 2 * k] = value;
     }
-    t.push_untimed(rt, words);
+    t.push_untimed(words);
 }

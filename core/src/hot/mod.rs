@@ -2,17 +2,25 @@
 //! no lock, no allocation, no system call per event. [`events`] takes a timestamp
 //! ([`clock`]) and either adds the event to the thread's own profile
 //! ([`aggregate`]) or appends a [`record`] to the thread's chunk ([`thread`],
-//! [`buffer`], [`arena`]). [`nesting`] holds the event vocabulary and the rules
-//! that keep begins and ends nested; [`runtime`] the state of the one runtime.
+//! [`buffer`], [`arena`]); [`current`] enters the calling thread ([`tls`]) for
+//! each event. [`nesting`] holds the event vocabulary and the rules that keep
+//! begins and ends nested; [`open`] the GUIDs and the open instances threads
+//! publish for each other; [`runtime`] the state of the one runtime.
+//!
+//! The modules' imports form no circle (`core/tests/layers`): what a thread's
+//! state and profile need of the runtime is handed to them as data when they
+//! are made ([`thread::Sink`], [`aggregate::local::Shared`]).
 
 pub mod aggregate;
 pub mod arena;
 pub mod buffer;
 pub mod clock;
 pub mod counters;
+pub mod current;
 pub mod events;
 pub mod intern;
 pub mod nesting;
+pub mod open;
 pub mod record;
 pub mod runtime;
 pub mod thread;

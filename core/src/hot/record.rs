@@ -10,7 +10,7 @@
 //! more to fault in than recording does, the bytes per event are the overhead.
 //!
 //! GUIDs are implicit on the common path: a thread's GUIDs are its index in the high
-//! bits and a counter below ([`crate::hot::thread::GUID_SEQ_BITS`]), and every begin takes
+//! bits and a counter below ([`crate::hot::open::GUID_SEQ_BITS`]), and every begin takes
 //! the next one, so the writer recomputes them by counting begins ([`Op::Gap`] carries
 //! the counter when records were dropped).
 //!

@@ -11,11 +11,12 @@ use crate::base::anomaly::Anomalies;
 use crate::base::config::Config;
 use crate::base::devices::Devices;
 use crate::base::process::ProcessInfo;
+use crate::hot::aggregate::local::Shared;
 use crate::hot::buffer::Pool;
 use crate::hot::clock::Clock;
 use crate::hot::counters::Counters;
 use crate::hot::intern::Interner;
-use crate::hot::thread::Registry;
+use crate::hot::thread::{Registry, Sink};
 
 /// How long a shutdown waits for the writer before giving up (never hang the host).
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(30);
@@ -209,8 +210,31 @@ impl Runtime {
 
     /// Wakes the writer if it sleeps (it also polls every few milliseconds).
     pub fn wake_writer(&self) {
-        if let Some(t) = self.writer.get() {
-            t.unpark();
+        crate::hot::thread::wake(&self.writer);
+    }
+
+    /// What a thread's full chunks go to (given to each thread as it registers).
+    pub fn sink(&'static self) -> Sink {
+        Sink {
+            pool: &self.pool,
+            clock: &self.clock,
+            threads: &self.threads,
+            writer: &self.writer,
+        }
+    }
+
+    /// What a thread's profile reads of the runtime (given to each profile as
+    /// it is made).
+    pub fn shared(&'static self) -> Shared {
+        Shared {
+            clock: &self.clock,
+            names: &self.names,
+            anomalies: &self.anomalies,
+            devices: &self.devices,
+            open: self.threads.open_frames(),
+            start_raw: self.start_raw,
+            counter_events: self.counters.as_ref().map_or(0, |c| c.names.len()),
+            samples: self.samples,
         }
     }
 

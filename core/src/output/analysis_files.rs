@@ -8,9 +8,10 @@ use std::path::Path;
 use crate::hot::runtime::warn;
 use crate::output::call_path::{Walk, TEAM_METRICS};
 use crate::output::calltree::CallTree;
+use crate::output::files::OutputError;
 use crate::output::report::{Report, TaskEdge};
 use crate::output::taskgraph::LongestWork;
-use crate::output::{taskgraph, tasktree, OutputError};
+use crate::output::{taskgraph, tasktree};
 
 /// Writes `tasktree.json` and `taskgraph.dot` of the tree `walk` meets into `dir`,
 /// each completely or not at all, on two threads (each walks the tree); a

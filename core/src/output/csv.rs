@@ -7,9 +7,9 @@ use std::ops::Range;
 use std::path::Path;
 
 use crate::output::calltree::CallTree;
+use crate::output::files::{write_whole, OutputError};
 use crate::output::flat::{own_team, per_thread, TeamStack};
 use crate::output::report::TreeNode;
-use crate::output::{write_whole, OutputError};
 
 /// Column names, in order.
 pub const HEADER: [&str; 18] = [

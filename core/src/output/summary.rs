@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::output::calltree::CallTree;
+use crate::output::files::Written;
 use crate::output::readable::{bytes, duration, table_name};
 use crate::output::report::{ClockInfo, Report, SelfCost, System, TreeNode};
-use crate::output::Written;
 
 /// A JSON trace from this size on is said to be the slow format.
 const LARGE_JSON: u64 = 64 << 20;
@@ -261,7 +261,7 @@ pub fn body(r: &Report, tree: &dyn CallTree, top: usize, traces: &[PathBuf]) -> 
             true => t.parent().unwrap_or(t),
             false => t.as_path(),
         };
-        let size = crate::output::bytes_on_disk(on_disk);
+        let size = crate::output::files::bytes_on_disk(on_disk);
         // JSON is the slow and large format (the trace_size bench): said where it
         // grew large, so that a long run picks another.
         let json = t.extension().is_some_and(|e| e == "json") && size >= LARGE_JSON;

@@ -18,10 +18,10 @@ use std::hash::BuildHasher;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::output::call_path::Walk;
+use crate::output::files::{write_whole, OutputError};
 use crate::output::flat::Enclosing;
 use crate::output::readable::duration;
 use crate::output::report::TaskEdge;
-use crate::output::{write_whole, OutputError};
 
 /// Most nodes drawn: the longest by inclusive time. Graphviz lays out a few hundred
 /// nodes readably; a profile can have a million names (the file says how many

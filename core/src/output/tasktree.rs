@@ -10,8 +10,8 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::output::call_path::{CallPath, Walk};
+use crate::output::files::{write_whole, OutputError};
 use crate::output::nested_json::NestedJson;
-use crate::output::{write_whole, OutputError};
 
 /// Writes the tree `walk` meets to `path` (completely or not at all), without
 /// the metrics named in `omit`.

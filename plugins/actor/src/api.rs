@@ -68,7 +68,7 @@ pub extern "C" fn kprof_actor_done(selector: c_int, mailbox: c_int) {
 fn direct() -> Option<&'static (Row, Row)> {
     crate::api_or_connect()?;
     // Called by a running FA-BSP program: OpenSHMEM is initialized.
-    state::learn_pes();
+    crate::shmem::learn_pes();
     let n = state::n_pes();
     Some(state::DIRECT.get_or_init(|| (Row::new(n), Row::new(n))))
 }

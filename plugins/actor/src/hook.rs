@@ -248,7 +248,7 @@ unsafe extern "C" fn hook_local_send(
     if n_bytes > 0 {
         kprof_abi::guard::guard((), || {
             if crate::api().is_some() {
-                state::local_send(p as usize, dest, n_bytes as u64);
+                crate::dispatch::local_send(p as usize, dest, n_bytes as u64);
             }
         });
     }
@@ -511,7 +511,7 @@ pub fn install() {
 ///
 /// This is the whole per-call path of the load-time hooks: one load says what
 /// to measure ([`mod@crate::mode`]), and the booking of a push, pull or advance of
-/// the conveyor looked up last is inlined here ([`state::booked`]).
+/// the conveyor looked up last is inlined here ([`crate::dispatch::booked`]).
 #[inline(always)]
 fn around(
     c: *mut c_void,
@@ -549,7 +549,7 @@ fn around(
     let now = if timing { crate::clock::ticks() } else { 0 };
     let (pe, arg) = report(rc);
     kprof_abi::guard::guard((), || {
-        state::booked(
+        crate::dispatch::booked(
             mode,
             state::Call {
                 key: c as usize,

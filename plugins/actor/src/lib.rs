@@ -38,6 +38,7 @@
 
 pub mod api;
 pub mod clock;
+pub mod dispatch;
 pub mod hook;
 pub mod peers;
 pub mod porter;
@@ -158,7 +159,7 @@ fn api_or_connect() -> Option<&'static CoreApi> {
 unsafe extern "C" fn flush() {
     kprof_abi::guard::guard((), || {
         if let Some(api) = api() {
-            state::finish(api);
+            dispatch::finish(api);
         }
         MODE.store(0, Ordering::Relaxed);
         FINALIZED.store(true, Ordering::Relaxed);

@@ -118,7 +118,7 @@ fn done(f: F, t0: u64, put: Option<(i64, u64)>) {
             return;
         };
         // Inside an OpenSHMEM call: initialized, so its PE numbers can be asked.
-        state::learn_pes();
+        learn_pes();
         let now = state::shmem_call(t0, put);
         bump(&CALLS[f as usize], 1);
         bump(&TICKS[f as usize], now.saturating_sub(t0));
@@ -305,5 +305,19 @@ pub fn report(api: &CoreApi, ns_per_tick: f64) {
             &calls.to_string(),
         );
         state::meta(api, &format!("actor.openshmem.{name}.ns"), &ns.to_string());
+    }
+}
+
+/// Asks OpenSHMEM for this PE and the job's PEs, once. Call only while
+/// OpenSHMEM is surely initialized (from a wrapped OpenSHMEM call or a
+/// Conveyors entry): `shmem_my_pe` aborts the program before `shmem_init` and
+/// after `shmem_finalize`.
+pub fn learn_pes() {
+    if !state::pes_known() {
+        let (me, n) = my_pe_n_pes();
+        // Not known yet (not initialized): asked again next time.
+        if n > 0 {
+            state::set_pes(me, n);
+        }
     }
 }

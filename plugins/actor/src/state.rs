@@ -294,34 +294,23 @@ pub static DIRECT: OnceLock<(Row, Row)> = OnceLock::new();
 /// OpenSHMEM puts made outside Conveyors, per destination.
 pub static OUTSIDE_PUTS: OnceLock<Row> = OnceLock::new();
 
-/// Asks OpenSHMEM for this PE and the job's PEs, once. Call only while
-/// OpenSHMEM is surely initialized (from a wrapped OpenSHMEM call or a
-/// Conveyors entry): `shmem_my_pe` aborts the program before `shmem_init` and
-/// after `shmem_finalize`.
-pub fn learn_pes() {
-    if N_PES.load(Ordering::Relaxed) < 0 {
-        let (me, n) = crate::shmem::my_pe_n_pes();
-        // Not known yet (not initialized): asked again next time.
-        if n > 0 {
-            MY_PE.store(me, Ordering::Relaxed);
-            N_PES.store(n, Ordering::Relaxed);
-        }
-    }
+/// Whether the job's PEs are known ([`set_pes`]).
+pub fn pes_known() -> bool {
+    N_PES.load(Ordering::Relaxed) >= 0
 }
 
-/// Sets this PE and the job's PEs (unit tests, without OpenSHMEM).
-#[cfg(test)]
+/// Sets this PE and the job's PEs (as OpenSHMEM tells them, once).
 pub fn set_pes(me: i64, n: i64) {
     MY_PE.store(me, Ordering::Relaxed);
     N_PES.store(n, Ordering::Relaxed);
 }
 
-/// This PE as learnt ([`learn_pes`]; -1 when unknown).
+/// This PE as learnt ([`set_pes`]; -1 when unknown).
 pub fn my_pe() -> i64 {
     MY_PE.load(Ordering::Relaxed)
 }
 
-/// The job's PEs as learnt ([`learn_pes`]; 0 when unknown).
+/// The job's PEs as learnt ([`set_pes`]; 0 when unknown).
 pub fn n_pes() -> usize {
     N_PES.load(Ordering::Relaxed).max(0) as usize
 }
@@ -407,7 +396,8 @@ fn register(key: usize, item: u64, t0: u64) -> Option<usize> {
                 return None;
             };
             let c = conv(s);
-            learn_pes();
+            // The PEs were asked for before the begin was booked (a Conveyors
+            // entry runs with OpenSHMEM initialized).
             let npes = n_pes();
             if c.rows().is_none_or(|r| r.send.len() != npes) {
                 let rows = Box::new(Rows {
@@ -474,6 +464,9 @@ pub fn comm_to_now() {
     HOT.last.store(after, Ordering::Relaxed);
 }
 
+/// What takes a retired conveyor's rows (sent, received): the per-peer tracks.
+pub type Absorb = fn(&Row, &Row);
+
 /// A Conveyors entry that returned: what the hooks and the wrappers report.
 #[derive(Clone, Copy)]
 pub struct Call {
@@ -499,35 +492,16 @@ fn is_pull(op: i32) -> bool {
     op == op::PULL || op == op::EPULL
 }
 
-/// Books a Conveyors entry that returned (`mode`: [`mod@crate::mode`]): the
-/// rows, the segments, the per-peer tracks' sampling. A push, pull or advance
-/// of the conveyor looked up last (about every call of a phase) takes
-/// [`fast`]; any other call [`slow`].
+/// Books a push, pull or advance of the conveyor looked up last (about every
+/// call of a phase) in fewer steps ([`fast`]); false for any other call, which
+/// then takes [`leave`] (nothing was done).
 #[inline(always)]
-pub fn booked(mode: u8, call: Call) {
+pub fn book_fast(call: Call) -> bool {
     let frequent = matches!(
         call.op,
         op::PUSH | op::PULL | op::EPUSH | op::EPULL | op::ADVANCE
     );
-    if !frequent || !fast(call) {
-        let Call {
-            key,
-            op,
-            rc,
-            pe,
-            arg,
-            t0,
-            now,
-        } = call;
-        slow(mode, key, op, rc, pe, arg, t0, now);
-        return;
-    }
-    if call.now >= next_sample() {
-        crate::peers::due(call.op, call.now);
-    }
-    if call.t0 != 0 && mode & crate::mode::SEGMENTS != 0 {
-        crate::segments::after_call();
-    }
+    frequent && fast(call)
 }
 
 /// [`leave`] for a push, pull or advance of the conveyor looked up last, in
@@ -586,36 +560,10 @@ fn count_message(c: &Conv, call: Call) {
     }
 }
 
-/// [`booked`] for every call: [`leave`], then the per-peer tracks and the
-/// segments (cold: the begins, frees and calls of another conveyor than the
-/// last one).
-/// Takes the call's fields one by one: a `Call` passed by reference would be
-/// written to the stack on the fast path too.
-#[cold]
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn slow(mode: u8, key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64, now: u64) {
-    let call = Call {
-        key,
-        op,
-        rc,
-        pe,
-        arg,
-        t0,
-        now,
-    };
-    leave(call);
-    if let Some(api) = crate::api() {
-        crate::peers::after(api, call.op, call.now);
-        if call.t0 != 0 && mode & crate::mode::SEGMENTS != 0 {
-            crate::segments::after(api);
-        }
-    }
-}
-
 /// A Conveyors entry returned: `call.t0` is the clock before it ran,
-/// `call.now` after it (both 0 without the breakdown).
-pub fn leave(call: Call) {
+/// `call.now` after it (both 0 without the breakdown). A conveyor freed gives
+/// its rows to `retired` (sent, received) before they are kept for the end.
+pub fn leave(call: Call, retired: Absorb) {
     let Call {
         key,
         op,
@@ -625,10 +573,6 @@ pub fn leave(call: Call) {
         t0,
         now,
     } = call;
-    if op == op::BEGIN || op == op::FREE {
-        // A porter's address may be a freed one's.
-        crate::porter::forget();
-    }
     let slot = if op == op::BEGIN && rc == CONVEY_OK {
         let s = register(key, arg, t0);
         if ACTIVE.load(Ordering::Relaxed) == 0 {
@@ -674,7 +618,7 @@ pub fn leave(call: Call) {
     if push_or_pull && rc == CONVEY_OK {
         count_message(c, call);
     } else if op == op::FREE {
-        retire(s, now);
+        retire(s, now, retired);
         c.key.store(0, Ordering::Relaxed);
         HOT.cache_key.store(NO_KEY, Ordering::Relaxed);
         end_active(now);
@@ -741,12 +685,12 @@ pub fn shmem_call(t0: u64, put: Option<(i64, u64)>) -> u64 {
     now
 }
 
-/// The porter at `porter` sent a buffer of `bytes` on its local path to its rank
-/// `dest` (porter-relative: mapped to a PE by [`crate::porter`]) for the
-/// conveyor running now.
-pub fn local_send(porter: usize, dest: i32, bytes: u64) {
+/// A porter sent a buffer of `bytes` on its local path to the PE `pe()` tells
+/// (asked only when a conveyor runs now) for the conveyor running now.
+#[inline]
+pub fn local_send(pe: impl FnOnce() -> i64, bytes: u64) {
     if let Some(rows) = current_rows() {
-        if !rows.local.add(crate::porter::pe_of(porter, dest), 1, bytes) {
+        if !rows.local.add(pe(), 1, bytes) {
             bump(&ODD.bad_peer, 1);
         }
     }
@@ -869,7 +813,7 @@ static RETIRED: Mutex<Vec<Retired>> = Mutex::new(Vec::new());
 
 /// Takes the rows and times of the conveyor in `slot` (it is freed at `now`,
 /// or the run ends); its COMM and PROC join the PE's.
-fn retire(slot: usize, now: u64) {
+fn retire(slot: usize, now: u64, retired: Absorb) {
     let c = conv(slot);
     let comm = c.comm.load(Ordering::Relaxed);
     let proc_ = HOT.seg_ticks[slot % SLOTS + 1].load(Ordering::Relaxed);
@@ -878,7 +822,7 @@ fn retire(slot: usize, now: u64) {
     let rows = c.rows.swap(std::ptr::null_mut(), Ordering::Relaxed);
     // SAFETY: `rows` is null or a leaked Box of this slot, alive until `finish`.
     if let Some(r) = unsafe { rows.as_ref() } {
-        crate::peers::absorb(&r.send, &r.recv);
+        retired(&r.send, &r.recv);
     }
     let life = now.saturating_sub(c.begin.load(Ordering::Relaxed));
     let n = PARKED_N.load(Ordering::Relaxed);
@@ -976,9 +920,9 @@ fn emit(api: &CoreApi, r: Retired, k: f64) {
     }
 }
 
-/// The end of the run: conveyors never freed, the PE's breakdown, the odd calls.
-pub fn finish(api: &CoreApi) {
-    crate::segments::finish(api);
+/// The end of the run: the conveyors never freed are retired now (their rows to
+/// `retired`).
+pub fn retire_all(retired: Absorb) {
     let now = clock::ticks();
     for (s, c) in HOT.convs.iter().enumerate() {
         if c.key.load(Ordering::Relaxed) != 0 {
@@ -987,14 +931,17 @@ pub fn finish(api: &CoreApi) {
                 close_segment(now);
                 HOT.last.store(now, Ordering::Relaxed);
             }
-            retire(s, now);
+            retire(s, now, retired);
             c.key.store(0, Ordering::Relaxed);
             end_active(now);
         }
     }
     HOT.cache_key.store(NO_KEY, Ordering::Relaxed);
-    crate::peers::finish(api);
-    let k = clock::ns_per_tick();
+}
+
+/// Delivers the PE's conveyors, its breakdown and its odd calls (`odd`: the
+/// other parts' counts of odd calls, by name; `k`: nanoseconds per tick).
+pub fn report(api: &CoreApi, odd: &[(&str, &AtomicU64)], k: f64) {
     for r in all_retired() {
         emit(api, r, k);
     }
@@ -1044,14 +991,15 @@ pub fn finish(api: &CoreApi) {
         ("conveyors_not_measured", &ODD.too_many),
         ("conveyors_not_freed", &ODD.not_freed),
         ("convey_errors", &ODD.errors),
-        ("porters_unmapped", &crate::porter::UNMAPPED),
-    ] {
+    ]
+    .into_iter()
+    .chain(odd.iter().copied())
+    {
         let v = v.load(Ordering::Relaxed);
         if v > 0 {
             meta(api, &format!("actor.{name}"), &v.to_string());
         }
     }
-    crate::shmem::report(api, k);
 }
 
 #[cfg(test)]
@@ -1098,18 +1046,22 @@ mod tests {
         )
     }
 
-    /// The hot path ([`booked`], after its first lookup) books exactly what
+    /// The hot path ([`book_fast`], after its first lookup) books exactly what
     /// [`leave`] alone books: rows, COMM and PROC per conveyor, and the PE's
     /// MAIN + PROC + COMM = its phases.
     #[test]
     fn fast_path_books_what_leave_books() {
         // The PEs the porter's test sets too (tests share the statics).
         set_pes(2, 4);
-        let mode = crate::mode::ON | crate::mode::TIMING;
         let bad_before = ODD.bad_peer.load(Ordering::Relaxed);
-        phase(0x1000, 1000, &|c| booked(mode, c));
+        let none: Absorb = |_, _| {};
+        phase(0x1000, 1000, &|c| {
+            if !book_fast(c) {
+                leave(c, none)
+            }
+        });
         let fast = last_parked();
-        phase(0x2000, 2000, &|c| leave(c));
+        phase(0x2000, 2000, &|c| leave(c, none));
         let slow = last_parked();
         // Life 110; COMM 10 + 5 + 10 + 2 + 10 + 1 + 10; PROC the handler.
         assert_eq!(fast, (110, 48, 30, (1, 8), (1, 8)));

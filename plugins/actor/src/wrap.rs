@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use kprof_abi::guard::guard;
 
-use crate::{clock, state};
+use crate::{clock, dispatch, state};
 
 /// `struct kprof_actor_wrap_hooks` of `kprof_actor.h`.
 #[repr(C)]
@@ -107,10 +107,10 @@ pub unsafe extern "C" fn leave(
         };
         // One booking per frequent entry, each with its op a constant.
         match op {
-            state::op::PUSH => state::booked(mode, call(state::op::PUSH)),
-            state::op::PULL => state::booked(mode, call(state::op::PULL)),
-            state::op::ADVANCE => state::booked(mode, call(state::op::ADVANCE)),
-            _ => state::booked(mode, call(op)),
+            state::op::PUSH => dispatch::booked(mode, call(state::op::PUSH)),
+            state::op::PULL => dispatch::booked(mode, call(state::op::PULL)),
+            state::op::ADVANCE => dispatch::booked(mode, call(state::op::ADVANCE)),
+            _ => dispatch::booked(mode, call(op)),
         }
     })
 }

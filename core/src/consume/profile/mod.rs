@@ -88,7 +88,11 @@ impl Profile {
                 self.threads.resize_with(i + 1, || None);
             }
             let depth = rt.threads.depth();
-            self.threads[i] = Some(Box::new(ThreadProfile::new(rt, slot, depth)));
+            self.threads[i] = Some(Box::new(ThreadProfile::new(
+                rt.shared(),
+                (index, &slot.open),
+                depth,
+            )));
         }
         self.threads.get_mut(i)?.as_deref_mut()
     }

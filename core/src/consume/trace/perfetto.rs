@@ -75,8 +75,8 @@ use crate::consume::trace::perfetto_proto::{
 use crate::consume::trace::TraceWriter;
 use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, Slice};
+use crate::hot::open::GUID_SEQ_BITS;
 use crate::hot::runtime::Runtime;
-use crate::hot::thread::GUID_SEQ_BITS;
 use crate::output::{create_file, OutputError};
 
 /// Uncompressed bytes after which a round's packets are compressed and written

@@ -7,20 +7,23 @@
 //! An instance whose explicit parent runs on another thread (an OpenMP implicit
 //! task under the region its primary thread opened) is placed under an *anchor*:
 //! a stand-in for that thread's node, found through the node the other thread
-//! published for the parent ([`crate::hot::thread::OpenFrames`]). The merge puts the
+//! published for the parent ([`crate::hot::open::OpenFrames`]). The merge puts the
 //! anchor's subtree under the real node.
 
 use kprof_abi::{Anomaly, Kind};
 use rustc_hash::FxHashMap;
 
+use crate::base::anomaly::Anomalies;
 use crate::base::category::Category;
+use crate::base::devices::Devices;
+use crate::hot::clock::Clock;
 use crate::hot::counters::{Values, MAX_COUNTERS};
+use crate::hot::intern::Interner;
 use crate::hot::nesting::{
     count_unclosed, ended_at, ends_at_exit, DeviceActivity, Event, Extras, OpenInstance, Opening,
     Slice, MAX_ARGS,
 };
-use crate::hot::runtime::Runtime;
-use crate::hot::thread::{ThreadSlot, GUID_SEQ_BITS};
+use crate::hot::open::{ByIndex, OpenFrames, GUID_SEQ_BITS};
 
 use super::busy::DeviceBusy;
 use super::series::{Grid, ThreadSeries};
@@ -158,10 +161,36 @@ enum Parent {
     Anchor((u32, u32)),
 }
 
+/// What a thread's profile reads of the process's state, handed to it as data
+/// when it is made (the runtime's parts, never the runtime itself).
+#[derive(Clone, Copy)]
+pub struct Shared {
+    /// The clock of every timestamp.
+    pub clock: &'static Clock,
+    /// The name table (names made here: copies, places).
+    pub names: &'static Interner,
+    /// Anomaly counters.
+    pub anomalies: &'static Anomalies,
+    /// Devices seen (their labels).
+    pub devices: &'static Devices,
+    /// Every thread's open instances, by thread index: where an explicit parent
+    /// on another thread is.
+    pub open: &'static ByIndex<OpenFrames>,
+    /// Raw clock at start.
+    pub start_raw: u64,
+    /// Counter events read per counted instance (`KPROF_COUNTERS`).
+    pub counter_events: usize,
+    /// Instances sampled per node (`KPROF_SAMPLES`; 0: none).
+    pub samples: u32,
+}
+
 /// One thread's profile.
 pub struct ThreadProfile {
-    rt: &'static Runtime,
-    slot: &'static ThreadSlot,
+    shared: Shared,
+    /// The thread's index (the high bits of its GUIDs).
+    index: u32,
+    /// Where this thread publishes its open instances.
+    open: &'static OpenFrames,
     max_depth: usize,
     /// The thread's call paths; anchors are nodes outside the root's children.
     pub tree: Tree,
@@ -229,18 +258,24 @@ pub struct ThreadProfile {
 }
 
 impl ThreadProfile {
-    /// An empty profile of the thread of `slot`.
-    pub fn new(rt: &'static Runtime, slot: &'static ThreadSlot, max_depth: usize) -> ThreadProfile {
+    /// An empty profile of the thread `(index, where it publishes its open
+    /// instances)`.
+    pub fn new(
+        shared: Shared,
+        (index, open): (u32, &'static OpenFrames),
+        max_depth: usize,
+    ) -> ThreadProfile {
         ThreadProfile {
-            rt,
-            slot,
+            shared,
+            index,
+            open,
             max_depth: max_depth.max(1),
             tree: Tree::default(),
             // Room for the open instances of nearly every program, so that the
             // stack does not grow (untimed, inside the instances) while it runs.
             frames: Vec::with_capacity(FRAMES_RESERVED),
             counter_frames: Vec::new(),
-            counter_events: rt.counters.as_ref().map_or(0, |c| c.names.len()),
+            counter_events: shared.counter_events,
             anchors: FxHashMap::default(),
             last_anchor: ((0, 0), 0),
             anchored: Vec::new(),
@@ -262,22 +297,22 @@ impl ThreadProfile {
             own: 0,
             first_ts: 0,
             last_ts: 0,
-            series: ThreadSeries::new(Grid::new(&rt.clock, rt.start_raw)),
-            samples_k: rt.samples as usize,
+            series: ThreadSeries::new(Grid::new(shared.clock, shared.start_raw)),
+            samples_k: shared.samples as usize,
             rng: super::samples::Rng::new(
-                u64::from(slot.index).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ rt.start_raw,
+                u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ shared.start_raw,
             ),
         }
     }
 
     /// The clock of the runtime it belongs to.
-    pub fn clock(&self) -> &'static crate::hot::clock::Clock {
-        &self.rt.clock
+    pub fn clock(&self) -> &'static Clock {
+        self.shared.clock
     }
 
     /// The thread's index.
     pub fn index(&self) -> u32 {
-        self.slot.index
+        self.index
     }
 
     /// A name id for code address `addr`, named when the profile is merged (the
@@ -502,7 +537,7 @@ impl ThreadProfile {
     #[cold]
     #[inline(never)]
     fn close_nested(&mut self, ts: u64, kind: u8, guid: u64, counters: Option<&Values>) {
-        let Some(pos) = ended_at(&self.frames, kind, guid, false, &self.rt.anomalies) else {
+        let Some(pos) = ended_at(&self.frames, kind, guid, false, self.shared.anomalies) else {
             return;
         };
         let at_end = counters.map_or(CountersAtEnd::None, CountersAtEnd::At);
@@ -524,7 +559,7 @@ impl ThreadProfile {
         self.last_ts = end;
         if self.frames.len() >= self.max_depth {
             // Beyond the depth cap: counted, its time stays in the frame at the cap.
-            self.rt.anomalies.count(Anomaly::BeyondMaxDepth);
+            self.shared.anomalies.count(Anomaly::BeyondMaxDepth);
             return;
         }
         let parent = match self.frames.len() {
@@ -537,7 +572,7 @@ impl ThreadProfile {
         let outer = self.frames.last().map_or(Category::Idle, |f| f.category);
         self.series.moved(begin, outer);
         self.series.moved(end, Category::of(kind).unwrap_or(outer));
-        let dur = self.rt.clock.delta_ns(begin, end);
+        let dur = self.shared.clock.delta_ns(begin, end);
         let n = &mut self.tree.nodes[node as usize];
         n.stats.add(dur, dur);
         if self.samples_k > 0 {
@@ -575,7 +610,7 @@ impl ThreadProfile {
     pub fn activity(&mut self, a: &DeviceActivity, at: Option<(u32, u32)>) {
         self.events += 1;
         let parent = match at {
-            Some((thread, node)) if thread == self.slot.index => {
+            Some((thread, node)) if thread == self.index => {
                 if (node as usize) < self.tree.nodes.len() {
                     Parent::Node(node)
                 } else {
@@ -602,7 +637,7 @@ impl ThreadProfile {
         }
         // A synchronization waits for the device's work; it is not work.
         if a.kind != Kind::GpuSync {
-            let clock = &self.rt.clock;
+            let clock = self.shared.clock;
             self.devices
                 .entry(device)
                 .or_default()
@@ -613,7 +648,7 @@ impl ThreadProfile {
     /// The name id of device `dev`'s full label (`"CUDA:0"`: back end and number,
     /// whatever the stream).
     fn device_name(&mut self, dev: u16) -> u32 {
-        let rt = self.rt;
+        let rt = self.shared;
         *self
             .place_names
             .entry(1 << 16 | u32::from(dev))
@@ -622,7 +657,7 @@ impl ThreadProfile {
                     .devices
                     .get(dev)
                     .map_or_else(|| "Device".to_string(), |d| d.full_label());
-                rt.names.intern(text.as_bytes(), &rt.anomalies).0
+                rt.names.intern(text.as_bytes(), rt.anomalies).0
             })
     }
 
@@ -632,7 +667,7 @@ impl ThreadProfile {
     pub fn close_all(&mut self, end: u64, late: &[(u64, u64)]) {
         let mut ends = ends_at_exit(self.frames.iter().map(|f| f.guid), end, late);
         while let Some(f) = self.frames.pop() {
-            count_unclosed(f.kind, &self.rt.anomalies);
+            count_unclosed(f.kind, self.shared.anomalies);
             let end = ends.pop().unwrap_or(end).max(f.begin);
             self.last_ts = self.last_ts.max(end);
             self.close_frame(f, end, &[], false, CountersAtEnd::None);
@@ -668,7 +703,7 @@ impl ThreadProfile {
         // exceeds the time spent.
         let capped = parent.is_none() && self.frames.len() >= self.max_depth;
         let node = if capped {
-            self.rt.anomalies.count(Anomaly::BeyondMaxDepth);
+            self.shared.anomalies.count(Anomaly::BeyondMaxDepth);
             self.frames[self.max_depth - 1].node
         } else {
             let parent = parent.unwrap_or(match self.frames.len() {
@@ -725,7 +760,7 @@ impl ThreadProfile {
     fn push_frame(&mut self, f: Frame, outer: Category) {
         self.series.moved(f.begin, outer);
         if !f.capped {
-            self.slot.open.publish(self.frames.len(), f.guid, f.node);
+            self.open.publish(self.frames.len(), f.guid, f.node);
         }
         self.frames.push(f);
     }
@@ -739,7 +774,7 @@ impl ThreadProfile {
 
     /// [`ThreadProfile::own`] in nanoseconds.
     pub fn own_ns(&self) -> u64 {
-        self.rt.clock.delta_ns(0, self.own)
+        self.shared.clock.delta_ns(0, self.own)
     }
 
     /// The child of `parent` with this key, through the thread's cache of
@@ -802,7 +837,7 @@ impl ThreadProfile {
             Some(child) => child,
             None => {
                 // A new call path: the node and any table growth are kprof's time.
-                let clock = &self.rt.clock;
+                let clock = self.shared.clock;
                 let t0 = clock.now();
                 let child = self.tree.add(parent, name, kind, dev);
                 self.own += clock.now().saturating_sub(t0);
@@ -820,14 +855,14 @@ impl ThreadProfile {
     /// task's creation) is no parent: the instance nests where it runs.
     fn explicit_parent(&self, guid: u64) -> Option<Parent> {
         let thread = (guid >> GUID_SEQ_BITS) as u32;
-        if thread == self.slot.index {
+        if thread == self.index {
             return self
                 .frames
                 .iter()
                 .rposition(|f| f.guid == guid)
                 .map(Parent::Frame);
         }
-        let node = self.rt.threads.by_index(thread)?.open.find(guid)?;
+        let node = self.shared.open.get(thread)?.find(guid)?;
         Some(Parent::Anchor((thread, node)))
     }
 
@@ -876,16 +911,16 @@ impl ThreadProfile {
         if f.capped {
             return;
         }
-        self.slot.open.close(self.frames.len());
+        self.open.close(self.frames.len());
         if end_lost {
             // Closed where recording resumed, not where it ended: a duration that
             // would be wrong by up to the whole gap. Counted, not timed.
-            self.rt.anomalies.count(Anomaly::EndLost);
+            self.shared.anomalies.count(Anomaly::EndLost);
             return;
         }
         // kprof's own work while it was open is not the instance's time.
         let own = self.own - f.own_at;
-        let dur = self.rt.clock.delta_ns(f.begin.saturating_add(own), end);
+        let dur = self.shared.clock.delta_ns(f.begin.saturating_add(own), end);
         let node = &mut self.tree.nodes[f.node as usize];
         node.stats.add(dur, dur.saturating_sub(f.child_ns));
         if self.samples_k > 0 {
@@ -978,7 +1013,7 @@ impl ThreadProfile {
 
     /// The name id of a copy's node, `"<dst_label> <- <src_label>"`.
     fn copy_name(&mut self, dst_label: u32, src_label: u32) -> u32 {
-        let rt = self.rt;
+        let rt = self.shared;
         *self
             .copy_names
             .entry((dst_label, src_label))
@@ -988,13 +1023,13 @@ impl ThreadProfile {
                     rt.names.text(dst_label),
                     rt.names.text(src_label)
                 );
-                rt.names.intern(text.as_bytes(), &rt.anomalies).0
+                rt.names.intern(text.as_bytes(), rt.anomalies).0
             })
     }
 
     /// The name id of "Host" (`None`) or of device `dev`'s label.
     fn place_name(&mut self, dev: Option<u16>) -> u32 {
-        let rt = self.rt;
+        let rt = self.shared;
         let key = dev.map_or(u32::MAX, u32::from);
         *self.place_names.entry(key).or_insert_with(|| {
             let text = match dev {
@@ -1004,7 +1039,7 @@ impl ThreadProfile {
                     .get(d)
                     .map_or_else(|| "Device".to_string(), |d| d.label()),
             };
-            rt.names.intern(text.as_bytes(), &rt.anomalies).0
+            rt.names.intern(text.as_bytes(), rt.anomalies).0
         })
     }
 
