@@ -578,7 +578,10 @@ pub fn main(args: RunArgs) -> Outcome {
             OutDir::ProgramPid(prefix) => format!("{}%p", absolute(prefix).display()),
         },
     ));
-    env.push((kprof_core::output::LAUNCHER_VAR, "kprof run".into()));
+    env.push((
+        kprof_core::output::LAUNCHER_VAR,
+        kprof_core::output::KPROF_RUN.into(),
+    ));
     // Under an MPI launcher the job's merged profile (rank 0 writes it at
     // MPI_Finalize) goes to -o DIR, or kprof-<program>-job unless the user named it.
     let user_job =

@@ -6,6 +6,42 @@ use super::{Group, Kind, Setting};
 /// The trace formats' names and synonyms.
 pub const TRACE_WORDS: &[&str] = &["perfetto", "pftrace", "protobuf", "json", "chrome", "otf2"];
 
+/// The trace formats.
+pub const TRACE: Setting = Setting {
+        name: "trace",
+        var: "KPROF_TRACE",
+        run_flag: true,
+        kind: Kind::Words {
+            words: TRACE_WORDS,
+            expected: "a comma list of perfetto, json, otf2",
+        },
+        meta: "FORMATS",
+        default: "none",
+        doc: "comma list of trace formats: perfetto (trace.pftrace), json (trace.json), otf2 (otf2/traces.otf2, needs the OTF2 library); empty: none",
+    };
+
+/// Whether anything is recorded.
+pub const ENABLE: Setting = Setting {
+    name: "enable",
+    var: "KPROF_ENABLE",
+    run_flag: true,
+    kind: Kind::Flag,
+    meta: "0|1",
+    default: "1",
+    doc: "0 loads kprof but records nothing",
+};
+
+/// The hardware counters read.
+pub const COUNTERS: Setting = Setting {
+        name: "counters",
+        var: "KPROF_COUNTERS",
+        run_flag: true,
+        kind: Kind::List,
+        meta: "EVENTS",
+        default: "none",
+        doc: "comma list of PAPI events read at the begin and end of counted instances (PAPI_TOT_INS, perf::PAGE-FAULTS, sde:::lib::counter, ...; at most 8; needs libpapi at run time, or KPROF_PAPI_LIB); empty: none",
+    };
+
 /// The PAPI library.
 pub const PAPI_LIB: Setting = Setting {
     name: "papi-lib",
@@ -92,18 +128,7 @@ pub const GROUP: Group = Group {
             default: "0",
             doc: "MiB of those buffers faulted in by the writer at start, in the background, so that a measured phase after a setup phase records into ready memory",
         },
-        Setting {
-            name: "trace",
-            var: "KPROF_TRACE",
-            run_flag: true,
-            kind: Kind::Words {
-                words: TRACE_WORDS,
-                expected: "a comma list of perfetto, json, otf2",
-            },
-            meta: "FORMATS",
-            default: "none",
-            doc: "comma list of trace formats: perfetto (trace.pftrace), json (trace.json), otf2 (otf2/traces.otf2, needs the OTF2 library); empty: none",
-        },
+        TRACE,
         Setting {
             name: "trace-max-mb",
             var: "KPROF_TRACE_MAX_MB",
@@ -207,15 +232,7 @@ pub const GROUP: Group = Group {
             default: "1",
             doc: "write complete output on SIGINT/SIGTERM/SIGHUP and on a crash (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL), say which signal, then let the signal act; only where the program left the default disposition",
         },
-        Setting {
-            name: "enable",
-            var: "KPROF_ENABLE",
-            run_flag: true,
-            kind: Kind::Flag,
-            meta: "0|1",
-            default: "1",
-            doc: "0 loads kprof but records nothing",
-        },
+        ENABLE,
         Setting {
             name: "kokkos-fences",
             var: "KPROF_KOKKOS_FENCES",
@@ -234,15 +251,7 @@ pub const GROUP: Group = Group {
             default: "1",
             doc: "without a trace, each thread adds its events to its own profile as they happen: no records, no background work; 0: records processed by the writer thread, as with a trace",
         },
-        Setting {
-            name: "counters",
-            var: "KPROF_COUNTERS",
-            run_flag: true,
-            kind: Kind::List,
-            meta: "EVENTS",
-            default: "none",
-            doc: "comma list of PAPI events read at the begin and end of counted instances (PAPI_TOT_INS, perf::PAGE-FAULTS, sde:::lib::counter, ...; at most 8; needs libpapi at run time, or KPROF_PAPI_LIB); empty: none",
-        },
+        COUNTERS,
         Setting {
             name: "counter-kinds",
             var: "KPROF_COUNTER_KINDS",

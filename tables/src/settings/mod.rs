@@ -178,9 +178,19 @@ pub fn by_var(var: &str) -> Option<&'static Setting> {
     all().find(|s| s.var == var)
 }
 
-/// Variables kprof sets for the programs it runs, not settings: the runtime
-/// reads them to know it runs under `kprof run`.
-pub const INTERNAL: &[&str] = &["KPROF_LAUNCHER", "KPROF_RUN_PID"];
+/// Set by `kprof run` for the program: what started it ([`KPROF_RUN`]), so the
+/// runtime leaves to it what it does already.
+pub const LAUNCHER: &str = "KPROF_LAUNCHER";
+
+/// [`LAUNCHER`]'s value under `kprof run`.
+pub const KPROF_RUN: &str = "kprof run";
+
+/// Set by `kprof run` for the program: its own pid, so the program tells a
+/// signal it forwards from one sent directly.
+pub const RUN_PID: &str = "KPROF_RUN_PID";
+
+/// Variables kprof sets for the programs it runs, not settings.
+pub const INTERNAL: &[&str] = &[LAUNCHER, RUN_PID];
 
 /// Variables of kprof's own test suite and benchmarks (not read by kprof).
 pub const TEST_VARS: &[&str] = &["KPROF_DEPS_DIR", "KPROF_REQUIRE_ALL_TESTS"];
