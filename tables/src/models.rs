@@ -99,7 +99,8 @@ pub struct Model {
     pub detect: Detect,
     /// Its documentation page, from the repository's root.
     pub doc: &'static str,
-    /// One line for `kprof run --help`.
+    /// What its flag does, for `kprof run --help` (a sentence without its
+    /// period).
     pub help: &'static str,
 }
 
@@ -184,8 +185,8 @@ pub const MODELS: [Model; 8] = [
             strings: &["RAJA_PLUGINS"],
         },
         doc: "docs/raja.md",
-        help: "Load the RAJA runtime plugin (RAJA must be built with \
-               RAJA_ENABLE_RUNTIME_PLUGINS=ON)",
+        help: "Load the RAJA runtime plugin; RAJA must be built with \
+               RAJA_ENABLE_RUNTIME_PLUGINS=ON",
     },
     Model {
         id: ModelId::Cuda,
@@ -204,7 +205,7 @@ pub const MODELS: [Model; 8] = [
             strings: &["libcuda.so.1\0"],
         },
         doc: "docs/cuda.md",
-        help: "Load the CUDA GPU activity plugin (needs CUPTI at run time)",
+        help: "Load the CUDA GPU activity plugin; it needs CUPTI at run time",
     },
     Model {
         id: ModelId::Hip,
@@ -223,7 +224,7 @@ pub const MODELS: [Model; 8] = [
             strings: &[],
         },
         doc: "docs/rocm.md",
-        help: "Load the AMD GPU activity plugin (needs rocprofiler-sdk at run time)",
+        help: "Load the AMD GPU activity plugin; it needs rocprofiler-sdk at run time",
     },
     Model {
         id: ModelId::Mpi,
@@ -240,7 +241,7 @@ pub const MODELS: [Model; 8] = [
             strings: &[],
         },
         doc: "docs/mpi.md",
-        help: "Load the MPI plugin (Open MPI or MPICH)",
+        help: "Load the MPI plugin, for Open MPI or MPICH",
     },
     Model {
         id: ModelId::Actor,
@@ -258,9 +259,9 @@ pub const MODELS: [Model; 8] = [
         },
         doc: "docs/actor.md",
         help: "Load the HClib-Actor / Conveyors plugin: message matrices and the \
-               MAIN/PROC/COMM breakdown of FA-BSP programs. Conveyors' entries are \
-               seen when the program was linked with kprof's wrappers (see \
-               ffi-headers/kprof_actor.h)",
+               MAIN/PROC/COMM breakdown of FA-BSP programs; Conveyors' entries are \
+               seen when the program was linked with kprof's wrappers, see \
+               ffi-headers/kprof_actor.h",
     },
 ];
 
@@ -306,11 +307,18 @@ fn or_list(words: &[String]) -> String {
     }
 }
 
-/// The libraries kprof installs and builds besides the models' plugins: the
-/// runtime (annotation API) and the signal pairing library `kprof run` preloads.
+/// The runtime (and the annotation API), which every plugin loads.
+pub const CORE_LIBRARY: &str = "libkprof_core.so";
+
+/// The library `kprof run` preloads so that a signal reaching the program both
+/// directly and forwarded is delivered once.
+pub const SIGNALS_LIBRARY: &str = "libkprof_signals.so";
+
+/// The libraries kprof installs and builds besides the models' plugins, with
+/// their packages.
 pub const SUPPORT_LIBRARIES: [(&str, &str); 2] = [
-    ("kprof-core", "libkprof_core.so"),
-    ("kprof-signals", "libkprof_signals.so"),
+    ("kprof-core", CORE_LIBRARY),
+    ("kprof-signals", SIGNALS_LIBRARY),
 ];
 
 /// Every cargo package the install builds: the support libraries, each
