@@ -110,7 +110,12 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
             for m in &MODELS {
                 // OpenACC's markers are libgomp's entries, called, not defined.
                 let counts = defined || m.id == ModelId::OpenAcc;
-                if counts && m.detect.symbols.iter().any(|p| marks(name, p.as_bytes(), m.id)) {
+                if counts
+                    && m.detect
+                        .symbols
+                        .iter()
+                        .any(|p| marks(name, p.as_bytes(), m.id))
+                {
                     info.symbols[m.id as usize] = true;
                 }
             }
@@ -135,7 +140,10 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
                 for m in &MODELS {
                     let i = m.id as usize;
                     if !info.strings[i]
-                        && m.detect.strings.iter().any(|t| contains(bytes, t.as_bytes()))
+                        && m.detect
+                            .strings
+                            .iter()
+                            .any(|t| contains(bytes, t.as_bytes()))
                     {
                         info.strings[i] = true;
                     }
@@ -374,7 +382,9 @@ pub fn detect(program: &Path) -> Result<Models, String> {
         }
         if info.static_kokkos() && !models.has(ModelId::Kokkos) && !name.starts_with("libkprof") {
             models.newer_loader = info.tools_libs;
-            models.add(ModelId::Kokkos, || format!("kokkos: built into {name}{via}"));
+            models.add(ModelId::Kokkos, || {
+                format!("kokkos: built into {name}{via}")
+            });
         }
         if let Some(how) = info.static_raja() {
             if !name.starts_with("libkprof") {

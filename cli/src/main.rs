@@ -125,8 +125,11 @@ fn nearest_option(given: &str) -> Option<String> {
         .filter_map(|a| a.get_long().map(str::to_string))
         .chain(["help".to_string()])
         .collect();
-    kprof_tables::nearest::nearest(given.trim_start_matches('-'), longs.iter().map(String::as_str))
-        .map(str::to_string)
+    kprof_tables::nearest::nearest(
+        given.trim_start_matches('-'),
+        longs.iter().map(String::as_str),
+    )
+    .map(str::to_string)
 }
 
 fn main() -> ExitCode {

@@ -22,7 +22,7 @@ pub struct RunArgs {
     /// A DIR that exists is refused (exit 2) unless --force; %p, %r, %h, %e
     /// patterns expand per process (no existence check). Under an MPI launcher
     /// DIR is the job's profile and each rank writes DIR-rank<N>.
-    #[arg(short, long, value_name = "DIR", alias = "output-dir")]
+    #[arg(short, long, value_name = "DIR", visible_alias = "output-dir")]
     pub output: Option<String>,
     /// Replace an existing -o DIR (its old files are removed; kprof says so).
     #[arg(long)]

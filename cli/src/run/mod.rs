@@ -251,8 +251,8 @@ fn job_place(
     voice: Voice,
 ) -> Option<PathBuf> {
     const JOB: &str = "KPROF_JOB_OUTPUT_DIR";
-    let user_job = args.settings.0.iter().any(|(s, _)| s.var == JOB)
-        || std::env::var_os(JOB).is_some();
+    let user_job =
+        args.settings.0.iter().any(|(s, _)| s.var == JOB) || std::env::var_os(JOB).is_some();
     match (rank, claimed) {
         (Some(_), Some(c)) => {
             if user_job {
@@ -347,7 +347,9 @@ fn plugin_env(
         } = m.loader
         {
             if let Some(v) = user(var) {
-                voice.say(&format!("{var} is already set ({v}): {what} is not measured"));
+                voice.say(&format!(
+                    "{var} is already set ({v}): {what} is not measured"
+                ));
                 continue;
             }
         }
@@ -375,23 +377,22 @@ fn plugin_env(
                     // about KOKKOS_PROFILE_LIBRARY; Kokkos 3.4 reads only the latter.
                     // Unknown (the runtime not found in the file): both, as they
                     // must agree.
-                    Some(older) => match (
-                        models.newer_loader,
-                        detected.is_some_and(|d| d.has(m.id)),
-                    ) {
-                        (true, _) => {
-                            env.push(var, v);
-                            env.unset.push(older);
+                    Some(older) => {
+                        match (models.newer_loader, detected.is_some_and(|d| d.has(m.id))) {
+                            (true, _) => {
+                                env.push(var, v);
+                                env.unset.push(older);
+                            }
+                            (false, true) => {
+                                env.push(older, v);
+                                env.unset.push(var);
+                            }
+                            (false, false) => {
+                                env.push(var, v.clone());
+                                env.push(older, v);
+                            }
                         }
-                        (false, true) => {
-                            env.push(older, v);
-                            env.unset.push(var);
-                        }
-                        (false, false) => {
-                            env.push(var, v.clone());
-                            env.push(older, v);
-                        }
-                    },
+                    }
                 }
             }
             Loader::One { var, .. } => env.push(var, lib),
@@ -605,8 +606,7 @@ fn run_program(
     let code = match (status.code(), killed) {
         (Some(c), _) => c as u8,
         (None, Some(sig)) => {
-            Voice { quiet: args.quiet }
-                .say(&format!("{given} was killed by {}", signal_name(sig)));
+            Voice { quiet: args.quiet }.say(&format!("{given} was killed by {}", signal_name(sig)));
             (128 + sig) as u8
         }
         _ => 1,
@@ -626,7 +626,8 @@ fn wait_unreaped(pid: u32) {
         // SAFETY: a zeroed siginfo_t for the kernel to fill.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: waiting on our own child with a valid siginfo_t.
-        let rc = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        let rc =
+            unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
         if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
             break;
         }

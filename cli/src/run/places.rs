@@ -159,4 +159,3 @@ pub fn unfinished_traces(dir: &Path) -> Vec<String> {
         })
         .collect()
 }
-

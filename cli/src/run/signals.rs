@@ -63,7 +63,6 @@ fn already_pending(pid: i32, sig: libc::c_int) -> bool {
 /// The program's pid while it runs (not yet reaped), 0 after.
 pub static CHILD: AtomicI32 = AtomicI32::new(0);
 
-
 /// Whether process `pid` has [`SIGNALS_LIB`] mapped: it tells a marked forwarded
 /// copy from a direct one. A program without it (a static program, or one that
 /// cleared `LD_PRELOAD`) gets a plain `kill`, as it always has.
@@ -148,4 +147,3 @@ pub fn signal_name(sig: i32) -> String {
     };
     format!("signal {sig} ({name})")
 }
-
