@@ -19,10 +19,10 @@ pub struct Models {
     /// GCC's own libgomp, which has no OpenMP tool interface: its OpenMP constructs
     /// cannot be measured.
     pub gomp_only: bool,
-    /// The runtime is a version that reads its loader's newer variable (Kokkos
-    /// >= 3.5 reads `KOKKOS_TOOLS_LIBS`, the string is in its data; Kokkos 3.4
-    /// reads only `KOKKOS_PROFILE_LIBRARY`, which later versions still read but
-    /// warn about).
+    /// The runtime is a version that reads its loader's newer variable: Kokkos
+    /// 3.5 and later read `KOKKOS_TOOLS_LIBS` (the string is in its data);
+    /// Kokkos 3.4 reads only `KOKKOS_PROFILE_LIBRARY`, which later versions
+    /// still read but warn about.
     pub newer_loader: bool,
     /// RAJA built in without its runtime plugin loader (RAJA_PLUGINS would be
     /// ignored): only a hint is given.
