@@ -287,9 +287,12 @@ fn commands() -> Vec<String> {
         .collect()
 }
 
+/// An option: `--long`, and `-s` when it has a short form.
+type Opt = (String, Option<String>);
+
 /// The options (`--long`, or `-s` for those with a short form too) of a help
 /// text, without --help and --version.
-fn options(help: &str) -> Vec<(String, Option<String>)> {
+fn options(help: &str) -> Vec<Opt> {
     let mut out = Vec::new();
     for line in help.lines() {
         let t = line.trim_start();
@@ -354,7 +357,7 @@ fn docs_cli_md_and_every_help_agree() {
     let mut wrong = Vec::new();
     let cmds = commands();
     assert!(cmds.len() >= 5, "{cmds:?}");
-    let all: Vec<(String, Vec<(String, Option<String>)>)> = cmds
+    let all: Vec<(String, Vec<Opt>)> = cmds
         .iter()
         .map(|c| (c.clone(), options(&help(&[c]))))
         .collect();
@@ -379,7 +382,7 @@ fn docs_cli_md_and_every_help_agree() {
                 wrong.push(format!("kprof {cmd} {long} is not in docs/cli.md"));
             }
         }
-        let quoted: Vec<&(String, Option<String>)> = all
+        let quoted: Vec<&Opt> = all
             .iter()
             .filter(|(c, _)| c == cmd || section.contains(&format!("kprof {c} ")))
             .flat_map(|(_, o)| o)

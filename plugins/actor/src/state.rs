@@ -45,7 +45,7 @@ pub fn timing() -> bool {
     *ON.get_or_init(|| {
         kprof_tables::settings::actor::ACTOR_BREAKDOWN
             .get()
-            .map_or(true, |v| v.trim() != "0")
+            .is_none_or(|v| v.trim() != "0")
     })
 }
 
