@@ -18,6 +18,8 @@ TARGET_DIR ?= $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
 RELEASE := $(TARGET_DIR)/release
 VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
+# PLUGINS and the packages built are the model table's (tables/src/models.rs):
+# tests/tests/tables.rs fails when they disagree.
 PLUGINS := libkprof_core.so libkprof.so libkprof_ompt.so libkprof_acc.so libkprof_raja.so libkprof_cuda.so libkprof_rocm.so libkprof_mpi.so libkprof_actor.so libkprof_signals.so
 HEADERS := ffi-headers/kprof.h ffi-headers/kprof.hpp ffi-headers/kprof.f90 ffi-headers/kprof_actor.h ffi-headers/kprof_actor_wrap.c
 
@@ -27,7 +29,7 @@ D := $(DESTDIR)$(PREFIX)
 all: build
 
 build:
-	$(CARGO) build --release -p kprof-core -p kprof-kokkos -p kprof-ompt -p kprof-openacc -p kprof-raja -p kprof-cuda -p kprof-rocm -p kprof-mpi -p kprof-actor -p kprof-cli
+	$(CARGO) build --release -p kprof-core -p kprof-signals -p kprof-kokkos -p kprof-ompt -p kprof-openacc -p kprof-raja -p kprof-cuda -p kprof-rocm -p kprof-mpi -p kprof-actor -p kprof-cli
 
 test:
 	bash tests/test.sh

@@ -20,7 +20,7 @@ pub const FORWARDED: [std::ffi::c_int; 6] = [
 
 /// Environment variable holding the pid of `kprof run`, set for the program: a
 /// copy queued by this pid with a value [`decode`] accepts is a forwarded one.
-pub const RUN_PID_VAR: &str = "KPROF_RUN_PID";
+pub const RUN_PID_VAR: &str = kprof_tables::settings::RUN_PID;
 
 /// A signal from one sender that reaches the program directly and through
 /// `kprof run` within this many milliseconds is one signal (delivered once).

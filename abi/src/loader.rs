@@ -51,7 +51,7 @@ pub enum LoadError {
 /// the address of any function of the calling plugin, as an integer). The library is never unloaded.
 pub fn load_core(anchor: usize) -> Result<&'static CoreApi, LoadError> {
     let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("KPROF_CORE_LIB").filter(|p| !p.is_empty()) {
+    if let Some(p) = kprof_tables::settings::core::CORE_LIB.path() {
         candidates.push(PathBuf::from(p));
     }
     if let Some(dir) = library_dir(anchor) {

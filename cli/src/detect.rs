@@ -9,42 +9,26 @@ use object::elf;
 use object::read::elf::{Dyn, FileHeader, SectionHeader, Sym};
 use object::Endianness;
 
+use kprof_tables::models::{ModelId, MODELS};
+
 /// What was found, with the reasons (for `--verbose` and the start line).
 #[derive(Debug, Default, Clone)]
 pub struct Models {
-    /// Kokkos (shared libkokkoscore or static).
-    pub kokkos: bool,
-    /// An OpenMP runtime with a tool interface (LLVM's libomp, Intel's libiomp5, or
-    /// GCC's libgomp name resolving to libomp).
-    pub openmp: bool,
+    /// The models found (see [`kprof_tables::models`] for what tells each).
+    pub found: BTreeSet<ModelId>,
     /// GCC's own libgomp, which has no OpenMP tool interface: its OpenMP constructs
     /// cannot be measured.
     pub gomp_only: bool,
-    /// Kokkos reads `KOKKOS_TOOLS_LIBS` (3.5 and later; the string is in its data).
-    /// Kokkos 3.4 reads only `KOKKOS_PROFILE_LIBRARY`, which later versions still
-    /// read but warn about.
-    pub kokkos_tools_libs: bool,
-    /// An OpenACC runtime.
-    pub openacc: bool,
-    /// RAJA with its runtime plugin loader (shared libRAJA, or built in: the
-    /// loader's symbols or, stripped, the string `RAJA_PLUGINS`).
-    pub raja: bool,
+    /// The runtime is a version that reads its loader's newer variable: Kokkos
+    /// 3.5 and later read `KOKKOS_TOOLS_LIBS` (the string is in its data);
+    /// Kokkos 3.4 reads only `KOKKOS_PROFILE_LIBRARY`, which later versions
+    /// still read but warn about.
+    pub newer_loader: bool,
     /// RAJA built in without its runtime plugin loader (RAJA_PLUGINS would be
     /// ignored): only a hint is given.
     pub raja_without_loader: bool,
     /// libkprof_core.so is linked (annotation API).
     pub annotations: bool,
-    /// The CUDA runtime or driver: a shared libcudart/libcuda is needed, or the
-    /// runtime is built in (nvcc's default static libcudart, which loads the driver
-    /// by the name `libcuda.so.1`).
-    pub cuda: bool,
-    /// The HIP runtime (AMD GPUs): libamdhip64 is needed.
-    pub hip: bool,
-    /// An MPI library: libmpi (Open MPI, and MPICH's newer name) or libmpich.
-    pub mpi: bool,
-    /// An FA-BSP (HClib-Actor / Conveyors) program: bale's Conveyors built in
-    /// (`convey_begin` in its symbols) or OpenSHMEM (liboshmem) linked.
-    pub actor: bool,
     /// Conveyors is built in but its entries are not wrapped (the program was
     /// not linked with kprof's `__wrap_convey_*`) and cannot be hooked at load
     /// time (not x86-64): the logical layer is not seen.
@@ -56,32 +40,41 @@ pub struct Models {
     pub reasons: Vec<String>,
 }
 
+impl Models {
+    /// Whether `id` was found.
+    pub fn has(&self, id: ModelId) -> bool {
+        self.found.contains(&id)
+    }
+
+    /// Marks `id` found for `why` (the first reason is kept).
+    fn add(&mut self, id: ModelId, why: impl FnOnce() -> String) {
+        if self.found.insert(id) {
+            self.reasons.push(why());
+        }
+    }
+}
+
 /// What one ELF file says.
 #[derive(Default)]
 struct ElfInfo {
     needed: Vec<String>,
     runpath: Vec<String>,
     rpath: Vec<String>,
-    static_kokkos: bool,
+    /// Per model, whether its built-in markers (the table's symbols) are
+    /// defined in this file, then whether its strings are in its data.
+    symbols: [bool; MODELS.len()],
+    strings: [bool; MODELS.len()],
     /// The string `KOKKOS_TOOLS_LIBS` is in its data (Kokkos >= 3.5).
     tools_libs: bool,
-    /// How RAJA's runtime plugin loader was found in this file, if it was.
-    static_raja: Option<&'static str>,
     /// RAJA symbols are defined in this file.
     raja_symbols: bool,
+    /// OpenACC entries of GCC's libgomp (`GOACC_*`) are called or defined.
     goacc: bool,
-    /// The static CUDA runtime is built in (it names `libcuda.so.1` to load it).
-    static_cudart: bool,
-    /// bale's Conveyors is built in (`convey_begin` is defined).
-    conveyors: bool,
     /// kprof's link-time wrapper of `convey_push` is built in.
     conveyors_wrapped: bool,
     /// It has a symbol table (`.symtab`).
     symtab: bool,
 }
-
-/// RAJA's runtime plugin loader (`RAJA::util::RuntimePluginLoader`), mangled.
-const RAJA_LOADER: &[u8] = b"_ZN4RAJA4util19RuntimePluginLoader";
 
 fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Result<ElfInfo> {
     let header = H::parse(data)?;
@@ -114,27 +107,23 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
                 continue;
             };
             let defined = sym.st_shndx(endian) != elf::SHN_UNDEF;
-            if defined
-                && (name.starts_with(b"_ZN6Kokkos10initialize")
-                    || name.starts_with(b"_ZN6Kokkos5Tools")
-                    || name.starts_with(b"_ZN6Kokkos9Profiling"))
-            {
-                info.static_kokkos = true;
-            }
-            if defined && (name == b"convey_begin" || name == b"__real_convey_begin") {
-                info.conveyors = true;
+            for m in &MODELS {
+                // OpenACC's markers are libgomp's entries, called, not defined.
+                let counts = defined || m.id == ModelId::OpenAcc;
+                if counts
+                    && m.detect
+                        .symbols
+                        .iter()
+                        .any(|p| marks(name, p.as_bytes(), m.id))
+                {
+                    info.symbols[m.id as usize] = true;
+                }
             }
             if defined && name == b"__wrap_convey_push" {
                 info.conveyors_wrapped = true;
             }
-            if name.starts_with(b"GOACC_") {
-                info.goacc = true;
-            }
             if defined && name.starts_with(b"_ZN4RAJA") {
                 info.raja_symbols = true;
-                if name.starts_with(RAJA_LOADER) {
-                    info.static_raja = Some("RAJA's runtime plugin loader symbols");
-                }
             }
         }
     }
@@ -142,32 +131,81 @@ fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Resul
     // of a static Kokkos, and `KOKKOS_TOOLS_LIBS` tells a Kokkos >= 3.5; RAJA's
     // runtime plugin loader reads `RAJA_PLUGINS`.
     {
+        let newer = kokkos_newer();
         for section in sections.iter() {
             if section.sh_type(endian) != elf::SHT_PROGBITS {
                 continue;
             }
             if let Ok(bytes) = section.data(endian, data) {
-                if !info.static_kokkos && contains(bytes, b"KOKKOS_PROFILE_LIBRARY") {
-                    info.static_kokkos = true;
+                for m in &MODELS {
+                    let i = m.id as usize;
+                    if !info.strings[i]
+                        && m.detect
+                            .strings
+                            .iter()
+                            .any(|t| contains(bytes, t.as_bytes()))
+                    {
+                        info.strings[i] = true;
+                    }
                 }
-                if !info.tools_libs && contains(bytes, b"KOKKOS_TOOLS_LIBS") {
+                if !info.tools_libs && contains(bytes, newer.as_bytes()) {
                     info.tools_libs = true;
-                }
-                if info.static_raja.is_none() && contains(bytes, b"RAJA_PLUGINS") {
-                    info.static_raja = Some("the string RAJA_PLUGINS");
                 }
                 // The link-time wrappers look the plugin up by this name: they
                 // are built in even when the symbols are stripped.
                 if !info.conveyors_wrapped && contains(bytes, b"kprof_actor_wrap_hooks_v1\0") {
                     info.conveyors_wrapped = true;
                 }
-                if !info.static_cudart && contains(bytes, b"libcuda.so.1\0") {
-                    info.static_cudart = true;
-                }
             }
         }
     }
+    info.goacc = info.symbols[ModelId::OpenAcc as usize];
     Ok(info)
+}
+
+/// The variable newer Kokkos versions read (the table's loader variable): in
+/// a file's data, it tells such a version.
+fn kokkos_newer() -> &'static str {
+    ModelId::Kokkos.model().loader.vars()[0]
+}
+
+/// Whether symbol `name` is the marker `marker` of model `id`: Conveyors'
+/// entries are whole names, the others beginnings.
+fn marks(name: &[u8], marker: &[u8], id: ModelId) -> bool {
+    if id == ModelId::Actor {
+        name == marker
+    } else {
+        name.starts_with(marker)
+    }
+}
+
+impl ElfInfo {
+    /// The model's symbols are defined here.
+    fn symbols_of(&self, id: ModelId) -> bool {
+        self.symbols[id as usize]
+    }
+
+    /// The model's strings are in the data.
+    fn strings_of(&self, id: ModelId) -> bool {
+        self.strings[id as usize]
+    }
+
+    /// Kokkos is built in (its symbols, or in a stripped file the variable it
+    /// reads).
+    fn static_kokkos(&self) -> bool {
+        self.symbols_of(ModelId::Kokkos) || self.strings_of(ModelId::Kokkos)
+    }
+
+    /// How RAJA's runtime plugin loader was found in this file, if it was.
+    fn static_raja(&self) -> Option<&'static str> {
+        if self.symbols_of(ModelId::Raja) {
+            Some("RAJA's runtime plugin loader symbols")
+        } else if self.strings_of(ModelId::Raja) {
+            Some("the string RAJA_PLUGINS")
+        } else {
+            None
+        }
+    }
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -244,67 +282,32 @@ fn resolve(name: &str, info: &ElfInfo, origin: &Path, system: &[PathBuf]) -> Opt
 
 fn classify(name: &str, resolved: Option<&Path>, models: &mut Models, via: &str, goacc: bool) {
     let base = name.rsplit('/').next().unwrap_or(name);
-    // GCC-built programs run on libomp through a libgomp.so.1 -> libomp.so.5 link.
-    let real = resolved
-        .and_then(|p| std::fs::canonicalize(p).ok())
-        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
-    let gomp_is_libomp = real.as_deref().is_some_and(|r| r.starts_with("libomp."));
     let why = |what: &str| format!("{what}: links {base}{via}");
-    if base.starts_with("libkokkoscore.") {
-        if !models.kokkos {
-            models.reasons.push(why("kokkos"));
+    for m in &MODELS {
+        if m.detect.links.iter().any(|l| base.starts_with(l)) {
+            models.add(m.id, || why(m.name));
         }
-        models.kokkos = true;
-    } else if base.starts_with("libomp.") || base.starts_with("libiomp5.") {
-        if !models.openmp {
-            models.reasons.push(why("openmp"));
-        }
-        models.openmp = true;
-    } else if base.starts_with("libgomp.") {
-        if gomp_is_libomp {
-            if !models.openmp {
-                models
-                    .reasons
-                    .push(format!("openmp: links {base}{via}, which is LLVM's libomp"));
-            }
-            models.openmp = true;
+    }
+    if base.starts_with("libgomp.") {
+        // GCC-built programs run on libomp through a libgomp.so.1 -> libomp.so.5 link.
+        let real = resolved
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()));
+        if real.as_deref().is_some_and(|r| r.starts_with("libomp.")) {
+            models.add(ModelId::OpenMp, || {
+                format!("openmp: links {base}{via}, which is LLVM's libomp")
+            });
         } else if !models.gomp_only {
             models.reasons.push(format!(
                 "openmp: links {base}{via}, GCC's OpenMP runtime, which has no tool interface"
             ));
             models.gomp_only = true;
         }
-        if goacc && !models.openacc {
-            models.reasons.push(format!(
-                "openacc: links {base}{via} and calls its OpenACC entry points"
-            ));
-            models.openacc = true;
+        if goacc {
+            models.add(ModelId::OpenAcc, || {
+                format!("openacc: links {base}{via} and calls its OpenACC entry points")
+            });
         }
-    } else if base.starts_with("libRAJA.") {
-        if !models.raja {
-            models.reasons.push(why("raja"));
-        }
-        models.raja = true;
-    } else if base.starts_with("liboshmem.") {
-        if !models.actor {
-            models.reasons.push(why("actor"));
-        }
-        models.actor = true;
-    } else if base.starts_with("libamdhip64.") {
-        if !models.hip {
-            models.reasons.push(why("hip"));
-        }
-        models.hip = true;
-    } else if base.starts_with("libmpi.") || base.starts_with("libmpich.") {
-        if !models.mpi {
-            models.reasons.push(why("mpi"));
-        }
-        models.mpi = true;
-    } else if base.starts_with("libcudart.") || base.starts_with("libcuda.") {
-        if !models.cuda {
-            models.reasons.push(why("cuda"));
-        }
-        models.cuda = true;
     } else if base.starts_with("libkprof_core.") {
         if !models.annotations {
             models
@@ -319,28 +322,26 @@ fn classify(name: &str, resolved: Option<&Path>, models: &mut Models, via: &str,
 pub fn detect(program: &Path) -> Result<Models, String> {
     let top = read_elf(program)?;
     let mut models = Models::default();
-    if let Some(how) = top.static_raja {
-        models.raja = true;
-        models
-            .reasons
-            .push(format!("raja: built into the program ({how})"));
+    if let Some(how) = top.static_raja() {
+        models.add(ModelId::Raja, || {
+            format!("raja: built into the program ({how})")
+        });
     }
-    models.raja_without_loader = top.raja_symbols && top.static_raja.is_none();
+    models.raja_without_loader = top.raja_symbols && top.static_raja().is_none();
+    let conveyors = top.symbols_of(ModelId::Actor);
     // On x86-64 the plugin hooks the entries at load time.
     models.conveyors_unwrapped =
-        top.conveyors && !top.conveyors_wrapped && !cfg!(target_arch = "x86_64");
+        conveyors && !top.conveyors_wrapped && !cfg!(target_arch = "x86_64");
     models.stripped = !top.symtab && !top.conveyors_wrapped;
-    if top.conveyors {
-        models.actor = true;
-        models
-            .reasons
-            .push("actor: Conveyors (convey_begin) is built into the program".into());
+    if conveyors {
+        models.add(ModelId::Actor, || {
+            "actor: Conveyors (convey_begin) is built into the program".into()
+        });
     }
-    if top.static_cudart {
-        models.cuda = true;
-        models
-            .reasons
-            .push("cuda: the CUDA runtime is built into the program".into());
+    if top.strings_of(ModelId::Cuda) {
+        models.add(ModelId::Cuda, || {
+            "cuda: the CUDA runtime is built into the program".into()
+        });
     }
     let system = system_dirs();
     let mut seen = BTreeSet::new();
@@ -370,28 +371,26 @@ pub fn detect(program: &Path) -> Result<Models, String> {
         let Ok(info) = read_elf(&path) else {
             continue;
         };
-        if name.starts_with("libkokkoscore.") {
-            models.kokkos_tools_libs |= info.tools_libs;
+        let kokkos = ModelId::Kokkos.model();
+        if kokkos.detect.links.iter().any(|l| name.starts_with(l)) {
+            models.newer_loader |= info.tools_libs;
         }
-        if info.static_cudart && !models.cuda && !name.starts_with("libcupti") {
-            models.cuda = true;
-            models
-                .reasons
-                .push(format!("cuda: the CUDA runtime is built into {name}{via}"));
+        if info.strings_of(ModelId::Cuda) && !name.starts_with("libcupti") {
+            models.add(ModelId::Cuda, || {
+                format!("cuda: the CUDA runtime is built into {name}{via}")
+            });
         }
-        if info.static_kokkos && !models.kokkos && !name.starts_with("libkprof") {
-            models.kokkos = true;
-            models.kokkos_tools_libs = info.tools_libs;
-            models
-                .reasons
-                .push(format!("kokkos: built into {name}{via}"));
+        if info.static_kokkos() && !models.has(ModelId::Kokkos) && !name.starts_with("libkprof") {
+            models.newer_loader = info.tools_libs;
+            models.add(ModelId::Kokkos, || {
+                format!("kokkos: built into {name}{via}")
+            });
         }
-        if let Some(how) = info.static_raja {
-            if !models.raja && !name.starts_with("libkprof") {
-                models.raja = true;
-                models
-                    .reasons
-                    .push(format!("raja: built into {name}{via} ({how})"));
+        if let Some(how) = info.static_raja() {
+            if !name.starts_with("libkprof") {
+                models.add(ModelId::Raja, || {
+                    format!("raja: built into {name}{via} ({how})")
+                });
             }
         } else if info.raja_symbols && !name.starts_with("libRAJA.") {
             models.raja_without_loader = true;
@@ -413,9 +412,8 @@ pub fn detect(program: &Path) -> Result<Models, String> {
     }
     // A program linked with a shared Kokkos defines some of Kokkos' inline
     // functions itself: only without a libkokkoscore is Kokkos built in.
-    if top.static_kokkos && !models.kokkos {
-        models.kokkos = true;
-        models.kokkos_tools_libs = top.tools_libs;
+    if top.static_kokkos() && models.found.insert(ModelId::Kokkos) {
+        models.newer_loader = top.tools_libs;
         models
             .reasons
             .insert(0, "kokkos: built into the program (Kokkos symbols)".into());

@@ -23,9 +23,10 @@ mod timebase;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
-/// kprof: profile HPC programs (Kokkos, OpenMP, OpenACC, annotations) and read the results.
+/// kprof: profile HPC programs (Kokkos, OpenMP, OpenACC, RAJA, CUDA, HIP, MPI,
+/// OpenSHMEM, annotations) and read the results.
 #[derive(Parser)]
 #[command(name = "kprof", version, about, propagate_version = true)]
 struct Cli {
@@ -39,8 +40,8 @@ struct Cli {
 enum Command {
     /// Runs a program with the kprof plugins for the runtimes it uses.
     ///
-    /// Without --kokkos/--openmp/--openacc/--raja/--cuda/--hip/--mpi/--actor, the models are detected from the
-    /// program's ELF file (the libraries it links, statically built Kokkos).
+    /// Without a model's flag (--kokkos, --openmp, ...), the models are detected
+    /// from the program's ELF file (the libraries it links, runtimes built in).
     /// The program keeps its stdin, stdout, stderr and exit status.
     #[command(
         after_help = "Example: kprof run --trace perfetto -o run1 -- ./app input.txt\n         MPI: mpirun -np 4 kprof run -- ./app   (one directory per rank: kprof-app-rank<N>)\n\nAn -o DIR that exists is refused (exit 2): give --force to replace it, or a new name.\nWithout -o, KPROF_OUTPUT_DIR is honoured, else a new kprof-<program>-<pid>."
@@ -94,8 +95,55 @@ impl<T: std::fmt::Display> From<T> for Failure {
 /// Result of a command: its exit status, or a failure.
 pub type Outcome = Result<u8, Failure>;
 
+/// The command line, parsed; an option no command has is one line naming the
+/// nearest one, exit status 2 (before `--`, a word starting with `-` is an
+/// option, never the program).
+fn parse() -> Result<Cli, Failure> {
+    Cli::try_parse().map_err(|e| {
+        use clap::error::{ContextKind, ContextValue, ErrorKind};
+        if e.kind() != ErrorKind::UnknownArgument {
+            e.exit();
+        }
+        let given = match e.get(ContextKind::InvalidArg) {
+            Some(ContextValue::String(s)) => s.clone(),
+            _ => e.exit(),
+        };
+        let option = given.split('=').next().unwrap_or(&given).to_string();
+        let line = match nearest_option(&option) {
+            Some(near) => format!("unknown option {option} (the nearest is --{near})"),
+            None => format!("unknown option {option}"),
+        };
+        Failure(line)
+    })
+}
+
+/// The long option of the command named on the command line nearest to `given`.
+fn nearest_option(given: &str) -> Option<String> {
+    let cli = Cli::command();
+    let sub = std::env::args()
+        .skip(1)
+        .find_map(|a| cli.find_subcommand(&a).cloned());
+    let cmd = sub.as_ref().unwrap_or(&cli);
+    let longs: Vec<String> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .chain(["help".to_string()])
+        .collect();
+    kprof_tables::nearest::nearest(
+        given.trim_start_matches('-'),
+        longs.iter().map(String::as_str),
+    )
+    .map(str::to_string)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(Failure(msg)) => {
+            eprintln!("kprof: {msg}");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         // On the main thread: signals are forwarded from there.
         Command::Run(a) => run::main(a),

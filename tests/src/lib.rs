@@ -43,37 +43,15 @@ pub fn lib_dir() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = Command::new(cargo)
-                .current_dir(workspace_root())
-                .args([
-                    "build",
-                    "--release",
-                    "--quiet",
-                    "-p",
-                    "kprof-core",
-                    "-p",
-                    "kprof-kokkos",
-                    "-p",
-                    "kprof-ompt",
-                    "-p",
-                    "kprof-openacc",
-                    "-p",
-                    "kprof-raja",
-                    "-p",
-                    "kprof-cuda",
-                    "-p",
-                    "kprof-rocm",
-                    "-p",
-                    "kprof-mpi",
-                    "-p",
-                    "kprof-signals",
-                    "-p",
-                    "kprof-actor",
-                    "-p",
-                    "kprof-cli",
-                ])
-                .status()
-                .expect("run cargo build");
+            // Every library the install builds (the model table's plugins and
+            // the support libraries) and the command.
+            let mut cmd = Command::new(cargo);
+            cmd.current_dir(workspace_root())
+                .args(["build", "--release", "--quiet"]);
+            for p in kprof_tables::models::packages() {
+                cmd.args(["-p", p]);
+            }
+            let status = cmd.status().expect("run cargo build");
             assert!(
                 status.success(),
                 "cargo build --release of the plugins failed"
@@ -168,19 +146,19 @@ pub fn build_kokkos_hosts(dir: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// A command running `exe` without any inherited kprof setting (`KPROF_*`), Kokkos
-/// tool setting (`KOKKOS_*`) or tool library of another runtime, so that a test
-/// sees only what it sets itself.
+/// tool setting (`KOKKOS_*`) or tool library of another runtime (each model's
+/// loader variables, from the model table), so that a test sees only what it
+/// sets itself.
 pub fn clean_cmd(exe: &Path) -> Command {
+    let loaders: Vec<&str> = kprof_tables::models::MODELS
+        .iter()
+        .flat_map(|m| m.loader.vars())
+        .chain(["OMP_TOOL"])
+        .collect();
     let mut cmd = Command::new(exe);
     for (k, _) in std::env::vars_os() {
         let k = k.to_string_lossy();
-        if k.starts_with("KPROF_")
-            || k.starts_with("KOKKOS_")
-            || matches!(
-                &*k,
-                "OMP_TOOL" | "OMP_TOOL_LIBRARIES" | "ACC_PROFLIB" | "RAJA_PLUGINS"
-            )
-        {
+        if k.starts_with("KPROF_") || k.starts_with("KOKKOS_") || loaders.contains(&&*k) {
             cmd.env_remove(&*k);
         }
     }

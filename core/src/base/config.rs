@@ -2,7 +2,7 @@
 //! (`--output-dir=x` or `KPROF_OUTPUT_DIR=x`). One table describes every option, so
 //! the environment, the argument parser and the help text cannot disagree.
 
-use std::fmt::Write as _;
+use kprof_tables::settings::{self, Kind, Setting};
 
 /// Why an option was not applied.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -25,6 +25,10 @@ pub enum ConfigError {
     /// Not of the form `name=value`.
     #[error("'{0}' is not of the form --name=value")]
     Malformed(String),
+    /// A problem of the environment's `KPROF_*` variables (an unknown name, a
+    /// plugin's setting with an invalid value), as one line.
+    #[error("{0}")]
+    Environment(String),
 }
 
 /// The effective settings of this process.
@@ -103,154 +107,22 @@ impl Default for Config {
     }
 }
 
-/// How an option's value is parsed.
-#[derive(Clone, Copy)]
-enum Value {
-    Text,
-    Flag,
-    Count { min: u64, max: u64 },
-    Formats,
+/// The core's settings (name, variable, values, default, doc), declared with
+/// every plugin's in `kprof_tables::settings`.
+fn specs() -> impl Iterator<Item = &'static Setting> {
+    settings::core::GROUP
+        .settings
+        .iter()
+        // Library paths are read where the library is loaded.
+        .filter(|s| s.kind != Kind::Path)
 }
 
-/// One option: its argument name, its environment variable, and its help.
-struct Spec {
-    arg: &'static str,
-    env: &'static str,
-    value: Value,
-    help: &'static str,
-}
-
-const SPECS: &[Spec] = &[
-    Spec {
-        arg: "output-dir",
-        env: "KPROF_OUTPUT_DIR",
-        value: Value::Text,
-        help: "directory of this process's files; %p pid, %h host, %e executable, %r MPI rank (default kprof-%e-%p)",
-    },
-    Spec {
-        arg: "buffer-mb",
-        env: "KPROF_BUFFER_MB",
-        value: Value::Count { min: 1, max: 65536 },
-        help: "MiB of event buffers; beyond it records are dropped and counted (default 64)",
-    },
-    Spec {
-        arg: "prefault-mb",
-        env: "KPROF_PREFAULT_MB",
-        value: Value::Count { min: 0, max: 65536 },
-        help: "MiB of those buffers faulted in by the writer at start, in the background, so that a measured phase after a setup phase records into ready memory (default 0)",
-    },
-    Spec {
-        arg: "trace",
-        env: "KPROF_TRACE",
-        value: Value::Formats,
-        help: "comma list of trace formats: perfetto (trace.pftrace), json (trace.json), otf2 (otf2/traces.otf2, needs the OTF2 library); empty: none (default)",
-    },
-    Spec {
-        arg: "trace-max-mb",
-        env: "KPROF_TRACE_MAX_MB",
-        value: Value::Count { min: 0, max: 1 << 30 },
-        help: "MiB after which a trace file (or OTF2 archive) stops growing: it is completed there, with one line saying so; checked at each flush; 0: no limit (default 2048)",
-    },
-    Spec {
-        arg: "flush-ms",
-        env: "KPROF_FLUSH_MS",
-        value: Value::Count {
-            min: 10,
-            max: 3_600_000,
-        },
-        help: "ms between trace flushes (the writer's processing rounds); without a trace, records wait until half the buffer budget holds them, or exit (default 1000)",
-    },
-    Spec {
-        arg: "sample-ms",
-        env: "KPROF_SAMPLE_MS",
-        value: Value::Count { min: 0, max: 60_000 },
-        help: "ms between samples of the process and the node (CPU use, RSS, page faults, context switches, I/O, load, free memory, RAPL and NVML power), taken by the writer thread: counter tracks in traces, min/mean/max in profile.json's system section; 10 to 60000, 0: off (default 0)",
-    },
-    Spec {
-        arg: "samples",
-        env: "KPROF_SAMPLES",
-        value: Value::Count { min: 0, max: 100_000 },
-        help: "instances per call path kept as (start, duration) samples for scatterplots (a uniform random sample over the run, whatever its length); profile.json holds them for the longest call paths; 0: none (default 1000)",
-    },
-    Spec {
-        arg: "max-depth",
-        env: "KPROF_MAX_DEPTH",
-        value: Value::Count { min: 1, max: 100_000 },
-        help: "deepest call path the profile keeps; deeper instances are counted (anomaly beyond_max_depth) and their time stays in the node at this depth (default 256)",
-    },
-    Spec {
-        arg: "summary",
-        env: "KPROF_SUMMARY",
-        value: Value::Flag,
-        help: "print the summary on stderr at exit (default 1)",
-    },
-    Spec {
-        arg: "summary-top",
-        env: "KPROF_SUMMARY_TOP",
-        value: Value::Count { min: 1, max: 100_000 },
-        help: "rows per summary table (default 20)",
-    },
-    Spec {
-        arg: "signals",
-        env: "KPROF_SIGNALS",
-        value: Value::Flag,
-        help: "write complete output on SIGINT/SIGTERM/SIGHUP and on a crash (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL), say which signal, then let the signal act; only where the program left the default disposition (default 1)",
-    },
-    Spec {
-        arg: "enable",
-        env: "KPROF_ENABLE",
-        value: Value::Flag,
-        help: "0 loads kprof but records nothing (default 1)",
-    },
-    Spec {
-        arg: "kokkos-fences",
-        env: "KPROF_KOKKOS_FENCES",
-        value: Value::Flag,
-        help: "1 keeps Kokkos' global fences around kernels and regions (default 0)",
-    },
-    Spec {
-        arg: "in-place",
-        env: "KPROF_IN_PLACE",
-        value: Value::Flag,
-        help: "without a trace, each thread adds its events to its own profile as they happen: no records, no background work; 0: records processed by the writer thread, as with a trace (default 1)",
-    },
-    Spec {
-        arg: "counters",
-        env: "KPROF_COUNTERS",
-        value: Value::Text,
-        help: "comma list of PAPI events read at the begin and end of counted instances (PAPI_TOT_INS, perf::PAGE-FAULTS, sde:::lib::counter, ...; at most 8; needs libpapi at run time, or KPROF_PAPI_LIB); empty: none (default)",
-    },
-    Spec {
-        arg: "counter-kinds",
-        env: "KPROF_COUNTER_KINDS",
-        value: Value::Text,
-        help: "which instances get counters: comma list of regions, kernels, parallel, loops, tasks, sync, data, target, gpu_api, mpi, actor, all (default regions,kernels,parallel)",
-    },
-    Spec {
-        arg: "fork",
-        env: "KPROF_FORK",
-        value: Value::Flag,
-        help: "a forked child measures itself from the fork on, into its own directory (%p is its pid); 0: it records nothing and says so once (default 1)",
-    },
-    Spec {
-        arg: "per-rank",
-        env: "KPROF_PER_RANK",
-        value: Value::Flag,
-        help: "MPI: keep each rank's own directory besides the job's merged profile (default 0)",
-    },
-    Spec {
-        arg: "job-output-dir",
-        env: "KPROF_JOB_OUTPUT_DIR",
-        value: Value::Text,
-        help: "MPI: directory of the job's merged profile, written by rank 0 at MPI_Finalize; patterns as --output-dir (default kprof-%e-job)",
-    },
-];
-
-/// Whether the environment asks for measurement: one of the settings above is set
-/// (`kprof run` always sets `KPROF_OUTPUT_DIR`). Without it, the annotation API of a
-/// program that no runtime loaded a kprof plugin into stays inert.
+/// Whether the environment asks for measurement: one of the core's settings
+/// ([`specs`]) is set (`kprof run` always sets `KPROF_OUTPUT_DIR`). Without it,
+/// the annotation API of a program that no runtime loaded a kprof plugin into
+/// stays inert.
 pub fn asked_in_env() -> bool {
-    SPECS.iter().any(|s| std::env::var_os(s.env).is_some())
+    specs().any(|s| std::env::var_os(s.var).is_some())
 }
 
 impl Config {
@@ -258,11 +130,17 @@ impl Config {
     /// through `warn` and replaced by the default.
     pub fn from_env(mut warn: impl FnMut(&ConfigError)) -> Config {
         let mut cfg = Config::default();
-        for spec in SPECS {
-            if let Ok(value) = std::env::var(spec.env) {
-                if let Err(e) = cfg.set(spec, spec.env, &value) {
+        for spec in specs() {
+            if let Ok(value) = std::env::var(spec.var) {
+                if let Err(e) = cfg.set(spec, spec.var, &value) {
                     warn(&e);
                 }
+            }
+        }
+        // `kprof run` checked the environment before the program started.
+        if std::env::var(settings::LAUNCHER).map_or(true, |l| l != settings::KPROF_RUN) {
+            for line in settings::check_environment(false) {
+                warn(&ConfigError::Environment(line));
             }
         }
         cfg
@@ -274,9 +152,8 @@ impl Config {
             .split_once('=')
             .ok_or_else(|| ConfigError::Malformed(arg.into()))?;
         let key = name.trim_start_matches('-');
-        let spec = SPECS
-            .iter()
-            .find(|s| s.arg == key || s.env == key)
+        let spec = specs()
+            .find(|s| s.name == key || s.var == key)
             .ok_or_else(|| ConfigError::Unknown(name.into()))?;
         self.set(spec, name, value)
     }
@@ -301,7 +178,7 @@ impl Config {
         })
     }
 
-    fn set(&mut self, spec: &Spec, given: &str, value: &str) -> Result<(), ConfigError> {
+    fn set(&mut self, spec: &Setting, given: &str, value: &str) -> Result<(), ConfigError> {
         let invalid = |expected: &'static str, default: String| ConfigError::Invalid {
             name: given.into(),
             value: value.into(),
@@ -309,29 +186,28 @@ impl Config {
             default,
         };
         let defaults = Config::default();
-        match spec.value {
-            Value::Text => match spec.arg {
-                "counters" => self.counters = value.trim().into(),
-                "job-output-dir" => {
-                    if value.is_empty() {
-                        return Err(invalid("must not be empty", defaults.job_output_dir));
-                    }
-                    self.job_output_dir = value.into();
+        match spec.kind {
+            Kind::Text | Kind::List | Kind::Path => {
+                let default = match spec.name {
+                    "counters" => defaults.counters,
+                    "job-output-dir" => defaults.job_output_dir,
+                    "counter-kinds" => defaults.counter_kinds,
+                    _ => defaults.output_dir,
+                };
+                let checked = if spec.name == "counter-kinds" {
+                    value.trim()
+                } else {
+                    value
+                };
+                spec.kind.check(checked).map_err(|e| invalid(e, default))?;
+                match spec.name {
+                    "counters" => self.counters = value.trim().into(),
+                    "job-output-dir" => self.job_output_dir = value.into(),
+                    "counter-kinds" => self.counter_kinds = value.trim().into(),
+                    _ => self.output_dir = value.into(),
                 }
-                "counter-kinds" => {
-                    if value.trim().is_empty() {
-                        return Err(invalid("must not be empty", defaults.counter_kinds));
-                    }
-                    self.counter_kinds = value.trim().into();
-                }
-                _ => {
-                    if value.is_empty() {
-                        return Err(invalid("must not be empty", defaults.output_dir));
-                    }
-                    self.output_dir = value.into();
-                }
-            },
-            Value::Formats => {
+            }
+            Kind::Words { expected, .. } => {
                 // The known formats are kept, so that one misspelt word does not
                 // lose the traces that were spelt right.
                 let mut formats = Vec::new();
@@ -351,7 +227,7 @@ impl Config {
                 self.trace = formats;
                 if !unknown.is_empty() {
                     return Err(invalid(
-                        "a comma list of perfetto, json, otf2",
+                        expected,
                         if kept.is_empty() {
                             "no trace".into()
                         } else {
@@ -360,12 +236,12 @@ impl Config {
                     ));
                 }
             }
-            Value::Flag => {
-                let v = parse_flag(value).ok_or_else(|| {
-                    let d = defaults.flag(spec.arg).unwrap_or(false);
+            Kind::Flag => {
+                let v = settings::parse_flag(value).ok_or_else(|| {
+                    let d = defaults.flag(spec.name).unwrap_or(false);
                     invalid("expected 0 or 1", u8::from(d).to_string())
                 })?;
-                match spec.arg {
+                match spec.name {
                     "summary" => self.summary = v,
                     "signals" => self.signals = v,
                     "enable" => self.enable = v,
@@ -375,29 +251,22 @@ impl Config {
                     _ => self.kokkos_fences = v,
                 }
             }
-            Value::Count { min, max } => {
-                let (default, expected) = match spec.arg {
-                    "buffer-mb" => (defaults.buffer_mb, "a whole number of MiB, 1 to 65536"),
-                    "prefault-mb" => (defaults.prefault_mb, "a whole number of MiB, 0 to 65536"),
-                    "flush-ms" => (defaults.flush_ms, "milliseconds, 10 to 3600000"),
-                    "max-depth" => (defaults.max_depth, "a whole number, 1 to 100000"),
-                    "sample-ms" => (defaults.sample_ms, "milliseconds, 10 to 60000, or 0 (off)"),
-                    "samples" => (defaults.samples, "a whole number, 0 (off) to 100000"),
-                    "trace-max-mb" => (
-                        defaults.trace_max_mb,
-                        "a whole number of MiB, 0 (no limit) to 1073741824",
-                    ),
-                    _ => (defaults.summary_top as u64, "a whole number, 1 to 100000"),
+            Kind::Count { .. } | Kind::Seconds => {
+                let default = match spec.name {
+                    "buffer-mb" => defaults.buffer_mb,
+                    "prefault-mb" => defaults.prefault_mb,
+                    "flush-ms" => defaults.flush_ms,
+                    "max-depth" => defaults.max_depth,
+                    "sample-ms" => defaults.sample_ms,
+                    "samples" => defaults.samples,
+                    "trace-max-mb" => defaults.trace_max_mb,
+                    _ => defaults.summary_top as u64,
                 };
-                let v = value
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|v| (min..=max).contains(v))
-                    // Sampling faster than every 10 ms would cost more than it shows.
-                    .filter(|&v| spec.arg != "sample-ms" || v == 0 || v >= 10)
-                    .ok_or_else(|| invalid(expected, default.to_string()))?;
-                match spec.arg {
+                spec.kind
+                    .check(value)
+                    .map_err(|e| invalid(e, default.to_string()))?;
+                let v = value.trim().parse::<u64>().unwrap_or(default);
+                match spec.name {
                     "buffer-mb" => self.buffer_mb = v,
                     "prefault-mb" => self.prefault_mb = v,
                     "flush-ms" => self.flush_ms = v,
@@ -413,26 +282,9 @@ impl Config {
     }
 }
 
-fn parse_flag(v: &str) -> Option<bool> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "1" | "on" | "yes" | "true" => Some(true),
-        "0" | "off" | "no" | "false" => Some(false),
-        _ => None,
-    }
-}
-
-/// The help text: every option with its variable and default.
+/// The help text: every setting of every part, with its variable and default.
 pub fn help_text() -> String {
-    let mut s = String::from(
-        "kprof options (environment variable, or --name=value in --kokkos-tools-args):\n",
-    );
-    for spec in SPECS {
-        let _ = writeln!(s, "  --{:<15} {:<22} {}", spec.arg, spec.env, spec.help);
-    }
-    s.push_str(
-        "  KPROF_CORE_LIB      path of libkprof_core.so when it is not next to the plugin\n",
-    );
-    s
+    settings::help_text()
 }
 
 /// A trace file format.
@@ -566,8 +418,63 @@ mod tests {
     #[test]
     fn help_lists_every_option() {
         let h = help_text();
-        for s in SPECS {
-            assert!(h.contains(s.env) && h.contains(s.arg));
+        for s in specs() {
+            assert!(h.contains(s.var) && h.contains(s.name));
+        }
+    }
+
+    /// The table's defaults are the configuration's: each applied to a fresh
+    /// configuration changes nothing, and a configuration of every other value
+    /// is changed back by them.
+    #[test]
+    fn the_tables_defaults_are_the_configurations() {
+        let mut c = Config::default();
+        for s in specs() {
+            let d = if s.default == "none" { "" } else { s.default };
+            c.apply_arg(&format!("--{}={d}", s.name))
+                .unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        }
+        assert_eq!(c, Config::default());
+        for w in settings::core::TRACE_WORDS {
+            assert!(TraceFormat::parse(w).is_some(), "{w}");
+        }
+        for f in [TraceFormat::Perfetto, TraceFormat::Json, TraceFormat::Otf2] {
+            assert!(settings::core::TRACE_WORDS.contains(&f.name()));
+        }
+    }
+
+    /// Every setting of the table is applied to the configuration: a value other
+    /// than the default changes it.
+    #[test]
+    fn every_setting_reaches_the_configuration() {
+        for s in specs() {
+            let other = match s.kind {
+                Kind::Flag => {
+                    if s.default == "1" {
+                        "0"
+                    } else {
+                        "1"
+                    }
+                }
+                Kind::Count { max, .. } => {
+                    if max >= 30 {
+                        "30"
+                    } else {
+                        "1"
+                    }
+                }
+                Kind::Words { .. } => "json",
+                _ => "mpi,all",
+            };
+            let mut c = Config::default();
+            c.apply_arg(&format!("{}={other}", s.var))
+                .unwrap_or_else(|e| panic!("{}: {e}", s.var));
+            assert_ne!(
+                c,
+                Config::default(),
+                "{} did not change the configuration",
+                s.var
+            );
         }
     }
 }

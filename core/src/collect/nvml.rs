@@ -59,7 +59,9 @@ impl Nvml {
     /// finds the devices that report their power: None without the library (no
     /// NVIDIA driver: nothing to say), an error when it is there but gives none.
     pub fn open() -> Option<Result<Nvml, NvmlError>> {
-        let library = std::env::var("KPROF_NVML_LIB").unwrap_or_else(|_| LIBRARY.into());
+        let library = kprof_tables::settings::core::NVML_LIB
+            .get()
+            .unwrap_or_else(|| LIBRARY.into());
         let c = CString::new(library.as_bytes()).ok()?;
         // SAFETY: a valid C string; NVML's initializers have no requirement on
         // the caller. The library is never unloaded (NVML may keep threads).

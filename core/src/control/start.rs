@@ -212,8 +212,8 @@ fn start() {
             problems: vec!["counters: not read in a forked child".into()],
         }
     } else {
-        let lib = std::env::var("KPROF_PAPI_LIB")
-            .ok()
+        let lib = kprof_tables::settings::core::PAPI_LIB
+            .get()
             .filter(|l| !l.is_empty());
         Counters::setup(&cfg.counters, &cfg.counter_kinds, lib.as_deref())
     };

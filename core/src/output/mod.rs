@@ -157,8 +157,8 @@ impl Drop for Reserve {
     }
 }
 
-/// Set by `kprof run` to `kprof run` in the program's environment.
-pub const LAUNCHER_VAR: &str = "KPROF_LAUNCHER";
+/// Set by `kprof run` to [`KPROF_RUN`] in the program's environment.
+pub use kprof_tables::settings::{KPROF_RUN, LAUNCHER as LAUNCHER_VAR};
 
 /// Writes the profile files into `dir` and prints the summary, listing `traces`:
 /// `report`, whose call-path tree is `tree`. `profile.json`, `profile.csv`, the
@@ -225,7 +225,7 @@ pub fn write_all(
     if let Some(mut text) = body {
         // `kprof run` says where the files are once the program has ended; the
         // summary then does not say it too.
-        let dir_line = if std::env::var_os(LAUNCHER_VAR).is_some_and(|v| v == "kprof run") {
+        let dir_line = if std::env::var_os(LAUNCHER_VAR).is_some_and(|v| v == KPROF_RUN) {
             None
         } else {
             dir

@@ -87,7 +87,7 @@ pub fn render(m: &Value, ranks: usize, dir: &Path, top: usize) -> String {
         );
     }
     // `kprof run` says where the files are once the program has ended.
-    if std::env::var_os(crate::output::LAUNCHER_VAR).is_none_or(|v| v != "kprof run") {
+    if std::env::var_os(crate::output::LAUNCHER_VAR).is_none_or(|v| v != crate::output::KPROF_RUN) {
         let _ = writeln!(
             s,
             "kprof: the job's profile: {} (read it with: kprof report {})",

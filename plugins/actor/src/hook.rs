@@ -430,8 +430,12 @@ fn hooks() -> [usize; 7] {
 /// cannot be hooked.
 pub fn install() {
     if !cfg!(target_arch = "x86_64")
-        || std::env::var("KPROF_ACTOR_HOOK").is_ok_and(|v| v.trim() == "0")
-        || std::env::var("KPROF_ENABLE").is_ok_and(|v| v.trim() == "0")
+        || kprof_tables::settings::actor::ACTOR_HOOK
+            .get()
+            .is_some_and(|v| v.trim() == "0")
+        || kprof_tables::settings::core::ENABLE
+            .get()
+            .is_some_and(|v| v.trim() == "0")
     {
         return;
     }

@@ -33,8 +33,8 @@ use crate::state::{self, op, Row};
 pub fn interval_ns() -> u64 {
     static NS: OnceLock<u64> = OnceLock::new();
     *NS.get_or_init(|| {
-        std::env::var("KPROF_ACTOR_PEER_US")
-            .ok()
+        kprof_tables::settings::actor::ACTOR_PEER_US
+            .get()
             .and_then(|v| v.trim().parse::<u64>().ok())
             .unwrap_or(1000)
             .saturating_mul(1000)
@@ -46,7 +46,9 @@ pub fn interval_ns() -> u64 {
 pub fn on() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| {
-        let trace = std::env::var("KPROF_TRACE").is_ok_and(|v| !v.trim().is_empty());
+        let trace = kprof_tables::settings::core::TRACE
+            .get()
+            .is_some_and(|v| !v.trim().is_empty());
         trace && state::timing() && interval_ns() > 0
     })
 }

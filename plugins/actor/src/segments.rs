@@ -24,13 +24,17 @@ use crate::state;
 pub fn on() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| {
-        let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty() && v.trim() != "0");
-        let forced = std::env::var("KPROF_ACTOR_SEGMENTS").ok();
+        use kprof_tables::settings::{core, Setting};
+        let set = |s: Setting| {
+            s.get()
+                .is_some_and(|v| !v.trim().is_empty() && v.trim() != "0")
+        };
+        let forced = kprof_tables::settings::actor::ACTOR_SEGMENTS.get();
         state::timing()
             && match forced.as_deref().map(str::trim) {
                 Some("0") => false,
                 Some("1") => true,
-                _ => set("KPROF_TRACE") || set("KPROF_COUNTERS"),
+                _ => set(core::TRACE) || set(core::COUNTERS),
             }
     })
 }

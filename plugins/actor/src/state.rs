@@ -42,7 +42,11 @@ pub mod op {
 /// default 1; 0 counts messages only and reads no clock per call).
 pub fn timing() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("KPROF_ACTOR_BREAKDOWN").map_or(true, |v| v.trim() != "0"))
+    *ON.get_or_init(|| {
+        kprof_tables::settings::actor::ACTOR_BREAKDOWN
+            .get()
+            .is_none_or(|v| v.trim() != "0")
+    })
 }
 
 /// `convey_OK` (bale's value; `convey_FAIL` is 0, errors are negative).

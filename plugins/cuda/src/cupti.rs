@@ -36,7 +36,7 @@ pub enum CuptiError {
 /// loader's search for `libcupti.so`, `.so.13`, `.so.12`, then the toolkit's
 /// `extras/CUPTI/lib64` under `CUDA_HOME` and `/usr/local/cuda`.
 pub fn candidates() -> Vec<PathBuf> {
-    if let Some(p) = std::env::var_os("KPROF_CUPTI_LIB").filter(|p| !p.is_empty()) {
+    if let Some(p) = kprof_tables::settings::cuda::CUPTI_LIB.path() {
         return vec![PathBuf::from(p)];
     }
     let mut v: Vec<PathBuf> = ["libcupti.so", "libcupti.so.13", "libcupti.so.12"]

@@ -100,7 +100,7 @@ fn start(api: &'static CoreApi) -> Result<&'static State, CuptiError> {
         (cupti.cuptiGetVersion)(&mut version)
     })?;
     let layout = Layout::for_version(version)?;
-    let debug = std::env::var("KPROF_CUDA_DEBUG").is_ok_and(|v| !v.is_empty() && v != "0");
+    let debug = kprof_tables::settings::cuda::CUDA_DEBUG.flag() == Some(true);
     let st = State::set(api, cupti, layout, pool::from_env(), debug);
     st.recalibrate();
     let cu = &st.cupti;

@@ -101,15 +101,9 @@ impl Pool {
 /// Count and size from `KPROF_CUDA_BUFFERS` (default 64) and
 /// `KPROF_CUDA_BUFFER_KB` (default 1024); invalid values take the default.
 pub fn from_env() -> Pool {
-    let var = |name: &str, default: usize| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .filter(|&v| v > 0)
-            .unwrap_or(default)
-    };
-    let count = var("KPROF_CUDA_BUFFERS", 64);
-    let kb = var("KPROF_CUDA_BUFFER_KB", 1024).min(1 << 20);
+    use kprof_tables::settings::cuda::{CUDA_BUFFERS, CUDA_BUFFER_KB};
+    let count = CUDA_BUFFERS.count().unwrap_or(64) as usize;
+    let kb = CUDA_BUFFER_KB.count().unwrap_or(1024) as usize;
     Pool::new(count, kb * 1024)
 }
 

@@ -209,10 +209,8 @@ pub unsafe extern "C" fn kokkosp_print_help(exe: *mut c_char) {
                 .into_owned()
         });
         warn(&format!(
-            "kprof Kokkos plugin (libkprof.so). Usage: --kokkos-tools-args=\"--name=value ...\"\n{}{}",
+            "kprof Kokkos plugin (libkprof.so). Usage: --kokkos-tools-args=\"--name=value ...\"\n{}",
             help.unwrap_or_default(),
-            "  KPROF_TUNE          1: kprof tunes Kokkos' tuning variables (environment only; default 0)\n  \
-             KPROF_TUNING_CACHE  file of converged tuning values, read at start, written at exit\n"
         ));
         if let Some(f) = next().and_then(|n| n.print_help) {
             // SAFETY: forwarding Kokkos' argument.

@@ -45,9 +45,9 @@ const MAX_VARIABLES: usize = 1 << 12;
 /// reported in one line and means off).
 pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| match std::env::var("KPROF_TUNE") {
-        Err(_) => false,
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+    *ON.get_or_init(|| match kprof_tables::settings::kokkos::TUNE.get() {
+        None => false,
+        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
             "1" | "true" | "yes" | "on" => true,
             "" | "0" | "false" | "no" | "off" => false,
             _ => {
@@ -106,8 +106,8 @@ fn count_misuses(n: u64) {
 
 /// Creates the tuner: reads the cache.
 fn start() -> State {
-    let cache = std::env::var_os("KPROF_TUNING_CACHE")
-        .filter(|p| !p.is_empty())
+    let cache = kprof_tables::settings::kokkos::TUNING_CACHE
+        .path()
         .map(|p| (PathBuf::from(p), Identity::current()));
     let entries = match &cache {
         Some((path, me)) => cache::load(path, me).unwrap_or_else(|e| {

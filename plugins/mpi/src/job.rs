@@ -63,8 +63,8 @@ impl Job {
 
 /// The bound on waiting for a peer to arrive.
 fn wait_bound() -> Duration {
-    let s = std::env::var("KPROF_MPI_WAIT_S")
-        .ok()
+    let s = kprof_tables::settings::mpi::MPI_WAIT_S
+        .get()
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|v| v.is_finite() && *v >= 0.0)
         .unwrap_or(10.0);

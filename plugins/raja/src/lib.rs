@@ -113,7 +113,9 @@ fn connect() -> Option<&'static CoreApi> {
                 // SAFETY: a NUL-terminated literal.
                 if unsafe { (api.attach)(c"raja".as_ptr()) } {
                     CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
-                    let on = std::env::var("KPROF_RAJA_CAPTURE").is_ok_and(|v| capture_enabled(&v));
+                    let on = kprof_tables::settings::raja::RAJA_CAPTURE
+                        .get()
+                        .is_some_and(|v| capture_enabled(&v));
                     if on {
                         CLOCK.get_or_init(quanta::Clock::new);
                     }

@@ -96,7 +96,7 @@ pub unsafe fn configure(
             return std::ptr::null_mut();
         }
     };
-    let debug = std::env::var("KPROF_ROCM_DEBUG").is_ok_and(|v| !v.is_empty() && v != "0");
+    let debug = kprof_tables::settings::rocm::ROCM_DEBUG.flag() == Some(true);
     let _ = STATE.set(State {
         api,
         rp,
@@ -141,11 +141,9 @@ unsafe extern "C" fn tool_initialize(_finalize: ClientFinalize, _data: *mut c_vo
 /// Buffer size (`KPROF_ROCM_BUFFER_KB`, default 1024 KiB): the SDK delivers the
 /// records at 7/8 of it and drops (counted) beyond it, never blocking the program.
 fn buffer_bytes() -> usize {
-    std::env::var("KPROF_ROCM_BUFFER_KB")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&kb| kb > 0)
-        .unwrap_or(1024)
+    kprof_tables::settings::rocm::ROCM_BUFFER_KB
+        .count()
+        .unwrap_or(1024) as usize
         * 1024
 }
 

@@ -59,7 +59,7 @@ use crate::output::OutputError;
 use sys::*;
 
 /// Environment variable naming the OTF2 library file to load.
-pub const LIB_ENV: &str = "KPROF_OTF2_LIB";
+pub const LIB_ENV: &str = kprof_tables::settings::core::OTF2_LIB.var;
 /// The library names tried, in order (Debian's runtime package, then upstream's).
 const SONAMES: [&str; 4] = [
     "libopen-trace-format2.so.10",
