@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(p.nodes.len(), 5);
         assert_eq!(p.shown(ax), "a / x [gpu 0]");
         let rank = p.order();
-        let mut ids = vec![b, a, a2, ax, ay];
+        let mut ids = [b, a, a2, ax, ay];
         ids.sort_by_key(|&i| rank[i as usize]);
         let mut strings: Vec<String> = ids.iter().map(|&i| p.shown(i)).collect();
         let in_order = strings.clone();

@@ -37,7 +37,7 @@ impl Drop for ExitGuard {
 }
 
 /// An event in progress on the calling thread: the runtime and the thread's
-/// state. Dropping it marks the event complete (see [`ThreadSlot::busy`]).
+/// state. Dropping it marks the event complete (see [`crate::hot::thread::ThreadSlot::busy`]).
 pub struct Entered {
     /// The runtime that records the event.
     pub rt: &'static Runtime,
