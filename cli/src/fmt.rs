@@ -113,3 +113,8 @@ pub fn csv_field(s: &str) -> String {
         s.to_string()
     }
 }
+
+/// `1 rank`, `3 ranks`.
+pub fn ranks_text(n: usize) -> String {
+    format!("{n} rank{}", if n == 1 { "" } else { "s" })
+}

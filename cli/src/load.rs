@@ -7,7 +7,8 @@ use kprof_core::reduce::MERGED_SCHEMA;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{show, Failure};
+use crate::outcome::Failure;
+use crate::path_text::show;
 
 /// `profile.json` of `arg`: a kprof output directory or the file itself.
 pub fn profile_path(arg: &Path) -> Result<PathBuf, Failure> {

@@ -14,16 +14,22 @@ mod fmt;
 mod load;
 mod merge;
 mod out_dir;
+mod outcome;
+mod path_text;
 mod pftrace;
 mod plot;
+mod reader_stack;
 mod report;
 mod run;
+mod sort_key;
 mod timebase;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand};
+
+use outcome::Failure;
+use reader_stack::on_reader_stack;
 
 /// kprof: profile HPC programs (Kokkos, OpenMP, OpenACC, RAJA, CUDA, HIP, MPI,
 /// OpenSHMEM, annotations) and read the results.
@@ -69,31 +75,6 @@ enum Command {
     #[command(after_help = "Example: kprof plot run1 -o run1.html   (then open run1.html)")]
     Plot(plot::PlotArgs),
 }
-
-/// Sort keys of `report`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SortKey {
-    /// Exclusive time.
-    #[value(name = "self")]
-    SelfTime,
-    /// Inclusive time.
-    Total,
-    /// Instances.
-    Count,
-}
-
-/// An error of a command: printed as one line `kprof: <message>`, exit status 2.
-#[derive(Debug)]
-pub struct Failure(pub String);
-
-impl<T: std::fmt::Display> From<T> for Failure {
-    fn from(e: T) -> Self {
-        Failure(e.to_string())
-    }
-}
-
-/// Result of a command: its exit status, or a failure.
-pub type Outcome = Result<u8, Failure>;
 
 /// The command line, parsed; an option no command has is one line naming the
 /// nearest one, exit status 2 (before `--`, a word starting with `-` is an
@@ -158,41 +139,5 @@ fn main() -> ExitCode {
             eprintln!("kprof: {msg}");
             ExitCode::from(2)
         }
-    }
-}
-
-/// Stack of the commands that read profiles: they walk trees recursively, and a
-/// profile may nest up to `load::MAX_JSON_DEPTH` deep. Reserved, not committed:
-/// only what a deep tree uses is ever touched.
-pub(crate) const READER_STACK: usize = 1 << 30;
-
-/// Runs `f` on a thread with [`READER_STACK`] of stack.
-fn on_reader_stack(f: impl FnOnce() -> Outcome + Send + 'static) -> Outcome {
-    std::thread::Builder::new()
-        .name("kprof".into())
-        .stack_size(READER_STACK)
-        .spawn(f)
-        .map_err(|e| Failure(format!("cannot start: {e}")))?
-        .join()
-        .unwrap_or_else(|_| {
-            Err(Failure(
-                "internal error (a bug in kprof; please report it)".into(),
-            ))
-        })
-}
-
-/// Display form of a path for messages.
-pub fn show(p: &std::path::Path) -> String {
-    p.display().to_string()
-}
-
-/// `p` made absolute against the current directory (not resolving links).
-pub fn absolute(p: &std::path::Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .map(|d| d.join(p))
-            .unwrap_or_else(|_| p.to_path_buf())
     }
 }

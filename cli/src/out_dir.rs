@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::show;
+use crate::path_text::show;
 
 /// Why `path` must not be written as it is: it exists and `--force` was not given.
 pub fn refuse_existing(path: &Path, option: &str) -> String {

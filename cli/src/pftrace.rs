@@ -24,7 +24,8 @@ use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, Wire
 use prost::Message;
 
 use crate::fmt::bytes;
-use crate::{show, Failure};
+use crate::outcome::Failure;
+use crate::path_text::show;
 
 /// Bytes of packets per compressed packet written.
 const SEGMENT: usize = 4 << 20;

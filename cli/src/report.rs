@@ -1,7 +1,6 @@
 //! `kprof report`: readable tables from a profile.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use kprof_core::output::flat::FlatRow;
 use kprof_core::output::report::{Report, TreeNode};
@@ -10,71 +9,24 @@ use serde_json::{json, Value};
 
 use crate::fmt::{bar, bytes, csv_field, dur, pct, Align, Table};
 use crate::load::{load_any, profile_path, Loaded};
-use crate::{show, Failure, Outcome, SortKey};
+use crate::outcome::{Failure, Outcome};
+use crate::sort_key::SortKey;
 
 use kprof_core::output::mpi::MpiTally;
 use shown::{CounterKeys, FlatKeys, Shown, Teams, TopK, TreeKeep};
 use stream::Sink;
 
+pub use args::ReportArgs;
+use args::{sort_name, sort_of, sort_value};
+use cells::{bounded_path, cell, header, indented, thread_time};
+
+mod args;
 mod by_key;
+mod cells;
 mod job;
 mod shown;
 mod stream;
 mod views;
-
-/// Arguments of `kprof report`.
-#[derive(clap::Args)]
-pub struct ReportArgs {
-    /// A kprof output directory (or its profile.json; a merged profile works too).
-    pub dir: PathBuf,
-    /// Rows per table (default 20; the tree shows every node unless given).
-    #[arg(long, value_name = "N")]
-    pub top: Option<usize>,
-    /// Show the call-path tree instead of the flat table.
-    #[arg(long)]
-    pub tree: bool,
-    /// Order of rows (default self), or of siblings in the tree (default total).
-    #[arg(long, value_enum)]
-    pub sort: Option<SortKey>,
-    /// Only nodes whose name matches this regular expression (in the tree: and their ancestors).
-    #[arg(long, value_name = "REGEX")]
-    pub filter: Option<String>,
-    /// Machine-readable rows as CSV on stdout (times in ns).
-    #[arg(long, conflicts_with = "json")]
-    pub csv: bool,
-    /// Machine-readable rows as JSON on stdout (times in ns).
-    #[arg(long)]
-    pub json: bool,
-    /// Show names whole (by default a name is cut at 60 characters, as in the
-    /// summary; control characters are always shown escaped).
-    #[arg(long)]
-    pub wide: bool,
-    /// Show the threads and how each team's work spread over its threads
-    /// (min/mean/max per thread, imbalance = max/mean).
-    #[arg(long, conflicts_with_all = ["tree", "csv", "json"])]
-    pub threads: bool,
-    /// Kernels and regions by name over all their call paths and kinds: total
-    /// time, calls and time per call, as kokkos-tools' kernel-timer shows them
-    /// (with `--csv` or `--json`: those rows, machine-readable).
-    #[arg(long, conflicts_with_all = ["tree", "threads"])]
-    pub flat: bool,
-}
-
-fn sort_value(key: SortKey, total: u64, self_ns: u64, count: u64) -> u64 {
-    match key {
-        SortKey::SelfTime => self_ns,
-        SortKey::Total => total,
-        SortKey::Count => count,
-    }
-}
-
-fn sort_name(key: SortKey) -> &'static str {
-    match key {
-        SortKey::SelfTime => "self time",
-        SortKey::Total => "total time",
-        SortKey::Count => "count",
-    }
-}
 
 /// Entry point.
 pub fn main(mut args: ReportArgs) -> Outcome {
@@ -293,20 +245,6 @@ fn render_tree(r: &Report, tree: TreeKeep, path: &std::path::Path, args: &Report
     s
 }
 
-/// Levels of the tree view that are indented: deeper ones are indented as
-/// this one, their depth written out, so that a line's length does not grow
-/// with its depth (a tree 100,000 deep prints lines as short as one 32 deep).
-const INDENT_LEVELS: usize = 32;
-
-/// `text` indented for `depth` (two spaces a level, up to [`INDENT_LEVELS`]).
-fn indented(depth: usize, text: &str) -> String {
-    if depth <= INDENT_LEVELS {
-        format!("{}{text}", "  ".repeat(depth))
-    } else {
-        format!("{}[depth {depth}] {text}", "  ".repeat(INDENT_LEVELS))
-    }
-}
-
 /// The default view: the flat table and the blocks after it.
 fn flat_table(
     r: &Report,
@@ -413,24 +351,6 @@ fn flat_table(
     Ok(s)
 }
 
-/// A name as a table cell: escaped, and cut unless `--wide`.
-fn cell(name: &str, args: &ReportArgs) -> String {
-    kprof_core::output::readable::table_name(name, (!args.wide).then_some(NAME_WIDTH))
-}
-
-/// Longest name in a table without `--wide`, as in the exit summary.
-const NAME_WIDTH: usize = 60;
-
-/// The base of every share: `2 threads x 1.20 s`.
-fn thread_time(r: &Report) -> String {
-    let n = r.threads.len().max(1);
-    format!(
-        "{n} thread{} x {}",
-        if n == 1 { "" } else { "s" },
-        dur(r.clock.duration_ns)
-    )
-}
-
 /// The threads, and per team construct how its time spread over the threads.
 fn threads(s: &mut String, r: &Report, teams: Teams, args: &ReportArgs) {
     let top = args.top.unwrap_or(20);
@@ -489,32 +409,6 @@ fn threads(s: &mut String, r: &Report, teams: Teams, args: &ReportArgs) {
         ]);
     }
     s.push_str(&t.render());
-}
-
-fn header(r: &Report, path: &std::path::Path) -> String {
-    let mut s = String::new();
-    let p = &r.program;
-    let rank = p.rank.map(|r| format!(", rank {r}")).unwrap_or_default();
-    let _ = writeln!(s, "kprof report: {}", show(path));
-    let _ = writeln!(
-        s,
-        "program: {} (pid {}, host {}{rank})",
-        p.executable, p.pid, p.host
-    );
-    let plugins = if r.plugins.is_empty() {
-        "none (annotations only)".to_string()
-    } else {
-        r.plugins.join(", ")
-    };
-    let _ = writeln!(
-        s,
-        "run: {} (clock {}), {} thread{}, plugins: {plugins}",
-        kprof_core::output::summary::run_time(&r.clock),
-        r.clock.source,
-        r.threads.len(),
-        if r.threads.len() == 1 { "" } else { "s" }
-    );
-    s
 }
 
 /// Deep copies, memory, sections, events, counters, system samples, anomalies.
@@ -726,18 +620,6 @@ fn tree_rows(roots: &[Shown], more: (usize, u64)) -> Vec<Line<'_>> {
     out
 }
 
-/// The names of a path as its machine-readable rows give them: whole up to
-/// `csv::PATH_NAMES`, else the first and last ones around `...`.
-fn bounded_path<'a>(names: &[&'a str]) -> Vec<&'a str> {
-    let (first, last) = kprof_core::output::csv::path_parts(names.len());
-    let mut out: Vec<&str> = names[first].to_vec();
-    if !last.is_empty() {
-        out.push(kprof_core::output::csv::PATH_GAP);
-        out.extend_from_slice(&names[last]);
-    }
-    out
-}
-
 fn flat_machine(flat: &[FlatRow], run: f64, csv: bool) -> String {
     if csv {
         let mut s = String::from(
@@ -863,10 +745,6 @@ impl PrettyArray {
             self.text + "\n]\n"
         }
     }
-}
-
-fn sort_of(args: &ReportArgs) -> SortKey {
-    args.sort.unwrap_or(SortKey::SelfTime)
 }
 
 #[cfg(test)]

@@ -125,6 +125,16 @@ impl Row {
     }
 }
 
+/// The block of `text` whose title starts with `title`, up to the next blank
+/// line.
+fn block<'a>(text: &'a str, title: &str) -> &'a str {
+    let start = text
+        .find(&format!("\n{title}"))
+        .unwrap_or_else(|| panic!("no block {title:?} in\n{text}"));
+    let rest = &text[start + 1..];
+    &rest[..rest.find("\n\n").map_or(rest.len(), |e| e + 1)]
+}
+
 /// Asserts no call path but `except` is a regression (slower by more than 10%).
 fn no_regression_but(text: &str, except: Option<&str>) {
     for path in ["setup", "solve", "halo"] {
@@ -365,7 +375,9 @@ fn jobs_compare_the_mean_or_the_slowest_rank() {
     );
     assert!(
         prose(&text).contains(
-            "Jobs: each call path's time and calls per rank, the mean over the ranks (--ranks)."
+            "Jobs: each call path's time and calls per rank, the mean over the ranks \
+             (--ranks). After the call paths: each MPI function over all its call paths, each \
+             call path's imbalance over the ranks, and the job's messages."
         ),
         "{text}"
     );
@@ -373,6 +385,27 @@ fn jobs_compare_the_mean_or_the_slowest_rank() {
     assert_eq!(solve.status(), "slower", "{text}");
     assert!((60.0..140.0).contains(&solve.rel()), "{text}");
     no_regression_but(&text, Some("solve"));
+    // Imbalance: A's two ranks alike (1.0), B's slowest 150 against a mean of
+    // 100 ms per call: 1.5, losing 3 x 50 ms per run.
+    let imbalance = block(&text, "Imbalance over the ranks");
+    let solve = Row::of(imbalance, "solve");
+    assert_eq!(solve.status(), "higher", "{text}");
+    let ratios: Vec<f64> = solve
+        .0
+        .iter()
+        .filter_map(|c| c.strip_suffix('x')?.parse().ok())
+        .collect();
+    assert_eq!(ratios.len(), 2, "{text}");
+    assert!((0.95..1.1).contains(&ratios[0]), "{text}");
+    assert!((1.4..1.6).contains(&ratios[1]), "{text}");
+    let lost: f64 = solve.0[0].trim_start_matches('+').parse().unwrap();
+    assert!(
+        solve.0[1] == "ms" && (130.0..170.0).contains(&lost),
+        "{text}"
+    );
+    // Neither job made an MPI call nor sent a message: no such blocks.
+    assert!(!text.contains("MPI functions over"), "{text}");
+    assert!(!text.contains("Messages of the job"), "{text}");
     // The slowest rank: 150 against 50 ms per call.
     let o = diff(&["jobs-a", "jobs-b", "--fail-above", "10", "--ranks", "max"]);
     assert_status(&o, 1);
@@ -382,6 +415,11 @@ fn jobs_compare_the_mean_or_the_slowest_rank() {
     // The same jobs: nothing.
     let o = diff(&["jobs-a", "jobs-a", "--fail-above", "10"]);
     assert_status(&o, 0);
+    assert!(
+        block(&stdout(&o), "Imbalance over the ranks").contains("(no change beyond the noise)"),
+        "{}",
+        stdout(&o)
+    );
     // Jobs against processes: refused.
     let o = diff(&["jobs-a/1", "base/1"]);
     one_line_error(&o, "compare jobs with jobs, processes with processes");

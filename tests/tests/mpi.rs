@@ -1740,3 +1740,80 @@ fn thirty_two_ranks_reduced_in_job_exactly() {
         "{text}"
     );
 }
+
+// ---- two jobs compared ----
+
+/// The block of `text` whose title starts with `title`, up to the next blank line.
+fn block<'a>(text: &'a str, title: &str) -> &'a str {
+    let start = text
+        .find(&format!("\n{title}"))
+        .unwrap_or_else(|| panic!("no block {title:?} in\n{text}"));
+    let rest = &text[start + 1..];
+    &rest[..rest.find("\n\n").map_or(rest.len(), |e| e + 1)]
+}
+
+/// The cells of the row of `block` ending with `last` (cells split at blanks).
+fn row_ending<'a>(block: &'a str, last: &str) -> Vec<&'a str> {
+    block
+        .lines()
+        .find(|l| l.ends_with(&format!(" {last}")))
+        .unwrap_or_else(|| panic!("no row ending {last:?} in\n{block}"))
+        .split_whitespace()
+        .collect()
+}
+
+/// Two jobs of 4 ranks, the second adding an all-to-all phase to the ring:
+/// `kprof diff` of their job profiles compares each MPI function over all its
+/// call paths (MPI_Send's 3 calls per rank on both sides, MPI_Isend new), shows
+/// the imbalance block, and the job's messages as the programs counted them.
+#[test]
+fn job_diff_compares_mpi_functions_imbalance_and_messages() {
+    if !available() {
+        return;
+    }
+    let (_, dir_a) = measured("mpi_job_diff_a", &["ring"]);
+    let (_, dir_b) = measured("mpi_job_diff_b", &["ring", "alltoall"]);
+    let (job_a, job_b) = (
+        dir_a.join("kprof-patterns-job"),
+        dir_b.join("kprof-patterns-job"),
+    );
+    let (text, _) = kprof_in(
+        &dir_a,
+        &[
+            "diff",
+            job_a.to_str().unwrap(),
+            job_b.to_str().unwrap(),
+            "--all",
+        ],
+    );
+    assert!(text.contains("(a job of 4 ranks)"), "{text}");
+
+    // MPI functions: the same 3 sends per rank; the all-to-all's sends new.
+    let functions = block(&text, "MPI functions over all their call paths");
+    let send = row_ending(functions, "MPI_Send");
+    assert!(send.join(" ").contains(" 3 -> 3 "), "{functions}");
+    let isend = row_ending(functions, "MPI_Isend");
+    assert_eq!(isend[isend.len() - 2], "new", "{functions}");
+
+    // Imbalance: its block, each row's ratios readable.
+    let imbalance = block(&text, "Imbalance over the ranks");
+    assert!(imbalance.contains("lost A"), "{imbalance}");
+
+    // Messages: every rank's sends, exactly the programs' own counts.
+    let messages = block(&text, "Messages of the job");
+    let sent = |dir: &Path| -> u64 {
+        own_rows(dir, RANKS)
+            .iter()
+            .filter(|r| r.1 == "send")
+            .map(|r| r.3)
+            .sum()
+    };
+    let (sa, sb) = (sent(&dir_a), sent(&dir_b));
+    assert!(sb > sa, "the all-to-all sends more: {sa} {sb}");
+    let row = row_ending(messages, "MPI p2p send");
+    assert_eq!(
+        (row[0], row[1], row[row.len() - 4]),
+        (sa.to_string().as_str(), sb.to_string().as_str(), "more"),
+        "{messages}"
+    );
+}

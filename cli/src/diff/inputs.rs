@@ -8,10 +8,12 @@ use kprof_core::output::report::{Report, TreeNode};
 use kprof_core::reduce::MERGED_SCHEMA;
 use serde_json::Value;
 
+use super::args::{Metric, RankStat};
+use super::jobs::JobVals;
 use super::paths::{PathId, Paths};
-use super::{Metric, RankStat};
 use crate::load::{load_any, Loaded};
-use crate::{show, Failure};
+use crate::outcome::Failure;
+use crate::path_text::show;
 
 /// A call path's values in one run.
 #[derive(Clone, Copy, Default, Debug)]
@@ -36,6 +38,8 @@ pub struct Run {
     pub counters: HashMap<(String, PathId), f64>,
     /// A job's merged profile (`kprof-merged/1`): this many ranks.
     pub ranks: Option<usize>,
+    /// A job's MPI functions, imbalance and messages (a process: none).
+    pub job: JobVals,
 }
 
 /// Glob characters: an argument holding one that names no existing path is a
@@ -249,6 +253,7 @@ fn single(file: PathBuf, r: &Report, metric: Metric, paths: &mut Paths) -> Run {
         nodes: HashMap::new(),
         counters: HashMap::new(),
         ranks: None,
+        job: JobVals::default(),
     };
     walk(&r.tree, metric, None, &mut run, paths);
     run
@@ -282,6 +287,7 @@ fn merged(
         paths: &'a mut Paths,
         stat: &'a dyn Fn(&Value) -> f64,
         metric: Metric,
+        ranks: usize,
     }
     fn walk(nodes: &[Value], parent: Option<PathId>, w: &mut Walk<'_>) {
         let (stat, metric) = (w.stat, w.metric);
@@ -297,6 +303,7 @@ fn merged(
                 Metric::SelfTime => "self_ns",
             };
             v.time += n.get(key).map_or(0.0, stat);
+            w.run.job.node(n, path, key, w.ranks, w.paths);
             if let Some(events) = n.get("counters").and_then(Value::as_object) {
                 let which = match metric {
                     Metric::Total => "inclusive",
@@ -336,14 +343,17 @@ fn merged(
         nodes: HashMap::new(),
         counters: HashMap::new(),
         ranks: Some(rank_list.len()),
+        job: JobVals::default(),
     };
     let mut w = Walk {
         run: &mut run,
         paths,
         stat: &stat,
         metric,
+        ranks: rank_list.len(),
     };
     walk(tree, None, &mut w);
+    run.job.messages(&v["messages"]);
     Ok(run)
 }
 

@@ -3,7 +3,11 @@
 //! run-to-run noise (a rank test over several runs per side, or a stated floor
 //! with one run per side).
 
+mod args;
+mod cells;
 mod inputs;
+mod job_views;
+mod jobs;
 mod paths;
 mod stats;
 
@@ -12,101 +16,15 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::fmt::{duration, signed_dur, Align, Table};
-use crate::{show, Failure, Outcome};
-use inputs::{expand, read_run, Run};
+use crate::outcome::{Failure, Outcome};
+use crate::path_text::show;
+pub use args::DiffArgs;
+use args::{Metric, RankStat};
+use cells::{num, p_text, range, rel_text};
+use inputs::{expand, read_run, Run, Vals};
+use jobs::JobVals;
 use paths::{PathId, Paths};
-use stats::{median, min_max, smallest_p, RankTest};
-
-/// Arguments of `kprof diff`.
-#[derive(clap::Args)]
-pub struct DiffArgs {
-    /// A, the baseline: run directories (kprof output directories or profile.json
-    /// files), directories holding run directories, or quoted patterns ('base-*',
-    /// expanded by kprof). Without --, exactly two arguments: A, then B.
-    #[arg(value_name = "A", required = true, num_args = 1..)]
-    pub paths: Vec<PathBuf>,
-    /// B, the runs compared with A, after --: as A.
-    #[arg(last = true, value_name = "B")]
-    pub new: Vec<PathBuf>,
-    /// Changes of the time per call below PCT percent are noise.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = non_negative)]
-    pub threshold: f64,
-    /// Changes of a call path's time per run below TIME are noise (1ms, 250us,
-    /// 0.5s; a bare number is in ms).
-    #[arg(long, value_name = "TIME", default_value = "1ms", value_parser = parse_time)]
-    pub min_time: f64,
-    /// Significance level of the rank test (two runs or more on each side).
-    #[arg(long, value_name = "P", default_value_t = 0.05, value_parser = parse_alpha)]
-    pub alpha: f64,
-    /// Exit with status 1 when a call path's time per call grew by more than PCT
-    /// percent beyond the noise, for regression checks in CI.
-    #[arg(long, value_name = "PCT", value_parser = non_negative)]
-    pub fail_above: Option<f64>,
-    /// Call paths taking less than PCT percent of the run on both sides are noise.
-    #[arg(long, value_name = "PCT", default_value_t = 0.5, value_parser = non_negative)]
-    pub min_share: f64,
-    /// Compare inclusive (total) or exclusive (self) time.
-    #[arg(long, value_enum, default_value = "total")]
-    pub metric: Metric,
-    /// Jobs' merged profiles (kprof merge, the MPI plugin): compare each call
-    /// path's mean over the ranks or its slowest rank.
-    #[arg(long, value_enum, default_value = "mean")]
-    pub ranks: RankStat,
-    /// Rows to show.
-    #[arg(long, value_name = "N", default_value_t = 30)]
-    pub top: usize,
-    /// Show the noise too.
-    #[arg(long)]
-    pub all: bool,
-}
-
-/// Which time `diff` compares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Metric {
-    /// Inclusive time.
-    Total,
-    /// Exclusive time.
-    #[value(name = "self")]
-    SelfTime,
-}
-
-/// Which value over a job's ranks `diff` compares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum RankStat {
-    /// The mean over the ranks (a rank without the call path counts as 0).
-    Mean,
-    /// The largest value of a rank (time and count each).
-    Max,
-}
-
-fn non_negative(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
-        _ => Err(format!("{s:?} is not a number >= 0")),
-    }
-}
-
-fn parse_alpha(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a probability between 0 and 1")),
-    }
-}
-
-/// A duration in ns from `1ms`, `250us`, `0.5s`, `800ns` or a bare number of ms.
-fn parse_time(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let (num, scale) = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
-        .iter()
-        .find_map(|(unit, scale)| t.strip_suffix(unit).map(|n| (n, *scale)))
-        .unwrap_or((t, 1e6));
-    match num.trim().parse::<f64>() {
-        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v * scale),
-        _ => Err(format!(
-            "{s:?} is not a duration (such as 1ms, 250us, 0.5s; a bare number is in ms)"
-        )),
-    }
-}
+use stats::{median, min_max, smallest_p, Mode, RankTest};
 
 /// The arguments of each side: `A B`, or `A... -- B...`.
 fn sides(args: &DiffArgs) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Failure> {
@@ -236,27 +154,6 @@ struct Change {
     /// The rank test's p-value (two runs or more on each side).
     p: Option<f64>,
     status: Status,
-}
-
-/// How a diff tells a change from noise, by the runs it has.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Mode {
-    /// Two runs or more per side, enough for the rank test to reach `--alpha`:
-    /// p < alpha, and the floors.
-    Rank,
-    /// Otherwise: every run of one side beyond every run of the other (with
-    /// one run per side, always), and the floors.
-    Apart,
-}
-
-impl Mode {
-    fn of(na: usize, nb: usize, alpha: f64) -> Mode {
-        if na >= 2 && nb >= 2 && smallest_p(na, nb) < alpha {
-            Mode::Rank
-        } else {
-            Mode::Apart
-        }
-    }
 }
 
 /// Every call path of either side, compared; largest changes first, then in
@@ -440,7 +337,8 @@ pub fn main(args: DiffArgs) -> Outcome {
             &mut s,
             &format!(
                 "Jobs: each call path's time and calls per rank, the {} over the ranks \
-                 (--ranks).",
+                 (--ranks). After the call paths: each MPI function over all its call paths, \
+                 each call path's imbalance over the ranks, and the job's messages.",
                 match args.ranks {
                     RankStat::Mean => "mean",
                     RankStat::Max => "largest",
@@ -467,6 +365,9 @@ pub fn main(args: DiffArgs) -> Outcome {
     );
     s.push_str(&table(&changes, &args, spread, na > 1 && nb > 1, &paths));
     counter_changes(&mut s, (&ra, &rb), args.metric, args.top, (&paths, &rank));
+    if ja > 0 {
+        job_blocks(&mut s, (&ra, &rb), &args, (&paths, &rank));
+    }
     let mut status = 0u8;
     if let Some(limit) = args.fail_above {
         let over = |c: &&Change, st: Status| c.status == st && c.rel.is_some_and(|r| r > limit);
@@ -504,6 +405,65 @@ pub fn main(args: DiffArgs) -> Outcome {
     }
     print!("{s}");
     Ok(status)
+}
+
+/// What a diff of jobs shows after the call paths: each MPI function over all
+/// its call paths (compared as call paths are), each call path's imbalance over
+/// the ranks, and the job's messages.
+fn job_blocks(
+    s: &mut String,
+    (ra, rb): (&[Run], &[Run]),
+    args: &DiffArgs,
+    (paths, rank): (&Paths, &[u32]),
+) {
+    // Each run with its MPI functions as its call paths.
+    let functions = |runs: &[Run]| -> Vec<Run> {
+        runs.iter()
+            .map(|r| Run {
+                file: r.file.clone(),
+                executable: r.executable.clone(),
+                duration: r.duration,
+                nodes: r
+                    .job
+                    .functions
+                    .iter()
+                    .map(|(&k, &(count, time))| (k, Vals { count, time }))
+                    .collect(),
+                counters: HashMap::new(),
+                ranks: r.ranks,
+                job: JobVals::default(),
+            })
+            .collect()
+    };
+    let (fa, fb) = (functions(ra), functions(rb));
+    if fa.iter().chain(&fb).any(|r| !r.nodes.is_empty()) {
+        let changes = compare(&fa, &fb, args, rank);
+        let noise = changes.iter().filter(|c| c.status == Status::Noise).count();
+        let _ = writeln!(
+            s,
+            "\nMPI functions over all their call paths (time and calls per rank: the mean over \
+             the ranks; {} beyond the noise, {noise} noise)",
+            changes
+                .iter()
+                .filter(|c| !matches!(c.status, Status::Noise | Status::NotSignificant))
+                .count()
+        );
+        let spread = ra.len() > 1 || rb.len() > 1;
+        s.push_str(&table(
+            &changes,
+            args,
+            spread,
+            ra.len() > 1 && rb.len() > 1,
+            paths,
+        ));
+    }
+    let large = |k: PathId| {
+        SideVals::of(ra, k).share >= args.min_share || SideVals::of(rb, k).share >= args.min_share
+    };
+    let ja: Vec<&JobVals> = ra.iter().map(|r| &r.job).collect();
+    let jb: Vec<&JobVals> = rb.iter().map(|r| &r.job).collect();
+    job_views::imbalance_block(s, (&ja, &jb), &large, args, (paths, rank));
+    job_views::messages_block(s, (&ja, &jb));
 }
 
 /// Width of the explanatory lines.
@@ -664,43 +624,6 @@ fn table(changes: &[Change], args: &DiffArgs, spread: bool, p: bool, paths: &Pat
     }
 }
 
-/// A count: whole, or with one decimal (a mean over ranks or runs).
-fn num(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
-/// `lo..hi unit`, both in the unit of `hi`.
-fn range(lo: f64, hi: f64) -> String {
-    let (scale, unit, digits) = if hi < 1e3 {
-        (1.0, "ns", 0)
-    } else if hi < 1e6 {
-        (1e3, "us", 2)
-    } else if hi < 1e9 {
-        (1e6, "ms", 2)
-    } else {
-        (1e9, "s", 3)
-    };
-    format!(
-        "{:.digits$}..{:.digits$} {unit}",
-        lo / scale,
-        hi / scale,
-        digits = digits
-    )
-}
-
-/// A p-value: three decimals, or one significant digit below 0.001.
-fn p_text(p: f64) -> String {
-    if p >= 0.001 {
-        format!("{p:.3}")
-    } else {
-        format!("{p:.0e}")
-    }
-}
-
 /// The counters block: per event and call path, A's and B's values (medians
 /// of their runs) and the change, largest changes first (nothing when neither
 /// side counted).
@@ -790,15 +713,9 @@ fn counter_changes(
     }
 }
 
-fn rel_text(rel: Option<f64>) -> String {
-    match rel {
-        Some(r) => format!("{r:+.1}%"),
-        None => "-".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::args::parse_time;
     use super::*;
 
     #[test]

@@ -174,6 +174,28 @@ fn erfc(x: f64) -> f64 {
     }
 }
 
+/// How a diff tells a change from noise, by the runs it has.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    /// Two runs or more per side, enough for the rank test to reach `--alpha`:
+    /// p < alpha, and the floors.
+    Rank,
+    /// Otherwise: every run of one side beyond every run of the other (with
+    /// one run per side, always), and the floors.
+    Apart,
+}
+
+impl Mode {
+    /// The mode for `na` and `nb` runs per side at significance `alpha`.
+    pub fn of(na: usize, nb: usize, alpha: f64) -> Mode {
+        if na >= 2 && nb >= 2 && smallest_p(na, nb) < alpha {
+            Mode::Rank
+        } else {
+            Mode::Apart
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,7 +79,7 @@ pub fn write(out: &Path, merged: &Value, deps: &Dependences, ranks: usize) {
         .get(0)
         .and_then(|r| r["executable"].as_str())
         .unwrap_or_default();
-    let title = format!("{exe} ({})", super::ranks_text(ranks));
+    let title = format!("{exe} ({})", crate::fmt::ranks_text(ranks));
     let edges: Vec<TaskEdge> = deps
         .iter()
         .map(|((from, to), &count)| TaskEdge {

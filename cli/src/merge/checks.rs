@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use kprof_core::reduce::form::JobProfile;
 
-use super::ranks_text;
-use crate::{show, Failure};
+use crate::fmt::ranks_text;
+use crate::outcome::Failure;
+use crate::path_text::show;
 
 /// Every directory exists and is given once (the same one under two names
 /// counts once).

@@ -19,10 +19,12 @@ use std::sync::Mutex;
 
 use kprof_core::reduce::{render, Fold};
 
+use crate::fmt::ranks_text;
 #[cfg(test)]
 use crate::load::load_report;
 use crate::load::load_report_fast;
-use crate::{show, Failure, Outcome};
+use crate::outcome::{Failure, Outcome};
+use crate::path_text::show;
 
 /// Arguments of `kprof merge`.
 #[derive(clap::Args)]
@@ -108,7 +110,7 @@ fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<Read, Failur
         let handles: Vec<_> = (0..readers)
             .filter_map(|_| {
                 // Deeply nested profiles are read recursively: the reader's stack.
-                let b = std::thread::Builder::new().stack_size(crate::READER_STACK);
+                let b = std::thread::Builder::new().stack_size(crate::reader_stack::READER_STACK);
                 b.spawn_scoped(s, || {
                     let mut fold = Fold::new(by_rank);
                     let mut extras = Extras::default();
@@ -296,11 +298,6 @@ fn trace_of(dir: &Path) -> PathBuf {
             .map(|p| p.join("trace.pftrace"))
             .unwrap_or_default()
     }
-}
-
-/// `1 rank`, `3 ranks`.
-pub fn ranks_text(n: usize) -> String {
-    format!("{n} rank{}", if n == 1 { "" } else { "s" })
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use kprof_core::output::report::{Report, SelfCost, TreeNode};
 use kprof_core::reduce::MERGED_SCHEMA;
 use serde_json::{json, Map, Value};
 
-use crate::show;
+use crate::path_text::show;
 
 /// Statistics of one value over ranks (ranks without the node count as 0).
 fn stats(values: &[u64]) -> Value {

@@ -8,7 +8,7 @@
 use plotters::prelude::*;
 
 use crate::fmt::{bytes, duration};
-use crate::Failure;
+use crate::outcome::Failure;
 
 /// Width of every figure, in pixels.
 pub const WIDTH: u32 = 960;

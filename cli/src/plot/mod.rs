@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use crate::fmt::{bytes, duration};
 use crate::load::{load_any, Loaded};
-use crate::{show, Failure, Outcome};
+use crate::outcome::{Failure, Outcome};
+use crate::path_text::show;
 use figures::{fmt_bytes, Figure, PlotNode};
 
 /// Arguments of `kprof plot`.

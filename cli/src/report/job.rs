@@ -13,10 +13,12 @@ use std::path::Path;
 use regex::Regex;
 use serde_json::{json, Value};
 
-use super::{bounded_path, cell, indented, sort_of, ReportArgs};
+use super::args::{sort_of, ReportArgs};
+use super::cells::{bounded_path, cell, indented};
+use crate::fmt::ranks_text;
 use crate::fmt::{bytes, csv_field, duration, pct, Align, Table};
-use crate::merge::ranks_text;
-use crate::{show, SortKey};
+use crate::path_text::show;
+use crate::sort_key::SortKey;
 
 /// A node of the merged tree with where it is.
 struct Row<'v> {

@@ -18,9 +18,10 @@ use kprof_core::output::report::TreeNode;
 use regex::Regex;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
+use super::args::sort_value;
 use super::by_key::{KeyedSums, Op};
 use super::stream::{bare, blank, Sink};
-use super::{sort_value, SortKey};
+use crate::sort_key::SortKey;
 
 /// The first `k` items in an order, chosen as they come with at most `2k` held
 /// (all of them without `k`), and how many came.

@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 use kprof_core::output::flat::Totals;
 use kprof_core::output::report::Report;
 
+use super::args::{sort_name, sort_of, sort_value, ReportArgs};
+use super::cells::{cell, header, thread_time};
 use super::shown::{FlatKeys, TopK};
-use super::{cell, header, sort_name, sort_of, sort_value, thread_time, ReportArgs};
 use crate::fmt::{bar, csv_field, dur, pct, Align, Table};
 
 /// One name over all its call paths, kinds and devices.

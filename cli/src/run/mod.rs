@@ -24,7 +24,9 @@ use places::{nothing_written, unfinished_traces, unused, written_dir, OutDir};
 use signals::{block_forwarded, forward_signals, signal_name, CHILD, SIGNALS_LIB};
 
 use crate::detect::{detect, find_program, Models};
-use crate::{absolute, out_dir, show, Failure, Outcome};
+use crate::out_dir;
+use crate::outcome::{Failure, Outcome};
+use crate::path_text::{absolute, show};
 
 /// The plugin libraries: next to `kprof` (the cargo target directory) or in the
 /// install prefix's `lib/`.

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::signals::signal_name;
 use crate::detect::Models;
-use crate::show;
+use crate::path_text::show;
 
 /// Why `dir` could not be made: the first missing or unwritable directory on its
 /// way, as the system says it; `None` when it could be.

@@ -450,8 +450,8 @@ fn rank_info(r: &Report, who: u32, dir: Option<String>) -> RankInfo {
         start_ns: r.clock.start_ns,
         threads: r.threads.len() as u64,
         dropped_records: r.dropped_records,
-        clock_offset_ns: meta(super::CLOCK_OFFSET_KEY).and_then(|v| v.parse().ok()),
-        clock_error_ns: meta(super::CLOCK_ERROR_KEY).and_then(|v| v.parse().ok()),
+        clock_offset_ns: meta(super::schema::CLOCK_OFFSET_KEY).and_then(|v| v.parse().ok()),
+        clock_error_ns: meta(super::schema::CLOCK_ERROR_KEY).and_then(|v| v.parse().ok()),
     }
 }
 

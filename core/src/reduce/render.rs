@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
 use crate::reduce::form::{FloatStat, JobProfile, Node, Ordered, Stat};
-use crate::reduce::MERGED_SCHEMA;
+use crate::reduce::schema::MERGED_SCHEMA;
 
 /// Where each process is in the merged profile, and how it is named there.
 struct Order {

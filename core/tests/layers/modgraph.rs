@@ -155,8 +155,36 @@ fn split_top(s: &str) -> Vec<&str> {
     parts.into_iter().filter(|p| !p.is_empty()).collect()
 }
 
+/// `code` with each visibility restriction (`pub(crate)`, `pub(super)`,
+/// `pub(self)`, `pub(in a::b)`) read as `pub`: it names who may use an item,
+/// not a module the item uses.
+fn without_visibility(code: &str) -> String {
+    let mut out = String::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("pub(") {
+        let inner = &rest[at + 4..];
+        let restricted = ["crate)", "super)", "self)", "in "]
+            .iter()
+            .any(|w| inner.starts_with(w));
+        match inner.find(')').filter(|_| restricted) {
+            Some(close) => {
+                out.push_str(&rest[..at]);
+                out.push_str("pub");
+                rest = &inner[close + 1..];
+            }
+            None => {
+                out.push_str(&rest[..at + 4]);
+                rest = inner;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The paths (`a::b::c`, as segments) written in `code` outside `use` trees.
 pub fn paths_in(code: &str) -> Vec<Vec<String>> {
+    let code = without_visibility(code);
     let bytes: Vec<char> = code.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;

@@ -12,7 +12,7 @@ use crate::state::{self, Row};
 #[no_mangle]
 pub extern "C" fn kprof_actor_mailbox(conveyor: *const c_void, selector: c_int, mailbox: c_int) {
     guard((), || {
-        if let Some(api) = crate::api_or_connect() {
+        if let Some(api) = crate::connect::api_or_connect() {
             state::describe(
                 api,
                 conveyor as usize,
@@ -30,7 +30,7 @@ pub extern "C" fn kprof_actor_mailbox(conveyor: *const c_void, selector: c_int, 
 #[no_mangle]
 pub unsafe extern "C" fn kprof_actor_phase(name: *const c_char) {
     guard((), || {
-        let Some(api) = crate::api_or_connect() else {
+        let Some(api) = crate::connect::api_or_connect() else {
             return;
         };
         let text = if name.is_null() {
@@ -51,7 +51,7 @@ pub unsafe extern "C" fn kprof_actor_phase(name: *const c_char) {
 #[no_mangle]
 pub extern "C" fn kprof_actor_done(selector: c_int, mailbox: c_int) {
     guard((), || {
-        if let Some(api) = crate::api_or_connect() {
+        if let Some(api) = crate::connect::api_or_connect() {
             // SAFETY: a NUL-terminated literal.
             unsafe {
                 (api.instant)(
@@ -66,9 +66,9 @@ pub extern "C" fn kprof_actor_done(selector: c_int, mailbox: c_int) {
 }
 
 fn direct() -> Option<&'static (Row, Row)> {
-    crate::api_or_connect()?;
+    crate::connect::api_or_connect()?;
     // Called by a running FA-BSP program: OpenSHMEM is initialized.
-    crate::shmem::learn_pes();
+    crate::shmem_counts::learn_pes();
     let n = state::n_pes();
     Some(state::DIRECT.get_or_init(|| (Row::new(n), Row::new(n))))
 }

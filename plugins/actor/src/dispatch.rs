@@ -8,13 +8,15 @@ use std::sync::atomic::AtomicU64;
 
 use kprof_abi::CoreApi;
 
+use crate::core_table::{self, api};
 use crate::state::{self, op, Call};
-use crate::{clock, peers, porter, segments, shmem};
+use crate::{clock, peers, porter, segments, shmem_counts};
 
-/// Books a Conveyors entry that returned (`mode`: [`mod@crate::mode`]): the
-/// rows, the segments, the per-peer tracks' sampling. A push, pull or advance
-/// of the conveyor looked up last (about every call of a phase) takes the
-/// store's fast path ([`state::book_fast`]); any other call [`slow`].
+/// Books a Conveyors entry that returned (`mode`:
+/// [`mod@crate::core_table::mode`]): the rows, the segments, the per-peer
+/// tracks' sampling. A push, pull or advance of the conveyor looked up last
+/// (about every call of a phase) takes the store's fast path
+/// ([`state::book_fast`]); any other call [`slow`].
 #[inline(always)]
 pub fn booked(mode: u8, call: Call) {
     if !state::book_fast(call) {
@@ -33,7 +35,7 @@ pub fn booked(mode: u8, call: Call) {
     if call.now >= state::next_sample() {
         peers::due(call.op, call.now);
     }
-    if call.t0 != 0 && mode & crate::mode::SEGMENTS != 0 {
+    if call.t0 != 0 && mode & core_table::mode::SEGMENTS != 0 {
         segments::after_call();
     }
 }
@@ -59,16 +61,16 @@ fn slow(mode: u8, key: usize, op: i32, rc: i64, pe: i64, arg: u64, t0: u64, now:
     if op == op::BEGIN {
         // A Conveyors entry: OpenSHMEM is initialized, its PEs can be asked
         // for (the rows of a new conveyor have one entry per PE).
-        shmem::learn_pes();
+        shmem_counts::learn_pes();
     }
     if op == op::BEGIN || op == op::FREE {
         // A porter's address may be a freed one's.
         porter::forget();
     }
     state::leave(call, peers::absorb);
-    if let Some(api) = crate::api() {
+    if let Some(api) = api() {
         peers::after(api, call.op, call.now);
-        if call.t0 != 0 && mode & crate::mode::SEGMENTS != 0 {
+        if call.t0 != 0 && mode & core_table::mode::SEGMENTS != 0 {
             segments::after(api);
         }
     }
@@ -90,5 +92,5 @@ pub fn finish(api: &CoreApi) {
     let k = clock::ns_per_tick();
     let odd: [(&str, &AtomicU64); 1] = [("porters_unmapped", &porter::UNMAPPED)];
     state::report(api, &odd, k);
-    shmem::report(api, k);
+    shmem_counts::report(api, k);
 }

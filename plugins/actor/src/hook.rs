@@ -247,7 +247,7 @@ unsafe extern "C" fn hook_local_send(
     let sent = unsafe { f(p, dest, level, n_bytes, buf, signal) };
     if n_bytes > 0 {
         kprof_abi::guard::guard((), || {
-            if crate::api().is_some() {
+            if crate::core_table::api().is_some() {
                 crate::dispatch::local_send(p as usize, dest, n_bytes as u64);
             }
         });
@@ -269,7 +269,7 @@ unsafe extern "C" fn hook_nonblock_progress(p: *mut c_void, dest: c_int) -> bool
     let forced = unsafe { f(p, dest) };
     state::IN_PROGRESS.store(false, Ordering::Relaxed);
     kprof_abi::guard::guard((), || {
-        if crate::api().is_some() {
+        if crate::core_table::api().is_some() {
             state::progress(forced);
         }
     });
@@ -477,12 +477,12 @@ pub fn install() {
     }
     if wrapped {
         if !failed.is_empty() {
-            crate::warn(&format!(
+            crate::say::warn(&format!(
                 "the porter's local path or progress is not counted ({})",
                 failed.join("; ")
             ));
         }
-        crate::api_or_connect();
+        crate::connect::api_or_connect();
         return;
     }
     let hooks = hooks();
@@ -498,10 +498,10 @@ pub fn install() {
     if hooked > 0 {
         // Start measuring now rather than in the first hooked call (which
         // would put the core's start-up inside the program's first phase).
-        crate::api_or_connect();
+        crate::connect::api_or_connect();
     }
     if !failed.is_empty() {
-        crate::warn(&format!(
+        crate::say::warn(&format!(
             "Conveyors' entries not hooked ({}): link the program with kprof's wrappers (see kprof_actor.h)",
             failed.join("; ")
         ));
@@ -514,8 +514,9 @@ pub fn install() {
 /// a pull's source). While kprof is off the entry only runs.
 ///
 /// This is the whole per-call path of the load-time hooks: one load says what
-/// to measure ([`mod@crate::mode`]), and the booking of a push, pull or advance of
-/// the conveyor looked up last is inlined here ([`crate::dispatch::booked`]).
+/// to measure ([`mod@crate::core_table::mode`]), and the booking of a push,
+/// pull or advance of the conveyor looked up last is inlined here
+/// ([`crate::dispatch::booked`]).
 #[inline(always)]
 fn around(
     c: *mut c_void,
@@ -523,14 +524,14 @@ fn around(
     call: impl FnOnce() -> c_int,
     report: impl FnOnce(c_int) -> (i64, u64),
 ) -> c_int {
-    let mode = crate::mode_or_connect();
+    let mode = crate::connect::mode_or_connect();
     if mode == 0 {
         return call();
     }
-    let timing = mode & crate::mode::TIMING != 0;
+    let timing = mode & crate::core_table::mode::TIMING != 0;
     let t0 = if timing {
         let t0 = crate::clock::ticks();
-        if mode & crate::mode::SEGMENTS != 0 {
+        if mode & crate::core_table::mode::SEGMENTS != 0 {
             crate::segments::enter_call(op == op::BEGIN);
         }
         t0

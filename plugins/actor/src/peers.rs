@@ -86,7 +86,7 @@ pub fn after(api: &CoreApi, op: i32, now: u64) {
 /// [`after`]'s first condition).
 #[inline(never)]
 pub fn due(op: i32, now: u64) {
-    if let Some(api) = crate::api() {
+    if let Some(api) = crate::core_table::api() {
         after(api, op, now);
     }
 }

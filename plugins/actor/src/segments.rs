@@ -99,7 +99,7 @@ pub fn after(api: &CoreApi) {
 /// with a trace or counters).
 #[inline(never)]
 pub fn enter_call(begins: bool) {
-    if let Some(api) = crate::api() {
+    if let Some(api) = crate::core_table::api() {
         enter(api, begins);
     }
 }
@@ -107,7 +107,7 @@ pub fn enter_call(begins: bool) {
 /// [`after`] from a hook.
 #[inline(never)]
 pub fn after_call() {
-    if let Some(api) = crate::api() {
+    if let Some(api) = crate::core_table::api() {
         after(api);
     }
 }

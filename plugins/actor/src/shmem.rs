@@ -8,41 +8,22 @@
 //! signal of its progress row; outside, the time is COMM. `shmem_quiet` runs
 //! about once per message inside Conveyors (the remote porter's progress): there
 //! it is counted without reading the clock (its time is the entry's COMM).
+//!
+//! The counts and the PE numbers live in [`crate::shmem_counts`], which the
+//! end of the run reads without importing the wrappers.
 
 use std::ffi::{c_int, c_longlong, c_void, CStr};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kprof_abi::guard::guard;
-use kprof_abi::CoreApi;
 
 use crate::clock::ticks;
+use crate::connect::api_or_connect;
+use crate::core_table::api;
+use crate::shmem_counts::{learn_pes, next, CALLS, F, FIRST_BARRIER_NS, TICKS};
 use crate::state::{self, bump};
 
-/// The wrapped functions, in [`NAMES`] order.
-#[derive(Clone, Copy)]
-#[repr(usize)]
-enum F {
-    PutmemNbi,
-    Putmem,
-    Quiet,
-    BarrierAll,
-    Ptr,
-    LonglongP,
-    Put64,
-}
-
-/// Their names, as in profile.json's metadata (`actor.openshmem.<name>.calls`).
-const NAMES: [&str; 7] = [
-    "shmem_putmem_nbi",
-    "shmem_putmem",
-    "shmem_quiet",
-    "shmem_barrier_all",
-    "shmem_ptr",
-    "shmem_longlong_p",
-    "shmem_put64",
-];
-
-/// The profiling-interface names looked up.
+/// The profiling-interface names looked up, in [`F`] order.
 const REAL: [&CStr; 7] = [
     c"pshmem_putmem_nbi",
     c"pshmem_putmem",
@@ -54,15 +35,6 @@ const REAL: [&CStr; 7] = [
 ];
 
 static ADDR: [AtomicUsize; 7] = [const { AtomicUsize::new(0) }; 7];
-static CALLS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
-static TICKS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
-
-/// Address of `name` in the libraries after this one (0: none).
-fn next(name: &CStr) -> usize {
-    // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT searches the
-    // libraries loaded after this one.
-    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
-}
 
 /// The real function `f` (0 when OpenSHMEM is not in the process).
 #[inline(always)]
@@ -76,34 +48,13 @@ fn real(f: F) -> usize {
     a
 }
 
-/// This PE and the job's PEs, from OpenSHMEM (-1, -1 when it is absent, or
-/// when Open MPI's OSHMEM says it is not initialized: its `shmem_my_pe` aborts
-/// the program then).
-pub fn my_pe_n_pes() -> (i64, i64) {
-    let (me, n) = (next(c"pshmem_my_pe"), next(c"pshmem_n_pes"));
-    if me == 0 || n == 0 {
-        return (-1, -1);
-    }
-    let init = next(c"oshmem_shmem_initialized");
-    // SAFETY: OSHMEM's exported `bool oshmem_shmem_initialized` (one byte, read only).
-    if init != 0 && unsafe { std::ptr::read_volatile(init as *const u8) } == 0 {
-        return (-1, -1);
-    }
-    // SAFETY: both are `int (void)` functions of liboshmem.
-    unsafe {
-        let me: unsafe extern "C" fn() -> c_int = std::mem::transmute(me);
-        let n: unsafe extern "C" fn() -> c_int = std::mem::transmute(n);
-        (i64::from(me()), i64::from(n()))
-    }
-}
-
 /// The clock before an OpenSHMEM call; with segments, COMM opens when the
 /// program (not Conveyors) makes the call during the phase.
 #[inline(always)]
 fn start() -> u64 {
     let t0 = ticks();
     if crate::segments::on() && state::current() == 0 {
-        if let Some(api) = crate::api() {
+        if let Some(api) = api() {
             guard((), || crate::segments::enter(api, false));
         }
     }
@@ -114,7 +65,7 @@ fn start() -> u64 {
 #[inline(always)]
 fn done(f: F, t0: u64, put: Option<(i64, u64)>) {
     guard((), || {
-        let Some(api) = crate::api_or_connect() else {
+        let Some(api) = api_or_connect() else {
             return;
         };
         // Inside an OpenSHMEM call: initialized, so its PE numbers can be asked.
@@ -127,12 +78,6 @@ fn done(f: F, t0: u64, put: Option<(i64, u64)>) {
         }
     })
 }
-
-/// CLOCK_MONOTONIC when the PE left its first `shmem_barrier_all` (0: none
-/// yet): every PE leaves a barrier at about the same moment, so the
-/// differences between PEs' values are their clocks' offsets (metadata
-/// `actor.barrier_ns`, the time base of a merged trace).
-static FIRST_BARRIER_NS: AtomicU64 = AtomicU64::new(0);
 
 /// `shmem_putmem_nbi`.
 ///
@@ -285,39 +230,4 @@ pub unsafe extern "C" fn shmem_put64(dest: *mut c_void, src: *const c_void, n: u
     }
     guard((), || state::signal(i64::from(pe), 8 * n as u64));
     done(F::Put64, t0, None);
-}
-
-/// Writes the calls and time per function (`ns_per_tick`: the clock's scale).
-pub fn report(api: &CoreApi, ns_per_tick: f64) {
-    let barrier = FIRST_BARRIER_NS.load(Ordering::Relaxed);
-    if barrier != 0 {
-        state::meta(api, "actor.barrier_ns", &barrier.to_string());
-    }
-    for (i, name) in NAMES.iter().enumerate() {
-        let calls = CALLS[i].load(Ordering::Relaxed);
-        if calls == 0 {
-            continue;
-        }
-        let ns = (TICKS[i].load(Ordering::Relaxed) as f64 * ns_per_tick).round() as u64;
-        state::meta(
-            api,
-            &format!("actor.openshmem.{name}.calls"),
-            &calls.to_string(),
-        );
-        state::meta(api, &format!("actor.openshmem.{name}.ns"), &ns.to_string());
-    }
-}
-
-/// Asks OpenSHMEM for this PE and the job's PEs, once. Call only while
-/// OpenSHMEM is surely initialized (from a wrapped OpenSHMEM call or a
-/// Conveyors entry): `shmem_my_pe` aborts the program before `shmem_init` and
-/// after `shmem_finalize`.
-pub fn learn_pes() {
-    if !state::pes_known() {
-        let (me, n) = my_pe_n_pes();
-        // Not known yet (not initialized): asked again next time.
-        if n > 0 {
-            state::set_pes(me, n);
-        }
-    }
 }

@@ -53,7 +53,7 @@ static TABLE: OnceLock<Shared> = OnceLock::new();
 #[no_mangle]
 pub extern "C" fn kprof_actor_wrap_hooks_v1() -> *const WrapHooks {
     guard(std::ptr::null(), || {
-        if crate::api_or_connect().is_none() {
+        if crate::connect::api_or_connect().is_none() {
             return std::ptr::null();
         }
         &TABLE
@@ -88,7 +88,7 @@ pub unsafe extern "C" fn leave(
     t0: u64,
 ) {
     guard((), || {
-        let mode = crate::mode();
+        let mode = crate::core_table::mode();
         if mode == 0 {
             return;
         }
@@ -121,7 +121,7 @@ pub unsafe extern "C" fn leave(
 /// Any values: `conveyor` is not used.
 pub unsafe extern "C" fn enter(_conveyor: *mut c_void, op: c_int) {
     guard((), || {
-        if let Some(api) = crate::api() {
+        if let Some(api) = crate::core_table::api() {
             crate::segments::enter(api, op == crate::state::op::BEGIN);
         }
     })

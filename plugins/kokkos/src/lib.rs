@@ -10,6 +10,8 @@ pub mod args;
 pub mod bridge;
 pub mod chain;
 pub mod device;
+mod plain_path;
+mod say;
 pub mod timing;
 pub mod tune;
 #[cfg(all(
@@ -27,22 +29,16 @@ use kprof_abi::guard::guard;
 use kprof_abi::{CopyEnd, CoreApi, Kind, SpaceName};
 
 use chain::next;
+use plain_path::plain;
+use say::warn;
 use types::{DeviceInfo, SpaceHandle, ToolProgrammingInterface, ToolSettings};
 
 /// The core's table once attached (measuring).
 static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
-/// The core's table while a kernel callback needs nothing but the core (see
-/// [`plain`]); null otherwise.
-static PLAIN: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 /// The core's table once loaded, attached or not (its help text and options).
 static TABLE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 static LOAD: Once = Once::new();
 pub use bridge::RAJA_BRIDGE_VERSION;
-
-fn warn(msg: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "kprof: {msg}");
-}
 
 /// Address of a function of this library, to find the library's own file.
 pub(crate) fn anchor() -> usize {
@@ -87,29 +83,14 @@ fn api() -> Option<&'static CoreApi> {
     unsafe { CORE.load(Ordering::Acquire).as_ref() }
 }
 
-/// The core's table when a host kernel's callbacks need nothing but the core's
-/// begin and end: attached, not RAJA's bridge, no next tool, device kernels not
-/// fenced. One load and a branch in front of the full path, whose checks
-/// (bridge, chain, device timing) each cost a load and a branch per callback.
-#[inline(always)]
-fn plain() -> Option<&'static CoreApi> {
-    // SAFETY: PLAIN holds null or CORE's pointer to the core's static table.
-    unsafe { PLAIN.load(Ordering::Acquire).as_ref() }
-}
-
 /// Opens the plain path once the tool is set up (the end of
 /// `kokkosp_init_library`, before Kokkos runs a kernel), if nothing else is needed.
 fn open_plain_path() {
-    let ptr = CORE.load(Ordering::Acquire);
-    if !ptr.is_null() && !bridge::active() && next().is_none() && !timing::fencing() {
-        PLAIN.store(ptr, Ordering::Release);
+    if let Some(api) = api() {
+        if !bridge::active() && next().is_none() && !timing::fencing() {
+            plain_path::open(api);
+        }
     }
-}
-
-/// Closes the plain path for good: device kernels are fenced from now on
-/// ([`timing`] calls it before it says so).
-pub(crate) fn close_plain_path() {
-    PLAIN.store(std::ptr::null_mut(), Ordering::Release);
 }
 
 /// A space name as the core takes it.

@@ -148,14 +148,14 @@ fn decide(api: &CoreApi) -> u8 {
     if mode == Mode::Fence {
         // Before the mode says so: a thread that sees the fencing mode finds the
         // callbacks' plain path (which does not fence) closed.
-        crate::close_plain_path();
+        crate::plain_path::close();
     }
     match MODE.compare_exchange(UNDECIDED, mode.code(), Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
             let text = mode.describe();
             // SAFETY: NUL-terminated literals.
             unsafe { (api.metadata)(METADATA_KEY.as_ptr(), text.as_ptr()) };
-            crate::warn(&format!(
+            crate::say::warn(&format!(
                 "Kokkos kernels on device back ends: {}",
                 text.to_string_lossy()
             ));

@@ -51,7 +51,7 @@ pub fn enabled() -> bool {
             "1" | "true" | "yes" | "on" => true,
             "" | "0" | "false" | "no" | "off" => false,
             _ => {
-                crate::warn(&format!(
+                crate::say::warn(&format!(
                     "KPROF_TUNE={v} is invalid (1 or 0); using 0 (no tuning)"
                 ));
                 false
@@ -82,7 +82,7 @@ fn with_tuner<R>(f: impl FnOnce(&mut Tuner) -> R) -> R {
             // and the cache are written at its end. SAFETY: registering a function
             // of this library, which is never unloaded.
             if !unsafe { (api.on_flush)(flush) } {
-                crate::warn("cannot register the tuning report; it will be missing");
+                crate::say::warn("cannot register the tuning report; it will be missing");
             }
             state.reporting = true;
         }
@@ -111,7 +111,7 @@ fn start() -> State {
         .map(|p| (PathBuf::from(p), Identity::current()));
     let entries = match &cache {
         Some((path, me)) => cache::load(path, me).unwrap_or_else(|e| {
-            crate::warn(&e.to_string());
+            crate::say::warn(&e.to_string());
             BTreeMap::new()
         }),
         None => BTreeMap::new(),
@@ -147,7 +147,7 @@ unsafe extern "C" fn flush() {
             }
         }
         let Some(mut guard) = guard else {
-            crate::warn("the tuner was busy at the end of the run; no tuning report or cache");
+            crate::say::warn("the tuner was busy at the end of the run; no tuning report or cache");
             return;
         };
         let Some(state) = guard.as_mut() else {
@@ -162,7 +162,7 @@ unsafe extern "C" fn flush() {
         if let Some((path, me)) = &state.cache {
             let entries = state.tuner.cache_entries();
             if let Err(e) = cache::save(path, me, &entries) {
-                crate::warn(&e.to_string());
+                crate::say::warn(&e.to_string());
             }
         }
         drop(guard);

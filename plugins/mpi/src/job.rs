@@ -51,7 +51,7 @@ pub struct Job {
 impl Job {
     /// Duplicates `world` (collective: every rank is in `MPI_Init`). None when
     /// that fails (the job then ends with per-rank files, as without it).
-    pub(crate) fn start(p: &Pmpi, abi: &Abi) -> Option<Job> {
+    pub fn start(p: &Pmpi, abi: &Abi) -> Option<Job> {
         let (world, byte) = (abi.comm_world as Comm, abi.byte);
         // Zeroed: MPICH writes only the low 4 bytes of the handle.
         let mut comm: Comm = ptr::null_mut();

@@ -30,8 +30,11 @@
 #![allow(non_snake_case)]
 
 pub mod fortran;
-pub mod job;
-pub mod say;
+// Private, with `pub` items: the crate's own, as their `pub(crate)` items were,
+// without a `pub(crate)` (which reads as a use of the crate's root, and the root
+// uses them: a module circle).
+mod job;
+mod say;
 pub mod state;
 pub mod sys;
 

@@ -6,7 +6,7 @@ use std::ffi::CString;
 use kprof_abi::CoreApi;
 
 /// One line on stderr, prefixed `kprof: `.
-pub(crate) fn warn(msg: &str) {
+pub fn warn(msg: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "kprof: {msg}");
 }

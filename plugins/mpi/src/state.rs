@@ -555,7 +555,7 @@ fn type_slot(key: u64) -> usize {
 /// Size in bytes of one element of `dtype` (0 when MPI refuses it): from the
 /// cache, else from `PMPI_Type_size` (then cached).
 #[inline]
-pub(crate) fn type_size(abi: &Abi, p: &Pmpi, dtype: Datatype) -> u64 {
+pub fn type_size(abi: &Abi, p: &Pmpi, dtype: Datatype) -> u64 {
     let key = abi.key(dtype) as u64;
     let w = TYPE_SIZES[type_slot(key)].load(Ordering::Relaxed);
     if w & KEY_MASK == key && key != 0 {

@@ -24,11 +24,12 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use kprof_abi::guard::guard;
 use kprof_abi::{CoreApi, Kind};
 
+use crate::core_table::api;
 use crate::ompt::{
     control, scope, task_flag, task_status, Data, Device, DispatchChunk, Frame, FunctionLookup, Id,
     WaitId,
 };
-use crate::{api, device, join, map, task};
+use crate::{device, join, map, task};
 
 /// Runs `f` with the core table when attached, never unwinding into the runtime.
 #[inline(always)]

@@ -16,6 +16,7 @@
 //! runtime.
 
 mod callbacks;
+mod core_table;
 pub mod device;
 pub mod join;
 pub mod map;
@@ -24,27 +25,19 @@ pub mod task;
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_uint, CStr, CString};
-use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use kprof_abi::guard::guard;
 use kprof_abi::CoreApi;
 
+use core_table::api;
 use ompt::{event, set, sig, Callback, Data, FunctionLookup, SetCallback, StartToolResult};
 
-/// The core's table once attached; null before, or when kprof is disabled.
-static CORE: AtomicPtr<CoreApi> = AtomicPtr::new(std::ptr::null_mut());
 /// `ompt_set_callback`'s result per event number (0 = not registered / error).
 static SET_RESULTS: [AtomicU8; event::COUNT] = [const { AtomicU8::new(0) }; event::COUNT];
 /// What the runtime said about itself in `ompt_start_tool`.
 static RUNTIME: OnceLock<(u32, String)> = OnceLock::new();
-
-/// The core table, once attached.
-#[inline(always)]
-pub(crate) fn api() -> Option<&'static CoreApi> {
-    // SAFETY: CORE holds null or a pointer to the core's static table.
-    unsafe { CORE.load(Ordering::Acquire).as_ref() }
-}
 
 /// `ompt_set_callback`'s result for event `e` (0 when never registered).
 pub fn set_result(e: i32) -> i32 {
@@ -137,7 +130,7 @@ unsafe extern "C" fn initialize(
         let set_fn: SetCallback = unsafe { std::mem::transmute::<_, SetCallback>(set_fn) };
         // Publish the table before registering: callbacks may fire on other threads
         // as soon as they are set.
-        CORE.store(api as *const CoreApi as *mut CoreApi, Ordering::Release);
+        core_table::publish(api);
         // SAFETY: a function of this library, which stays loaded.
         unsafe { (api.on_flush)(callbacks::flush_parked) };
         join::forget_at_fork();

@@ -24,7 +24,10 @@
 pub mod callbacks;
 pub mod plugin;
 pub mod records;
-pub mod state;
+// Private, with `pub` items: the crate's own, as its `pub(crate)` items were,
+// without a `pub(crate)` (which reads as a use of the crate's root, and the root
+// uses `plugin`, which uses it: a module circle).
+mod state;
 pub mod sys;
 
 use std::ffi::c_char;

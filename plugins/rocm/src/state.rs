@@ -49,14 +49,15 @@ pub struct State {
     /// GPU agents in the SDK's order: (agent handle, HIP device number).
     pub gpus: OnceLock<Vec<(u64, u32)>>,
     /// The buffer of the activity records.
-    pub(crate) buffer: AtomicU64,
+    pub buffer: AtomicU64,
     /// Started, and not past the core's final flush.
     pub life: Lifecycle,
     /// SDK version as `rocprofiler_configure` gave it, for the line and metadata.
-    pub(crate) version: String,
+    pub version: String,
 }
 
-pub(crate) static STATE: OnceLock<State> = OnceLock::new();
+/// The state, set once by `plugin` at configure (read through [`state`]).
+pub static STATE: OnceLock<State> = OnceLock::new();
 
 /// The state, once configured.
 #[inline(always)]
@@ -82,7 +83,9 @@ impl State {
         });
     }
 
-    pub(crate) fn check(&self, func: &'static str, rc: Status) -> Result<(), RocmError> {
+    /// `Ok` when the SDK call `func` returned success, else its error with the
+    /// SDK's text for `rc`.
+    pub fn check(&self, func: &'static str, rc: Status) -> Result<(), RocmError> {
         if rc == STATUS_SUCCESS {
             Ok(())
         } else {

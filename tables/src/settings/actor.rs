@@ -1,6 +1,6 @@
 //! The HClib-Actor / Conveyors plugin's settings (`libkprof_actor.so`).
 
-use super::{Group, Kind, Setting};
+use super::setting::{Group, Kind, Setting};
 
 /// The MAIN/PROC/COMM breakdown.
 pub const ACTOR_BREAKDOWN: Setting = Setting {

@@ -1,7 +1,7 @@
 //! The core runtime's settings (`libkprof_core.so`): also `--name=value` in
 //! `--kokkos-tools-args`, and most of them `kprof run` flags.
 
-use super::{Group, Kind, Setting};
+use super::setting::{Group, Kind, Setting};
 
 /// The trace formats' names and synonyms.
 pub const TRACE_WORDS: &[&str] = &["perfetto", "pftrace", "protobuf", "json", "chrome", "otf2"];

@@ -1,6 +1,6 @@
 //! The CUDA plugin's settings (`libkprof_cuda.so`).
 
-use super::{Group, Kind, Setting};
+use super::setting::{Group, Kind, Setting};
 
 /// The CUPTI library.
 pub const CUPTI_LIB: Setting = Setting {

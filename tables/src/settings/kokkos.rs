@@ -1,6 +1,6 @@
 //! The Kokkos plugin's settings (`libkprof.so`).
 
-use super::{Group, Kind, Setting};
+use super::setting::{Group, Kind, Setting};
 
 /// Whether kprof tunes Kokkos' tuning variables.
 pub const TUNE: Setting = Setting {

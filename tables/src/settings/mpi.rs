@@ -1,6 +1,6 @@
 //! The MPI plugin's settings (`libkprof_mpi.so`).
 
-use super::{Group, Kind, Setting};
+use super::setting::{Group, Kind, Setting};
 
 /// How long rank 0 waits for a rank's profile at `MPI_Finalize`.
 pub const MPI_WAIT_S: Setting = Setting {

@@ -1,6 +1,6 @@
 //! The RAJA plugin's settings (`libkprof_raja.so`).
 
-use super::{Group, Kind, Setting};
+use super::setting::{Group, Kind, Setting};
 
 /// Whether kernels are captured (timed with RAJA's capture callbacks).
 pub const RAJA_CAPTURE: Setting = Setting {

@@ -1,6 +1,6 @@
 //! The ROCm plugin's settings (`libkprof_rocm.so`).
 
-use super::{Group, Kind, Setting};
+use super::setting::{Group, Kind, Setting};
 
 /// Size of rocprofiler-sdk's record buffer.
 pub const ROCM_BUFFER_KB: Setting = Setting {

@@ -34,7 +34,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::consume::concurrency::{Category, Point};
 use crate::consume::profile::memory::Space;
 use crate::consume::system::Metric;
-use crate::consume::trace::TraceWriter;
+use crate::consume::trace::writer::{thread_label, TraceWriter};
 use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, Slice};
 use crate::hot::runtime::Runtime;
 use crate::output::{create_file, OutputError};
@@ -168,7 +168,7 @@ impl ChromeWriter {
         let (tid, name) = slot.map_or((index as i32, String::new()), |s| (s.tid, s.name()));
         self.threads.insert(index, tid);
         let pid = self.pid;
-        let label = crate::consume::trace::thread_label(&name, index);
+        let label = thread_label(&name, index);
         self.emit(format_args!(
             r#"{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},"args":{{"name":{}}}}}"#,
             json(&label)

@@ -1,9 +1,10 @@
 //! Timeline traces: writers that consume the same resolved events as the profile
 //! (no second hot path) and stream them to files in the output directory.
 //!
-//! Every writer is a [`Consumer`]: it sees each thread's events in order (begins and
-//! ends always nest, see [`crate::collect::resolve`]) and the cross-thread events (memory,
-//! sections) in timestamp order. The writer thread calls [`TraceWriter::flush`] at the
+//! Every writer is a [`Consumer`](crate::hot::nesting::Consumer): it sees each
+//! thread's events in order (begins and ends always nest, see
+//! [`crate::collect::resolve`]) and the cross-thread events (memory, sections) in
+//! timestamp order. The writer thread calls [`TraceWriter::flush`] at the
 //! end of every processing round (`KPROF_FLUSH_MS`), so a killed process leaves a
 //! readable trace up to its last round, and [`TraceWriter::finish`] once at shutdown.
 //!
@@ -16,43 +17,16 @@ pub mod chrome;
 pub mod otf2;
 pub mod perfetto;
 pub mod perfetto_proto;
+mod writer;
 
 use std::path::{Path, PathBuf};
 
 pub use crate::base::config::TraceFormat;
-use crate::consume::concurrency::Point;
-use crate::consume::system::Metric;
-use crate::hot::nesting::Consumer;
 use crate::hot::runtime::Runtime;
 use crate::output::OutputError;
 
-/// The label of a thread's track: its name and kprof's thread index (threads of a
-/// team share a name), or `thread <index>` for a thread without a name.
-pub fn thread_label(name: &str, index: u32) -> String {
-    if name.is_empty() {
-        format!("thread {index}")
-    } else {
-        format!("{name} ({index})")
-    }
-}
-
-/// A streaming trace writer.
-pub trait TraceWriter: Consumer + Send {
-    /// Writes everything consumed so far to the file (at the end of each round).
-    fn flush(&mut self) -> Result<(), OutputError>;
-    /// One sample of the system metrics at raw time `ts` (`KPROF_SAMPLE_MS`):
-    /// `values[i]` is `metrics[i]`'s, NaN where it had none; the metrics are the
-    /// same at every call and samples come in time order. Each metric is a
-    /// counter track of the process.
-    fn sample(&mut self, ts: u64, metrics: &[Metric], values: &[f64]);
-    /// Completes the file at shutdown (closes open structures, final flush).
-    fn finish(self: Box<Self>) -> Result<PathBuf, OutputError>;
-    /// The file (or, for OTF2, the directory) it writes.
-    fn path(&self) -> &Path;
-    /// The number of threads in each category of work from `p.ts` on (made by
-    /// [`crate::consume::concurrency::Timeline`], in time order): counter tracks.
-    fn concurrency(&mut self, _p: &Point) {}
-}
+// Defined in a leaf that the writers use too; kept at their old paths here.
+pub use writer::{thread_label, TraceWriter};
 
 /// What a trace's name carries until it is complete.
 pub const PARTIAL: &str = ".partial";

@@ -72,7 +72,7 @@ use crate::consume::trace::perfetto_proto::{
     TRACK_EVENT_FIELD, TYPE_COUNTER, TYPE_FIELD, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
     UNIT_SIZE_BYTES,
 };
-use crate::consume::trace::TraceWriter;
+use crate::consume::trace::writer::{thread_label, TraceWriter};
 use crate::hot::counters::{Values, MAX_COUNTERS};
 use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, Slice};
 use crate::hot::open::GUID_SEQ_BITS;
@@ -816,7 +816,7 @@ impl<S: Source> PerfettoWriter<S> {
             .src
             .thread(index)
             .unwrap_or_else(|| (index as i32, String::new()));
-        let name = crate::consume::trace::thread_label(&name, index);
+        let name = thread_label(&name, index);
         self.enc.packet(&start_packet(id, ns, uuid, false));
         let desc = TrackDescriptor {
             uuid: Some(uuid),
@@ -1011,7 +1011,7 @@ impl<S: Source> PerfettoWriter<S> {
                             self.src.counter_names()[k],
                             self.src.thread(thread).map_or_else(
                                 || format!("thread {thread}"),
-                                |(_, name)| crate::consume::trace::thread_label(&name, thread)
+                                |(_, name)| thread_label(&name, thread)
                             )
                         )),
                         counter: Some(CounterDescriptor {

@@ -8,6 +8,7 @@
 
 mod papi;
 mod papi_sys;
+mod values;
 
 use kprof_abi::Anomaly;
 
@@ -17,12 +18,8 @@ use crate::base::anomaly::Anomalies;
 
 use papi::{EventSet, Papi};
 
-/// Most events counted at once (the width of a counters record and of a node's
-/// totals).
-pub const MAX_COUNTERS: usize = 8;
-
-/// One reading of a thread's counters, in the order of [`Counters::names`].
-pub type Values = [u64; MAX_COUNTERS];
+// Defined in a leaf that `papi` uses too; kept at their old paths here.
+pub use values::{Values, MAX_COUNTERS};
 
 /// The counters of the process: which events, on which kinds, and what could
 /// not be had.

@@ -4,7 +4,7 @@
 use std::ffi::{c_int, c_longlong, c_ulong, CStr, CString};
 
 use super::papi_sys::{self as sys, Papi as Sys};
-use super::MAX_COUNTERS;
+use super::values::MAX_COUNTERS;
 
 /// Names tried for the library when `KPROF_PAPI_LIB` is not set: the development
 /// link first, then the runtime packages' sonames (Debian's libpapi7.x).

@@ -5,22 +5,8 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value as Json};
 
-use super::search::median;
 use super::space::{describe, Value};
-use super::{Problem, Tuner};
-
-/// The relative gain of the chosen values over the default (0.25: a quarter of
-/// the default's cost saved), when both were measured; for values from the cache,
-/// the gain the run that found them measured.
-pub fn gain(p: &Problem) -> Option<f64> {
-    if p.cached_gain.is_some() {
-        return p.cached_gain;
-    }
-    let cands = p.search.candidates();
-    let d = median(&cands.first()?.samples);
-    let b = median(&cands.get(p.search.best())?.samples);
-    (d.is_finite() && b.is_finite() && d != 0.0).then(|| (d - b) / d.abs())
-}
+use super::Tuner;
 
 fn values_json(v: &[Value]) -> Json {
     Json::Array(v.iter().map(Value::to_json).collect())
@@ -76,7 +62,7 @@ pub fn json(t: &Tuner, cache: Option<&str>) -> Json {
                 "default": values_json(&p.defaults),
                 "chosen": values_json(&p.values(best)),
                 "converged": p.search.is_converged(),
-                "gain": gain(p).map_or(Json::Null, finite),
+                "gain": p.gain().map_or(Json::Null, finite),
                 "contexts": p.requests,
                 "search_contexts": p.search.searching(),
                 "overridden_by_next_tool": p.overridden,
@@ -127,7 +113,7 @@ pub fn summary(t: &Tuner) -> String {
             } else {
                 ""
             };
-            match gain(p) {
+            match p.gain() {
                 Some(g) => format!("{:+.1}% vs default{cached}", 100.0 * g),
                 None => format!("not measured{cached}"),
             }

@@ -51,7 +51,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::consume::concurrency::{Category, Point, CATEGORIES};
 use crate::consume::profile::memory::Space;
 use crate::consume::system::Metric;
-use crate::consume::trace::TraceWriter;
+use crate::consume::trace::writer::{thread_label, TraceWriter};
 use crate::hot::nesting::{Consumer, DeviceActivity, Event, Global, Slice};
 use crate::hot::runtime::Runtime;
 use crate::output::OutputError;
@@ -849,12 +849,7 @@ impl Otf2Writer {
             .threads
             .snapshot()
             .into_iter()
-            .map(|s| {
-                (
-                    s.index,
-                    crate::consume::trace::thread_label(&s.name(), s.index),
-                )
-            })
+            .map(|s| (s.index, thread_label(&s.name(), s.index)))
             .collect();
         let loc_names: Vec<(u64, u64, u32, u32)> = locs
             .iter()
