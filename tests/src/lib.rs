@@ -177,6 +177,16 @@ pub fn run(cmd: &mut Command) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
 }
 
+/// The block of a command's `text` whose title line starts with `title`, up to
+/// the next blank line (the tables of `kprof report` and `kprof diff`).
+pub fn text_block<'a>(text: &'a str, title: &str) -> &'a str {
+    let start = text
+        .find(&format!("\n{title}"))
+        .unwrap_or_else(|| panic!("no block {title:?} in\n{text}"));
+    let rest = &text[start + 1..];
+    &rest[..rest.find("\n\n").map_or(rest.len(), |e| e + 1)]
+}
+
 /// Asserts the command exited 0, printing its stdout and stderr otherwise.
 pub fn assert_ok(out: &Output) {
     assert!(

@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use kprof_tests::{assert_ok, clean_cmd, compile_with_core, lib, run, scratch, test_file};
+use kprof_tests::{
+    assert_ok, clean_cmd, compile_with_core, lib, run, scratch, test_file, text_block,
+};
 
 /// Runs per side.
 const RUNS: usize = 5;
@@ -123,16 +125,6 @@ impl Row {
     fn has(&self, cells: &str) -> bool {
         self.0.join(" ").contains(cells)
     }
-}
-
-/// The block of `text` whose title starts with `title`, up to the next blank
-/// line.
-fn block<'a>(text: &'a str, title: &str) -> &'a str {
-    let start = text
-        .find(&format!("\n{title}"))
-        .unwrap_or_else(|| panic!("no block {title:?} in\n{text}"));
-    let rest = &text[start + 1..];
-    &rest[..rest.find("\n\n").map_or(rest.len(), |e| e + 1)]
 }
 
 /// Asserts no call path but `except` is a regression (slower by more than 10%).
@@ -387,7 +379,7 @@ fn jobs_compare_the_mean_or_the_slowest_rank() {
     no_regression_but(&text, Some("solve"));
     // Imbalance: A's two ranks alike (1.0), B's slowest 150 against a mean of
     // 100 ms per call: 1.5, losing 3 x 50 ms per run.
-    let imbalance = block(&text, "Imbalance over the ranks");
+    let imbalance = text_block(&text, "Imbalance over the ranks");
     let solve = Row::of(imbalance, "solve");
     assert_eq!(solve.status(), "higher", "{text}");
     let ratios: Vec<f64> = solve
@@ -416,7 +408,8 @@ fn jobs_compare_the_mean_or_the_slowest_rank() {
     let o = diff(&["jobs-a", "jobs-a", "--fail-above", "10"]);
     assert_status(&o, 0);
     assert!(
-        block(&stdout(&o), "Imbalance over the ranks").contains("(no change beyond the noise)"),
+        text_block(&stdout(&o), "Imbalance over the ranks")
+            .contains("(no change beyond the noise)"),
         "{}",
         stdout(&o)
     );

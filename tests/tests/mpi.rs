@@ -14,7 +14,7 @@ use std::sync::{Mutex, OnceLock};
 use kprof_tests::openmp::have;
 use kprof_tests::{
     assert_ok, clean_cmd, compile_with, lib, lib_dir, node, nodes, read_profile, run, scratch,
-    skip_unless, test_file, u,
+    skip_unless, test_file, text_block, u,
 };
 use serde_json::Value;
 
@@ -1743,15 +1743,6 @@ fn thirty_two_ranks_reduced_in_job_exactly() {
 
 // ---- two jobs compared ----
 
-/// The block of `text` whose title starts with `title`, up to the next blank line.
-fn block<'a>(text: &'a str, title: &str) -> &'a str {
-    let start = text
-        .find(&format!("\n{title}"))
-        .unwrap_or_else(|| panic!("no block {title:?} in\n{text}"));
-    let rest = &text[start + 1..];
-    &rest[..rest.find("\n\n").map_or(rest.len(), |e| e + 1)]
-}
-
 /// The cells of the row of `block` ending with `last` (cells split at blanks).
 fn row_ending<'a>(block: &'a str, last: &str) -> Vec<&'a str> {
     block
@@ -1789,18 +1780,18 @@ fn job_diff_compares_mpi_functions_imbalance_and_messages() {
     assert!(text.contains("(a job of 4 ranks)"), "{text}");
 
     // MPI functions: the same 3 sends per rank; the all-to-all's sends new.
-    let functions = block(&text, "MPI functions over all their call paths");
+    let functions = text_block(&text, "MPI functions over all their call paths");
     let send = row_ending(functions, "MPI_Send");
     assert!(send.join(" ").contains(" 3 -> 3 "), "{functions}");
     let isend = row_ending(functions, "MPI_Isend");
     assert_eq!(isend[isend.len() - 2], "new", "{functions}");
 
     // Imbalance: its block, each row's ratios readable.
-    let imbalance = block(&text, "Imbalance over the ranks");
+    let imbalance = text_block(&text, "Imbalance over the ranks");
     assert!(imbalance.contains("lost A"), "{imbalance}");
 
     // Messages: every rank's sends, exactly the programs' own counts.
-    let messages = block(&text, "Messages of the job");
+    let messages = text_block(&text, "Messages of the job");
     let sent = |dir: &Path| -> u64 {
         own_rows(dir, RANKS)
             .iter()
