@@ -23,6 +23,7 @@ mod report;
 mod run;
 mod sort_key;
 mod timebase;
+mod version;
 
 use std::process::ExitCode;
 
@@ -82,6 +83,12 @@ enum Command {
 fn parse() -> Result<Cli, Failure> {
     Cli::try_parse().map_err(|e| {
         use clap::error::{ContextKind, ContextValue, ErrorKind};
+        // --version (-V) anywhere clap takes it: the build and what this
+        // install finds now (version.rs), not clap's one line.
+        if e.kind() == ErrorKind::DisplayVersion {
+            print!("{}", version::text());
+            std::process::exit(0);
+        }
         if e.kind() != ErrorKind::UnknownArgument {
             e.exit();
         }

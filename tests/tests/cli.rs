@@ -2028,6 +2028,127 @@ fn merge_traces_one_process_per_rank() {
     }
 }
 
+// ---------------------------------------------------------------- --version
+
+/// The loader's cache (`ldconfig -p`): each 64-bit library's name with its
+/// file (a 32-bit one, `(libc6)`, is not what kprof's loader would take).
+fn ld_cache() -> Option<Vec<(String, PathBuf)>> {
+    let ldconfig = ["/sbin/ldconfig", "/usr/sbin/ldconfig"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())?;
+    let o = Command::new(ldconfig).arg("-p").output().ok()?;
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    Some(
+        text.lines()
+            .filter_map(|l| {
+                let (name, file) = l.trim().split_once(" => ")?;
+                let (name, kind) = name.split_once(' ')?;
+                if !kind.contains("64") {
+                    return None;
+                }
+                Some((name.to_string(), PathBuf::from(file)))
+            })
+            .collect(),
+    )
+}
+
+/// `kprof --version` without `LD_LIBRARY_PATH` and `KPROF_*`, plus `env`.
+fn version_lines(env: &[(&str, &str)]) -> Vec<String> {
+    let dir = scratch("cli_version");
+    let mut cmd = kprof_cmd(&dir, &["--version"]);
+    cmd.env_remove("LD_LIBRARY_PATH").envs(env.iter().copied());
+    let o = run(&mut cmd);
+    assert_ok(&o);
+    stdout(&o).lines().map(String::from).collect()
+}
+
+/// `kprof --version`: the version and the commit the build came from, the
+/// model table's plugins next to kprof, and each optional library as the
+/// loader finds it, checked against git, the build directory and the
+/// loader's cache.
+#[test]
+fn version_names_commit_plugins_and_optional_libraries() {
+    let Some(cache) = ld_cache() else {
+        skip_unless(false, "ldconfig -p");
+        return;
+    };
+    let lines = version_lines(&[]);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let commit = Command::new("git")
+        .current_dir(workspace_root())
+        .args(["rev-parse", "--short=7", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| stdout(&o).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    assert_eq!(
+        lines[0],
+        format!("kprof {} (commit {commit})", env!("CARGO_PKG_VERSION"))
+    );
+    // Every plugin of the model table was built into the one directory.
+    let names: Vec<&str> = kprof_tables::models::MODELS
+        .iter()
+        .filter(|m| lib_dir().join(m.library).is_file())
+        .map(|m| m.name)
+        .collect();
+    assert_eq!(names.len(), kprof_tables::models::MODELS.len());
+    let dir = std::fs::canonicalize(lib_dir()).unwrap();
+    assert_eq!(
+        lines[1],
+        format!("plugins: {} ({})", names.join(", "), dir.display())
+    );
+    // Each optional library: the file of its first name in the cache, or no.
+    let expected: Vec<String> = kprof_tables::libraries::OPTIONAL
+        .iter()
+        .map(|lib| {
+            let file = lib.names.iter().find_map(|n| {
+                cache
+                    .iter()
+                    .find(|(name, _)| name == n)
+                    .map(|(_, f)| f.clone())
+            });
+            match file {
+                Some(f) => format!("{} yes ({})", lib.name, f.display()),
+                None => format!("{} no", lib.name),
+            }
+        })
+        .collect();
+    assert_eq!(lines[2], format!("optional: {}", expected.join(", ")));
+    // The test machine's (tests/setup.sh): OTF2, PAPI, Open MPI and MPICH.
+    for name in ["otf2", "papi", "open-mpi", "mpich"] {
+        skip_unless(
+            lines[2].contains(&format!(" {name} yes (")),
+            &format!("{name} (tests/setup.sh installs it)"),
+        );
+    }
+    // A setting that names the file is the only place looked at, as in a run.
+    let otf2 = kprof_tables::libraries::OTF2.setting.unwrap().var;
+    let lines = version_lines(&[(otf2, "/nonexistent/libotf2.so")]);
+    assert!(lines[2].starts_with("optional: otf2 no, "), "{}", lines[2]);
+    // Any file the loader takes is found: the C library's, which runs nothing
+    // of its own when loaded again.
+    let papi = kprof_tables::libraries::PAPI.setting.unwrap().var;
+    let libc = &cache
+        .iter()
+        .find(|(n, _)| n == "libc.so.6")
+        .expect("libc.so.6")
+        .1;
+    let lines = version_lines(&[(papi, &libc.display().to_string())]);
+    assert!(
+        lines[2].contains(&format!(", papi yes ({}), ", libc.display())),
+        "{}",
+        lines[2]
+    );
+    // -V and a command's --version say the same.
+    let dir = scratch("cli_version_v");
+    for args in [&["-V"][..], &["report", "--version"]] {
+        let o = run(kprof_cmd(&dir, args).env_remove("LD_LIBRARY_PATH"));
+        assert_ok(&o);
+        assert_eq!(stdout(&o).lines().next(), Some(lines[0].as_str()));
+    }
+}
+
 // ---------------------------------------------------------------- install
 
 /// `make install PREFIX=<scratch>` once per test process.

@@ -39,7 +39,8 @@ pub fn candidates() -> Vec<PathBuf> {
     if let Some(p) = kprof_tables::settings::cuda::CUPTI_LIB.path() {
         return vec![PathBuf::from(p)];
     }
-    let mut v: Vec<PathBuf> = ["libcupti.so", "libcupti.so.13", "libcupti.so.12"]
+    let mut v: Vec<PathBuf> = kprof_tables::libraries::CUPTI
+        .names
         .iter()
         .map(PathBuf::from)
         .collect();

@@ -18,7 +18,7 @@
 
 #![allow(missing_docs)]
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
 /// `rocprofiler_status_t`.
 pub type Status = c_int;
@@ -360,11 +360,7 @@ pub struct Rocprofiler {
 /// Libraries looked at (already loaded only) when the process's global scope
 /// has no rocprofiler-sdk functions (rocprofiler-register may load the SDK
 /// with `RTLD_LOCAL`).
-const LIBRARIES: [&CStr; 3] = [
-    c"librocprofiler-sdk.so",
-    c"librocprofiler-sdk.so.1",
-    c"librocprofiler-sdk.so.0",
-];
+const LIBRARIES: &[&str] = kprof_tables::libraries::ROCPROFILER_SDK.names;
 
 impl Rocprofiler {
     /// Finds every function in the process: in its global scope first, then in
@@ -373,7 +369,8 @@ impl Rocprofiler {
         match Self::from_handle(libc::RTLD_DEFAULT) {
             Ok(r) => Ok(r),
             Err(missing) => {
-                for name in LIBRARIES {
+                // Once per process (at configure): the names as C strings.
+                for name in LIBRARIES.iter().filter_map(|n| CString::new(*n).ok()) {
                     // SAFETY: RTLD_NOLOAD loads nothing and runs no initializer;
                     // the reference it adds keeps the (loaded) SDK as it is.
                     let h =

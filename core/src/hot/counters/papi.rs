@@ -8,12 +8,7 @@ use super::values::MAX_COUNTERS;
 
 /// Names tried for the library when `KPROF_PAPI_LIB` is not set: the development
 /// link first, then the runtime packages' sonames (Debian's libpapi7.x).
-const LIBRARY_NAMES: &[&str] = &[
-    "libpapi.so",
-    "libpapi.so.7.1",
-    "libpapi.so.7.0",
-    "libpapi.so.7",
-];
+const LIBRARY_NAMES: &[&str] = kprof_tables::libraries::PAPI.names;
 
 /// Why PAPI cannot be used.
 #[derive(Debug, thiserror::Error)]

@@ -61,12 +61,7 @@ use sys::*;
 /// Environment variable naming the OTF2 library file to load.
 pub const LIB_ENV: &str = kprof_tables::settings::core::OTF2_LIB.var;
 /// The library names tried, in order (Debian's runtime package, then upstream's).
-const SONAMES: [&str; 4] = [
-    "libopen-trace-format2.so.10",
-    "libotf2.so.10",
-    "libopen-trace-format2.so",
-    "libotf2.so",
-];
+const SONAMES: &[&str] = kprof_tables::libraries::OTF2.names;
 /// What to do when the library is missing.
 const INSTALL: &str = "install OTF2 3.x (Debian/Ubuntu: apt install libopen-trace-format2-dev) \
                        or set KPROF_OTF2_LIB to its libotf2.so";
