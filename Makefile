@@ -8,6 +8,7 @@
 #           PREFIX/include/kprof/kprof.h, kprof.hpp, kprof.f90, kprof_actor.h, kprof_actor_wrap.c
 #           PREFIX/lib/cmake/kprof/kprofConfig.cmake, kprofConfigVersion.cmake
 #           PREFIX/lib/pkgconfig/kprof.pc
+#           PREFIX/share/modulefiles/kprof/VERSION.lua (Lmod), VERSION (Environment Modules)
 # DESTDIR is honoured (staged installs); CARGO_TARGET_DIR too. `make uninstall` removes
 # exactly those files.
 
@@ -35,7 +36,7 @@ test:
 	bash tests/test.sh
 
 install: build
-	install -d "$(D)/bin" "$(D)/lib/cmake/kprof" "$(D)/lib/pkgconfig" "$(D)/include/kprof"
+	install -d "$(D)/bin" "$(D)/lib/cmake/kprof" "$(D)/lib/pkgconfig" "$(D)/include/kprof" "$(D)/share/modulefiles/kprof"
 	install -m 755 "$(RELEASE)/kprof" "$(D)/bin/kprof"
 	for lib in $(PLUGINS); do \
 	    if [ -f "$(RELEASE)/$$lib" ]; then install -m 755 "$(RELEASE)/$$lib" "$(D)/lib/$$lib" || exit 1; fi; \
@@ -44,6 +45,8 @@ install: build
 	sed -e 's|@KPROF_VERSION@|$(VERSION)|g' cmake/kprofConfig.cmake.in > "$(D)/lib/cmake/kprof/kprofConfig.cmake"
 	sed -e 's|@KPROF_VERSION@|$(VERSION)|g' cmake/kprofConfigVersion.cmake.in > "$(D)/lib/cmake/kprof/kprofConfigVersion.cmake"
 	sed -e 's|@KPROF_VERSION@|$(VERSION)|g' -e 's|@PREFIX@|$(PREFIX)|g' cmake/kprof.pc.in > "$(D)/lib/pkgconfig/kprof.pc"
+	sed -e 's|@KPROF_VERSION@|$(VERSION)|g' -e 's|@PREFIX@|$(PREFIX)|g' modulefiles/kprof.lua.in > "$(D)/share/modulefiles/kprof/$(VERSION).lua"
+	sed -e 's|@KPROF_VERSION@|$(VERSION)|g' -e 's|@PREFIX@|$(PREFIX)|g' modulefiles/kprof.tcl.in > "$(D)/share/modulefiles/kprof/$(VERSION)"
 	@echo "kprof $(VERSION) installed in $(D)"
 
 uninstall:
@@ -51,5 +54,6 @@ uninstall:
 	    "$(D)/include/kprof/kprof.h" "$(D)/include/kprof/kprof.hpp" "$(D)/include/kprof/kprof.f90" \
 	    "$(D)/include/kprof/kprof_actor.h" "$(D)/include/kprof/kprof_actor_wrap.c" \
 	    "$(D)/lib/cmake/kprof/kprofConfig.cmake" "$(D)/lib/cmake/kprof/kprofConfigVersion.cmake" \
-	    "$(D)/lib/pkgconfig/kprof.pc"
-	-rmdir "$(D)/include/kprof" "$(D)/lib/cmake/kprof" 2>/dev/null
+	    "$(D)/lib/pkgconfig/kprof.pc" \
+	    "$(D)/share/modulefiles/kprof/$(VERSION).lua" "$(D)/share/modulefiles/kprof/$(VERSION)"
+	-rmdir "$(D)/include/kprof" "$(D)/lib/cmake/kprof" "$(D)/share/modulefiles/kprof" 2>/dev/null

@@ -25,11 +25,13 @@ demo=0
 # plugin's MPICH tests; Open MPI stays the default mpicc/mpirun (its alternatives
 # priority, 50, is above MPICH's);
 # graphviz: dot reads taskgraph.dot back, chromium: renders kprof plot's page
-# headless (tests/tests/analyses.rs).
+# headless (tests/tests/analyses.rs); lmod, and tcl8.6 for Environment Modules
+# (unpacked below): the installed module files, loaded by both tools
+# (tests/tests/modules.rs).
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev openmpi-bin libopenmpi-dev mpich libmpich-dev graphviz chromium)
+packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev openmpi-bin libopenmpi-dev mpich libmpich-dev graphviz chromium lmod tcl8.6)
 # The demo builds kprof and Kokkos (cmake, make, g++; pip fetches the sdist's build
 # requirements) and runs the example.
 [[ $demo == 1 ]] && packages=(cmake make gcc g++ python3 python3-pip)
@@ -87,6 +89,29 @@ else
     ln -sfn libomp.so.5 "$OMP19/lib/libgomp.so.1"
     cp "$llvm19"/clang/19/include/omp.h "$llvm19"/clang/19/include/omp-tools.h "$OMP19/include/"
     echo "$OMP19_VERSION" >"$OMP19/.kprof-unpacked"
+fi
+
+# Environment Modules 5 beside Lmod, unpacked privately: Debian's two packages
+# conflict (both are `module`). Its modulecmd.tcl runs from any directory with
+# tclsh8.6 and says where it is (`modulecmd.tcl bash autoinit`). Layout:
+#   target/deps/environment-modules/root/   the .deb, dpkg -x'ed
+#     usr/lib/modulecmd.tcl                 the command
+EM=${KPROF_DEPS_DIR:-target/deps}/environment-modules
+EM_VERSION=$(apt-cache policy environment-modules 2>/dev/null | awk '/Candidate:/ {print $2}')
+if [[ -z $EM_VERSION || $EM_VERSION == "(none)" ]]; then
+    echo "setup: environment-modules is not in the apt sources; its module test will skip"
+elif [[ -f $EM/.kprof-unpacked && $(cat "$EM/.kprof-unpacked") == "$EM_VERSION" ]]; then
+    echo "setup: environment-modules $EM_VERSION already unpacked in $EM"
+else
+    echo "setup: unpacking environment-modules $EM_VERSION into $EM"
+    rm -rf "$EM"
+    mkdir -p "$EM/debs" "$EM/root"
+    # apt-get download writes into the current directory; _apt may not write there.
+    (cd "$EM/debs" && apt-get download -qq "environment-modules=$EM_VERSION" 2>/dev/null) \
+        || (cd "$EM/debs" && apt-get download -qq environment-modules)
+    dpkg -x "$EM"/debs/environment-modules_*.deb "$EM/root"
+    [[ -f $EM/root/usr/lib/modulecmd.tcl ]] || { echo "setup: no modulecmd.tcl in environment-modules" >&2; exit 1; }
+    echo "$EM_VERSION" >"$EM/.kprof-unpacked"
 fi
 
 bash tests/scripts/build-kokkos.sh

@@ -348,6 +348,18 @@ fn kprof_help(args: &[&str]) -> String {
 fn check_kprof(words: &[String]) -> Result<(), String> {
     let top = kprof_help(&[]);
     let sub = words.first().ok_or("kprof without a subcommand")?;
+    // `kprof --version`: an option of kprof itself, listed as `-V, --version`.
+    if sub.starts_with('-') {
+        let listed = top.lines().any(|l| {
+            l.trim_start()
+                .split([',', ' '])
+                .take_while(|w| w.starts_with('-') || w.is_empty())
+                .any(|w| w == sub)
+        });
+        return listed
+            .then_some(())
+            .ok_or(format!("`kprof --help` lists no option {sub}"));
+    }
     let listed = top
         .lines()
         .any(|l| l.split_whitespace().next() == Some(sub.as_str()));
@@ -431,6 +443,23 @@ fn check_command(line: &str) -> Result<(), String> {
                 }
             }
             Ok(())
+        }
+        // The module files `make install` writes: `module use
+        // <prefix>/share/modulefiles`, `module load kprof[/<version>]`.
+        "module" => {
+            let makefile = std::fs::read_to_string(root.join("Makefile")).unwrap();
+            let installed = makefile.contains("/share/modulefiles/kprof/$(VERSION)");
+            match (words.get(1).map(String::as_str), words.get(2)) {
+                (Some("use"), Some(dir)) if dir.ends_with("/share/modulefiles") && installed => {
+                    Ok(())
+                }
+                (Some("load"), Some(m)) if m == "kprof" || m.starts_with("kprof/") => Ok(()),
+                _ => Err(format!(
+                    "`{}`: neither `module use <prefix>/share/modulefiles` (installed by \
+                     make install) nor `module load kprof`",
+                    words.join(" ")
+                )),
+            }
         }
         // A program of the reader's own (`./app`): nothing of kprof's to check.
         p if p.starts_with("./") => Ok(()),
