@@ -142,9 +142,10 @@
  *   N contexts (N = [n], default 120), each: begin_context(1) (Kokkos reuses
  *   context ids); request_values(1, {1, "stencil"}, {2, 16 = the default});
  *   prints "block=<value>" on stdout; parallel_for "stencil" spinning
- *   cost(block) = 20 us * (1 + (log2(block) - 2)^2 / 2): 20 us at the best, 4,
- *   60 us at the default, 16; end_context(1, {0, zeroed}) (no goal declared: what
- *   Kokkos passes).
+ *   cost(block) = 20 us * (1 + 4 (log2(block) - 2)^2): 20 us at the best, 4,
+ *   100 us at its neighbours 2 and 8, 340 us at the default, 16 (neighbours 5
+ *   times slower, so that a preempted measurement cannot make one look best);
+ *   end_context(1, {0, zeroed}) (no goal declared: what Kokkos passes).
  *
  * tune_misuse: the tuning interface misused, each once: a declaration with an
  *   undefined value type (7), one with an undefined candidate kind (9), one with a
@@ -639,11 +640,11 @@ static void declare_block_problem(Kokkos_Tools_VariableInfo *out_info,
   if (cb.declare_output_type) cb.declare_output_type("block", 2, out_info);
 }
 
-/* 20 us * (1 + (log2(block) - 2)^2 / 2) */
+/* 20 us * (1 + 4 (log2(block) - 2)^2) */
 static long block_cost_ns(int64_t block) {
   double x = -2.0;
   for (int64_t b = block; b > 1; b >>= 1) x += 1.0;
-  return (long)(20000.0 * (1.0 + x * x / 2.0));
+  return (long)(20000.0 * (1.0 + 4.0 * x * x));
 }
 
 static void scenario_tune_known(int n) {

@@ -231,10 +231,12 @@ static void types(void) {
     kprof_region_end("types");
 }
 
-/* The last rank sleeps 300 ms before an MPI_Allreduce: the others wait in it. */
+/* The last rank sleeps 1 s before an MPI_Allreduce: the others wait in it (a
+ * second, so that ranks that reach it late on a loaded machine still wait most
+ * of it, far from the late rank's own short wait). */
 static void sleep_phase(void) {
     kprof_region_begin("sleep");
-    if (rank == size - 1) usleep(300 * 1000);
+    if (rank == size - 1) usleep(1000 * 1000);
     long v = rank, total = 0;
     MPI_Allreduce(&v, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     checksum += total;

@@ -216,9 +216,10 @@ fn known_best_value_is_found_cached_and_survives_a_corrupt_cache() {
     assert_eq!(u(&p["search_contexts"]), 48);
     assert_eq!(u(&p["contexts"]), 120);
     assert_eq!(p["tried"].as_array().map(Vec::len), Some(8));
-    // 20 us against 60 us by construction: two thirds saved, give or take noise.
+    // 20 us against 340 us by construction: 94% saved, give or take noise
+    // (the best's median twice as long, or the default's half, still saves 75%).
     let gain = p["gain"].as_f64().expect("gain");
-    assert!((0.4..0.9).contains(&gain), "gain {gain}");
+    assert!((0.75..1.0).contains(&gain), "gain {gain}");
     assert!(misuses(&t).values().all(|&n| n == 0), "{t}");
     let cached: Value = serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
     assert_eq!(
