@@ -89,3 +89,52 @@ fn two_runs_load_into_one_thicket_with_their_metadata() {
         assert!(text.contains(line), "{line:?} not in\n{text}");
     }
 }
+
+#[test]
+fn a_jobs_ranks_merged_load_with_a_rank_column() {
+    if skip_unless(
+        have_thicket(),
+        "caliper-reader, llnl-hatchet and llnl-thicket (bash tests/setup.sh)",
+    ) {
+        return;
+    }
+    let dir = scratch("caliper_job");
+    let exe = compile_with_core(&[&test_file("caliper/runs.c")], &dir.join("runs"), &[]);
+    // Two ranks of a job as a launcher starts them: the rank in Open MPI's
+    // variable, each rank its own directory (`-o r` becomes `r-rank<N>`).
+    let mut ranks = Vec::new();
+    for rank in ["0", "1"] {
+        let o = run(
+            kprof_cmd(&dir, &["run", "-q", "--summary", "0", "-o", "r", "--"])
+                .env("OMPI_COMM_WORLD_RANK", rank)
+                .arg(&exe)
+                .arg("job"),
+        );
+        assert_ok(&o);
+        ranks.push(format!("r-rank{rank}"));
+    }
+    let o = run(&mut kprof_cmd(
+        &dir,
+        &["merge", &ranks[0], &ranks[1], "-o", "job"],
+    ));
+    assert_ok(&o);
+    let joined = ranks.join(",");
+    let text = check(
+        &dir,
+        &["job", "--ranks", &joined, "--meta", "job:problem=job"],
+    );
+    // Five call paths of each of two ranks, one record each.
+    for line in [
+        "caliper-reader: 10 records of 1 files match profile.json",
+        "hatchet: 10 rows match profile.json",
+        "thicket: 1 profiles, 10 rows",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+    // Each rank's own file has its rank on every record.
+    let text = check(&dir, &[&ranks[1], "--ranks-of", "1"]);
+    assert!(
+        text.contains("hatchet: 5 rows match profile.json"),
+        "{text}"
+    );
+}

@@ -22,7 +22,7 @@
 //!
 //! Written node by node as the tree is walked: no copy of the tree is built.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
@@ -82,16 +82,16 @@ mod prop {
 pub type Global = (String, CaliType, String);
 
 /// Node ids and the lines that define them.
-struct Nodes<'w, W: Write> {
-    out: &'w mut W,
+struct Nodes<W: Write> {
+    out: W,
     next: u64,
     /// The ids of the meta-attributes `attribute.alias` and `attribute.unit`.
     alias: u64,
     unit: u64,
 }
 
-impl<'w, W: Write> Nodes<'w, W> {
-    fn new(out: &'w mut W) -> std::io::Result<Self> {
+impl<W: Write> Nodes<W> {
+    fn new(out: W) -> std::io::Result<Self> {
         let mut n = Nodes {
             out,
             next: FIRST_ID,
@@ -235,113 +235,195 @@ pub fn write_to<W: Write>(
     rank: Option<u64>,
     globals: &[Global],
 ) -> std::io::Result<()> {
-    let mut nodes = Nodes::new(out)?;
-    let value = prop::AS_VALUE | prop::SKIP_EVENTS;
-    let mut metric_ids = Vec::new();
-    for (name, alias, ty, unit, _) in METRICS {
-        metric_ids.push(nodes.attribute(name, ty, value, Some(alias), unit)?);
-    }
-    let rank_attr = match rank {
-        Some(_) => {
-            Some(nodes.attribute("mpi.rank", CaliType::Int, value | prop::PROCESS, None, None)?)
+    let mut w = Writer::new(out, rank.is_some(), false)?;
+    w.tree(walk, rank.unwrap_or(0))?;
+    w.finish(globals).map(drop)
+}
+
+/// Stands for "no parent" among the call paths' nodes.
+const ROOT: u64 = u64::MAX;
+
+/// Call-path nodes kept across trees (a job's ranks): each path is one node
+/// however many ranks have it.
+#[derive(Default)]
+struct Shared {
+    /// The node of a path: (parent node, name, kind, how many siblings of that
+    /// name and kind came before it in its own tree).
+    paths: HashMap<(u64, String, String, u32), u64>,
+    /// The names taken under each parent node.
+    taken: HashMap<u64, HashSet<String>>,
+}
+
+/// A `.cali` stream of one process's tree or of many (a job's ranks, each
+/// record with its `mpi.rank`): the attributes first, then per tree its call
+/// paths' nodes (each defined once, before its first record) and records, and
+/// last the run's metadata ([`Writer::finish`]).
+pub struct Writer<W: Write> {
+    nodes: Nodes<W>,
+    /// `=id=id...` of the records' immediate attributes.
+    attrs: String,
+    with_rank: bool,
+    region: u64,
+    kind_attr: u64,
+    kinds: HashMap<String, u64>,
+    /// Across trees (`None`: one tree, whose paths are all new).
+    shared: Option<Shared>,
+}
+
+impl<W: Write> Writer<W> {
+    /// Starts the stream: the attributes. `with_rank`: records carry
+    /// `mpi.rank`; `many`: more than one tree comes ([`Writer::tree`]).
+    pub fn new(out: W, with_rank: bool, many: bool) -> std::io::Result<Self> {
+        let mut nodes = Nodes::new(out)?;
+        let value = prop::AS_VALUE | prop::SKIP_EVENTS;
+        let mut attrs = String::new();
+        for (name, alias, ty, unit, _) in METRICS {
+            let id = nodes.attribute(name, ty, value, Some(alias), unit)?;
+            attrs.push_str(&format!("={id}"));
         }
-        None => None,
-    };
-    let region = nodes.attribute(
-        "region",
-        CaliType::String,
-        prop::NESTED | prop::PROCESS,
-        None,
-        None,
-    )?;
-    let kind_attr = nodes.attribute(
-        "kprof.kind",
-        CaliType::String,
-        prop::SKIP_EVENTS | prop::PROCESS,
-        None,
-        None,
-    )?;
-    let mut attrs = String::new();
-    for id in metric_ids.iter().chain(rank_attr.iter()) {
-        attrs.push('=');
-        attrs.push_str(&id.to_string());
-    }
-    let mut kinds: Vec<(String, u64)> = Vec::new();
-    // The open path: per depth, the node's id and the names its children took.
-    let mut open: Vec<(u64, HashSet<String>)> = Vec::new();
-    let mut roots: HashSet<String> = HashSet::new();
-    let mut failed = None;
-    walk(&mut |depth, n: &dyn CallPath| {
-        if failed.is_some() {
-            return;
+        if with_rank {
+            let id =
+                nodes.attribute("mpi.rank", CaliType::Int, value | prop::PROCESS, None, None)?;
+            attrs.push_str(&format!("={id}"));
         }
-        open.truncate(depth);
-        let r = (|| -> std::io::Result<()> {
-            let parent = open.last().map(|(id, _)| *id);
-            let taken = match open.last_mut() {
-                Some((_, names)) => names,
-                None => &mut roots,
+        let region = nodes.attribute(
+            "region",
+            CaliType::String,
+            prop::NESTED | prop::PROCESS,
+            None,
+            None,
+        )?;
+        let kind_attr = nodes.attribute(
+            "kprof.kind",
+            CaliType::String,
+            prop::SKIP_EVENTS | prop::PROCESS,
+            None,
+            None,
+        )?;
+        Ok(Writer {
+            nodes,
+            attrs,
+            with_rank,
+            region,
+            kind_attr,
+            kinds: HashMap::new(),
+            shared: many.then(Shared::default),
+        })
+    }
+
+    /// One process's tree, each node one record (with `rank` when the stream
+    /// has ranks).
+    pub fn tree(&mut self, walk: Walk, rank: u64) -> std::io::Result<()> {
+        // The open path: per depth, the node's id, the names its children took
+        // (one tree) and how many of its children had each (name, kind) so far.
+        type Open = (u64, HashSet<String>, HashMap<(String, String), u32>);
+        let mut open: Vec<Open> = Vec::new();
+        let mut roots: Open = (ROOT, HashSet::new(), HashMap::new());
+        let mut failed = None;
+        walk(&mut |depth, n: &dyn CallPath| {
+            if failed.is_some() {
+                return;
+            }
+            open.truncate(depth);
+            let parent = open.last_mut().unwrap_or(&mut roots);
+            let id = match self.path_node(parent, n) {
+                Ok(id) => id,
+                Err(e) => {
+                    failed = Some(e);
+                    return;
+                }
             };
+            if let Err(e) = self.record(id, n, rank) {
+                failed = Some(e);
+                return;
+            }
+            open.push((id, HashSet::new(), HashMap::new()));
+        });
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The node of `n`'s call path under `parent`, written when new.
+    fn path_node(
+        &mut self,
+        parent: &mut (u64, HashSet<String>, HashMap<(String, String), u32>),
+        n: &dyn CallPath,
+    ) -> std::io::Result<u64> {
+        let (pid, taken, seen) = parent;
+        let above = (*pid != ROOT).then_some(*pid);
+        let Some(shared) = self.shared.as_mut() else {
             let name = unique(taken, n.name(), n.kind());
-            let id = nodes.node(region, &name, parent)?;
-            let kind = match kinds.iter().find(|(k, _)| k == n.kind()) {
-                Some((_, id)) => *id,
-                None => {
-                    let id = nodes.node(kind_attr, n.kind(), None)?;
-                    kinds.push((n.kind().to_string(), id));
-                    id
-                }
-            };
-            let mut found = [f64::NAN; 5];
-            n.metrics(&mut |k, v| {
-                if let Some(i) = METRICS.iter().position(|m| m.4 == Some(k)) {
-                    found[i] = v;
-                }
-            });
-            let mut data = String::new();
-            for (i, m) in METRICS.iter().enumerate() {
-                data.push('=');
-                match m.4 {
-                    None => data.push_str(&n.count().to_string()),
-                    Some("time (inc)") if found[i].is_nan() => {
-                        data.push_str(&seconds(n.total_ns() as f64))
-                    }
-                    Some(_) => data.push_str(&seconds(found[i])),
-                }
-            }
-            if let Some(r) = rank {
-                data.push('=');
-                data.push_str(&r.to_string());
-            }
-            writeln!(
-                nodes.out,
-                "__rec=ctx,ref={id}={kind},attr{attrs},data{data}"
-            )?;
-            open.push((id, HashSet::new()));
-            Ok(())
-        })();
-        if let Err(e) = r {
-            failed = Some(e);
+            return self.nodes.node(self.region, &name, above);
+        };
+        let k = seen
+            .entry((n.name().to_string(), n.kind().to_string()))
+            .or_insert(0);
+        let key = (*pid, n.name().to_string(), n.kind().to_string(), *k);
+        *k += 1;
+        if let Some(&id) = shared.paths.get(&key) {
+            return Ok(id);
         }
-    });
-    if let Some(e) = failed {
-        return Err(e);
+        let name = unique(shared.taken.entry(*pid).or_default(), n.name(), n.kind());
+        let id = self.nodes.node(self.region, &name, above)?;
+        shared.paths.insert(key, id);
+        Ok(id)
     }
-    // The metadata: one chain of nodes, each global's value under the previous.
-    let global = prop::GLOBAL | prop::SKIP_EVENTS | prop::PROCESS;
-    let mut seen = HashSet::new();
-    let mut last = None;
-    for (name, ty, v) in globals {
-        if !seen.insert(name.as_str()) {
-            continue;
+
+    /// The record of node `n`, whose call path's node is `id`.
+    fn record(&mut self, id: u64, n: &dyn CallPath, rank: u64) -> std::io::Result<()> {
+        let kind = match self.kinds.get(n.kind()) {
+            Some(&k) => k,
+            None => {
+                let k = self.nodes.node(self.kind_attr, n.kind(), None)?;
+                self.kinds.insert(n.kind().to_string(), k);
+                k
+            }
+        };
+        let mut found = [f64::NAN; 5];
+        n.metrics(&mut |k, v| {
+            if let Some(i) = METRICS.iter().position(|m| m.4 == Some(k)) {
+                found[i] = v;
+            }
+        });
+        let mut data = String::new();
+        for (i, m) in METRICS.iter().enumerate() {
+            data.push('=');
+            match m.4 {
+                None => data.push_str(&n.count().to_string()),
+                Some("time (inc)") if found[i].is_nan() => {
+                    data.push_str(&seconds(n.total_ns() as f64))
+                }
+                Some(_) => data.push_str(&seconds(found[i])),
+            }
         }
-        let attr = nodes.attribute(name, *ty, global, None, None)?;
-        last = Some(nodes.node(attr, v, last)?);
+        if self.with_rank {
+            data.push_str(&format!("={rank}"));
+        }
+        writeln!(
+            self.nodes.out,
+            "__rec=ctx,ref={id}={kind},attr{},data{data}",
+            self.attrs
+        )
     }
-    if let Some(last) = last {
-        writeln!(nodes.out, "__rec=globals,ref={last}")?;
+
+    /// Ends the stream with `globals`, the run's metadata (names as given, each
+    /// once); the writer.
+    pub fn finish(mut self, globals: &[Global]) -> std::io::Result<W> {
+        // One chain of nodes, each global's value under the previous.
+        let global = prop::GLOBAL | prop::SKIP_EVENTS | prop::PROCESS;
+        let mut seen = HashSet::new();
+        let mut last = None;
+        for (name, ty, v) in globals {
+            if !seen.insert(name.as_str()) {
+                continue;
+            }
+            let attr = self.nodes.attribute(name, *ty, global, None, None)?;
+            last = Some(self.nodes.node(attr, v, last)?);
+        }
+        if let Some(last) = last {
+            writeln!(self.nodes.out, "__rec=globals,ref={last}")?;
+        }
+        Ok(self.nodes.out)
     }
-    Ok(())
 }
 
 /// The name a node takes among its siblings: its own, or, where a sibling of
@@ -366,25 +448,23 @@ fn unique(taken: &mut HashSet<String>, name: &str, kind: &str) -> String {
 /// `mpi.world.size`), then kprof's own (`kprof.version`, `kprof.pid`,
 /// `kprof.plugins`, each `KPROF_*` setting set, under its variable's name). The
 /// program's own pairs (`kprof_metadata`, the plugins') come first and so win
-/// over a name kprof would give as well.
+/// over a name kprof would give as well. Read in the measured process, at the
+/// end of its run (the user, the command line, the settings are its own).
 pub fn report_globals(report: &Report) -> Vec<Global> {
-    let s = |k: &str, v: String| (k.to_string(), CaliType::String, v);
-    let i = |k: &str, v: u64| (k.to_string(), CaliType::Int, v.to_string());
     let mut g: Vec<Global> = report
         .metadata
         .iter()
-        .map(|(k, v)| s(k, v.clone()))
+        .map(|(k, v)| string(k, v.clone()))
         .collect();
-    let p = &report.program;
     if let Some(user) = user() {
-        g.push(s("user", user));
+        g.push(string("user", user));
     }
     if let Some(date) = launch_date(report) {
-        g.push(i("launchdate", date));
+        g.push(int("launchdate", date));
     }
-    g.push(s("executable", p.executable.clone()));
+    g.push(string("executable", report.program.executable.clone()));
     if let Ok(exe) = std::env::current_exe() {
-        g.push(s("executablepath", exe.display().to_string()));
+        g.push(string("executablepath", exe.display().to_string()));
     }
     if let Ok(cmdline) = std::fs::read("/proc/self/cmdline") {
         let args: Vec<String> = cmdline
@@ -393,34 +473,74 @@ pub fn report_globals(report: &Report) -> Vec<Global> {
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
         // Adiak's form of a list, which Hatchet reads back as one.
-        g.push(s("cmdline", format!("[{}]", args.join(","))));
+        g.push(string("cmdline", format!("[{}]", args.join(","))));
     }
-    g.push(s("hostname", p.host.clone()));
+    let size = report.metadata.get(MPI_SIZE).and_then(|v| v.parse().ok());
+    host_and_job(&mut g, report, size);
+    g.push(int("kprof.pid", u64::from(report.program.pid)));
+    for setting in kprof_tables::settings::all() {
+        if let Some(v) = setting.get() {
+            g.push(string(setting.var, v));
+        }
+    }
+    g
+}
+
+/// The metadata of a job's `profile.cali` (`kprof merge`), from the report of
+/// its lowest rank `first` and the number of ranks merged, `ranks`: that rank's
+/// pairs (but its `MPI rank`), its executable and host, the job's size
+/// (`jobsize`, `mpi.world.size`: the ranks' `MPI size`, else `ranks`), kprof's
+/// version and plugins. What only the measured process knew (its user, start,
+/// command line, settings) is not in a rank's profile, and is left out.
+pub fn job_globals(first: &Report, ranks: u64) -> Vec<Global> {
+    let mut g: Vec<Global> = first
+        .metadata
+        .iter()
+        .filter(|(k, _)| k.as_str() != "MPI rank")
+        .map(|(k, v)| string(k, v.clone()))
+        .collect();
+    g.push(string("executable", first.program.executable.clone()));
+    let size = first.metadata.get(MPI_SIZE).and_then(|v| v.parse().ok());
+    host_and_job(&mut g, first, Some(size.unwrap_or(ranks)));
+    g
+}
+
+/// The MPI plugin's metadata key of the job's size.
+const MPI_SIZE: &str = "MPI size";
+
+/// A text global.
+fn string(k: &str, v: String) -> Global {
+    (k.to_string(), CaliType::String, v)
+}
+
+/// A whole-number global.
+fn int(k: &str, v: u64) -> Global {
+    (k.to_string(), CaliType::Int, v.to_string())
+}
+
+/// The globals every `profile.cali` has: `hostname`, `cluster`, `jobsize` (1
+/// without MPI), `mpi.world.size` (`size`, with MPI), `kprof.version`,
+/// `kprof.plugins`.
+fn host_and_job(g: &mut Vec<Global>, report: &Report, size: Option<u64>) {
+    let host = &report.program.host;
+    g.push(string("hostname", host.clone()));
     // Adiak's cluster: the host name without its node number.
-    let cluster = p.host.split('.').next().unwrap_or_default();
-    g.push(s(
+    let cluster = host.split('.').next().unwrap_or_default();
+    g.push(string(
         "cluster",
         cluster
             .trim_end_matches(|c: char| c.is_ascii_digit())
             .to_string(),
     ));
-    let size = report.metadata.get("MPI size").and_then(|v| v.parse().ok());
-    g.push(i("jobsize", size.unwrap_or(1)));
+    g.push(int("jobsize", size.unwrap_or(1)));
     if let Some(size) = size {
-        g.push(i("mpi.world.size", size));
+        g.push(int("mpi.world.size", size));
     }
-    g.push(s("kprof.version", report.kprof_version.clone()));
-    g.push(i("kprof.pid", u64::from(p.pid)));
-    g.push(s(
+    g.push(string("kprof.version", report.kprof_version.clone()));
+    g.push(string(
         "kprof.plugins",
         format!("[{}]", report.plugins.join(",")),
     ));
-    for setting in kprof_tables::settings::all() {
-        if let Some(v) = setting.get() {
-            g.push(s(setting.var, v));
-        }
-    }
-    g
 }
 
 /// The user running the program: the password database's name of the real
@@ -520,6 +640,47 @@ mod tests {
                     .unwrap()
                     .starts_with("__rec=globals,ref=")
         );
+    }
+
+    #[test]
+    fn a_jobs_ranks_share_their_call_paths_nodes() {
+        let rank0 = vec![TreeNode::user_region(
+            "main",
+            10,
+            5,
+            1,
+            vec![TreeNode::user_region("solve", 5, 5, 1, vec![])],
+        )];
+        let mut rank1 = rank0.clone();
+        rank1[0]
+            .children
+            .push(TreeNode::user_region("io", 1, 1, 1, vec![]));
+        let mut w = Writer::new(Vec::new(), true, true).unwrap();
+        w.tree(&|v| walk_tree(&rank1, v), 1).unwrap();
+        w.tree(&|v| walk_tree(&rank0, v), 0).unwrap();
+        let text = String::from_utf8(w.finish(&[]).unwrap()).unwrap();
+        let region_nodes = |name: &str| {
+            text.lines()
+                .filter(|l| l.contains(&format!(",data={name}")))
+                .count()
+        };
+        // One node per call path, a record per rank that has it.
+        assert_eq!(
+            [
+                region_nodes("main"),
+                region_nodes("solve"),
+                region_nodes("io")
+            ],
+            [1, 1, 1],
+            "{text}"
+        );
+        let ranks: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("__rec=ctx"))
+            .map(|l| l.rsplit('=').next().unwrap())
+            .collect();
+        assert_eq!(ranks, ["1", "1", "1", "0", "0"], "{text}");
+        assert!(!text.contains("__rec=globals"));
     }
 
     #[test]
