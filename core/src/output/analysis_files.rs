@@ -63,15 +63,32 @@ pub fn write_report_files(dir: &Path, report: &Report, tree: &dyn CallTree) {
         None => format!("{} (pid {})", p.executable, p.pid),
     };
     let omit: &[&str] = if tree.has_teams() { &[] } else { &TEAM_METRICS };
-    write_files(
-        dir,
-        &|visit| tree.walk(&mut |depth, n| visit(depth, n)),
-        &report.task_graph.edges,
-        &title,
-        omit,
-        &|| tree.longest_work(taskgraph::MAX_NODES),
-    );
-    if let Err(e) = cali::write_report(dir, report, tree) {
+    let cali = || cali::write_report(dir, report, tree);
+    // A third walk of the tree beside the two of `write_files`, on its own thread.
+    let cali = std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("kprof-cali".into())
+            .spawn_scoped(s, cali)
+            .ok();
+        write_files(
+            dir,
+            &|visit| tree.walk(&mut |depth, n| visit(depth, n)),
+            &report.task_graph.edges,
+            &title,
+            omit,
+            &|| tree.longest_work(taskgraph::MAX_NODES),
+        );
+        match other {
+            Some(t) => t.join().unwrap_or_else(|_| {
+                Err(OutputError::NotWritten {
+                    path: dir.join("profile.cali").display().to_string(),
+                    reason: "internal error".into(),
+                })
+            }),
+            None => cali(),
+        }
+    });
+    if let Err(e) = cali {
         warn(&e.to_string());
     }
 }

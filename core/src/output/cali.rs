@@ -178,38 +178,55 @@ fn seconds(ns: f64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
-/// The metrics of one record, by Caliper's names: (name, alias, type, unit),
-/// and the `CallPath` metric each comes from (`None`: the instance count).
-const METRICS: [(&str, &str, CaliType, Option<&str>, Option<&str>); 5] = [
-    (
-        "inclusive#sum#time.duration",
-        "time (inc)",
-        CaliType::Double,
-        Some("sec"),
-        Some("time (inc)"),
-    ),
-    (
-        "sum#time.duration",
-        "time",
-        CaliType::Double,
-        Some("sec"),
-        Some("time"),
-    ),
-    ("sum#region.count", "count", CaliType::Uint, None, None),
-    (
-        "min#time.duration",
-        "min (inc)",
-        CaliType::Double,
-        Some("sec"),
-        Some("min (inc)"),
-    ),
-    (
-        "max#time.duration",
-        "max (inc)",
-        CaliType::Double,
-        Some("sec"),
-        Some("max (inc)"),
-    ),
+/// One metric of the records.
+struct Metric {
+    /// Caliper's name (`hatchet-region-profile`'s where it has one).
+    name: &'static str,
+    /// The column Hatchet and Thicket name it by (`attribute.alias`).
+    alias: &'static str,
+    ty: CaliType,
+    unit: Option<&'static str>,
+    /// The [`CallPath`] metric it comes from (`None`: the instance count).
+    from: Option<&'static str>,
+}
+
+/// The metrics of one record, in seconds where a time.
+const METRICS: [Metric; 5] = [
+    Metric {
+        name: "inclusive#sum#time.duration",
+        alias: "time (inc)",
+        ty: CaliType::Double,
+        unit: Some("sec"),
+        from: Some("time (inc)"),
+    },
+    Metric {
+        name: "sum#time.duration",
+        alias: "time",
+        ty: CaliType::Double,
+        unit: Some("sec"),
+        from: Some("time"),
+    },
+    Metric {
+        name: "sum#region.count",
+        alias: "count",
+        ty: CaliType::Uint,
+        unit: None,
+        from: None,
+    },
+    Metric {
+        name: "min#time.duration",
+        alias: "min (inc)",
+        ty: CaliType::Double,
+        unit: Some("sec"),
+        from: Some("min (inc)"),
+    },
+    Metric {
+        name: "max#time.duration",
+        alias: "max (inc)",
+        ty: CaliType::Double,
+        unit: Some("sec"),
+        from: Some("max (inc)"),
+    },
 ];
 
 /// Writes the tree `walk` meets to `path` (completely or not at all), each node
@@ -228,7 +245,7 @@ pub fn write(
     write_whole(path, |f| write_to(f, walk, rank, globals).map_err(file)).map(drop)
 }
 
-/// [`write`] into `out`.
+/// [`write()`] into `out`.
 pub fn write_to<W: Write>(
     out: &mut W,
     walk: Walk,
@@ -250,8 +267,8 @@ struct Shared {
     /// The node of a path: (parent node, name, kind, how many siblings of that
     /// name and kind came before it in its own tree).
     paths: HashMap<(u64, String, String, u32), u64>,
-    /// The names taken under each parent node.
-    taken: HashMap<u64, HashSet<String>>,
+    /// The names taken under each parent node (see [`unique`]).
+    taken: HashMap<u64, HashSet<u64>>,
 }
 
 /// A `.cali` stream of one process's tree or of many (a job's ranks, each
@@ -277,8 +294,8 @@ impl<W: Write> Writer<W> {
         let mut nodes = Nodes::new(out)?;
         let value = prop::AS_VALUE | prop::SKIP_EVENTS;
         let mut attrs = String::new();
-        for (name, alias, ty, unit, _) in METRICS {
-            let id = nodes.attribute(name, ty, value, Some(alias), unit)?;
+        for m in &METRICS {
+            let id = nodes.attribute(m.name, m.ty, value, Some(m.alias), m.unit)?;
             attrs.push_str(&format!("={id}"));
         }
         if with_rank {
@@ -316,7 +333,7 @@ impl<W: Write> Writer<W> {
     pub fn tree(&mut self, walk: Walk, rank: u64) -> std::io::Result<()> {
         // The open path: per depth, the node's id, the names its children took
         // (one tree) and how many of its children had each (name, kind) so far.
-        type Open = (u64, HashSet<String>, HashMap<(String, String), u32>);
+        type Open = (u64, HashSet<u64>, HashMap<(String, String), u32>);
         let mut open: Vec<Open> = Vec::new();
         let mut roots: Open = (ROOT, HashSet::new(), HashMap::new());
         let mut failed = None;
@@ -345,7 +362,7 @@ impl<W: Write> Writer<W> {
     /// The node of `n`'s call path under `parent`, written when new.
     fn path_node(
         &mut self,
-        parent: &mut (u64, HashSet<String>, HashMap<(String, String), u32>),
+        parent: &mut (u64, HashSet<u64>, HashMap<(String, String), u32>),
         n: &dyn CallPath,
     ) -> std::io::Result<u64> {
         let (pid, taken, seen) = parent;
@@ -380,14 +397,14 @@ impl<W: Write> Writer<W> {
         };
         let mut found = [f64::NAN; 5];
         n.metrics(&mut |k, v| {
-            if let Some(i) = METRICS.iter().position(|m| m.4 == Some(k)) {
+            if let Some(i) = METRICS.iter().position(|m| m.from == Some(k)) {
                 found[i] = v;
             }
         });
         let mut data = String::new();
         for (i, m) in METRICS.iter().enumerate() {
             data.push('=');
-            match m.4 {
+            match m.from {
                 None => data.push_str(&n.count().to_string()),
                 Some("time (inc)") if found[i].is_nan() => {
                     data.push_str(&seconds(n.total_ns() as f64))
@@ -426,20 +443,31 @@ impl<W: Write> Writer<W> {
     }
 }
 
-/// The name a node takes among its siblings: its own, or, where a sibling of
-/// another kind or device took it already (Caliper's path holds names only,
-/// and Hatchet would add the two nodes up), `name [kind]` and then a number.
-fn unique(taken: &mut HashSet<String>, name: &str, kind: &str) -> String {
-    if taken.insert(name.to_string()) {
+/// The name a node takes among its siblings, whose names taken are `taken`
+/// (hashes: a million siblings take 16 MB, not their names' bytes): its own,
+/// or, where a sibling of another kind or device took it already (Caliper's
+/// path holds names only, and Hatchet would add the two nodes up),
+/// `name [kind]` and then a number. (Two names of one hash, one in 2^64, would
+/// take the second form needlessly.)
+fn unique(taken: &mut HashSet<u64>, name: &str, kind: &str) -> String {
+    if taken.insert(hash(name)) {
         return name.to_string();
     }
     let mut candidate = format!("{name} [{kind}]");
     let mut k = 2;
-    while !taken.insert(candidate.clone()) {
+    while !taken.insert(hash(&candidate)) {
         candidate = format!("{name} [{kind}] {k}");
         k += 1;
     }
     candidate
+}
+
+/// A name's hash, the same in every run.
+fn hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 /// The run's metadata for one process's `profile.cali`, under the names Caliper
