@@ -122,3 +122,7 @@ bash tests/scripts/install-cupti.sh
 
 # llnl-hatchet from PyPI, which loads kprof's tasktree.json (tests/tests/analyses.rs).
 bash tests/scripts/install-hatchet.sh
+
+# caliper-reader, llnl-hatchet and llnl-thicket from PyPI, which load kprof's
+# profile.cali (tests/tests/caliper.rs).
+bash tests/scripts/install-thicket.sh

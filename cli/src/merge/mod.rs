@@ -59,7 +59,7 @@ const READERS: usize = 2;
 /// Folds the profiles of `dirs` (read one at a time per reader).
 #[cfg(test)]
 pub fn fold_dirs(dirs: &[PathBuf], by_rank: bool) -> Result<Fold, Failure> {
-    fold_dirs_with_extras(dirs, by_rank).map(|r| r.fold)
+    fold_dirs_with_extras(dirs, by_rank, None).map(|r| r.fold)
 }
 
 /// What the merge takes from each rank besides its folded profile.
@@ -99,8 +99,13 @@ struct Read {
 /// Folds the profiles of `dirs` (as `fold_dirs`, the tests' form), with what
 /// else the merge needs of each rank ([`Extras`]). A directory that cannot be read (a rank killed before it wrote its profile,
 /// a truncated file) is left out and kept in [`Read::skipped`]; only when none
-/// can be read is that a failure.
-fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<Read, Failure> {
+/// can be read is that a failure. Each rank read also goes into `cali`, the
+/// job's `profile.cali`, when given.
+fn fold_dirs_with_extras(
+    dirs: &[PathBuf],
+    by_rank: bool,
+    cali: Option<&Mutex<analyses::CaliJob>>,
+) -> Result<Read, Failure> {
     let total = dirs.len();
     let next = AtomicUsize::new(0);
     let skipped: Mutex<Vec<(usize, Failure)>> = Mutex::new(Vec::new());
@@ -134,6 +139,9 @@ fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<Read, Failur
                                     r.metadata.get(MPI_SIZE).and_then(|n| n.parse().ok())
                                 {
                                     extras.sizes.insert(n);
+                                }
+                                if let Some(Ok(mut c)) = cali.map(Mutex::lock) {
+                                    c.add(&r, r.program.rank.unwrap_or(i as u64));
                                 }
                                 fold.add_report(&r, i as u32, Some(show(d)))
                             }
@@ -181,11 +189,12 @@ fn fold_dirs_with_extras(dirs: &[PathBuf], by_rank: bool) -> Result<Read, Failur
 pub fn main(args: MergeArgs) -> Outcome {
     checks::distinct_dirs(&args.dirs)?;
     let replace = crate::out_dir::claim(&args.output, args.force, "-o").map_err(Failure)?;
+    let cali = analyses::CaliJob::open();
     let Read {
         fold,
         extras,
         skipped,
-    } = fold_dirs_with_extras(&args.dirs, args.by_rank)?;
+    } = fold_dirs_with_extras(&args.dirs, args.by_rank, cali.as_ref())?;
     checks::distinct_ranks(fold.form())?;
     if let Some(line) = checks::programs_line(fold.form()) {
         eprintln!("{line}");
@@ -228,6 +237,13 @@ pub fn main(args: MergeArgs) -> Outcome {
     let text = serde_json::to_string(&merged)? + "\n";
     std::fs::write(&path, text).map_err(|e| Failure(format!("{}: {e}", show(&path))))?;
     analyses::write(&args.output, &merged, &extras.deps, total);
+    if let Some(Err(e)) = cali.map(|c| {
+        c.into_inner()
+            .map_err(|_| "internal error".to_string())
+            .and_then(|c| c.write(&args.output))
+    }) {
+        eprintln!("kprof merge: profile.cali was not written: {e}");
+    }
     drop(merged);
     eprintln!("kprof merge: {} ({})", show(&path), ranks_text(total));
 

@@ -135,6 +135,7 @@ pub fn done(merged: bool) {
             "profile.csv",
             "tasktree.json",
             "taskgraph.dot",
+            "profile.cali",
         ] {
             let _ = std::fs::remove_file(dir.join(f));
         }

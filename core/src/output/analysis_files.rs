@@ -1,7 +1,8 @@
-//! The two analysis files written beside a profile, `tasktree.json` (for
+//! The analysis files written beside a profile, `tasktree.json` (for
 //! Hatchet) and `taskgraph.dot`, from any call-path tree that can be walked
 //! ([`crate::output::call_path`]): one process's at the end of its run, or a job's merged by
-//! `kprof merge`.
+//! `kprof merge`; and one process's `profile.cali` (for Caliper's readers,
+//! Hatchet and Thicket: [`cali`]).
 
 use std::path::Path;
 
@@ -11,7 +12,7 @@ use crate::output::calltree::CallTree;
 use crate::output::files::OutputError;
 use crate::output::report::{Report, TaskEdge};
 use crate::output::taskgraph::LongestWork;
-use crate::output::{taskgraph, tasktree};
+use crate::output::{cali, taskgraph, tasktree};
 
 /// Writes `tasktree.json` and `taskgraph.dot` of the tree `walk` meets into `dir`,
 /// each completely or not at all, on two threads (each walks the tree); a
@@ -53,7 +54,8 @@ pub fn write_files(
     }
 }
 
-/// [`write_files`] for one process's report, whose call-path tree is `tree`.
+/// [`write_files`] for one process's report, whose call-path tree is `tree`,
+/// then its `profile.cali`.
 pub fn write_report_files(dir: &Path, report: &Report, tree: &dyn CallTree) {
     let p = &report.program;
     let title = match p.rank {
@@ -61,12 +63,32 @@ pub fn write_report_files(dir: &Path, report: &Report, tree: &dyn CallTree) {
         None => format!("{} (pid {})", p.executable, p.pid),
     };
     let omit: &[&str] = if tree.has_teams() { &[] } else { &TEAM_METRICS };
-    write_files(
-        dir,
-        &|visit| tree.walk(&mut |depth, n| visit(depth, n)),
-        &report.task_graph.edges,
-        &title,
-        omit,
-        &|| tree.longest_work(taskgraph::MAX_NODES),
-    );
+    let cali = || cali::write_report(dir, report, tree);
+    // A third walk of the tree beside the two of `write_files`, on its own thread.
+    let cali = std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("kprof-cali".into())
+            .spawn_scoped(s, cali)
+            .ok();
+        write_files(
+            dir,
+            &|visit| tree.walk(&mut |depth, n| visit(depth, n)),
+            &report.task_graph.edges,
+            &title,
+            omit,
+            &|| tree.longest_work(taskgraph::MAX_NODES),
+        );
+        match other {
+            Some(t) => t.join().unwrap_or_else(|_| {
+                Err(OutputError::NotWritten {
+                    path: dir.join("profile.cali").display().to_string(),
+                    reason: "internal error".into(),
+                })
+            }),
+            None => cali(),
+        }
+    });
+    if let Err(e) = cali {
+        warn(&e.to_string());
+    }
 }

@@ -6,6 +6,7 @@
 //! ([`csv`]).
 
 pub mod analysis_files;
+pub mod cali;
 pub mod call_path;
 pub mod calltree;
 pub mod counters;
