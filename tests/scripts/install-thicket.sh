@@ -12,27 +12,6 @@
 #   bash tests/scripts/install-thicket.sh
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DEPS=${KPROF_DEPS_DIR:-$ROOT/target/deps}
-case $DEPS in
-    /*) ;;
-    *) DEPS=$ROOT/$DEPS ;;
-esac
-DIR=$DEPS/thicket
-SPECS=(llnl-thicket==2026.1.1 llnl-hatchet==2026.2.0 caliper-reader==0.4.1)
-
-if [[ -f $DIR/.kprof-installed && $(cat "$DIR/.kprof-installed") == "${SPECS[*]}" ]]; then
-    echo "install-thicket: ${SPECS[*]} already in $DIR" >&2
-    exit 0
-fi
-echo "install-thicket: installing ${SPECS[*]} into $DIR" >&2
-rm -rf "$DIR"
-mkdir -p "$DIR"
-if ! python3 -m pip install --quiet --disable-pip-version-check --target "$DIR" "${SPECS[@]}" >&2; then
-    rm -rf "$DIR"
-    echo "install-thicket: error: pip could not install ${SPECS[*]}" >&2
-    exit 1
-fi
-PYTHONPATH=$DIR python3 -c "import caliperreader, hatchet, thicket" \
-    || { echo "install-thicket: error: thicket does not import from $DIR" >&2; exit 1; }
-echo "${SPECS[*]}" >"$DIR/.kprof-installed"
+# shellcheck source=pip-target.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pip-target.sh"
+pip_target thicket "caliperreader, hatchet, thicket" llnl-thicket==2026.1.1 llnl-hatchet==2026.2.0 caliper-reader==0.4.1

@@ -177,6 +177,18 @@ pub fn run(cmd: &mut Command) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
 }
 
+/// `make install PREFIX=<prefix>` of the libraries and the command [`lib_dir`]
+/// built, asserting it succeeds.
+pub fn make_install(prefix: &Path) {
+    lib_dir();
+    let o = run(Command::new("make")
+        .current_dir(workspace_root())
+        .arg("install")
+        .arg(format!("PREFIX={}", prefix.display()))
+        .env("CARGO_TARGET_DIR", target_dir()));
+    assert_ok(&o);
+}
+
 /// The block of a command's `text` whose title line starts with `title`, up to
 /// the next blank line (the tables of `kprof report` and `kprof diff`).
 pub fn text_block<'a>(text: &'a str, title: &str) -> &'a str {

@@ -17,8 +17,8 @@ use std::sync::OnceLock;
 use kprof_tests::openmp::have;
 use kprof_tests::trace_check::read_perfetto;
 use kprof_tests::{
-    assert_ok, clean_cmd, compile, compile_with_core, lib, lib_dir, node, nodes, read_profile, run,
-    scratch, skip_unless, target_dir, test_file, u, workspace_root,
+    assert_ok, clean_cmd, compile, compile_with_core, lib, lib_dir, make_install, node, nodes,
+    read_profile, run, scratch, skip_unless, target_dir, test_file, u, workspace_root,
 };
 use serde_json::Value;
 
@@ -2155,14 +2155,8 @@ fn version_names_commit_plugins_and_optional_libraries() {
 fn prefix() -> &'static Path {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
     PREFIX.get_or_init(|| {
-        lib_dir();
         let p = scratch("cli_prefix").join("usr");
-        let o = run(Command::new("make")
-            .current_dir(workspace_root())
-            .arg("install")
-            .arg(format!("PREFIX={}", p.display()))
-            .env("CARGO_TARGET_DIR", target_dir()));
-        assert_ok(&o);
+        make_install(&p);
         p
     })
 }

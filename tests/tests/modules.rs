@@ -17,8 +17,7 @@ use std::sync::OnceLock;
 use kprof_tables::models::MODELS;
 use kprof_tests::openmp::{deps_dir, have};
 use kprof_tests::{
-    assert_ok, lib_dir, node, nodes, read_profile, run, scratch, skip_unless, target_dir,
-    test_file, u, workspace_root,
+    make_install, node, nodes, read_profile, run, scratch, skip_unless, test_file, u,
 };
 
 /// The version `make install` names the module files by.
@@ -29,15 +28,9 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 fn prefix() -> &'static Path {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
     PREFIX.get_or_init(|| {
-        lib_dir();
         let root = scratch("modules_prefix");
         let p = std::fs::canonicalize(&root).unwrap().join("opt/kprof");
-        let o = run(Command::new("make")
-            .current_dir(workspace_root())
-            .arg("install")
-            .arg(format!("PREFIX={}", p.display()))
-            .env("CARGO_TARGET_DIR", target_dir()));
-        assert_ok(&o);
+        make_install(&p);
         p
     })
 }
