@@ -597,3 +597,33 @@ fn unnamed_kernels_through_a_loader_frame_of_changing_size() {
     assert_eq!(shape(&p), want, "stderr\n{}", stderr(&out));
     check_anomalies(&p, &[]);
 }
+
+/// kprof's RAJA layout header against real RAJA: `tests/raja/layout_probe.cpp`,
+/// compiled against `ffi-headers/kprof_raja_plugin.hpp`, must print exactly what
+/// it printed compiled against real RAJA v2025.09.0 (`tests/raja/real_layout.txt`,
+/// written by `tests/scripts/check-real-raja.sh`, which also runs a real RAJA
+/// program under the plugin): the vtable slot of every virtual function,
+/// `PluginContext`'s size and field offsets, `PluginOptions`, the `Platform` values.
+#[test]
+fn layout_header_matches_real_raja() {
+    let dir = scratch("raja_layout");
+    let probe = compile(
+        &[&test_file("raja/layout_probe.cpp")],
+        &dir.join("layout_probe"),
+        &[],
+    );
+    let out = run(&mut clean_cmd(&probe));
+    assert_ok(&out);
+    let ours = String::from_utf8_lossy(&out.stdout).into_owned();
+    let real = std::fs::read_to_string(test_file("raja/real_layout.txt")).expect("real_layout.txt");
+    let real: Vec<&str> = real.lines().filter(|l| !l.starts_with('#')).collect();
+    let ours: Vec<&str> = ours.lines().collect();
+    assert!(
+        real.iter().any(|l| l.starts_with("slot_finalize ")),
+        "real_layout.txt lacks the vtable slots: {real:?}"
+    );
+    assert_eq!(
+        ours, real,
+        "kprof_raja_plugin.hpp differs from real RAJA's layout"
+    );
+}
