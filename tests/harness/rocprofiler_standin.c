@@ -44,10 +44,24 @@
 #include "rocprofiler_standin.h"
 
 #define EXPORT __attribute__((visibility("default")))
+/* SDK 1.0's correlation ids name the call that made this one: a value a tool
+ * reading the 0.x layout would take for the record's kind. */
+#ifdef STANDIN_SDK_1
+#define STANDIN_ANCESTOR(c) ((c).ancestor = 7)
+#else
+#define STANDIN_ANCESTOR(c) ((void)0)
+#endif
+#ifdef STANDIN_SDK_1
+#define VERSION_MAJOR 1
+#define VERSION_MINOR 0
+#define VERSION_PATCH 0
+#define VERSION_STRING "1.0.0"
+#else
 #define VERSION_MAJOR 0
 #define VERSION_MINOR 6
 #define VERSION_PATCH 0
 #define VERSION_STRING "0.6.0"
+#endif
 #define MAX_CONTEXTS 8
 #define MAX_BUFFERS 8
 #define MAX_TOOLS 8
@@ -470,7 +484,11 @@ EXPORT void standin_init(void) {
         if (!configure)
             continue;
         /* The client id: a name the tool may set, and the SDK's handle. */
+#ifdef STANDIN_SDK_1
+        rocprofiler_client_id_t id = {sizeof id, NULL, (uint32_t)ntools};
+#else
         rocprofiler_client_id_t id = {NULL, (uint32_t)ntools};
+#endif
         memcpy(&tools[ntools].id, &id, sizeof id);
         rocprofiler_tool_configure_result_t *r =
             configure(10000 * VERSION_MAJOR + 100 * VERSION_MINOR + VERSION_PATCH,
@@ -531,6 +549,7 @@ EXPORT void standin_kernel_symbol(uint64_t kernel_id, const char *symbol) {
     memset(&r, 0, sizeof r);
     r.context_id = ctx;
     r.thread_id = (uint64_t)gettid();
+    STANDIN_ANCESTOR(r.correlation_id);
     r.kind = ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT;
     r.operation = ROCPROFILER_CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER;
     r.phase = ROCPROFILER_CALLBACK_PHASE_ENTER;
@@ -562,6 +581,7 @@ EXPORT void standin_hip(int op, int phase, uint64_t correlation) {
         r.context_id = ctx;
         r.thread_id = (uint64_t)gettid();
         r.correlation_id.internal = correlation;
+        STANDIN_ANCESTOR(r.correlation_id);
         r.kind = ROCPROFILER_CALLBACK_TRACING_HIP_RUNTIME_API;
         r.operation = op;
         r.phase = phase;
@@ -691,6 +711,7 @@ EXPORT void standin_memory(uint64_t correlation, int operation, int agent, uint6
     r.kind = ROCPROFILER_BUFFER_TRACING_MEMORY_ALLOCATION;
     r.operation = operation;
     r.correlation_id.internal = correlation;
+    STANDIN_ANCESTOR(r.correlation_id);
     r.thread_id = (uint64_t)gettid();
     r.start_timestamp = on_clock(t);
     r.end_timestamp = on_clock(t + 1000);

@@ -46,7 +46,11 @@ enum {
 enum {
     ROCPROFILER_BUFFER_TRACING_MEMORY_COPY = 10,
     ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH = 11,
+#ifdef STANDIN_SDK_1
+    ROCPROFILER_BUFFER_TRACING_MEMORY_ALLOCATION = 16, /* 1.0 dropped a kind before it */
+#else
     ROCPROFILER_BUFFER_TRACING_MEMORY_ALLOCATION = 17,
+#endif
     ROCPROFILER_BUFFER_TRACING_LAST = 22,
 };
 enum { ROCPROFILER_CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER = 2 };
@@ -64,9 +68,20 @@ typedef struct { uint64_t handle; } rocprofiler_buffer_id_t;
 typedef struct { uint64_t handle; } rocprofiler_agent_id_t;
 typedef struct { uint64_t handle; } rocprofiler_queue_id_t;
 typedef union { uint64_t value; void *ptr; } rocprofiler_user_data_t;
+/* SDK 1.0 (ROCm 7) added `ancestor` to the correlation id of callback records
+ * and of memory allocation records; kernel dispatch and memory copy records keep
+ * a 16-byte one (`rocprofiler_async_correlation_id_t`). Built with
+ * -DSTANDIN_SDK_1 the stand-in is SDK 1.0.0, otherwise 0.6.0 (ROCm 6.4). */
 typedef struct {
     uint64_t internal;
     rocprofiler_user_data_t external;
+} standin_async_correlation_id_t;
+typedef struct {
+    uint64_t internal;
+    rocprofiler_user_data_t external;
+#ifdef STANDIN_SDK_1
+    uint64_t ancestor;
+#endif
 } rocprofiler_correlation_id_t;
 
 typedef struct {
@@ -104,7 +119,7 @@ typedef struct {
     uint64_t size;
     int kind;
     int operation;
-    rocprofiler_correlation_id_t correlation_id;
+    standin_async_correlation_id_t correlation_id;
     uint64_t thread_id;
     uint64_t start_timestamp;
     uint64_t end_timestamp;
@@ -115,7 +130,7 @@ typedef struct {
     uint64_t size;
     int kind;
     int operation;
-    rocprofiler_correlation_id_t correlation_id;
+    standin_async_correlation_id_t correlation_id;
     uint64_t thread_id;
     uint64_t start_timestamp;
     uint64_t end_timestamp;
@@ -166,6 +181,9 @@ typedef struct {
 } standin_agent_t;
 
 typedef struct {
+#ifdef STANDIN_SDK_1
+    size_t size; /* since SDK 1.0 */
+#endif
     const char *name;
     const uint32_t handle;
 } rocprofiler_client_id_t;
@@ -195,14 +213,20 @@ typedef void (*rocprofiler_buffer_tracing_cb_t)(rocprofiler_context_id_t context
 typedef rocprofiler_status_t (*rocprofiler_query_available_agents_cb_t)(
     int version, const void **agents, size_t num_agents, void *user_data);
 
-_Static_assert(sizeof(rocprofiler_callback_tracing_record_t) == 56, "callback record");
+#ifdef STANDIN_SDK_1
+#define STANDIN_CORRELATION 24
+#else
+#define STANDIN_CORRELATION 16
+#endif
+_Static_assert(sizeof(rocprofiler_callback_tracing_record_t) == 40 + STANDIN_CORRELATION,
+               "callback record");
 _Static_assert(sizeof(rocprofiler_kernel_dispatch_info_t) == 128, "dispatch info");
 _Static_assert(sizeof(rocprofiler_buffer_tracing_kernel_dispatch_record_t) == 184,
                "dispatch record");
 _Static_assert(offsetof(rocprofiler_buffer_tracing_memory_copy_record_t, bytes) == 72,
                "copy record");
 _Static_assert(offsetof(rocprofiler_buffer_tracing_memory_allocation_record_t,
-                        allocation_size) == 72,
+                        allocation_size) == 56 + STANDIN_CORRELATION,
                "allocation record");
 _Static_assert(offsetof(rocprofiler_callback_tracing_code_object_kernel_symbol_register_data_t,
                         sgpr_count) == 56,

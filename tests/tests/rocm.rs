@@ -41,21 +41,53 @@ fn plugin() -> PathBuf {
     lib_dir().join("libkprof_rocm.so")
 }
 
-/// The driver, linked with the stand-in librocprofiler-sdk.so (in a directory of
-/// its own, named as the real library is) and the core.
+/// The stand-in's SDK version: its record layouts differ (see
+/// `rocprofiler_standin.h`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sdk {
+    /// SDK 0.6.0 (ROCm 6.4).
+    V0_6,
+    /// SDK 1.0.0 (ROCm 7.0): longer correlation ids in callback and memory
+    /// allocation records, a sized client id, memory allocation kind 16.
+    V1_0,
+}
+
+impl Sdk {
+    fn version(self) -> &'static str {
+        match self {
+            Sdk::V0_6 => "0.6.0",
+            Sdk::V1_0 => "1.0.0",
+        }
+    }
+}
+
+/// The driver (stand-in SDK 0.6.0), linked with the stand-in
+/// librocprofiler-sdk.so (in a directory of its own, named as the real library
+/// is) and the core.
 fn driver() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
+    driver_of(Sdk::V0_6)
+}
+
+/// [`driver`] with the stand-in of `sdk`.
+fn driver_of(sdk: Sdk) -> PathBuf {
+    static BUILT: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
+    BUILT[sdk as usize]
         .get_or_init(|| {
-            let dir = scratch("rocm_bin");
-            let sdk = dir.join("sdk");
-            std::fs::create_dir_all(&sdk).expect("mkdir");
+            let dir = scratch(&format!("rocm_bin_{}", sdk.version()));
+            let sdk_dir = dir.join("sdk");
+            std::fs::create_dir_all(&sdk_dir).expect("mkdir");
             let harness = format!("-I{}", test_file("harness").display());
+            let abi = if sdk == Sdk::V1_0 {
+                "-DSTANDIN_SDK_1"
+            } else {
+                "-DSTANDIN_SDK_0"
+            };
             compile(
                 &[&test_file("harness/rocprofiler_standin.c")],
-                &sdk.join("librocprofiler-sdk.so"),
+                &sdk_dir.join("librocprofiler-sdk.so"),
                 &[
                     &harness,
+                    abi,
                     "-shared",
                     "-fPIC",
                     "-fvisibility=hidden",
@@ -63,6 +95,7 @@ fn driver() -> PathBuf {
                     "-ldl",
                 ],
             );
+            let sdk = sdk_dir;
             let l = format!("-L{}", sdk.display());
             let rpath = format!("-Wl,-rpath,{}", sdk.display());
             compile_with_core(
@@ -124,9 +157,21 @@ fn run_driver(
     mode: Mode,
     env: &[(&str, &str)],
 ) -> RunResult {
+    run_driver_of(Sdk::V0_6, name, args, tool, mode, env)
+}
+
+/// [`run_driver`] with the stand-in of `sdk`.
+fn run_driver_of(
+    sdk: Sdk,
+    name: &str,
+    args: &[&str],
+    tool: bool,
+    mode: Mode,
+    env: &[(&str, &str)],
+) -> RunResult {
     let dir = scratch(name);
     let log = dir.join("standin.log");
-    let mut cmd = clean_cmd(&driver());
+    let mut cmd = clean_cmd(&driver_of(sdk));
     cmd.current_dir(&dir)
         .args(args)
         .env_remove("ROCP_TOOL_LIBRARIES")
@@ -580,16 +625,33 @@ fn check_trace(dir: &Path, acts: &[Replayed], log: &Log, what: &str) {
 /// tracks and flows.
 #[test]
 fn basic_replay_in_place_and_traced() {
+    for sdk in [Sdk::V0_6, Sdk::V1_0] {
+        basic_replay(sdk);
+    }
+}
+
+/// [`basic_replay_in_place_and_traced`] with the stand-in of `sdk`: the same
+/// profile from either SDK layout (kernels, copies, API calls and their
+/// correlation, memory allocations, the client's name).
+fn basic_replay(sdk: Sdk) {
     let mut seen: Vec<Value> = Vec::new();
     for mode in [Mode::InPlace, Mode::Perfetto] {
-        let r = run_driver(&format!("rocm_basic_{mode:?}"), &["basic"], true, mode, &[]);
-        let what = format!("{mode:?}");
+        let v = sdk.version();
+        let r = run_driver_of(
+            sdk,
+            &format!("rocm_basic_{v}_{mode:?}"),
+            &["basic"],
+            true,
+            mode,
+            &[],
+        );
+        let what = format!("SDK {v} {mode:?}");
         assert!(r.out.status.success(), "{}", r.what());
         assert_eq!(r.stdout(), "basic: done\n", "{what}");
         let err = r.stderr();
         assert_eq!(
             lines(&err),
-            ["kprof: GPU activity: rocprofiler-sdk 0.6.0 active"],
+            [format!("kprof: GPU activity: rocprofiler-sdk {v} active")],
             "{what}: stderr"
         );
         // Loaded as the SDK loads a tool: configured (named), initialized, and
@@ -632,7 +694,7 @@ fn basic_replay_in_place_and_traced() {
             "{what}: plugins {}",
             p["plugins"]
         );
-        assert_eq!(p["metadata"]["rocprofiler-sdk version"], "0.6.0", "{what}");
+        assert_eq!(p["metadata"]["rocprofiler-sdk version"], v, "{what}");
         assert_eq!(p["metadata"]["rocprofiler-sdk GPU agents"], "2", "{what}");
         if mode == Mode::Perfetto {
             check_trace(&r.dir, &acts, log, &what);

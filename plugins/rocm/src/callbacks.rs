@@ -18,7 +18,7 @@ use kprof_gpu::correlation::Launch;
 
 use crate::state::{self, KernelSymbol, State, RING};
 use crate::sys::{
-    CallbackTracingRecord, KernelSymbolRegister, UserData, CALLBACK_PHASE_ENTER,
+    CallbackTracingRecordV1, KernelSymbolRegister, UserData, CALLBACK_PHASE_ENTER,
     CALLBACK_PHASE_EXIT, CALLBACK_TRACING_CODE_OBJECT, CALLBACK_TRACING_HIP_RUNTIME_API,
     CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER, STATUS_SUCCESS,
 };
@@ -65,7 +65,7 @@ fn op_name(st: &State, op: i32) -> *const c_char {
 /// Called by rocprofiler-sdk with `user_data` valid from the call's enter to its
 /// exit.
 pub unsafe extern "C" fn on_hip(
-    record: CallbackTracingRecord,
+    record: CallbackTracingRecordV1,
     user_data: *mut UserData,
     _data: *mut c_void,
 ) {
@@ -73,11 +73,12 @@ pub unsafe extern "C" fn on_hip(
         let Some(st) = state::measuring() else {
             return;
         };
+        let record = record.fields(st.abi);
         if record.kind != CALLBACK_TRACING_HIP_RUNTIME_API {
             return;
         }
         let api = st.api;
-        let corr = record.correlation_id.internal;
+        let corr = record.correlation;
         match record.phase {
             CALLBACK_PHASE_ENTER => {
                 let name = op_name(st, record.operation);
@@ -121,7 +122,7 @@ pub unsafe extern "C" fn on_hip(
 /// # Safety
 /// Called by rocprofiler-sdk with the payload of the record's operation.
 pub unsafe extern "C" fn on_code_object(
-    record: CallbackTracingRecord,
+    record: CallbackTracingRecordV1,
     _user_data: *mut UserData,
     _data: *mut c_void,
 ) {
@@ -129,6 +130,7 @@ pub unsafe extern "C" fn on_code_object(
         let Some(st) = state::state() else {
             return;
         };
+        let record = record.fields(st.abi);
         if record.kind != CALLBACK_TRACING_CODE_OBJECT
             || record.operation != CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER
             || record.phase != CALLBACK_PHASE_ENTER

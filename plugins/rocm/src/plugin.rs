@@ -16,8 +16,8 @@ use crate::callbacks;
 use crate::records;
 use crate::state::{measuring, state, RocmError, State, STATE};
 use crate::sys::{
-    self, AgentHead, BufferId, ClientFinalize, ClientId, ContextId, Rocprofiler, Status,
-    ToolConfigureResult, STATUS_SUCCESS,
+    self, Abi, AgentHead, BufferId, ClientFinalize, ClientId, ClientIdV1, ContextId, Rocprofiler,
+    Status, ToolConfigureResult, STATUS_SUCCESS,
 };
 use kprof_gpu::lifecycle::Lifecycle;
 
@@ -79,6 +79,7 @@ pub unsafe fn configure(
     {
         return std::ptr::null_mut();
     }
+    let abi = Abi::of(version);
     let version = if runtime_version.is_null() {
         version.to_string()
     } else {
@@ -107,10 +108,17 @@ pub unsafe fn configure(
         buffer: AtomicU64::new(0),
         life: Lifecycle::new(),
         version,
+        abi,
     });
     if !client_id.is_null() {
-        // SAFETY: the SDK's client id; the tool may name itself.
-        unsafe { (*client_id).name = c"kprof".as_ptr() };
+        // SAFETY: the SDK's client id, in the layout of its version; the tool
+        // may name itself.
+        unsafe {
+            match abi {
+                Abi::V0 => (*client_id).name = c"kprof".as_ptr(),
+                Abi::V1 => (*client_id.cast::<ClientIdV1>()).name = c"kprof".as_ptr(),
+            }
+        }
     }
     std::ptr::addr_of!(RESULT.0).cast_mut()
 }
@@ -213,10 +221,10 @@ fn start(st: &'static State) -> Result<(), RocmError> {
                 buffer,
             ),
         )?;
-        // Memory allocation records came with SDK 0.5: best effort.
+        // Memory allocation records came with SDK 0.6: best effort.
         let rc = (rp.configure_buffer_tracing_service)(
             ctx,
-            sys::BUFFER_TRACING_MEMORY_ALLOCATION,
+            st.abi.buffer_tracing_memory_allocation(),
             std::ptr::null(),
             0,
             buffer,

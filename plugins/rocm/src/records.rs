@@ -20,8 +20,8 @@ use rustc_hash::FxHashMap;
 
 use crate::state::{self, State, RING};
 use crate::sys::{
-    self, BufferId, ContextId, KernelDispatchRecord, MemoryAllocationRecord, MemoryCopyRecord,
-    RecordHeader,
+    self, Abi, BufferId, ContextId, KernelDispatchRecord, MemoryAllocationRecord,
+    MemoryAllocationRecordV1, MemoryCopyRecord, RecordHeader,
 };
 
 /// The buffer callback: `num_headers` records, and the records the SDK dropped
@@ -138,6 +138,14 @@ fn covers(size: u64, end: usize) -> bool {
     size as usize >= end
 }
 
+/// The size of a complete memory allocation record in the SDK's layout.
+fn allocation_size(abi: Abi) -> usize {
+    match abi {
+        Abi::V0 => std::mem::size_of::<MemoryAllocationRecord>(),
+        Abi::V1 => std::mem::size_of::<MemoryAllocationRecordV1>(),
+    }
+}
+
 impl Translator {
     /// Translates one record.
     ///
@@ -164,11 +172,16 @@ impl Translator {
                 let r = unsafe { *h.payload.cast::<MemoryCopyRecord>() };
                 self.copy(st, &r);
             }
-            (sys::BUFFER_CATEGORY_TRACING, sys::BUFFER_TRACING_MEMORY_ALLOCATION)
-                if covers(size, std::mem::size_of::<MemoryAllocationRecord>()) =>
+            (sys::BUFFER_CATEGORY_TRACING, kind)
+                if kind == st.abi.buffer_tracing_memory_allocation()
+                    && covers(size, allocation_size(st.abi)) =>
             {
-                // SAFETY: a memory allocation record.
-                let r = unsafe { *h.payload.cast::<MemoryAllocationRecord>() };
+                let r = match st.abi {
+                    // SAFETY: a complete memory allocation record of SDK 0.x.
+                    Abi::V0 => unsafe { *h.payload.cast::<MemoryAllocationRecord>() },
+                    // SAFETY: a complete memory allocation record of SDK 1.0.
+                    Abi::V1 => unsafe { *h.payload.cast::<MemoryAllocationRecordV1>() }.into(),
+                };
                 self.memory(st, &r);
             }
             (category, kind) => {

@@ -13,7 +13,7 @@ use kprof_gpu::correlation::Ring;
 use kprof_gpu::lifecycle::Lifecycle;
 use rustc_hash::FxHashMap;
 
-use crate::sys::{Rocprofiler, Status, STATUS_SUCCESS};
+use crate::sys::{Abi, Rocprofiler, Status, STATUS_SUCCESS};
 
 /// Launches remembered for their activities (see `correlation`).
 pub static RING: Ring<65536> = Ring::new();
@@ -54,6 +54,8 @@ pub struct State {
     pub life: Lifecycle,
     /// SDK version as `rocprofiler_configure` gave it, for the line and metadata.
     pub version: String,
+    /// The SDK's record layouts, from the version number it gave.
+    pub abi: Abi,
 }
 
 /// The state, set once by `plugin` at configure (read through [`state`]).

@@ -5,10 +5,17 @@
 //! Layouts follow rocprofiler-sdk's public headers as released with ROCm 6.2 to
 //! 7.x (`rocprofiler-sdk/fwd.h`, `registration.h`, `buffer_tracing.h`,
 //! `callback_tracing.h`, `agent.h`; SDK versions 0.4 to 1.x), where every
-//! record starts with its own `size`, and fields are only ever appended (the
-//! SDK's rule for ABI stability; `rocprofiler_kernel_dispatch_info_t` is fixed at
-//! 128 bytes by a static assertion in `fwd.h`). The plugin reads a field only
-//! when the record's `size` covers it. The C enums are 32-bit ints.
+//! record starts with its own `size`. Fields are appended in most releases, but
+//! SDK 1.0 (ROCm 7.0) broke that rule in three places, all told apart by the
+//! version `rocprofiler_configure` is given ([`Abi`]): the correlation id of
+//! callback records and memory allocation records gained an `ancestor` (moving
+//! every field after it by 8 bytes), the client id gained a leading `size`, and
+//! the memory allocation buffer kind went from 17 to 16. The plugin reads a field
+//! only when the record's `size` covers it. The C enums are 32-bit ints.
+//!
+//! Every size, offset and constant here is checked against what the real headers
+//! of SDK 0.5.0, 0.6.0 and 1.0.0 print (`tests/rocm/real_layout/`, recorded by
+//! `tests/scripts/check-real-rocprofiler.sh`) by the unit tests below.
 //!
 //! The functions are not linked: [`Rocprofiler::resolve`] finds them in the
 //! process at run time (the SDK library that called `rocprofiler_configure` is
@@ -47,8 +54,38 @@ pub const CALLBACK_TRACING_CODE_OBJECT: u32 = 10;
 pub const BUFFER_TRACING_MEMORY_COPY: u32 = 10;
 /// See [`BUFFER_TRACING_MEMORY_COPY`].
 pub const BUFFER_TRACING_KERNEL_DISPATCH: u32 = 11;
-/// See [`BUFFER_TRACING_MEMORY_COPY`] (SDK 0.5, ROCm 6.3, and later).
-pub const BUFFER_TRACING_MEMORY_ALLOCATION: u32 = 17;
+
+/// Which of rocprofiler-sdk's incompatible layouts a process has, from the
+/// version number `rocprofiler_configure` is given (10000 x major + 100 x minor
+/// + patch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Abi {
+    /// SDK 0.x (ROCm 6.2 to 6.4).
+    V0,
+    /// SDK 1.0 and later (ROCm 7.0 and later).
+    V1,
+}
+
+impl Abi {
+    /// The layout of SDK `version` (SDK 1.0.0 is 10000).
+    pub fn of(version: u32) -> Abi {
+        if version >= 10_000 {
+            Abi::V1
+        } else {
+            Abi::V0
+        }
+    }
+
+    /// `ROCPROFILER_BUFFER_TRACING_MEMORY_ALLOCATION`: 17 in SDK 0.6, 16 from
+    /// SDK 1.0 (SDK 0.5 has no memory allocation tracing: asking for it fails,
+    /// and the plugin runs without it).
+    pub fn buffer_tracing_memory_allocation(self) -> u32 {
+        match self {
+            Abi::V0 => 17,
+            Abi::V1 => 16,
+        }
+    }
+}
 
 /// `ROCPROFILER_CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER`.
 pub const CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER: i32 = 2;
@@ -122,7 +159,18 @@ pub struct CorrelationId {
     pub external: UserData,
 }
 
-/// `rocprofiler_callback_tracing_record_t` (passed by value).
+/// `rocprofiler_correlation_id_t` of SDK 1.0: with the id of the call that made
+/// this one. Kernel dispatch and memory copy records keep the 16-byte
+/// [`CorrelationId`] (`rocprofiler_async_correlation_id_t` there).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CorrelationIdV1 {
+    pub internal: u64,
+    pub external: UserData,
+    pub ancestor: u64,
+}
+
+/// `rocprofiler_callback_tracing_record_t` of SDK 0.x.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct CallbackTracingRecord {
@@ -133,6 +181,63 @@ pub struct CallbackTracingRecord {
     pub operation: i32,
     pub phase: u32,
     pub payload: *mut c_void,
+}
+
+/// `rocprofiler_callback_tracing_record_t` of SDK 1.0: 8 bytes longer. The SDK
+/// passes the record by value, which on x86-64 and aarch64 Linux means in memory
+/// on the caller's stack: the callbacks take this, the longer of the two, and
+/// [`CallbackTracingRecordV1::fields`] reads the layout the SDK has.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CallbackTracingRecordV1 {
+    pub context_id: ContextId,
+    pub thread_id: u64,
+    pub correlation_id: CorrelationIdV1,
+    pub kind: u32,
+    pub operation: i32,
+    pub phase: u32,
+    pub payload: *mut c_void,
+}
+
+/// The fields of a callback record the plugin reads, whatever the layout.
+#[derive(Clone, Copy)]
+pub struct CallbackFields {
+    pub correlation: u64,
+    pub kind: u32,
+    pub operation: i32,
+    pub phase: u32,
+    pub payload: *mut c_void,
+}
+
+impl CallbackTracingRecordV1 {
+    /// The record's fields in the layout of `abi`.
+    pub fn fields(&self, abi: Abi) -> CallbackFields {
+        match abi {
+            Abi::V1 => CallbackFields {
+                correlation: self.correlation_id.internal,
+                kind: self.kind,
+                operation: self.operation,
+                phase: self.phase,
+                payload: self.payload,
+            },
+            Abi::V0 => {
+                // SAFETY: an SDK 0.x record is the first 56 of these 64 bytes
+                // (what follows is the caller's stack, never read as a field).
+                let r = unsafe {
+                    std::ptr::from_ref(self)
+                        .cast::<CallbackTracingRecord>()
+                        .read()
+                };
+                CallbackFields {
+                    correlation: r.correlation_id.internal,
+                    kind: r.kind,
+                    operation: r.operation,
+                    phase: r.phase,
+                    payload: r.payload,
+                }
+            }
+        }
+    }
 }
 
 /// `rocprofiler_record_header_t`: `category` and `kind` (a union with a 64-bit
@@ -204,7 +309,8 @@ pub struct MemoryCopyRecord {
     pub bytes: u64,
 }
 
-/// `rocprofiler_buffer_tracing_memory_allocation_record_t`.
+/// `rocprofiler_buffer_tracing_memory_allocation_record_t` of SDK 0.x; the
+/// plugin's form of it in every version.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct MemoryAllocationRecord {
@@ -218,6 +324,43 @@ pub struct MemoryAllocationRecord {
     pub agent_id: AgentId,
     pub address: u64,
     pub allocation_size: u64,
+}
+
+/// `rocprofiler_buffer_tracing_memory_allocation_record_t` of SDK 1.0 (its
+/// correlation id has the `ancestor`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MemoryAllocationRecordV1 {
+    pub size: u64,
+    pub kind: u32,
+    pub operation: u32,
+    pub correlation_id: CorrelationIdV1,
+    pub thread_id: u64,
+    pub start_timestamp: u64,
+    pub end_timestamp: u64,
+    pub agent_id: AgentId,
+    pub address: u64,
+    pub allocation_size: u64,
+}
+
+impl From<MemoryAllocationRecordV1> for MemoryAllocationRecord {
+    fn from(r: MemoryAllocationRecordV1) -> Self {
+        MemoryAllocationRecord {
+            size: r.size,
+            kind: r.kind,
+            operation: r.operation,
+            correlation_id: CorrelationId {
+                internal: r.correlation_id.internal,
+                external: r.correlation_id.external,
+            },
+            thread_id: r.thread_id,
+            start_timestamp: r.start_timestamp,
+            end_timestamp: r.end_timestamp,
+            agent_id: r.agent_id,
+            address: r.address,
+            allocation_size: r.allocation_size,
+        }
+    }
 }
 
 /// The head of `rocprofiler_callback_tracing_code_object_kernel_symbol_register_data_t`
@@ -249,7 +392,7 @@ pub struct AgentHead {
     pub agent_type: u32,
 }
 
-/// `rocprofiler_client_id_t`: the tool may set `name`.
+/// `rocprofiler_client_id_t` of SDK 0.x: the tool may set `name`.
 #[repr(C)]
 #[derive(Debug)]
 pub struct ClientId {
@@ -257,7 +400,17 @@ pub struct ClientId {
     pub handle: u32,
 }
 
-/// `rocprofiler_client_finalize_t`.
+/// `rocprofiler_client_id_t` of SDK 1.0: with its size first.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ClientIdV1 {
+    pub size: usize,
+    pub name: *const c_char,
+    pub handle: u32,
+}
+
+/// `rocprofiler_client_finalize_t` (SDK 0.x's client id; the plugin never calls
+/// it).
 pub type ClientFinalize = Option<unsafe extern "C" fn(ClientId)>;
 /// `rocprofiler_tool_initialize_t`.
 pub type ToolInitialize =
@@ -278,7 +431,7 @@ pub struct ToolConfigureResult {
 /// `rocprofiler_callback_tracing_cb_t`.
 pub type CallbackTracingCb = Option<
     unsafe extern "C" fn(
-        record: CallbackTracingRecord,
+        record: CallbackTracingRecordV1,
         user_data: *mut UserData,
         data: *mut c_void,
     ),
@@ -438,37 +591,250 @@ impl Rocprofiler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
     use std::mem::{offset_of, size_of};
 
-    /// The sizes and offsets of rocprofiler-sdk's documented layouts (x86_64).
+    /// What the Rust declarations say for `abi`, keyed as
+    /// `tests/rocm/layout_probe.cpp` prints the real headers' facts.
+    fn ours(abi: Abi) -> BTreeMap<String, i64> {
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: usize| m.insert(k.to_string(), v as i64);
+        macro_rules! size {
+            ($t:ty, $n:expr) => {
+                put(&format!("size {}", $n), size_of::<$t>())
+            };
+        }
+        macro_rules! off {
+            ($t:ty, $n:expr, $($f:tt)+) => {
+                put(
+                    &format!("offset {}.{}", $n, stringify!($($f)+)),
+                    offset_of!($t, $($f)+),
+                )
+            };
+        }
+        size!(UserData, "UserData");
+        size!(ContextId, "ContextId");
+        size!(BufferId, "BufferId");
+        size!(AgentId, "AgentId");
+        size!(QueueId, "QueueId");
+        macro_rules! callback {
+            ($t:ty, $c:ty) => {
+                size!($c, "CorrelationId");
+                size!($t, "CallbackTracingRecord");
+                off!($t, "CallbackTracingRecord", context_id);
+                off!($t, "CallbackTracingRecord", thread_id);
+                off!($t, "CallbackTracingRecord", correlation_id);
+                off!($t, "CallbackTracingRecord", kind);
+                off!($t, "CallbackTracingRecord", operation);
+                off!($t, "CallbackTracingRecord", phase);
+                off!($t, "CallbackTracingRecord", payload);
+            };
+        }
+        macro_rules! allocation {
+            ($t:ty) => {
+                for_fields!($t, "MemoryAllocationRecord", size kind operation correlation_id
+                    thread_id start_timestamp end_timestamp agent_id address allocation_size);
+            };
+        }
+        macro_rules! for_fields {
+            ($t:ty, $n:expr, $($f:ident)+) => {
+                $(off!($t, $n, $f);)+
+            };
+        }
+        match abi {
+            Abi::V0 => {
+                callback!(CallbackTracingRecord, CorrelationId);
+                allocation!(MemoryAllocationRecord);
+                size!(ClientId, "ClientId");
+                off!(ClientId, "ClientId", name);
+                off!(ClientId, "ClientId", handle);
+            }
+            Abi::V1 => {
+                callback!(CallbackTracingRecordV1, CorrelationIdV1);
+                allocation!(MemoryAllocationRecordV1);
+                size!(ClientIdV1, "ClientId");
+                off!(ClientIdV1, "ClientId", name);
+                off!(ClientIdV1, "ClientId", handle);
+            }
+        }
+        size!(RecordHeader, "RecordHeader");
+        for_fields!(RecordHeader, "RecordHeader", category kind payload);
+        size!(KernelDispatchInfo, "KernelDispatchInfo");
+        for_fields!(KernelDispatchInfo, "KernelDispatchInfo", size agent_id queue_id kernel_id
+            dispatch_id private_segment_size group_segment_size workgroup_size grid_size);
+        size!(KernelDispatchRecord, "KernelDispatchRecord");
+        for_fields!(KernelDispatchRecord, "KernelDispatchRecord", size kind operation
+            correlation_id thread_id start_timestamp end_timestamp dispatch_info);
+        for_fields!(MemoryCopyRecord, "MemoryCopyRecord", size kind operation correlation_id
+            thread_id start_timestamp end_timestamp dst_agent_id src_agent_id bytes);
+        for_fields!(KernelSymbolRegister, "KernelSymbolRegister", size kernel_id code_object_id
+            kernel_name kernel_object kernarg_segment_size kernarg_segment_alignment
+            group_segment_size private_segment_size sgpr_count arch_vgpr_count accum_vgpr_count);
+        off!(AgentHead, "AgentHead", size);
+        off!(AgentHead, "AgentHead", id);
+        put("offset AgentHead.type", offset_of!(AgentHead, agent_type));
+        size!(ToolConfigureResult, "ToolConfigureResult");
+        for_fields!(ToolConfigureResult, "ToolConfigureResult", size initialize finalize tool_data);
+        let consts: [(&str, i64); 21] = [
+            ("STATUS_SUCCESS", STATUS_SUCCESS.into()),
+            ("BUFFER_CATEGORY_TRACING", BUFFER_CATEGORY_TRACING.into()),
+            ("AGENT_TYPE_GPU", AGENT_TYPE_GPU.into()),
+            ("AGENT_INFO_VERSION_0", AGENT_INFO_VERSION_0.into()),
+            ("CALLBACK_PHASE_ENTER", CALLBACK_PHASE_ENTER.into()),
+            ("CALLBACK_PHASE_EXIT", CALLBACK_PHASE_EXIT.into()),
+            (
+                "CALLBACK_TRACING_HIP_RUNTIME_API",
+                CALLBACK_TRACING_HIP_RUNTIME_API.into(),
+            ),
+            (
+                "CALLBACK_TRACING_CODE_OBJECT",
+                CALLBACK_TRACING_CODE_OBJECT.into(),
+            ),
+            (
+                "BUFFER_TRACING_MEMORY_COPY",
+                BUFFER_TRACING_MEMORY_COPY.into(),
+            ),
+            (
+                "BUFFER_TRACING_KERNEL_DISPATCH",
+                BUFFER_TRACING_KERNEL_DISPATCH.into(),
+            ),
+            (
+                "BUFFER_TRACING_MEMORY_ALLOCATION",
+                abi.buffer_tracing_memory_allocation().into(),
+            ),
+            (
+                "CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER",
+                CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER.into(),
+            ),
+            ("MEMORY_COPY_HOST_TO_HOST", MEMORY_COPY_HOST_TO_HOST.into()),
+            (
+                "MEMORY_COPY_HOST_TO_DEVICE",
+                MEMORY_COPY_HOST_TO_DEVICE.into(),
+            ),
+            (
+                "MEMORY_COPY_DEVICE_TO_HOST",
+                MEMORY_COPY_DEVICE_TO_HOST.into(),
+            ),
+            (
+                "MEMORY_COPY_DEVICE_TO_DEVICE",
+                MEMORY_COPY_DEVICE_TO_DEVICE.into(),
+            ),
+            (
+                "MEMORY_ALLOCATION_ALLOCATE",
+                MEMORY_ALLOCATION_ALLOCATE.into(),
+            ),
+            (
+                "MEMORY_ALLOCATION_VMEM_ALLOCATE",
+                MEMORY_ALLOCATION_VMEM_ALLOCATE.into(),
+            ),
+            ("MEMORY_ALLOCATION_FREE", MEMORY_ALLOCATION_FREE.into()),
+            (
+                "MEMORY_ALLOCATION_VMEM_FREE",
+                MEMORY_ALLOCATION_VMEM_FREE.into(),
+            ),
+            ("BUFFER_POLICY_DISCARD", BUFFER_POLICY_DISCARD.into()),
+        ];
+        for (name, v) in consts {
+            m.insert(format!("const ROCPROFILER_{name}"), v);
+        }
+        m
+    }
+
+    /// Every fact the real headers of `file` print, against ours for the ABI of
+    /// its version; returns how many were compared.
+    fn check(file: &str, text: &str) -> usize {
+        let mut version = None;
+        let mut facts = Vec::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (key, value) = line.rsplit_once(' ').expect("`key value`");
+            let value: i64 = value.parse().expect("a number");
+            if key == "version" {
+                version = Some(value as u32);
+            } else {
+                facts.push((key.to_string(), value));
+            }
+        }
+        let abi = Abi::of(version.expect("a version line"));
+        let ours = ours(abi);
+        for (key, value) in &facts {
+            assert_eq!(ours.get(key), Some(value), "{file}: {key} ({abi:?})");
+        }
+        facts.len()
+    }
+
+    /// The layouts and constants of the real rocprofiler-sdk headers of SDK
+    /// 0.5.0, 0.6.0 and 1.0.0 (x86_64), as `tests/scripts/check-real-rocprofiler.sh`
+    /// recorded them, against the declarations here.
     #[test]
-    fn layouts() {
-        assert_eq!(size_of::<CorrelationId>(), 16);
-        assert_eq!(size_of::<CallbackTracingRecord>(), 56);
-        assert_eq!(offset_of!(CallbackTracingRecord, correlation_id), 16);
-        assert_eq!(offset_of!(CallbackTracingRecord, kind), 32);
-        assert_eq!(offset_of!(CallbackTracingRecord, operation), 36);
-        assert_eq!(offset_of!(CallbackTracingRecord, phase), 40);
-        assert_eq!(offset_of!(CallbackTracingRecord, payload), 48);
-        assert_eq!(size_of::<RecordHeader>(), 16);
-        assert_eq!(size_of::<KernelDispatchInfo>(), 128);
-        assert_eq!(offset_of!(KernelDispatchInfo, kernel_id), 24);
-        assert_eq!(offset_of!(KernelDispatchInfo, private_segment_size), 40);
-        assert_eq!(offset_of!(KernelDispatchInfo, workgroup_size), 48);
-        assert_eq!(offset_of!(KernelDispatchInfo, grid_size), 60);
-        assert_eq!(offset_of!(KernelDispatchRecord, correlation_id), 16);
-        assert_eq!(offset_of!(KernelDispatchRecord, thread_id), 32);
-        assert_eq!(offset_of!(KernelDispatchRecord, start_timestamp), 40);
-        assert_eq!(offset_of!(KernelDispatchRecord, dispatch_info), 56);
-        assert_eq!(size_of::<KernelDispatchRecord>(), 184);
-        assert_eq!(offset_of!(MemoryCopyRecord, dst_agent_id), 56);
-        assert_eq!(offset_of!(MemoryCopyRecord, bytes), 72);
-        assert_eq!(offset_of!(MemoryAllocationRecord, agent_id), 56);
-        assert_eq!(offset_of!(MemoryAllocationRecord, allocation_size), 72);
-        assert_eq!(offset_of!(KernelSymbolRegister, kernel_name), 24);
-        assert_eq!(offset_of!(KernelSymbolRegister, sgpr_count), 56);
-        assert_eq!(size_of::<ToolConfigureResult>(), 32);
-        assert_eq!(size_of::<ClientId>(), 16);
-        assert_eq!(size_of::<AgentHead>(), 24);
+    fn layouts_match_real_rocprofiler_sdk() {
+        let files = [
+            (
+                "sdk-0.5.0.txt",
+                include_str!("../../../tests/rocm/real_layout/sdk-0.5.0.txt"),
+            ),
+            (
+                "sdk-0.6.0.txt",
+                include_str!("../../../tests/rocm/real_layout/sdk-0.6.0.txt"),
+            ),
+            (
+                "sdk-1.0.0.txt",
+                include_str!("../../../tests/rocm/real_layout/sdk-1.0.0.txt"),
+            ),
+        ];
+        for (file, text) in files {
+            let n = check(file, text);
+            assert!(n > 80, "{file}: only {n} facts");
+        }
+        // The newest SDK's file names every fact the declarations state.
+        let newest = files[2].1;
+        for key in ours(Abi::V1).keys() {
+            assert!(
+                newest.lines().any(|l| l.starts_with(&format!("{key} "))),
+                "sdk-1.0.0.txt lacks {key}"
+            );
+        }
+    }
+
+    /// An SDK 0.x callback record read through the 1.0 declaration the callbacks
+    /// take: the fields of the layout the SDK has.
+    #[test]
+    fn callback_fields_follow_the_abi() {
+        let v0 = CallbackTracingRecord {
+            context_id: ContextId { handle: 1 },
+            thread_id: 2,
+            correlation_id: CorrelationId {
+                internal: 3,
+                external: UserData { value: 4 },
+            },
+            kind: 5,
+            operation: 6,
+            phase: 7,
+            payload: std::ptr::null_mut(),
+        };
+        let mut v1 = CallbackTracingRecordV1 {
+            context_id: ContextId { handle: 1 },
+            thread_id: 2,
+            correlation_id: CorrelationIdV1 {
+                internal: 3,
+                external: UserData { value: 4 },
+                ancestor: 99,
+            },
+            kind: 10,
+            operation: 2,
+            phase: 1,
+            payload: std::ptr::null_mut(),
+        };
+        let f = v1.fields(Abi::V1);
+        assert_eq!((f.correlation, f.kind, f.operation, f.phase), (3, 10, 2, 1));
+        // SAFETY: test only: the 56 bytes of an SDK 0.x record at the start.
+        unsafe {
+            std::ptr::from_mut(&mut v1)
+                .cast::<CallbackTracingRecord>()
+                .write(v0)
+        };
+        let f = v1.fields(Abi::V0);
+        assert_eq!((f.correlation, f.kind, f.operation, f.phase), (3, 5, 6, 7));
+        assert_eq!(Abi::of(600), Abi::V0);
+        assert_eq!(Abi::of(10_000), Abi::V1);
     }
 }
