@@ -61,14 +61,9 @@ impl Sdk {
     }
 }
 
-/// The driver (stand-in SDK 0.6.0), linked with the stand-in
-/// librocprofiler-sdk.so (in a directory of its own, named as the real library
-/// is) and the core.
-fn driver() -> PathBuf {
-    driver_of(Sdk::V0_6)
-}
-
-/// [`driver`] with the stand-in of `sdk`.
+/// The driver with the stand-in of `sdk`: linked with the stand-in
+/// librocprofiler-sdk.so (in a directory of its own, named as the real library is)
+/// and the core.
 fn driver_of(sdk: Sdk) -> PathBuf {
     static BUILT: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
     BUILT[sdk as usize]
