@@ -8,9 +8,20 @@
  * - built with -DRDTSC: every callback reads the TSC and stores 16 bytes (the TSC and
  *   an event code) into a per-thread buffer of 64 KiB that is reused (wraps), never
  *   grown: the least a tool that records every event can do.
+ * - with -DCOUNTS as well: it also counts the parallel regions the runtime reported
+ *   (a plain add in parallel-begin, on the encountering thread) and prints
+ *   "bench_tool: N parallel regions" on stderr at finalize, so that a benchmark can
+ *   check kprof's count against the runtime's (tests/benches/openmp_app.rs).
  */
 #include <omp-tools.h>
 #include <stdint.h>
+#ifdef COUNTS
+#include <stdio.h>
+static uint64_t parallel_regions;
+#define COUNT_REGION() (parallel_regions++)
+#else
+#define COUNT_REGION() ((void)0)
+#endif
 
 #ifdef RDTSC
 #include <x86intrin.h>
@@ -38,6 +49,7 @@ static void on_parallel_begin(ompt_data_t *t, const ompt_frame_t *f, ompt_data_t
                               unsigned int r, int fl, const void *ra)
 {
     (void)t; (void)f; (void)p; (void)r; (void)fl;
+    COUNT_REGION();
     REC((uint64_t)(uintptr_t)ra);
 }
 static void on_parallel_end(ompt_data_t *p, ompt_data_t *t, int fl, const void *ra)
@@ -124,6 +136,9 @@ static void finalize(ompt_data_t *d)
     (void)d;
 #ifdef RDTSC
     sink += buffer[0].tsc;
+#endif
+#ifdef COUNTS
+    fprintf(stderr, "bench_tool: %llu parallel regions\n", (unsigned long long)parallel_regions);
 #endif
 }
 
