@@ -311,7 +311,9 @@ pub fn clock_offsets(api: &'static CoreApi, rank: c_int, size: c_int, p: &Pmpi, 
             let (rtt, offset) = best.unwrap_or((u64::MAX, 0));
             let mut msg = [0u8; 16];
             msg[..8].copy_from_slice(&offset.to_le_bytes());
-            msg[8..].copy_from_slice(&(rtt / 2).to_le_bytes());
+            // The pong was read between t0 and t1: within ceil(rtt / 2) of mid.
+            let error = if rtt == u64::MAX { u64::MAX } else { rtt.div_ceil(2) };
+            msg[8..].copy_from_slice(&error.to_le_bytes());
             send(p, j, &msg, r, TAG_OFFSET, bound);
         }
     } else {
@@ -329,7 +331,7 @@ pub fn clock_offsets(api: &'static CoreApi, rank: c_int, size: c_int, p: &Pmpi, 
         if recv(p, j, &mut msg, 0, TAG_OFFSET, bound) {
             let offset = i64::from_le_bytes(msg[..8].try_into().unwrap_or_default());
             let error = u64::from_le_bytes(msg[8..].try_into().unwrap_or_default());
-            if error != u64::MAX / 2 {
+            if error != u64::MAX {
                 metadata(api, kprof_core_keys::OFFSET, &offset.to_string());
                 metadata(api, kprof_core_keys::ERROR, &error.to_string());
             }
