@@ -690,6 +690,33 @@ fn job_profile_reduced_at_finalize_equals_the_ranks_profiles() {
             assert!(u(error) > 0 && u(error) < 1_000_000_000, "rank {r}: {x}");
         }
     }
+
+    // The job's profile.cali (statistics over the ranks, as Caliper's spot
+    // writes them) loads into caliper-reader, Hatchet and Thicket with the
+    // values of the job's profile.json.
+    let thicket = kprof_tests::openmp::deps_dir().join("thicket");
+    let have = Command::new("python3")
+        .args(["-c", "import caliperreader, hatchet, thicket"])
+        .env("PYTHONPATH", &thicket)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if skip_unless(
+        have,
+        "caliper-reader, llnl-hatchet and llnl-thicket (bash tests/setup.sh)",
+    ) {
+        return;
+    }
+    let mut cmd = Command::new("python3");
+    cmd.arg(test_file("caliper/check_job_cali.py"))
+        .arg(dir.join("kprof-patterns-job"))
+        .arg(RANKS.to_string())
+        .env("PYTHONPATH", &thicket);
+    let out = run(&mut cmd);
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in ["caliper-reader: ", "hatchet: ", "thicket: "] {
+        assert!(text.contains(line), "{line} not in\n{text}");
+    }
 }
 
 /// The job's profile holds, node by node, the sums of the ranks' own counts and

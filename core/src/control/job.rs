@@ -21,6 +21,7 @@ use prost::Message;
 
 use crate::control::start;
 use crate::hot::runtime::{self, Phase};
+use crate::output::cali_job;
 use crate::output::calltree::CallTree;
 use crate::output::report::Report;
 use crate::output::{create_unique_dir, expand, hold_summary, write_whole, OutputError};
@@ -102,6 +103,12 @@ pub fn write(form: &[u8]) -> Result<PathBuf, String> {
         })
     })
     .map_err(|e| e.to_string())?;
+    // Caliper's readers load the job's statistics over its ranks; a failure
+    // leaves profile.json, which is the job's profile, and says why.
+    let own = rt.metadata.lock().map(|m| m.clone()).unwrap_or_default();
+    if let Err(e) = cali_job::write_job(&dir, &merged, &own) {
+        eprintln!("kprof: no profile.cali for the job: {e}");
+    }
     if cfg.summary {
         let text = reduce::summary::render(&merged, ranks, &dir, cfg.summary_top);
         let _ = std::io::stderr().write_all(text.as_bytes());

@@ -179,19 +179,21 @@ fn seconds(ns: f64) -> String {
 }
 
 /// One metric of the records.
-struct Metric {
+pub struct Metric {
     /// Caliper's name (`hatchet-region-profile`'s where it has one).
-    name: &'static str,
+    pub name: &'static str,
     /// The column Hatchet and Thicket name it by (`attribute.alias`).
-    alias: &'static str,
-    ty: CaliType,
-    unit: Option<&'static str>,
+    pub alias: &'static str,
+    /// Its type.
+    pub ty: CaliType,
+    /// Its unit (`sec` for times).
+    pub unit: Option<&'static str>,
     /// The [`CallPath`] metric it comes from (`None`: the instance count).
-    from: Option<&'static str>,
+    pub from: Option<&'static str>,
 }
 
-/// The metrics of one record, in seconds where a time.
-const METRICS: [Metric; 5] = [
+/// The metrics of one process's record, in seconds where a time.
+pub const METRICS: [Metric; 5] = [
     Metric {
         name: "inclusive#sum#time.duration",
         alias: "time (inc)",
@@ -285,16 +287,29 @@ pub struct Writer<W: Write> {
     kinds: HashMap<String, u64>,
     /// Across trees (`None`: one tree, whose paths are all new).
     shared: Option<Shared>,
+    /// The metrics of each record.
+    metrics: &'static [Metric],
 }
 
 impl<W: Write> Writer<W> {
     /// Starts the stream: the attributes. `with_rank`: records carry
     /// `mpi.rank`; `many`: more than one tree comes ([`Writer::tree`]).
     pub fn new(out: W, with_rank: bool, many: bool) -> std::io::Result<Self> {
+        Self::with_metrics(out, &METRICS, with_rank, many)
+    }
+
+    /// [`Writer::new`] with records of `metrics` (a job's statistics over its
+    /// ranks, say) instead of one process's [`METRICS`].
+    pub fn with_metrics(
+        out: W,
+        metrics: &'static [Metric],
+        with_rank: bool,
+        many: bool,
+    ) -> std::io::Result<Self> {
         let mut nodes = Nodes::new(out)?;
         let value = prop::AS_VALUE | prop::SKIP_EVENTS;
         let mut attrs = String::new();
-        for m in &METRICS {
+        for m in metrics {
             let id = nodes.attribute(m.name, m.ty, value, Some(m.alias), m.unit)?;
             attrs.push_str(&format!("={id}"));
         }
@@ -325,6 +340,7 @@ impl<W: Write> Writer<W> {
             kind_attr,
             kinds: HashMap::new(),
             shared: many.then(Shared::default),
+            metrics,
         })
     }
 
@@ -395,14 +411,15 @@ impl<W: Write> Writer<W> {
                 k
             }
         };
-        let mut found = [f64::NAN; 5];
+        let metrics = self.metrics;
+        let mut found = vec![f64::NAN; metrics.len()];
         n.metrics(&mut |k, v| {
-            if let Some(i) = METRICS.iter().position(|m| m.from == Some(k)) {
+            if let Some(i) = metrics.iter().position(|m| m.from == Some(k)) {
                 found[i] = v;
             }
         });
         let mut data = String::new();
-        for (i, m) in METRICS.iter().enumerate() {
+        for (i, m) in metrics.iter().enumerate() {
             data.push('=');
             match m.from {
                 None => data.push_str(&n.count().to_string()),
@@ -491,6 +508,16 @@ pub fn report_globals(report: &Report) -> Vec<Global> {
         g.push(int("launchdate", date));
     }
     g.push(string("executable", report.program.executable.clone()));
+    own_command(&mut g);
+    let size = report.metadata.get(MPI_SIZE).and_then(|v| v.parse().ok());
+    host_and_job(&mut g, report, size);
+    g.push(int("kprof.pid", u64::from(report.program.pid)));
+    own_settings(&mut g);
+    g
+}
+
+/// This process's `executablepath` and `cmdline` (Adiak's names).
+pub fn own_command(g: &mut Vec<Global>) {
     if let Ok(exe) = std::env::current_exe() {
         g.push(string("executablepath", exe.display().to_string()));
     }
@@ -503,15 +530,15 @@ pub fn report_globals(report: &Report) -> Vec<Global> {
         // Adiak's form of a list, which Hatchet reads back as one.
         g.push(string("cmdline", format!("[{}]", args.join(","))));
     }
-    let size = report.metadata.get(MPI_SIZE).and_then(|v| v.parse().ok());
-    host_and_job(&mut g, report, size);
-    g.push(int("kprof.pid", u64::from(report.program.pid)));
+}
+
+/// Every `KPROF_*` setting this process has, under its variable's name.
+pub fn own_settings(g: &mut Vec<Global>) {
     for setting in kprof_tables::settings::all() {
         if let Some(v) = setting.get() {
             g.push(string(setting.var, v));
         }
     }
-    g
 }
 
 /// The metadata of a job's `profile.cali` (`kprof merge`), from the report of
@@ -537,12 +564,12 @@ pub fn job_globals(first: &Report, ranks: u64) -> Vec<Global> {
 const MPI_SIZE: &str = "MPI size";
 
 /// A text global.
-fn string(k: &str, v: String) -> Global {
+pub fn string(k: &str, v: String) -> Global {
     (k.to_string(), CaliType::String, v)
 }
 
 /// A whole-number global.
-fn int(k: &str, v: u64) -> Global {
+pub fn int(k: &str, v: u64) -> Global {
     (k.to_string(), CaliType::Int, v.to_string())
 }
 
@@ -550,8 +577,25 @@ fn int(k: &str, v: u64) -> Global {
 /// without MPI), `mpi.world.size` (`size`, with MPI), `kprof.version`,
 /// `kprof.plugins`.
 fn host_and_job(g: &mut Vec<Global>, report: &Report, size: Option<u64>) {
-    let host = &report.program.host;
-    g.push(string("hostname", host.clone()));
+    host_globals(
+        g,
+        &report.program.host,
+        size,
+        &report.kprof_version,
+        &report.plugins,
+    );
+}
+
+/// `hostname`, `cluster`, `jobsize` (1 without MPI), `mpi.world.size` (`size`,
+/// with MPI), `kprof.version`, `kprof.plugins`.
+pub fn host_globals(
+    g: &mut Vec<Global>,
+    host: &str,
+    size: Option<u64>,
+    version: &str,
+    plugins: &[String],
+) {
+    g.push(string("hostname", host.to_string()));
     // Adiak's cluster: the host name without its node number.
     let cluster = host.split('.').next().unwrap_or_default();
     g.push(string(
@@ -564,16 +608,13 @@ fn host_and_job(g: &mut Vec<Global>, report: &Report, size: Option<u64>) {
     if let Some(size) = size {
         g.push(int("mpi.world.size", size));
     }
-    g.push(string("kprof.version", report.kprof_version.clone()));
-    g.push(string(
-        "kprof.plugins",
-        format!("[{}]", report.plugins.join(",")),
-    ));
+    g.push(string("kprof.version", version.to_string()));
+    g.push(string("kprof.plugins", format!("[{}]", plugins.join(","))));
 }
 
 /// The user running the program: the password database's name of the real
 /// user id, as Adiak gives it, else `USER`.
-fn user() -> Option<String> {
+pub fn user() -> Option<String> {
     let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
     let mut buf = vec![0u8; 4096];
     let mut found = std::ptr::null_mut();

@@ -7,6 +7,7 @@
 
 pub mod analysis_files;
 pub mod cali;
+pub mod cali_job;
 pub mod call_path;
 pub mod calltree;
 pub mod counters;
