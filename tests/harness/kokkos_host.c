@@ -147,6 +147,20 @@
  *   times slower, so that a preempted measurement cannot make one look best);
  *   end_context(1, {0, zeroed}) (no goal declared: what Kokkos passes).
  *
+ * tune_bench [n]: three tuning problems whose best values are known by construction
+ *   (as tune_known), interleaved: N rounds (N = [n], default 200), each one context
+ *   per problem, in order. Input "kernel_name" (id 1: "tile_k", "chunk_k", "rows_k");
+ *   outputs "tile" (id 3, int64 set {1, 2, 4, ..., 256}, default 8, best 32),
+ *   "chunk" (id 4, the same set, default 64, best 4) and "rows" (id 5, int64 range
+ *   [1, 512] by 1, default 128, best 300). A context with value v spins
+ *   20 us * (1 + 4 |log2(v) - log2(best)|) for tile and chunk, 20 us * (1 + |v - 300| / 16)
+ *   for rows: 20 us at the best. Prints "problem <name> default=<d> default_ns=<cost>
+ *   best=<b> best_ns=20000" per problem first, then "<name>=<value> ns=<cost>" per
+ *   context. With TUNE_BENCH_GRID=1 the scenario tunes itself, as a naive grid, and
+ *   calls no tuning callback: each candidate (tile, chunk: the 9 values; rows: the
+ *   9 points 1 + k * 511 / 8) 3 times, round-robin, timed with CLOCK_MONOTONIC, then
+ *   the candidate with the lowest median of its 3 times for every later context.
+ *
  * tune_misuse: the tuning interface misused, each once: a declaration with an
  *   undefined value type (7), one with an undefined candidate kind (9), one with a
  *   set of 4 values and a NULL array; then the valid "block" and "kernel_name" of
@@ -177,7 +191,7 @@
  *     not the ending kernel's>
  *
  * Nothing is printed on stdout except by the `settings`, `tuning`, `tune_known`,
- * `tune_misuse` and `device` scenarios.
+ * `tune_bench`, `tune_misuse` and `device` scenarios.
  */
 #define _GNU_SOURCE
 #define KOKKOSP_NO_PROTOTYPES
@@ -673,6 +687,134 @@ static void scenario_tune_known(int n) {
   fflush(stdout);
 }
 
+/* tune_bench (documented at the top) */
+struct bench_problem {
+  const char *name, *kernel;
+  size_t id;
+  int64_t dflt, best;
+  int is_range;
+  Kokkos_Tools_VariableInfo info;
+  int64_t grid[9];
+  double grid_ns[9][3];
+  int settled; /* grid index once settled, else -1 */
+};
+
+static int64_t bench_set[9] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+
+static int ilog2(int64_t v) {
+  int l = 0;
+  while (v > 1) {
+    v >>= 1;
+    l++;
+  }
+  return l;
+}
+
+static long bench_cost_ns(const struct bench_problem *p, int64_t v) {
+  if (p->is_range) {
+    double d = (double)(v > 300 ? v - 300 : 300 - v);
+    return (long)(20000.0 * (1.0 + d / 16.0));
+  }
+  int d = ilog2(v) - ilog2(p->best);
+  return 20000L * (1 + 4 * (d < 0 ? -d : d));
+}
+
+static double median3(const double *x) {
+  double a = x[0], b = x[1], c = x[2];
+  if (a > b) { double t = a; a = b; b = t; }
+  if (b > c) { double t = b; b = c; c = t; }
+  if (a > b) { double t = a; a = b; b = t; }
+  return b;
+}
+
+static void scenario_tune_bench(int n) {
+  int grid = getenv("TUNE_BENCH_GRID") && strcmp(getenv("TUNE_BENCH_GRID"), "1") == 0;
+  static struct bench_problem ps[3] = {
+      {.name = "tile", .kernel = "tile_k", .id = 3, .dflt = 8, .best = 32},
+      {.name = "chunk", .kernel = "chunk_k", .id = 4, .dflt = 64, .best = 4},
+      {.name = "rows", .kernel = "rows_k", .id = 5, .dflt = 128, .best = 300, .is_range = 1},
+  };
+  Kokkos_Tools_VariableInfo in_info;
+  memset(&in_info, 0, sizeof in_info);
+  in_info.type = kokkos_value_string;
+  in_info.category = kokkos_value_categorical;
+  in_info.valueQuantity = kokkos_value_unbounded;
+  if (!grid && cb.declare_input_type) cb.declare_input_type("kernel_name", 1, &in_info);
+  for (int k = 0; k < 3; k++) {
+    struct bench_problem *p = &ps[k];
+    memset(&p->info, 0, sizeof p->info);
+    p->info.type = kokkos_value_int64;
+    p->info.category = kokkos_value_ordinal;
+    if (p->is_range) {
+      p->info.valueQuantity = kokkos_value_range;
+      p->info.candidates.range.lower.int_value = 1;
+      p->info.candidates.range.upper.int_value = 512;
+      p->info.candidates.range.step.int_value = 1;
+      for (int g = 0; g < 9; g++) p->grid[g] = 1 + g * 511 / 8;
+    } else {
+      p->info.valueQuantity = kokkos_value_set;
+      p->info.candidates.set.size = 9;
+      p->info.candidates.set.values.int_value = bench_set;
+      for (int g = 0; g < 9; g++) p->grid[g] = bench_set[g];
+    }
+    p->settled = -1;
+    if (!grid && cb.declare_output_type) cb.declare_output_type(p->name, p->id, &p->info);
+    printf("problem %s default=%lld default_ns=%ld best=%lld best_ns=20000\n", p->name,
+           (long long)p->dflt, bench_cost_ns(p, p->dflt), (long long)p->best);
+  }
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < 3; k++) {
+      struct bench_problem *p = &ps[k];
+      int64_t v = p->dflt;
+      int g = -1;
+      if (grid) {
+        if (i < 27) {
+          /* round-robin: context i of this problem runs candidate i % 9 */
+          g = i % 9;
+          v = p->grid[g];
+        } else {
+          if (p->settled < 0) {
+            int b = 0;
+            for (int c = 1; c < 9; c++)
+              if (median3(p->grid_ns[c]) < median3(p->grid_ns[b])) b = c;
+            p->settled = b;
+          }
+          v = p->grid[p->settled];
+        }
+      } else {
+        if (cb.begin_context) cb.begin_context(1);
+        Kokkos_Tools_VariableValue in, out;
+        memset(&in, 0, sizeof in);
+        memset(&out, 0, sizeof out);
+        in.type_id = 1;
+        strcpy(in.value.string_value, p->kernel);
+        in.metadata = &in_info;
+        out.type_id = p->id;
+        out.value.int_value = p->dflt;
+        out.metadata = &p->info;
+        if (cb.request_values) cb.request_values(1, 1, &in, 1, &out);
+        v = out.value.int_value;
+      }
+      struct timespec a, b;
+      clock_gettime(CLOCK_MONOTONIC, &a);
+      uint64_t kid = k_begin(FOR, p->kernel, DEV_OPENMP);
+      spin_ns(bench_cost_ns(p, v));
+      k_end(FOR, kid);
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      if (g >= 0)
+        p->grid_ns[g][i / 9] =
+            (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+      if (!grid && cb.end_context) {
+        Kokkos_Tools_VariableValue none;
+        memset(&none, 0, sizeof none);
+        cb.end_context(1, none);
+      }
+      printf("%s=%lld ns=%ld\n", p->name, (long long)v, bench_cost_ns(p, v));
+    }
+  }
+  fflush(stdout);
+}
+
 static void scenario_tune_misuse(void) {
   Kokkos_Tools_VariableInfo bad;
   memset(&bad, 0, sizeof bad);
@@ -1079,6 +1221,8 @@ int main(int argc, char **argv) {
     scenario_tuning();
   else if (strcmp(scenario, "tune_known") == 0)
     scenario_tune_known(n > 0 ? (int)n : 120);
+  else if (strcmp(scenario, "tune_bench") == 0)
+    scenario_tune_bench(n > 0 ? (int)n : 200);
   else if (strcmp(scenario, "tune_misuse") == 0)
     scenario_tune_misuse();
   else if (strcmp(scenario, "device") == 0 || strcmp(scenario, "device_gpu") == 0)

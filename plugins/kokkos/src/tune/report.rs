@@ -51,6 +51,7 @@ pub fn json(t: &Tuner, cache: Option<&str>) -> Json {
                         "values": values_json(&p.values(i)),
                         "measurements": c.samples.len(),
                         "median": finite(c.median()),
+                        "lowest": finite(c.estimate()),
                     })
                 })
                 .collect();
