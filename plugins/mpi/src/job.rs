@@ -312,7 +312,11 @@ pub fn clock_offsets(api: &'static CoreApi, rank: c_int, size: c_int, p: &Pmpi, 
             let mut msg = [0u8; 16];
             msg[..8].copy_from_slice(&offset.to_le_bytes());
             // The pong was read between t0 and t1: within ceil(rtt / 2) of mid.
-            let error = if rtt == u64::MAX { u64::MAX } else { rtt.div_ceil(2) };
+            let error = if rtt == u64::MAX {
+                u64::MAX
+            } else {
+                rtt.div_ceil(2)
+            };
             msg[8..].copy_from_slice(&error.to_le_bytes());
             send(p, j, &msg, r, TAG_OFFSET, bound);
         }
