@@ -20,6 +20,15 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 cargo test --release --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+# The concurrency models (docs/concurrency-models.md): the core built with loom's
+# atomics, in a target folder of their own so the build above is not redone. Each
+# prints the interleavings it explored (--nocapture); their totals count below.
+# Only when no test filter was given (a filter is for the tests above).
+if [ "$#" -eq 0 ]; then
+    echo "== loom models: RUSTFLAGS=--cfg loom cargo test --release -p kprof-core --test loom"
+    RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" \
+        cargo test --release -p kprof-core --test loom -- --nocapture 2>&1 | tee -a "$log" || status=$?
+fi
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 exit "$status"

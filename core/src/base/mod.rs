@@ -1,6 +1,6 @@
 //! Plain data every layer reads: settings, anomaly counters, devices, the
 //! process's identity, signal masks, GPU plugins' flush callbacks, plugins' own
-//! output blocks.
+//! output blocks; the atomics of the concurrent protocols ([`sync`]).
 
 pub mod anomaly;
 pub mod category;
@@ -11,3 +11,4 @@ pub mod extensions;
 pub mod flush;
 pub mod process;
 pub mod signals;
+pub mod sync;

@@ -147,7 +147,7 @@ fn run(rt: &'static Runtime) {
     // Recording stopped; every event that saw it still recording completes
     // before anything is read (see ThreadSlot::busy), and no thread joins now.
     let slots = rt.threads.seal();
-    let busy = crate::hot::thread::quiesce(&slots, QUIESCE_WAIT);
+    let busy = crate::hot::quiesce::quiesce(slots.iter().map(|s| &s.busy), QUIESCE_WAIT);
     w.round();
     w.finish(&slots, &busy, run_cpu);
 }
@@ -481,10 +481,8 @@ impl Writer {
             });
         }
         for slot in self.rt.threads.snapshot() {
-            let current = slot.current.load(Ordering::Acquire);
-            // SAFETY: chunks are leaked and never freed, so a published pointer
-            // stays valid; only this thread recycles chunks, and not during gather.
-            let Some(c) = (unsafe { current.as_ref() }) else {
+            // Only this thread recycles chunks, and not during gather.
+            let Some(c) = slot.filling() else {
                 continue;
             };
             // A stream only for threads with records (in place, most have none).
@@ -493,7 +491,7 @@ impl Writer {
             };
             // A chunk of another owner, or one this thread handed over after the
             // queue was read, waits for the next round.
-            if c.owner() == slot.index && c.seq() == s.expected {
+            if c.follows(slot.index, s.expected) {
                 s.batches.push_back(Batch {
                     units: c.take_new(),
                     recycle: None,

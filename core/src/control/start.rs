@@ -15,9 +15,9 @@ use crate::hot::buffer::Pool;
 use crate::hot::clock::Clock;
 use crate::hot::counters::{Counters, Setup};
 use crate::hot::intern::Interner;
+use crate::hot::lifecycle::Stop;
 use crate::hot::runtime::{
-    active, config, get, phase, set_starter, warn, Phase, Runtime, ACTIVE, FORK_OFF_NOTE, PHASE,
-    RUNTIME,
+    active, config, get, phase, set_starter, warn, Phase, Runtime, FORK_OFF_NOTE, LIFE, RUNTIME,
 };
 use crate::hot::thread::Registry;
 
@@ -147,54 +147,18 @@ pub fn plugin_finalize() {
 fn ensure_started() {
     // A forked child's first event starts its own runtime through this.
     set_starter(ensure_started);
-    loop {
-        let now = PHASE.load(Ordering::Acquire);
-        if now == Phase::NotStarted as u8 || now == Phase::Forked as u8 {
-            if PHASE
-                .compare_exchange(
-                    now,
-                    Phase::Starting as u8,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_ok()
-            {
-                // A start that panicked must not leave the others waiting forever.
-                if std::panic::catch_unwind(start).is_err() {
-                    PHASE.store(Phase::Disabled as u8, Ordering::Release);
-                }
-                return;
-            }
-        } else if now == Phase::Starting as u8 {
-            wait_started();
-            return;
-        } else {
-            return;
-        }
-    }
+    // A start that panicked must not leave the others waiting forever: it ends
+    // disabled.
+    LIFE.start_once(|| std::panic::catch_unwind(start).ok().flatten());
 }
 
-/// Waits while another thread starts the runtime (a few milliseconds).
-fn wait_started() {
-    let mut spins = 0u32;
-    while PHASE.load(Ordering::Acquire) == Phase::Starting as u8 {
-        spins += 1;
-        if spins < 64 {
-            std::hint::spin_loop();
-        } else {
-            // nanosleep is async-signal-safe (shutdown may come from a handler).
-            std::thread::sleep(Duration::from_micros(50));
-        }
-    }
-}
-
-/// Runs with the phase at Starting, owned by this caller; leaves it at Running or
-/// Disabled.
-fn start() {
+/// Runs with the phase at Starting, owned by this caller; returns the runtime that
+/// records, or `None` when nothing is to be recorded (the phase becomes Running or
+/// Disabled).
+fn start() -> Option<&'static Runtime> {
     let cfg = config().clone();
     if !cfg.enable {
-        PHASE.store(Phase::Disabled as u8, Ordering::Release);
-        return;
+        return None;
     }
     let clock = Clock::new();
     let start_raw = clock.now();
@@ -244,7 +208,7 @@ fn start() {
         samples: cfg.samples as u32,
     }));
     RUNTIME.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
-    crate::hot::thread::prepare_barrier();
+    crate::hot::quiesce::prepare_barrier();
     match crate::collect::writer::spawn(rt) {
         Ok(handle) => {
             let _ = rt.writer.set(handle);
@@ -253,12 +217,10 @@ fn start() {
             warn(&format!(
                 "cannot start the writer thread ({e}); not measuring"
             ));
-            PHASE.store(Phase::Disabled as u8, Ordering::Release);
-            return;
+            return None;
         }
     }
-    ACTIVE.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
-    PHASE.store(Phase::Running as u8, Ordering::Release);
+    Some(rt)
 }
 
 /// Marks a GPU activity plugin active (`set`); whether one is.
@@ -304,27 +266,21 @@ pub fn shutdown() {
 pub fn shutdown_now() {
     // An exit racing the start (a worker's exit() while main starts kprof) ends
     // the runtime once it is complete.
-    wait_started();
+    let stop = LIFE.stop();
     let Some(rt) = get() else { return };
-    match PHASE.compare_exchange(
-        Phase::Running as u8,
-        Phase::Finalizing as u8,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
-        Ok(_) => {
-            ACTIVE.store(std::ptr::null_mut(), Ordering::Release);
+    match stop {
+        Stop::Mine => {
             rt.end_raw.store(rt.clock.now(), Ordering::Release);
             rt.shutdown.store(true, Ordering::Release);
             rt.wake_writer();
         }
         // Another caller ends it: wait for the same output.
-        Err(p) if p == Phase::Finalizing as u8 => {}
+        Stop::Other => {}
         // Done already, never started, disabled, or a child that never recorded.
-        Err(_) => return,
+        Stop::NotRunning => return,
     }
     rt.wait_done();
-    PHASE.store(Phase::Done as u8, Ordering::Release);
+    LIFE.set_phase(Phase::Done);
 }
 
 /// What a forked child does with the runtime it inherited (called in the child
@@ -333,7 +289,7 @@ pub fn shutdown_now() {
 /// recording parent's child starts a runtime of its own at its first event
 /// (`plugins`: the parent's); otherwise it records nothing and says so then.
 pub fn reset_in_child(fork: bool, plugins: Option<Vec<String>>) {
-    ACTIVE.store(std::ptr::null_mut(), Ordering::Release);
+    LIFE.deactivate();
     // The forking thread's state belongs to the parent's runtime.
     crate::hot::tls::set(std::ptr::null_mut());
     ANNOTATIONS.store(UNDECIDED, Ordering::SeqCst);
@@ -354,5 +310,5 @@ pub fn reset_in_child(fork: bool, plugins: Option<Vec<String>>) {
         // The parent was ending or had ended: the child has nothing to write.
         _ => Phase::Disabled,
     };
-    PHASE.store(next as u8, Ordering::Release);
+    LIFE.set_phase(next);
 }

@@ -11,15 +11,17 @@
 //! release store after each append, so the writer can read ("peek") a chunk that is
 //! still being filled — for periodic flushes and for the final flush at exit.
 
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-
-use crossbeam_queue::ArrayQueue;
-
+use crate::base::sync::order::{self, Site};
+use crate::base::sync::{ArrayQueue, AtomicU32, AtomicU64, AtomicUsize, Ordering, UnsafeCell};
 use crate::hot::arena::{Arena, ArenaStats};
 
 /// Record words per chunk (64 KiB).
+#[cfg(not(loom))]
 pub const CHUNK_WORDS: usize = 8192;
+/// Record words per chunk: a few, so the hand-off model fills and recycles
+/// chunks in a handful of events.
+#[cfg(loom)]
+pub const CHUNK_WORDS: usize = 4;
 /// Bytes per chunk.
 pub const CHUNK_BYTES: usize = CHUNK_WORDS * std::mem::size_of::<u64>();
 /// Chunks per block of the arena (one fault of a huge page, or 512 small ones).
@@ -58,7 +60,13 @@ unsafe impl Sync for Chunk {}
 
 impl Chunk {
     fn new() -> Option<&'static Chunk> {
-        let words = ARENA.take(CHUNK_WORDS)?.try_into().ok()?;
+        #[cfg(not(loom))]
+        let words = UnsafeCell::from_std(ARENA.take(CHUNK_WORDS)?)
+            .try_into()
+            .ok()?;
+        // The model's chunks are cells loom checks, made per explored execution.
+        #[cfg(loom)]
+        let words = Box::leak(Box::new(std::array::from_fn(|_| UnsafeCell::new(0))));
         Some(Box::leak(Box::new(Chunk {
             words,
             published: AtomicU32::new(0),
@@ -84,7 +92,7 @@ impl Chunk {
     pub fn write(&self, index: usize, w: u64) {
         // SAFETY: the slot is past `published`, so the writer does not read it, and
         // only the owner writes; bounds are checked by the slice index.
-        unsafe { *self.words[index].get() = w };
+        self.words[index].with_mut(|p| unsafe { *p = w });
     }
 
     /// Writes the `N` words of one event at `index` (as [`Chunk::write`]; the
@@ -96,14 +104,15 @@ impl Chunk {
         };
         for (slot, w) in slots.iter().zip(words) {
             // SAFETY: as in `write`: past `published`, owner only.
-            unsafe { *slot.get() = w };
+            slot.with_mut(|p| unsafe { *p = w });
         }
     }
 
     /// Makes the first `n` words visible to the writer (whole events only).
     #[inline(always)]
     pub fn publish(&self, n: usize) {
-        self.published.store(n as u32, Ordering::Release);
+        self.published
+            .store(n as u32, order::at(Site::ChunkPublish, Ordering::Release));
     }
 
     /// The words published but not yet consumed; marks them consumed.
@@ -115,11 +124,31 @@ impl Chunk {
             return &[];
         }
         self.consumed.store(end as u32, Ordering::Relaxed);
+        self.complete(start, end)
+    }
+
+    /// Words `start..end`, below the acquired `published`.
+    #[cfg(not(loom))]
+    fn complete(&self, start: usize, end: usize) -> &[u64] {
         // SAFETY: indices below the acquired `published` are complete and no longer
         // written; UnsafeCell<u64> has the layout of u64.
         unsafe {
             std::slice::from_raw_parts(self.words[start..end].as_ptr().cast::<u64>(), end - start)
         }
+    }
+
+    /// Words `start..end`, below the acquired `published`: the model reads each
+    /// through loom, which checks that its write happens before (a copy, kept as
+    /// the writer keeps the words until it recycles the chunk).
+    #[cfg(loom)]
+    fn complete(&self, start: usize, end: usize) -> &[u64] {
+        Box::leak(
+            self.words[start..end]
+                .iter()
+                // SAFETY: as in the normal build: complete, no longer written.
+                .map(|w| w.with(|p| unsafe { *p }))
+                .collect(),
+        )
     }
 
     /// Index of the owning thread.
@@ -130,6 +159,13 @@ impl Chunk {
     /// The owner's sequence number of this chunk.
     pub fn seq(&self) -> u64 {
         self.seq.load(Ordering::Acquire)
+    }
+
+    /// Whether this chunk, found as thread `owner`'s current one, is the one the
+    /// writer reads next (`expected`-th of that thread): not one the thread handed
+    /// over after the writer read the queue, nor one recycled to another thread.
+    pub fn follows(&self, owner: u32, expected: u64) -> bool {
+        self.owner() == owner && self.seq() == expected
     }
 }
 

@@ -4,7 +4,7 @@
 //! one module that joins the runtime to a thread's state.
 
 use std::ffi::c_int;
-use std::sync::atomic::{compiler_fence, AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 use crate::hot::aggregate::local::ThreadProfile;
 use crate::hot::counters::ThreadCounters;
@@ -59,7 +59,7 @@ impl Drop for Entered {
     fn drop(&mut self) {
         // SAFETY: as in t(); the slot is leaked and never freed.
         let slot = unsafe { (*self.state).slot() };
-        slot.busy.store(false, Ordering::Release);
+        slot.busy.leave();
         if DEFERRED_SIGNAL.load(Ordering::Relaxed) != 0 {
             run_deferred_signal();
         }
@@ -84,7 +84,7 @@ pub fn on_deferred_signal(handler: fn(c_int)) {
 pub fn defer_signal(sig: c_int) -> bool {
     let p = tls::get();
     // SAFETY: this thread's own leaked state, only read.
-    let busy = unsafe { p.as_ref() }.is_some_and(|t| t.slot().busy.load(Ordering::Relaxed));
+    let busy = unsafe { p.as_ref() }.is_some_and(|t| t.slot().busy.is_raised_here());
     if busy && DEFERRED_HANDLER.load(Ordering::Acquire) != 0 {
         DEFERRED_SIGNAL.store(sig, Ordering::Release);
     }
@@ -108,7 +108,8 @@ fn run_deferred_signal() {
 /// whether the runtime records, so the shutdown, which stops recording first and
 /// then waits for busy threads, never reads a thread's data while an event that
 /// saw the runtime recording is still writing it. No locked instruction: the
-/// shutdown makes the order visible with a process-wide barrier.
+/// shutdown makes the order visible with a process-wide barrier
+/// ([`crate::hot::quiesce`]).
 #[inline(always)]
 pub fn enter() -> Option<Entered> {
     let p = tls::get();
@@ -117,14 +118,9 @@ pub fn enter() -> Option<Entered> {
     }
     // SAFETY: this thread's own leaked state.
     let slot = unsafe { (*p).slot() };
-    slot.busy.store(true, Ordering::Relaxed);
-    compiler_fence(Ordering::SeqCst);
-    match crate::hot::runtime::active() {
+    match slot.busy.enter(crate::hot::runtime::active) {
         Some(rt) => Some(Entered { rt, state: p }),
-        None => {
-            slot.busy.store(false, Ordering::Release);
-            enter_slow()
-        }
+        None => enter_slow(),
     }
 }
 
@@ -140,12 +136,7 @@ fn enter_slow() -> Option<Entered> {
     }
     // SAFETY: this thread's own leaked state.
     let slot = unsafe { (*p).slot() };
-    slot.busy.store(true, Ordering::Relaxed);
-    compiler_fence(Ordering::SeqCst);
-    if crate::hot::runtime::active().is_none() {
-        slot.busy.store(false, Ordering::Release);
-        return None;
-    }
+    slot.busy.enter(crate::hot::runtime::active)?;
     Some(Entered { rt, state: p })
 }
 

@@ -5,7 +5,9 @@
 //! [`buffer`], [`arena`]); [`current`] enters the calling thread ([`tls`]) for
 //! each event. [`nesting`] holds the event vocabulary and the rules that keep
 //! begins and ends nested; [`open`] the GUIDs and the open instances threads
-//! publish for each other; [`runtime`] the state of the one runtime.
+//! publish for each other; [`runtime`] the state of the one runtime, whose
+//! start and end follow [`lifecycle`]; [`quiesce`] how the end of the run waits
+//! for events in progress.
 //!
 //! The modules' imports form no circle (`core/tests/layers`): what a thread's
 //! state and profile need of the runtime is handed to them as data when they
@@ -19,8 +21,10 @@ pub mod counters;
 pub mod current;
 pub mod events;
 pub mod intern;
+pub mod lifecycle;
 pub mod nesting;
 pub mod open;
+pub mod quiesce;
 pub mod record;
 pub mod runtime;
 pub mod thread;

@@ -1,7 +1,7 @@
 //! The one runtime of the process: created on first attach, shut down exactly once
 //! (by a plugin's finalize, at process exit, or on SIGINT/SIGTERM).
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -11,37 +11,19 @@ use crate::base::anomaly::Anomalies;
 use crate::base::config::Config;
 use crate::base::devices::Devices;
 use crate::base::process::ProcessInfo;
+use crate::base::sync::protocol_statics;
 use crate::hot::aggregate::local::Shared;
 use crate::hot::buffer::Pool;
 use crate::hot::clock::Clock;
 use crate::hot::counters::Counters;
 use crate::hot::intern::Interner;
+use crate::hot::lifecycle::Lifecycle;
 use crate::hot::thread::{Registry, Sink};
 
 /// How long a shutdown waits for the writer before giving up (never hang the host).
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(30);
 
-/// Life cycle of the runtime.
-#[repr(u8)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// No plugin attached yet.
-    NotStarted = 0,
-    /// Recording.
-    Running = 1,
-    /// Shutdown requested; the writer is flushing.
-    Finalizing = 2,
-    /// Output written (or given up on).
-    Done = 3,
-    /// `KPROF_ENABLE=0`, a forked child with `KPROF_FORK=0`, or a writer that could
-    /// not start: nothing is recorded.
-    Disabled = 4,
-    /// One caller is starting the runtime; every other caller waits for it.
-    Starting = 5,
-    /// A forked child of a recording process: the runtime starts anew (fresh
-    /// buffers, threads and writer) at the child's first event.
-    Forked = 6,
-}
+pub use crate::hot::lifecycle::Phase;
 
 /// The measurement runtime of this process.
 pub struct Runtime {
@@ -95,9 +77,10 @@ pub struct Runtime {
 /// The runtime of this process (null before start). A leaked box, never freed: a
 /// forked child starts a new one and leaves its parent's copy unused.
 pub(crate) static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
-/// Non-null exactly while recording: the hot path's one check.
-pub(crate) static ACTIVE: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
-pub(crate) static PHASE: AtomicU8 = AtomicU8::new(Phase::NotStarted as u8);
+protocol_statics! {
+    /// The phase, and the runtime while it records (the hot path's one check).
+    pub(crate) static LIFE: Lifecycle<Runtime> = Lifecycle::new();
+}
 /// A forked child with `KPROF_FORK=0` says once that it is not measured.
 pub(crate) static FORK_OFF_NOTE: AtomicBool = AtomicBool::new(false);
 /// What starts the runtime (a `fn()`, set by the first start; 0 before): a
@@ -139,10 +122,7 @@ pub fn warn(msg: &str) {
 /// The runtime while it records.
 #[inline(always)]
 pub fn active() -> Option<&'static Runtime> {
-    let p = ACTIVE.load(Ordering::Relaxed);
-    // SAFETY: ACTIVE only ever holds null or a leaked runtime (see RUNTIME), which
-    // lives for the rest of the process.
-    unsafe { p.as_ref() }
+    LIFE.active()
 }
 
 /// The runtime, if it was ever started (in this process: a forked child's is its
@@ -154,15 +134,7 @@ pub fn get() -> Option<&'static Runtime> {
 
 /// The current phase.
 pub fn phase() -> Phase {
-    match PHASE.load(Ordering::Acquire) {
-        0 => Phase::NotStarted,
-        1 => Phase::Running,
-        2 => Phase::Finalizing,
-        3 => Phase::Done,
-        5 => Phase::Starting,
-        6 => Phase::Forked,
-        _ => Phase::Disabled,
-    }
+    LIFE.phase()
 }
 
 /// A call that found nothing recording: counted when it came after finalize,

@@ -3,8 +3,12 @@
 //! hot path takes no lock. What a thread hands its chunks to is given to it as data
 //! when it registers ([`Sink`]): nothing here reaches back to the runtime.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Mutex, OnceLock};
+
+// What the modelled protocols touch (the chunk hand-off, the busy flag, the
+// registry's seal) switches to loom's under `cfg(loom)`.
+use crate::base::sync::{self, AtomicPtr, Ordering};
 
 use crate::hot::aggregate::local::ThreadProfile;
 use crate::hot::buffer::{Chunk, Pool, CHUNK_WORDS};
@@ -12,6 +16,7 @@ use crate::hot::clock::Clock;
 use crate::hot::counters::{ThreadCounters, Values};
 use crate::hot::intern::NameCache;
 use crate::hot::open::{ByIndex, OpenFrames, GUID_SEQ_BITS};
+use crate::hot::quiesce::Busy;
 use crate::hot::record::{self, Op, CODE_SLOTS};
 
 /// Free chunks (plus one per thread) below which a thread handing over a chunk
@@ -36,20 +41,29 @@ pub struct ThreadSlot {
     /// records, cleared when the event is complete. The shutdown waits for it to
     /// clear (after a process-wide barrier) before it reads what the thread
     /// recorded, so an event that passed the check is never cut in half.
-    pub busy: AtomicBool,
+    pub busy: Busy,
     /// The thread's open instances as the profile placed them, for other threads'
     /// instances whose explicit parent is one of them.
     pub open: OpenFrames,
     /// The thread's in-place profile (null when events go to records): written
     /// by the thread, read by the writer only once the thread is not busy and the
     /// runtime no longer records.
-    pub in_place: AtomicPtr<ThreadProfile>,
+    pub in_place: std::sync::atomic::AtomicPtr<ThreadProfile>,
 }
 
 impl ThreadSlot {
     /// The thread's display name.
     pub fn name(&self) -> String {
         self.name.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The chunk the thread is filling, if any (the writer reads its published
+    /// part; see [`Chunk::follows`]).
+    pub fn filling(&self) -> Option<&'static Chunk> {
+        let current = self.current.load(Ordering::Acquire);
+        // SAFETY: chunks are leaked and never freed, so a published pointer stays
+        // valid.
+        unsafe { current.as_ref() }
     }
 
     /// Renames the thread (plugins know what a thread is: "OpenMP worker 3").
@@ -60,7 +74,7 @@ impl ThreadSlot {
 
 /// Every thread that ever recorded, in registration order.
 pub struct Registry {
-    slots: Mutex<Sealable>,
+    slots: sync::Mutex<Sealable>,
     count: AtomicUsize,
     by_index: ByIndex<ThreadSlot>,
     /// Each thread's open instances, by index: what an instance whose explicit
@@ -106,7 +120,7 @@ impl Registry {
     /// An empty registry whose threads publish `depth` open instances.
     pub fn new(depth: usize) -> Registry {
         Registry {
-            slots: Mutex::default(),
+            slots: sync::Mutex::new(Sealable::default()),
             count: AtomicUsize::new(0),
             by_index: ByIndex::default(),
             open: ByIndex::default(),
@@ -132,7 +146,7 @@ impl Registry {
     }
 
     /// Registers a thread; `None` once the shutdown sealed the registry.
-    pub(crate) fn add(&self, tid: i32, name: String) -> Option<&'static ThreadSlot> {
+    pub fn add(&self, tid: i32, name: String) -> Option<&'static ThreadSlot> {
         let mut s = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         if s.sealed {
             return None;
@@ -144,9 +158,9 @@ impl Registry {
             current: AtomicPtr::new(std::ptr::null_mut()),
             dropped: AtomicU64::new(0),
             exited: AtomicBool::new(false),
-            busy: AtomicBool::new(false),
+            busy: Busy::default(),
             open: OpenFrames::new(self.depth),
-            in_place: AtomicPtr::new(std::ptr::null_mut()),
+            in_place: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
         }));
         s.slots.push(slot);
         self.count.store(s.slots.len(), Ordering::Relaxed);
@@ -254,7 +268,7 @@ pub struct ThreadState {
 impl ThreadState {
     /// A new thread's state (or a gone thread's, renewed), with the name cache
     /// it keeps.
-    pub(crate) fn new(
+    pub fn new(
         slot: &'static ThreadSlot,
         sink: Sink,
         names: NameCache,
@@ -456,7 +470,7 @@ impl ThreadState {
 
     /// Hands the current chunk to the writer (thread exit, or a gone thread's
     /// state taken over).
-    pub(crate) fn retire(&mut self) {
+    pub fn retire(&mut self) {
         if let Some(c) = self.chunk.take() {
             self.slot
                 .current
@@ -500,59 +514,4 @@ fn opens(words: &[u64]) -> bool {
         i += op.words();
     }
     false
-}
-
-/// `membarrier` commands (linux/membarrier.h).
-const MEMBARRIER_CMD_GLOBAL: libc::c_long = 1;
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 8;
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 16;
-
-/// Registers the process for the fast process-wide barrier [`quiesce`] uses
-/// (once, at start; harmless where the kernel lacks it).
-pub fn prepare_barrier() {
-    // SAFETY: membarrier takes two integers and touches no memory of ours.
-    unsafe {
-        libc::syscall(
-            libc::SYS_membarrier,
-            MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-            0,
-        )
-    };
-}
-
-/// A full memory barrier on every thread of the process: after it, every store
-/// a thread made before its last load is visible here. This is the costly half of
-/// the busy flag's protocol, paid once at the end instead of per event.
-fn process_barrier() {
-    for cmd in [MEMBARRIER_CMD_PRIVATE_EXPEDITED, MEMBARRIER_CMD_GLOBAL] {
-        // SAFETY: as in prepare_barrier.
-        if unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0) } == 0 {
-            return;
-        }
-    }
-    // No membarrier (an old kernel, a seccomp filter): store buffers drain in
-    // well under a microsecond, so a millisecond's wait gives the same order in
-    // practice.
-    std::thread::sleep(std::time::Duration::from_millis(1));
-}
-
-/// After recording stopped: makes every thread's busy flag visible, then waits
-/// (up to `wait` in all) for the threads inside an event to leave it. Returns,
-/// per slot, whether that thread was still busy (it was stopped inside an event,
-/// by a signal that ends the run on it, or descheduled for longer than `wait`).
-pub fn quiesce(slots: &[&'static ThreadSlot], wait: std::time::Duration) -> Vec<bool> {
-    process_barrier();
-    let deadline = std::time::Instant::now() + wait;
-    slots
-        .iter()
-        .map(|s| {
-            while s.busy.load(Ordering::Acquire) {
-                if std::time::Instant::now() >= deadline {
-                    return true;
-                }
-                std::thread::sleep(std::time::Duration::from_micros(100));
-            }
-            false
-        })
-        .collect()
 }
