@@ -222,7 +222,8 @@ fn key(
         match mark {
             Mark::Square => area.draw(&Rectangle::new([(12, y - 5), (22, y + 5)], c.filled())),
             Mark::Dot => area.draw(&Circle::new((17, y), 4, c.filled())),
-            Mark::Line => area.draw(&PathElement::new(vec![(10, y), (24, y)], c.stroke_width(2))),
+            // 3 px: the series' own lines are 2 px wide.
+            Mark::Line => area.draw(&PathElement::new(vec![(10, y), (24, y)], c.stroke_width(3))),
         }
         .map_err(b)?;
         area.draw(&Text::new(
