@@ -400,34 +400,237 @@ fn have_chromium() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Renders `page` in headless Chromium (no GPU, every name lookup failing) into a
-/// 1100x1600 screenshot at `shot`; the console messages it logged.
-fn chromium_console(page: &Path, shot: &Path) -> Vec<String> {
-    let o = run(Command::new("chromium")
-        .args([
-            "--headless",
-            "--disable-gpu",
-            "--no-sandbox",
-            "--no-first-run",
-            "--disable-extensions",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            "--window-size=1100,1600",
-        ])
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", page.display())));
+/// `page` as headless Chromium shows it to a user (`tests/analyses/plot_page.py`,
+/// which drives it over the DevTools protocol): the console messages, each
+/// figure's size and screenshot (PNGs in `shots`), and in the flame graph the
+/// details line each hover writes, a click's zoom and a search (`args`).
+fn plot_page(page: &Path, shots: &Path, args: &[&str]) -> Value {
+    let o = run(Command::new("python3")
+        .arg(test_file("analyses/plot_page.py"))
+        .arg(page)
+        .arg(shots)
+        .args(args));
     assert_ok(&o);
-    String::from_utf8_lossy(&o.stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE") || l.contains("ERR_NAME_NOT_RESOLVED"))
-        .map(String::from)
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("plot_page.py: {e}: {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+/// A frame of the flame graph's SVG: its title, fill, place in samples
+/// (`fg:x`, `fg:w`) and row (`y`).
+#[derive(Debug, Clone)]
+struct Frame {
+    title: String,
+    x: u64,
+    w: u64,
+    y: f64,
+}
+
+fn flame_frames(path: &Path) -> Vec<Frame> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // inferno's SVG declares its DTD (it names no entity).
+    let opt = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&text, opt).expect("the flame graph is XML");
+    let frames = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("frames"))
+        .expect("inferno's frames");
+    frames
+        .children()
+        .filter(|g| g.has_tag_name("g"))
+        .map(|g| {
+            let title = g.children().find(|c| c.has_tag_name("title")).unwrap();
+            let rect = g.children().find(|c| c.has_tag_name("rect")).unwrap();
+            let fg = |name: &str| -> u64 {
+                rect.attributes()
+                    .find(|a| a.name() == name && a.namespace().is_some())
+                    .unwrap_or_else(|| panic!("fg:{name}"))
+                    .value()
+                    .parse()
+                    .unwrap()
+            };
+            Frame {
+                title: title.text().unwrap_or_default().to_string(),
+                x: fg("x"),
+                w: fg("w"),
+                y: rect.attribute("y").unwrap().parse().unwrap(),
+            }
+        })
         .collect()
+}
+
+/// A time summed over `team` threads, per thread (kprof's rounding).
+fn per_thread(ns: u64, team: u64) -> u64 {
+    let t = team.max(1);
+    (ns + t / 2) / t
+}
+
+/// The flame graph's frames checked against profile.json's tree, the
+/// independent reference: each drawn call path is a frame titled with its name
+/// and kind, in the row below its parent's, starting where its elder
+/// siblings end, exactly as wide as its subtree's exclusive times per thread
+/// of the largest team around it, and within 1% of the whole of its own
+/// inclusive time per thread (a construct over a team: between half of it and
+/// it, the team's mean thread); its title holds its share and instances.
+/// Subtrees under 0.01% of the whole are not drawn. Returns the frames.
+fn check_flame(path: &Path, p: &Value) -> Vec<Frame> {
+    let frames = flame_frames(path);
+    const DEVICE: [&str; 4] = ["gpu_kernel", "gpu_memcpy", "gpu_memset", "gpu_sync"];
+    fn team_of(n: &Value, parent: u64) -> u64 {
+        n["threads"]["threads"].as_u64().unwrap_or(0).max(parent)
+    }
+    fn width(n: &Value, parent: u64) -> u64 {
+        let team = team_of(n, parent);
+        per_thread(kprof_tests::u(&n["self_ns"]), team)
+            + n["children"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| !DEVICE.contains(&c["kind"].as_str().unwrap()))
+                .map(|c| width(c, team))
+                .sum::<u64>()
+    }
+    let roots: Vec<&Value> = p["tree"].as_array().unwrap().iter().collect();
+    let total: u64 = roots.iter().map(|r| width(r, 1)).sum();
+    let top = frames.iter().map(|f| f.y).fold(f64::INFINITY, f64::min);
+    let root = frames.iter().find(|f| f.y == top).expect("a root frame");
+    assert!(root.title.starts_with("all ("), "{}", root.title);
+    assert_eq!((root.x, root.w), (0, total));
+    let row = frames
+        .iter()
+        .map(|f| f.y)
+        .filter(|&y| y > top)
+        .fold(f64::INFINITY, f64::min)
+        - top;
+    let mut drawn = 0;
+    fn walk(
+        list: &[&Value],
+        parent: &Frame,
+        team: u64,
+        total: u64,
+        row: f64,
+        frames: &[Frame],
+        drawn: &mut usize,
+    ) {
+        let mut at = parent.x;
+        for n in list {
+            let kind = n["kind"].as_str().unwrap();
+            if DEVICE.contains(&kind) {
+                continue;
+            }
+            let w = width(n, team);
+            if w == 0 || (w as f64) < 1e-4 * total as f64 {
+                continue;
+            }
+            let name = n["name"].as_str().unwrap();
+            let title = format!("{name} ({kind}, ");
+            let f = frames
+                .iter()
+                .find(|f| f.y == parent.y + row && f.x == at && f.title.starts_with(&title))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "no frame {title}... at x {at} below {}: {frames:#?}",
+                        parent.title
+                    )
+                });
+            *drawn += 1;
+            assert_eq!(f.w, w, "{}", f.title);
+            let t = team_of(n, team);
+            let inclusive = per_thread(kprof_tests::u(&n["total_ns"]), t);
+            // Where a team starts below it, the frame holds the team's mean
+            // thread, which is no longer than the construct around it (the
+            // slowest thread) and at least half of it; elsewhere the
+            // exclusive times add up to the inclusive one.
+            fn same_team(n: &Value, team: u64) -> bool {
+                n["children"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|c| team_of(c, team) == team && same_team(c, team))
+            }
+            let slack = 0.01 * total as f64;
+            if same_team(n, t) {
+                assert!(
+                    f.w.abs_diff(inclusive) as f64 <= slack,
+                    "{}: {} wide, inclusive {inclusive} per thread",
+                    f.title,
+                    f.w
+                );
+            } else {
+                assert!(
+                    f.w as f64 <= inclusive as f64 + slack && 2 * f.w >= inclusive,
+                    "{}: {} wide, inclusive {inclusive} per thread",
+                    f.title,
+                    f.w
+                );
+            }
+            let count = kprof_tests::u(&n["count"]);
+            let share = format!("{:.2}%: ", 100.0 * w as f64 / total as f64);
+            assert!(
+                f.title.starts_with(&format!("{title}{share}")),
+                "{} {share}",
+                f.title
+            );
+            assert!(
+                f.title.ends_with(&format!(
+                    ", {count} instance{})",
+                    if count == 1 { "" } else { "s" }
+                )),
+                "{}",
+                f.title
+            );
+            assert_eq!(
+                f.title.contains(&format!(" over {t}]")),
+                t > 1,
+                "{}",
+                f.title
+            );
+            let children: Vec<&Value> = n["children"].as_array().unwrap().iter().collect();
+            walk(&children, f, t, total, row, frames, drawn);
+            at += w;
+        }
+    }
+    walk(&roots, root, 1, total, row, &frames, &mut drawn);
+    assert_eq!(
+        drawn + 1,
+        frames.len(),
+        "every frame is a call path: {frames:#?}"
+    );
+    frames
+}
+
+/// A figure's screenshot: its size, and whether something is drawn on it.
+fn check_shot(png_path: &Path, width: f64, height: f64) {
+    let decoder = png::Decoder::new(std::fs::File::open(png_path).expect("screenshot"));
+    let mut reader = decoder.read_info().expect("PNG");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("PNG frame");
+    assert_eq!(
+        (info.width, info.height),
+        (width.round() as u32, height.round() as u32),
+        "{}",
+        png_path.display()
+    );
+    let px = info.color_type.samples();
+    let pixels = &buf[..info.buffer_size()];
+    let drawn = pixels
+        .chunks(px)
+        .filter(|c| c[..3].iter().any(|v| *v < 200))
+        .count();
+    assert!(
+        drawn * 100 > pixels.len() / px,
+        "{}: under 1% of it drawn",
+        png_path.display()
+    );
 }
 
 /// An SVG file of `kprof plot`, parsed: its text, and its rectangles' fills.
 struct Svg {
     texts: Vec<String>,
+    /// Each text with its x.
+    text_x: Vec<(String, f64)>,
     fills: Vec<String>,
 }
 
@@ -441,6 +644,16 @@ fn read_svg(path: &Path) -> Svg {
         .filter(|n| n.has_tag_name("text"))
         .map(|n| n.text().unwrap_or_default().trim().to_string())
         .collect();
+    let text_x = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| {
+            (
+                n.text().unwrap_or_default().trim().to_string(),
+                n.attribute("x").and_then(|x| x.parse().ok()).unwrap_or(0.0),
+            )
+        })
+        .collect();
     let fills = doc
         .descendants()
         .filter(|n| n.has_tag_name("rect"))
@@ -452,7 +665,11 @@ fn read_svg(path: &Path) -> Svg {
             )
         })
         .collect();
-    Svg { texts, fills }
+    Svg {
+        texts,
+        text_x,
+        fills,
+    }
 }
 
 #[test]
@@ -486,19 +703,11 @@ fn plot_draws_svg_figures_and_an_offline_page_chromium_renders() {
         );
     }
 
-    // The icicle names the roots; the concurrency chart has a row per thread and
-    // a legend entry per category; the imbalance chart min/mean/max per construct.
-    let icicle = read_svg(&out.join("plot-icicle.svg"));
-    let roots = p["tree"].as_array().unwrap();
-    let all: u64 = roots.iter().map(|r| kprof_tests::u(&r["total_ns"])).sum();
-    // A root a fifth of the width or more has room for its whole name.
-    for root in roots
-        .iter()
-        .filter(|r| kprof_tests::u(&r["total_ns"]) * 5 >= all)
-    {
-        let name = root["name"].as_str().unwrap().to_string();
-        assert!(icicle.texts.contains(&name), "{name}: {:?}", icicle.texts);
-    }
+    // The flame graph, frame by frame against the profile's tree.
+    let frames = check_flame(&out.join("plot-icicle.svg"), &p);
+
+    // The concurrency chart: a row per thread, an axis from 0 to 100% and no
+    // further, the legend (an entry per category) right of it.
     let conc = read_svg(&out.join("plot-concurrency.svg"));
     assert!(
         conc.texts.contains(&"all threads".to_string()),
@@ -509,10 +718,19 @@ fn plot_draws_svg_figures_and_an_offline_page_chromium_renders() {
         let row = format!("{} {}", t["index"], t["name"].as_str().unwrap());
         assert!(conc.texts.contains(&row), "{row}: {:?}", conc.texts);
     }
+    let ticks: Vec<&String> = conc.texts.iter().filter(|t| t.ends_with('%')).collect();
+    let want: Vec<String> = (0..=10).map(|i| format!("{}%", i * 10)).collect();
+    assert_eq!(ticks, want.iter().collect::<Vec<_>>());
+    let x_of = |t: &str| {
+        conc.text_x
+            .iter()
+            .find(|(s, _)| s == t)
+            .map(|(_, x)| *x)
+            .unwrap()
+    };
     for c in p["concurrency"]["categories"].as_array().unwrap() {
-        assert!(conc
-            .texts
-            .contains(&c["category"].as_str().unwrap().to_string()));
+        let name = c["category"].as_str().unwrap();
+        assert!(x_of(name) > x_of("100%"), "{name} is left of 100%");
     }
     let threads = read_svg(&out.join("plot-threads.svg"));
     for s in ["min", "mean", "max"] {
@@ -523,13 +741,17 @@ fn plot_draws_svg_figures_and_an_offline_page_chromium_renders() {
         );
     }
 
-    // The scatter: one point per sample of the 5 longest sampled call paths (and
-    // one legend mark each), from the profile's samples (KPROF_SAMPLES).
+    // The scatter: one point per sample of the 5 longest sampled call paths that
+    // starts within the run (and one legend mark each), from the profile's
+    // samples (KPROF_SAMPLES); the longest drawn near the top of the plot (its
+    // duration axis ends at the longest point drawn).
+    let run_ns = kprof_tests::u(&p["clock"]["duration_ns"]);
     let mut sampled: Vec<(u64, usize)> = kprof_tests::nodes(&p)
         .iter()
         .filter_map(|(_, n)| {
             let s = n["samples"].as_array()?;
-            Some((kprof_tests::u(&n["total_ns"]), s.len()))
+            let within = s.iter().filter(|x| kprof_tests::u(&x[0]) <= run_ns).count();
+            Some((kprof_tests::u(&n["total_ns"]), within))
         })
         .collect();
     sampled.sort_by(|a, b| b.cmp(a));
@@ -538,27 +760,48 @@ fn plot_draws_svg_figures_and_an_offline_page_chromium_renders() {
     let points: usize = sampled.iter().map(|s| s.1).sum();
     let svg = std::fs::read_to_string(out.join("plot-scatter.svg")).unwrap();
     let doc = roxmltree::Document::parse(&svg).expect("scatter SVG");
-    let circles = doc
+    let circles: Vec<f64> = doc
         .descendants()
         .filter(|n| n.has_tag_name("circle"))
-        .count();
-    assert_eq!(circles, points + sampled.len());
+        .map(|n| n.attribute("cy").unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(circles.len(), points + sampled.len());
+    // The x axis's labels sit just below the plot, which starts 10 px down.
+    let bottom = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text") && n.text().is_some_and(|t| t.trim() == "0 ns"))
+        .filter_map(|n| n.attribute("y")?.parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    let highest = circles.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(
+        highest - 10.0 <= 0.12 * (bottom - 10.0),
+        "the longest instance is drawn at y {highest}, the plot is 10..{bottom}"
+    );
 
     // The page: every figure inline, nothing fetched.
     let page = std::fs::read_to_string(&html).unwrap();
-    for id in ["top", "icicle", "scatter", "concurrency", "threads"] {
+    let ids = [
+        "top",
+        "icicle",
+        "scatter",
+        "concurrency",
+        "threads-over-time",
+        "threads",
+    ];
+    for id in ids {
         assert!(page.contains(&format!("<section id=\"{id}\">")), "{id}");
     }
-    // ... and the threads over time.
-    assert!(page.contains("<section id=\"threads-over-time\">"));
-    assert_eq!(page.matches("<svg").count(), 6);
-    for fetch in ["src=", "<link", "<script", "url(", "@import"] {
+    for fetch in [
+        "src=", "<link", "url(h", "url(f", "url(/", "@import", "href=\"h",
+    ] {
         assert!(!page.contains(fetch), "the page fetches something: {fetch}");
     }
 
     if skip_unless(have_chromium(), "chromium (bash tests/setup.sh)") {
         return;
     }
+    let shots = out.join("screenshots");
+    println!("plot page screenshots: {}", shots.display());
     // The check itself: a page with a console error is caught.
     let bad = out.join("bad.html");
     std::fs::write(
@@ -566,27 +809,123 @@ fn plot_draws_svg_figures_and_an_offline_page_chromium_renders() {
         "<html><body><script>console.error('boom')</script></body></html>",
     )
     .unwrap();
-    let errors = chromium_console(&bad, &out.join("bad.png"));
-    assert!(errors.iter().any(|l| l.contains("boom")), "{errors:?}");
-    let shot = out.join("plot.png");
-    let errors = chromium_console(&html, &shot);
-    assert!(errors.is_empty(), "console messages: {errors:?}");
-    let decoder = png::Decoder::new(std::fs::File::open(&shot).expect("screenshot"));
-    let mut reader = decoder.read_info().expect("PNG");
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).expect("PNG frame");
-    let px = info.color_type.samples();
-    let pixels = &buf[..info.buffer_size()];
-    let drawn = pixels
-        .chunks(px)
-        .filter(|c| c[..3].iter().any(|v| *v < 235))
-        .count();
-    let share = drawn as f64 / (pixels.len() / px) as f64;
-    assert_eq!((info.width, info.height), (1100, 1600));
+    let seen = plot_page(&bad, &out.join("bad"), &[]);
+    assert!(seen["console"].to_string().contains("boom"), "{seen}");
+
+    // The root call path with the most time is clicked; a name found at
+    // several call paths is searched.
+    let biggest = p["tree"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|r| kprof_tests::u(&r["total_ns"]))
+        .unwrap()["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let seen = plot_page(
+        &html,
+        &shots,
+        &[
+            "--click",
+            &format!("{biggest} ("),
+            "--search",
+            "^implicit barrier$",
+        ],
+    );
+    assert_eq!(seen["console"], serde_json::json!([]), "{seen}");
+    let figs = seen["figures"].as_array().unwrap();
+    assert_eq!(
+        figs.iter()
+            .map(|f| f["id"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ids
+    );
+    for f in figs {
+        let (w, h) = (f["width"].as_f64().unwrap(), f["height"].as_f64().unwrap());
+        assert!(w > 100.0 && h > 50.0, "{f}");
+        check_shot(Path::new(f["png"].as_str().unwrap()), w, h);
+    }
+    assert_eq!(figs[1]["tag"], "iframe");
+
+    // The flame graph as drawn: each frame as wide on screen as its samples'
+    // share of the container, each title the SVG's.
+    let total = frames.iter().map(|f| f.w).max().unwrap() as f64;
+    let container = seen["flame"]["container"].as_f64().unwrap();
+    let shown = seen["flame"]["frames"].as_array().unwrap();
+    assert_eq!(shown.len(), frames.len());
+    for f in shown {
+        let want = f["fg_w"].as_f64().unwrap() / total * container;
+        assert!(
+            (f["w"].as_f64().unwrap() - want).abs() <= 1.5,
+            "{f} vs {want} px"
+        );
+        assert!(frames
+            .iter()
+            .any(|g| g.title == f["title"].as_str().unwrap()));
+    }
+    // A hover on a frame writes its title (name, kind, share, times,
+    // instances) in the details line.
+    let hovers = seen["hovers"].as_array().unwrap();
+    assert!(hovers.len() >= 5, "{seen}");
+    for h in hovers {
+        assert_eq!(
+            h["details"].as_str().unwrap().trim(),
+            h["title"].as_str().unwrap(),
+            "{h}"
+        );
+    }
+    // A click zooms: the clicked frame spans the container, its subtree and
+    // its ancestors stay, every other frame is hidden; Reset Zoom shows all.
+    let clicked = &seen["zoom"]["clicked"];
+    let zoomed = seen["zoom"]["layout"]["frames"].as_array().unwrap();
+    let c = zoomed.iter().find(|f| &f["title"] == clicked).unwrap();
+    let (cx, cw, cy) = (
+        c["fg_x"].as_u64().unwrap(),
+        c["fg_w"].as_u64().unwrap(),
+        c["y"].as_f64().unwrap(),
+    );
+    assert!((c["w"].as_f64().unwrap() - container).abs() <= 1.0, "{c}");
+    for f in zoomed {
+        let (x, w, y) = (
+            f["fg_x"].as_u64().unwrap(),
+            f["fg_w"].as_u64().unwrap(),
+            f["y"].as_f64().unwrap(),
+        );
+        let inside = y >= cy && x >= cx && x < cx + cw;
+        let around = y < cy && x <= cx && x + w >= cx + cw;
+        assert_eq!(f["hidden"].as_bool().unwrap(), !(inside || around), "{f}");
+    }
+    assert!(seen["unzoomed"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["hidden"] == false));
+    // Search colours exactly the frames of that name (not those whose numbers
+    // match) and says what share they hold.
+    let colour = &seen["search"]["searchcolor"];
+    let mut lit: Vec<&str> = seen["search"]["layout"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| &f["fill"] == colour)
+        .map(|f| f["title"].as_str().unwrap())
+        .collect();
+    let mut want: Vec<&str> = frames
+        .iter()
+        .filter(|f| f.title.starts_with("implicit barrier ("))
+        .map(|f| f.title.as_str())
+        .collect();
+    lit.sort_unstable();
+    want.sort_unstable();
+    assert!(!want.is_empty());
+    assert_eq!(lit, want);
     assert!(
-        share > 0.08,
-        "only {:.1}% of the screenshot is drawn",
-        100.0 * share
+        seen["search"]["matched"]
+            .as_str()
+            .unwrap()
+            .starts_with("Matched: "),
+        "{seen}"
     );
 }
 
@@ -693,6 +1032,33 @@ fn plot_draws_memory_per_space() {
     }
     for series in ["high water", "at end"] {
         assert!(svg.texts.contains(&series.to_string()), "{:?}", svg.texts);
+    }
+    // Byte axes tick at binary steps (2^k bytes), each label a whole number
+    // of its unit or a short binary fraction of it (not 97.66 KiB).
+    for figure in ["plot-memory.svg", "plot-memory-over-time.svg"] {
+        let texts = read_svg(&out.join(figure)).texts;
+        let ticks: Vec<f64> = texts
+            .iter()
+            .filter_map(|t| {
+                let (n, u) = t.split_once(' ')?;
+                let scale = match u {
+                    "B" => 1.0,
+                    "KiB" => 1024.0,
+                    "MiB" => 1024.0 * 1024.0,
+                    _ => return None,
+                };
+                Some(n.parse::<f64>().ok()? * scale)
+            })
+            .collect();
+        assert!(ticks.len() >= 3, "{figure}: {texts:?}");
+        let step = ticks[1] - ticks[0];
+        assert!(
+            step >= 1.0 && (step.log2().fract()) == 0.0,
+            "{figure}: {ticks:?}"
+        );
+        for (i, t) in ticks.iter().enumerate() {
+            assert_eq!(*t, i as f64 * step, "{figure}: {ticks:?}");
+        }
     }
     let page = std::fs::read_to_string(out.join("plot.html")).unwrap();
     assert!(page.contains("<section id=\"memory\">"));

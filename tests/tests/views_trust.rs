@@ -6,7 +6,7 @@
 //!   libomp 14). The implicit tasks, summed over the team, take about twice the
 //!   region's time; no view shows them larger than the region without saying
 //!   that they are summed (`thr`), and the tree, the CSV's per-thread columns
-//!   and the icicle show them per thread, no larger than the region;
+//!   and the flame graph show them per thread, no larger than the region;
 //! - deep trees: `tests/cli/deep.c` nested 2,000 and 8,000 deep. Every view's
 //!   output and memory grow with the depth, not with its square, and a tree
 //!   100,000 deep (the largest `KPROF_MAX_DEPTH`) is read.
@@ -205,49 +205,44 @@ fn a_teams_implicit_tasks_never_read_larger_than_their_region() {
         &text,
     );
 
-    // kprof plot: the icicle draws the task per thread, labelled, no wider
-    // than its region.
+    // kprof plot: the flame graph draws the task per thread, saying so in
+    // its hover text, no wider than its region.
     let o = run(&mut kprof_cmd(&dir, &["plot", "out"]));
     assert_ok(&o);
     let svg = std::fs::read_to_string(out.join("plot-icicle.svg")).unwrap();
-    let doc = roxmltree::Document::parse(&svg).unwrap();
-    let texts: Vec<&str> = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .filter_map(|n| n.text())
-        .map(str::trim)
-        .collect();
-    assert!(texts.contains(&"implicit task (2 thr)"), "{texts:?}");
-    // The legend: each kind's name, then as many squares of their colours.
-    let kinds: Vec<&str> = texts
-        .iter()
-        .copied()
-        .filter(|t| t.starts_with("omp_"))
-        .collect();
-    let rects: Vec<roxmltree::Node> = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("rect"))
-        .collect();
-    let attr = |n: &roxmltree::Node, a: &str| n.attribute(a).unwrap_or_default().to_string();
-    let squares: Vec<String> = rects
-        .iter()
-        .filter(|r| attr(r, "width") == "10" && attr(r, "height") == "10")
-        .map(|r| attr(r, "fill"))
-        .collect();
-    assert_eq!(kinds.len(), squares.len(), "{kinds:?} {squares:?}");
-    let colour = |kind: &str| &squares[kinds.iter().position(|k| *k == kind).unwrap()];
-    let width = |kind: &str| -> f64 {
-        rects
-            .iter()
-            .filter(|r| attr(r, "opacity") == "0.75" && attr(r, "fill") == *colour(kind))
-            .map(|r| attr(r, "width").parse::<f64>().unwrap())
-            .sum()
+    let opt = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
     };
-    let (task, region) = (width("omp_implicit_task"), width("omp_parallel"));
-    assert!(region > 100.0, "{svg}");
+    let doc = roxmltree::Document::parse_with_options(&svg, opt).unwrap();
+    // (title, fg:w) of each frame.
+    let frames: Vec<(String, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("g"))
+        .filter_map(|g| {
+            let title = g.children().find(|c| c.has_tag_name("title"))?.text()?;
+            let rect = g.children().find(|c| c.has_tag_name("rect"))?;
+            let w = rect
+                .attributes()
+                .find(|a| a.name() == "w" || a.name() == "fg:w")?
+                .value();
+            Some((title.to_string(), w.parse().ok()?))
+        })
+        .collect();
+    let frame = |kind: &str| {
+        let found: Vec<&(String, f64)> = frames
+            .iter()
+            .filter(|(t, _)| t.contains(&format!(" ({kind}, ")))
+            .collect();
+        assert_eq!(found.len(), 1, "one {kind} frame in {frames:?}");
+        found[0].clone()
+    };
+    let (task, region) = (frame("omp_implicit_task"), frame("omp_parallel"));
+    assert!(task.0.contains(" over 2], "), "{}", task.0);
+    assert!(region.1 > 0.0, "{svg}");
     assert!(
-        task <= region && task > 0.35 * region,
-        "{task} {region}\n{svg}"
+        task.1 <= region.1 && task.1 > 0.35 * region.1,
+        "{task:?} {region:?}\n{svg}"
     );
 }
 

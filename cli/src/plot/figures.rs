@@ -5,7 +5,12 @@
 //! placed in its coordinates. Every bar of a series has that series' colour, so a
 //! reader (and the tests) can count them in the SVG.
 
+use std::ops::Range;
+
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::fmt::{bytes, duration};
 use crate::outcome::Failure;
@@ -19,7 +24,7 @@ pub const BAR: RGBColor = RGBColor(70, 130, 180);
 pub const BAR3: RGBColor = RGBColor(106, 168, 79);
 
 /// Colours of categories and kinds, in turn.
-const PALETTE: [RGBColor; 10] = [
+pub const PALETTE: [RGBColor; 10] = [
     RGBColor(70, 130, 180),
     RGBColor(230, 145, 56),
     RGBColor(106, 168, 79),
@@ -42,19 +47,22 @@ pub struct Figure {
     pub note: String,
     /// The SVG document.
     pub svg: String,
+    /// How the page shows it, where not as the SVG inline.
+    pub page: Option<String>,
 }
 
-/// A node of the call-path tree, as the figures draw it (one process's tree, or
-/// a merged tree's means over ranks).
+/// A node of the call-path tree, as the flame graph draws it (one process's
+/// tree, or a merged tree's means over ranks).
 pub struct PlotNode {
     /// Name.
     pub name: String,
     /// Kind.
     pub kind: String,
-    /// Inclusive time (per thread of its team).
-    pub total: f64,
-    /// The threads of its team (1: none).
-    pub threads: u32,
+    /// Exclusive time per thread of its team, ns: its own width in the graph.
+    pub own: u64,
+    /// Its numbers as the hover shows them (no parenthesis: the graph's script
+    /// cuts a title's last parenthesised group off for the frame's label).
+    pub details: String,
     /// Nested nodes.
     pub children: Vec<PlotNode>,
 }
@@ -90,6 +98,146 @@ fn svg(
 fn b<E: std::fmt::Display + 'static>(e: E) -> Box<dyn std::fmt::Display> {
     Box::new(e)
 }
+
+/// What a value axis measures: where its ticks go and how they read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Axis {
+    /// ns: ticks at 1, 2 or 5 x 10^k ns, read as durations.
+    Time,
+    /// Bytes: ticks at 2^k bytes (whole KiB, MiB, ... past 1 KiB), read in
+    /// binary units (`32 KiB`, `1.5 MiB`): plotters' own ticks are decimal
+    /// (97.66 KiB).
+    Bytes,
+}
+
+impl Axis {
+    /// Ticks from 0 to `max`, at most 8 of them after 0.
+    pub fn ticks(self, max: f64) -> Vec<f64> {
+        let max = max.max(1.0);
+        let step = match self {
+            Axis::Time => {
+                let mut step = 10f64.powi((max / 8.0).log10().floor() as i32).max(1.0);
+                for m in [1.0, 2.0, 5.0, 10.0] {
+                    if max / (step * m) <= 8.0 {
+                        step *= m;
+                        break;
+                    }
+                }
+                step
+            }
+            Axis::Bytes => (max / 8.0).max(1.0).log2().ceil().exp2(),
+        };
+        (0..=(max / step).floor() as u64)
+            .map(|i| i as f64 * step)
+            .collect()
+    }
+
+    /// A tick's label.
+    pub fn label(self, v: f64) -> String {
+        match self {
+            Axis::Time => duration(v),
+            Axis::Bytes => byte_tick(v),
+        }
+    }
+}
+
+/// A value axis from 0 whose ticks are the given ones (plotters would choose
+/// decimal ones).
+pub struct Ticked {
+    inner: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Ticked {
+    /// The axis from 0 to `max`, ticked as `axis` ticks.
+    pub fn new(max: f64, axis: Axis) -> Ticked {
+        Ticked {
+            inner: (0f64..max).into(),
+            ticks: axis.ticks(max),
+        }
+    }
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+    fn key_points<Hint: KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        self.ticks.clone()
+    }
+    fn range(&self) -> Range<f64> {
+        self.inner.range()
+    }
+}
+
+/// A byte count at a binary tick: in the largest binary unit not above it,
+/// without trailing zeros (`0 B`, `512 B`, `32 KiB`, `1.5 MiB`).
+pub fn byte_tick(v: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut i = 0;
+    while i + 1 < UNITS.len() && v >= 1024f64.powi(i as i32 + 1) {
+        i += 1;
+    }
+    let x = v / 1024f64.powi(i as i32);
+    let text = format!("{x:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} {}", UNITS[i])
+}
+
+/// How a legend entry marks its series.
+#[derive(Clone, Copy)]
+enum Mark {
+    Square,
+    Dot,
+    Line,
+}
+
+/// Height of a legend of `n` entries, px.
+fn key_height(n: usize) -> u32 {
+    18 + 18 * n as u32
+}
+
+/// A legend: `entries` one a line in a box at the top of `area` (an area of
+/// its own beside or below the plot, so that it covers nothing drawn).
+fn key(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    entries: &[(String, RGBColor)],
+    mark: Mark,
+) -> Result<(), Box<dyn std::fmt::Display>> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let (w, _) = area.dim_in_pixel();
+    let w = w as i32;
+    area.draw(&Rectangle::new(
+        [(4, 4), (w - 6, 4 + key_height(entries.len()) as i32 - 8)],
+        BLACK.mix(0.3),
+    ))
+    .map_err(b)?;
+    let chars = ((w - 46) / 7).max(4) as usize;
+    for (i, (name, c)) in entries.iter().enumerate() {
+        let y = 4 + 14 + 18 * i as i32;
+        match mark {
+            Mark::Square => area.draw(&Rectangle::new([(12, y - 5), (22, y + 5)], c.filled())),
+            Mark::Dot => area.draw(&Circle::new((17, y), 4, c.filled())),
+            // 3 px: the series' own lines are 2 px wide.
+            Mark::Line => area.draw(&PathElement::new(vec![(10, y), (24, y)], c.stroke_width(3))),
+        }
+        .map_err(b)?;
+        area.draw(&Text::new(
+            label(name, chars),
+            (30, y - 6),
+            ("sans-serif", 12).into_font(),
+        ))
+        .map_err(b)?;
+    }
+    Ok(())
+}
+
+/// Width of a legend column beside a plot, px.
+const KEY_WIDTH: u32 = 170;
 
 /// Horizontal bars, longest first: `(label, value)`; `fmt` writes a value.
 pub fn bars(
@@ -143,18 +291,20 @@ pub fn bars(
         title: title.into(),
         note,
         svg,
+        page: None,
     })
 }
 
-/// Bars of several series per row (`series` names them, each its colour), for
-/// min/mean/max comparisons.
+/// Bars of several series per row (`series` names them, each its colour, in a
+/// legend beside the bars), for min/mean/max comparisons; `axis` says what the
+/// values are.
 pub fn grouped(
     id: &'static str,
     title: &str,
     note: String,
     series: &[&str],
     rows: &[(String, Vec<f64>)],
-    fmt: fn(f64) -> String,
+    axis: Axis,
 ) -> Result<Figure, Failure> {
     let n = rows.len().max(1);
     let k = series.len().max(1);
@@ -163,25 +313,25 @@ pub fn grouped(
         .flat_map(|r| r.1.iter().copied())
         .fold(0.0, f64::max)
         .max(1.0);
-    let height = 80 + (14 * k as u32 + 22) * n as u32;
+    let height = (80 + (14 * k as u32 + 22) * n as u32).max(30 + key_height(k));
     let svg = svg(title, height, |root| {
-        let mut chart = ChartBuilder::on(root)
+        let (plot, legend) = root.split_horizontally(WIDTH - KEY_WIDTH);
+        let mut chart = ChartBuilder::on(&plot)
             .margin(10)
             .x_label_area_size(24)
             .y_label_area_size(0)
-            .build_cartesian_2d(0f64..max * 1.3, 0f64..n as f64)
+            .build_cartesian_2d(Ticked::new(max * 1.05, axis), 0f64..n as f64)
             .map_err(b)?;
         chart
             .configure_mesh()
             .disable_y_mesh()
             .disable_y_axis()
-            .x_labels(6)
-            .x_label_formatter(&|v| fmt(*v))
+            .x_label_formatter(&|v| axis.label(*v))
             .draw()
             .map_err(b)?;
         let y = |i: usize| (n - 1 - i) as f64;
         let band = 0.62 / k as f64;
-        for (s, name) in series.iter().enumerate() {
+        for s in 0..series.len() {
             let color = PALETTE[s % PALETTE.len()];
             chart
                 .draw_series(rows.iter().enumerate().map(|(i, (_, v))| {
@@ -194,11 +344,7 @@ pub fn grouped(
                         color.filled(),
                     )
                 }))
-                .map_err(b)?
-                .label(*name)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
-                });
+                .map_err(b)?;
         }
         chart
             .draw_series(rows.iter().enumerate().map(|(i, (name, _))| {
@@ -209,13 +355,12 @@ pub fn grouped(
                 )
             }))
             .map_err(b)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(b)?;
+        let entries: Vec<(String, RGBColor)> = series
+            .iter()
+            .enumerate()
+            .map(|(s, name)| (name.to_string(), PALETTE[s % PALETTE.len()]))
+            .collect();
+        key(&legend.margin(10, 0, 0, 0), &entries, Mark::Square)?;
         Ok(())
     })?;
     Ok(Figure {
@@ -223,10 +368,12 @@ pub fn grouped(
         title: title.into(),
         note,
         svg,
+        page: None,
     })
 }
 
-/// Stacked horizontal bars: per row, the shares (percent) of each category.
+/// Stacked horizontal bars: per row, the shares (percent) of each category, on
+/// an axis from 0 to 100%, the categories' legend beside it.
 pub fn stacked(
     id: &'static str,
     title: &str,
@@ -235,27 +382,26 @@ pub fn stacked(
     rows: &[(String, Vec<f64>)],
 ) -> Result<Figure, Failure> {
     let n = rows.len().max(1);
-    let height = 90 + 34 * n as u32;
+    let height = (50 + 34 * n as u32).max(30 + key_height(categories.len()));
     let svg = svg(title, height, |root| {
-        // Right of 100% stays free for the legend.
-        let mut chart = ChartBuilder::on(root)
+        let (plot, legend) = root.split_horizontally(WIDTH - KEY_WIDTH);
+        let mut chart = ChartBuilder::on(&plot)
             .margin(10)
             .x_label_area_size(24)
             .y_label_area_size(0)
-            .build_cartesian_2d(0f64..130.0, 0f64..n as f64)
+            .build_cartesian_2d(
+                Ticked {
+                    inner: (0f64..100.0).into(),
+                    ticks: (0..=10).map(|i| i as f64 * 10.0).collect(),
+                },
+                0f64..n as f64,
+            )
             .map_err(b)?;
         chart
             .configure_mesh()
             .disable_y_mesh()
             .disable_y_axis()
-            .x_labels(14)
-            .x_label_formatter(&|v| {
-                if *v <= 100.0 {
-                    format!("{v:.0}%")
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|v| format!("{v:.0}%"))
             .draw()
             .map_err(b)?;
         chart
@@ -268,29 +414,28 @@ pub fn stacked(
             }))
             .map_err(b)?;
         let y = |i: usize| (n - 1 - i) as f64;
-        for (c, cat) in categories.iter().enumerate() {
+        for c in 0..categories.len() {
             let color = PALETTE[c % PALETTE.len()];
             chart
                 .draw_series(rows.iter().enumerate().map(|(i, (_, v))| {
                     let from: f64 = v[..c].iter().sum();
+                    // Shares that add up past 100% by rounding stay inside the axis.
                     Rectangle::new(
-                        [(from, y(i) + 0.08), (from + v[c], y(i) + 0.62)],
+                        [
+                            (from.min(100.0), y(i) + 0.08),
+                            ((from + v[c]).min(100.0), y(i) + 0.62),
+                        ],
                         color.filled(),
                     )
                 }))
-                .map_err(b)?
-                .label(cat.as_str())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
-                });
+                .map_err(b)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(b)?;
+        let entries: Vec<(String, RGBColor)> = categories
+            .iter()
+            .enumerate()
+            .map(|(c, name)| (name.clone(), PALETTE[c % PALETTE.len()]))
+            .collect();
+        key(&legend.margin(10, 0, 0, 0), &entries, Mark::Square)?;
         Ok(())
     })?;
     Ok(Figure {
@@ -298,131 +443,7 @@ pub fn stacked(
         title: title.into(),
         note,
         svg,
-    })
-}
-
-/// The call-path tree as an icicle chart: one row per depth, each node as wide as
-/// its inclusive time, under its parent; colour by kind.
-pub fn icicle(roots: &[PlotNode], note: String) -> Result<Figure, Failure> {
-    const MAX_DEPTH: usize = 14;
-    fn depth(list: &[PlotNode]) -> usize {
-        list.iter()
-            .map(|n| 1 + depth(&n.children))
-            .max()
-            .unwrap_or(0)
-    }
-    let rows = depth(roots).clamp(1, MAX_DEPTH);
-    let total: f64 = roots.iter().map(|n| n.total).sum::<f64>().max(1.0);
-    let mut kinds: Vec<&str> = Vec::new();
-    // (x0, x1, depth, node, kind index)
-    let mut cells: Vec<(f64, f64, usize, &PlotNode, usize)> = Vec::new();
-    // Nodes are drawn per thread of their team (a team's implicit tasks no
-    // wider than the region of one thread around them); nested nodes that
-    // would still outlast their parent are scaled to fit inside it.
-    fn place<'a>(
-        list: &'a [PlotNode],
-        x: f64,
-        d: usize,
-        scale: f64,
-        total: f64,
-        kinds: &mut Vec<&'a str>,
-        cells: &mut Vec<(f64, f64, usize, &'a PlotNode, usize)>,
-    ) {
-        let mut at = x;
-        for n in list {
-            let w = n.total * scale;
-            // Too thin to see (under 0.1%): left out with its subtree.
-            if d >= MAX_DEPTH || w < total * 0.001 {
-                at += w;
-                continue;
-            }
-            let k = kinds.iter().position(|k| *k == n.kind).unwrap_or_else(|| {
-                kinds.push(&n.kind);
-                kinds.len() - 1
-            });
-            cells.push((at, at + w, d, n, k));
-            let nested: f64 = n.children.iter().map(|c| c.total).sum();
-            let fit = if nested > n.total && nested > 0.0 {
-                n.total / nested
-            } else {
-                1.0
-            };
-            place(&n.children, at, d + 1, scale * fit, total, kinds, cells);
-            at += w;
-        }
-    }
-    place(roots, 0.0, 0, 1.0, total, &mut kinds, &mut cells);
-    let height = (70 + 30 * rows as u32).max(90 + 18 * kinds.len() as u32);
-    let svg = svg("icicle", height, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(10)
-            .x_label_area_size(24)
-            .y_label_area_size(0)
-            // Right of the total stays free for the legend.
-            .build_cartesian_2d(0f64..total * 1.22, 0f64..rows as f64)
-            .map_err(b)?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .disable_y_axis()
-            .x_labels(6)
-            .x_label_formatter(&|v| {
-                if *v <= total {
-                    duration(*v)
-                } else {
-                    String::new()
-                }
-            })
-            .draw()
-            .map_err(b)?;
-        let y = |d: usize| (rows - 1 - d) as f64;
-        for (k, kind) in kinds.iter().enumerate() {
-            let color = PALETTE[k % PALETTE.len()];
-            chart
-                .draw_series(cells.iter().filter(|c| c.4 == k).map(|c| {
-                    Rectangle::new(
-                        [(c.0, y(c.2) + 0.04), (c.1, y(c.2) + 0.96)],
-                        color.mix(0.75).filled(),
-                    )
-                }))
-                .map_err(b)?
-                .label(*kind)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
-                });
-        }
-        // A name where its cell is wide enough for some of it (7 px a character).
-        let px = (WIDTH - 20) as f64 / (total * 1.22);
-        chart
-            .draw_series(cells.iter().filter_map(|c| {
-                let chars = ((c.1 - c.0) * px / 7.0) as usize;
-                (chars >= 4).then(|| {
-                    let name = match c.3.threads {
-                        1 => c.3.name.clone(),
-                        t => format!("{} ({t} thr)", c.3.name),
-                    };
-                    Text::new(
-                        label(&name, chars),
-                        (c.0 + 2.0 / px, y(c.2) + 0.7),
-                        ("sans-serif", 11).into_font(),
-                    )
-                })
-            }))
-            .map_err(b)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(b)?;
-        Ok(())
-    })?;
-    Ok(Figure {
-        id: "icicle",
-        title: "Call-path tree (icicle)".into(),
-        note,
-        svg,
+        page: None,
     })
 }
 
@@ -486,11 +507,12 @@ pub fn heatmap(
         };
     let (rows, cols, values) = (&rows[..], &cols[..], &values[..]);
     let (nr, nc) = (rows.len().max(1), cols.len().max(1));
-    let height = 80 + (24 * nr as u32).min(600);
+    let height = (80 + (24 * nr as u32).min(600)).max(230);
     let svg = svg(title, height, |root| {
+        let (plot, scale) = root.split_horizontally(WIDTH - 190);
         // Segmented axes: a label at the centre of every cell's row and column
         // (plain numeric axes put them at round values, between cells).
-        let mut chart = ChartBuilder::on(root)
+        let mut chart = ChartBuilder::on(&plot)
             .margin(10)
             .x_label_area_size(28)
             .y_label_area_size(220)
@@ -518,6 +540,13 @@ pub fn heatmap(
             })
             .draw()
             .map_err(b)?;
+        let cell = |r: usize, c: usize| {
+            let y = nr - 1 - r;
+            [
+                (SegmentValue::Exact(c), SegmentValue::Exact(y)),
+                (SegmentValue::Exact(c + 1), SegmentValue::Exact(y + 1)),
+            ]
+        };
         chart
             .draw_series(values.iter().enumerate().flat_map(|(r, row)| {
                 row.iter()
@@ -525,17 +554,95 @@ pub fn heatmap(
                     .filter(|(_, v)| **v > 0.0)
                     .map(move |(c, v)| {
                         let (colour, t) = shade(r, c, *v);
-                        let y = nr - 1 - r;
-                        Rectangle::new(
-                            [
-                                (SegmentValue::Exact(c), SegmentValue::Exact(y)),
-                                (SegmentValue::Exact(c + 1), SegmentValue::Exact(y + 1)),
-                            ],
-                            colour.mix(t).filled(),
-                        )
+                        Rectangle::new(cell(r, c), colour.mix(t).filled())
                     })
             }))
             .map_err(b)?;
+        // Each cell's value where the cell has room for it (a short byte
+        // count is about 7 px a character, 14 px tall), white on dark.
+        // A cell's corners in pixels of the plotting area (its axes hold one
+        // segment more than the cells).
+        let area = chart.plotting_area();
+        let base = area.get_base_pixel();
+        let corner = |r: usize, c: usize| {
+            let p = area.map_coordinate(&(SegmentValue::Exact(c), SegmentValue::Exact(nr - r)));
+            (p.0 - base.0, p.1 - base.1)
+        };
+        let (a, z) = (corner(0, 0), corner(1, 1));
+        let (cw, ch) = ((z.0 - a.0).abs() as f64, (z.1 - a.1).abs() as f64);
+        if ch >= 14.0 {
+            let strip = area.strip_coord_spec();
+            for (r, row) in values.iter().enumerate() {
+                for (c, v) in row.iter().enumerate() {
+                    let text = cell_bytes(*v);
+                    if *v <= 0.0 || text.len() as f64 * 6.5 + 4.0 > cw {
+                        continue;
+                    }
+                    let (_, t) = shade(r, c, *v);
+                    let colour = if t > 0.6 { WHITE } else { BLACK };
+                    let style = ("sans-serif", 12)
+                        .into_font()
+                        .color(&colour)
+                        .pos(Pos::new(HPos::Center, VPos::Center));
+                    let (x0, y0) = corner(r, c);
+                    let pos = (x0 + (cw / 2.0) as i32, y0 + (ch / 2.0) as i32);
+                    strip.draw(&Text::new(text, pos, style)).map_err(b)?;
+                }
+            }
+        }
+        // The colour scale: the cells' shades from the least to the most bytes,
+        // and the totals' grey one beside it.
+        let scale = scale.margin(14, 30, 10, 10);
+        let (_, sh) = scale.dim_in_pixel();
+        let steps = 40;
+        let bar = |x: i32,
+                   colour: RGBColor,
+                   top: f64,
+                   name: &str|
+         -> Result<(), Box<dyn std::fmt::Display>> {
+            let h = sh as i32 - 20;
+            for i in 0..steps {
+                let t0 = i as f64 / steps as f64;
+                let y0 = 14 + h - ((i + 1) * h / steps);
+                let y1 = 14 + h - (i * h / steps);
+                // Blended over white here (the cells are drawn with an
+                // opacity): the scale's steps are no cells.
+                let t = 0.15 + 0.85 * (t0 + 0.5 / steps as f64);
+                let over_white = |c: u8| (255.0 - t * (255.0 - c as f64)).round() as u8;
+                let step = RGBColor(
+                    over_white(colour.0),
+                    over_white(colour.1),
+                    over_white(colour.2),
+                );
+                scale
+                    .draw(&Rectangle::new([(x, y0), (x + 14, y1)], step.filled()))
+                    .map_err(b)?;
+            }
+            scale
+                .draw(&Rectangle::new([(x, 14), (x + 14, 14 + h)], BLACK.mix(0.3)))
+                .map_err(b)?;
+            scale
+                .draw(&Text::new(
+                    name.to_string(),
+                    (x - 2, 0),
+                    ("sans-serif", 11).into_font(),
+                ))
+                .map_err(b)?;
+            for (v, y) in [(top, 14), (top / 2.0, 14 + h / 2), (0.0, 14 + h)] {
+                scale
+                    .draw(&Text::new(
+                        fmt_bytes(v),
+                        (x + 18, y - 6),
+                        ("sans-serif", 11).into_font(),
+                    ))
+                    .map_err(b)?;
+            }
+            Ok(())
+        };
+        bar(0, BAR3, max, "bytes")?;
+        if totals {
+            bar(92, TOTALS, totals_max, "totals")?;
+        }
         Ok(())
     })?;
     Ok(Figure {
@@ -543,57 +650,106 @@ pub fn heatmap(
         title: title.into(),
         note,
         svg,
+        page: None,
     })
 }
 
+/// A byte count short enough for a heat map's cell: two or three digits and a
+/// binary unit (`40 B`, `2.3 KiB`, `12 KiB`, `512 MiB`).
+fn cell_bytes(v: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut i = 0;
+    let mut x = v.max(0.0);
+    while i + 1 < UNITS.len() && x >= 1024.0 {
+        x /= 1024.0;
+        i += 1;
+    }
+    if i == 0 || x >= 9.95 {
+        format!("{x:.0} {}", UNITS[i])
+    } else {
+        format!("{x:.1} {}", UNITS[i])
+    }
+}
+
 /// Instance durations over time: per series (a call path) its (start, duration)
-/// samples as points, start in ns since the run began.
+/// samples as points, start in ns since the run began, the legend below the
+/// plot. The duration axis runs to the longest instance drawn (those starting
+/// within the run), on a log scale where the durations span more than a
+/// factor of 100 (a linear one would put all but the longest on 0).
 pub fn scatter(
     note: String,
     series: &[(String, Vec<(f64, f64)>)],
     run_ns: f64,
 ) -> Result<Figure, Failure> {
-    let max = series
-        .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.1))
-        .fold(0.0, f64::max)
-        .max(1.0);
-    let svg = svg("scatter", 420, |root| {
-        let mut chart = ChartBuilder::on(root)
+    let run_ns = run_ns.max(1.0);
+    let drawn = |p: &&(f64, f64)| (0.0..=run_ns).contains(&p.0) && p.1 > 0.0;
+    let durations = || {
+        series
+            .iter()
+            .flat_map(|s| s.1.iter().filter(drawn).map(|p| p.1))
+    };
+    let max = durations().fold(0.0, f64::max).max(1.0);
+    let min = durations().fold(f64::INFINITY, f64::min).min(max);
+    let log = max / min > 100.0;
+    let plot_h = 380;
+    let height = plot_h + key_height(series.len()) + 6;
+    let svg = svg("scatter", height, |root| {
+        let (plot, legend) = root.split_vertically(plot_h);
+        let mut builder = ChartBuilder::on(&plot);
+        let chart = builder
             .margin(10)
-            .x_label_area_size(28)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..run_ns.max(1.0), 0f64..max * 1.1)
-            .map_err(b)?;
-        chart
-            .configure_mesh()
-            .x_labels(6)
-            .y_labels(6)
-            .x_label_formatter(&|v| duration(*v))
-            .y_label_formatter(&|v| duration(*v))
-            .x_desc("start")
-            .y_desc("duration")
-            .draw()
-            .map_err(b)?;
-        for (i, (name, points)) in series.iter().enumerate() {
-            let color = PALETTE[i % PALETTE.len()];
+            .x_label_area_size(36)
+            .y_label_area_size(80);
+        let points = |c: usize| {
+            let color = PALETTE[c % PALETTE.len()];
+            series[c]
+                .1
+                .iter()
+                .filter(drawn)
+                .map(move |p| Circle::new(*p, 3, color.mix(0.75).filled()))
+                .collect::<Vec<_>>()
+        };
+        if log {
+            let mut chart = chart
+                .build_cartesian_2d(0f64..run_ns, (min / 1.5..max * 1.1).log_scale())
+                .map_err(b)?;
             chart
-                .draw_series(
-                    points
-                        .iter()
-                        .map(|p| Circle::new(*p, 2, color.mix(0.7).filled())),
-                )
-                .map_err(b)?
-                .label(label(name, 64))
-                .legend(move |(x, y)| Circle::new((x + 5, y), 4, color.filled()));
+                .configure_mesh()
+                .x_labels(6)
+                .y_labels(8)
+                .x_label_formatter(&|v| duration(*v))
+                .y_label_formatter(&|v| duration(*v))
+                .x_desc("start")
+                .y_desc("duration (log scale)")
+                .draw()
+                .map_err(b)?;
+            for c in 0..series.len() {
+                chart.draw_series(points(c)).map_err(b)?;
+            }
+        } else {
+            let mut chart = chart
+                .build_cartesian_2d(0f64..run_ns, 0f64..max * 1.1)
+                .map_err(b)?;
+            chart
+                .configure_mesh()
+                .x_labels(6)
+                .y_labels(6)
+                .x_label_formatter(&|v| duration(*v))
+                .y_label_formatter(&|v| duration(*v))
+                .x_desc("start")
+                .y_desc("duration")
+                .draw()
+                .map_err(b)?;
+            for c in 0..series.len() {
+                chart.draw_series(points(c)).map_err(b)?;
+            }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(b)?;
+        let entries: Vec<(String, RGBColor)> = series
+            .iter()
+            .enumerate()
+            .map(|(c, (name, _))| (name.clone(), PALETTE[c % PALETTE.len()]))
+            .collect();
+        key(&legend.margin(0, 0, 80, 10), &entries, Mark::Dot)?;
         Ok(())
     })?;
     Ok(Figure {
@@ -601,6 +757,7 @@ pub fn scatter(
         title: "Instance durations over time".into(),
         note,
         svg,
+        page: None,
     })
 }
 
@@ -641,12 +798,13 @@ pub fn stacked_over_time(
         sums.push(below.clone());
     }
     let max = below.iter().copied().fold(0.0, f64::max).max(1.0);
-    let svg = svg(title, 380, |root| {
-        let mut chart = ChartBuilder::on(root)
+    let svg = svg(title, 380.max(30 + key_height(series.len())), |root| {
+        let (plot, legend) = root.split_horizontally(WIDTH - KEY_WIDTH);
+        let mut chart = ChartBuilder::on(&plot)
             .margin(10)
-            .x_label_area_size(28)
+            .x_label_area_size(36)
             .y_label_area_size(50)
-            .build_cartesian_2d(0f64..run_ns.max(1.0), 0f64..max * 1.3)
+            .build_cartesian_2d(0f64..run_ns.max(1.0), 0f64..max * 1.05)
             .map_err(b)?;
         chart
             .configure_mesh()
@@ -657,7 +815,7 @@ pub fn stacked_over_time(
             .y_desc(y_desc)
             .draw()
             .map_err(b)?;
-        for (c, (name, _)) in series.iter().enumerate().rev() {
+        for c in (0..series.len()).rev() {
             let color = PALETTE[c % PALETTE.len()];
             chart
                 .draw_series(AreaSeries::new(
@@ -665,19 +823,16 @@ pub fn stacked_over_time(
                     0.0,
                     color.filled(),
                 ))
-                .map_err(b)?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
-                });
+                .map_err(b)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(b)?;
+        // The legend top down as the areas stack (the last on top).
+        let entries: Vec<(String, RGBColor)> = series
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(c, (name, _))| (name.clone(), PALETTE[c % PALETTE.len()]))
+            .collect();
+        key(&legend.margin(10, 0, 0, 0), &entries, Mark::Square)?;
         Ok(())
     })?;
     Ok(Figure {
@@ -685,10 +840,12 @@ pub fn stacked_over_time(
         title: title.into(),
         note,
         svg,
+        page: None,
     })
 }
 
-/// Series over time as step lines, one polyline each; `fmt` writes a value.
+/// Series over time as step lines, one polyline each, the legend beside them;
+/// `axis` says what the values are.
 pub fn lines_over_time(
     id: &'static str,
     title: &str,
@@ -696,47 +853,44 @@ pub fn lines_over_time(
     series: &[(String, Vec<f64>)],
     bucket_ns: f64,
     run_ns: f64,
-    fmt: fn(f64) -> String,
+    axis: Axis,
 ) -> Result<Figure, Failure> {
     let max = series
         .iter()
         .flat_map(|s| s.1.iter().copied())
         .fold(0.0, f64::max)
         .max(1.0);
-    let svg = svg(title, 380, |root| {
-        let mut chart = ChartBuilder::on(root)
+    let svg = svg(title, 380.max(30 + key_height(series.len())), |root| {
+        let (plot, legend) = root.split_horizontally(WIDTH - KEY_WIDTH);
+        let mut chart = ChartBuilder::on(&plot)
             .margin(10)
-            .x_label_area_size(28)
+            .x_label_area_size(36)
             .y_label_area_size(80)
-            .build_cartesian_2d(0f64..run_ns.max(1.0), 0f64..max * 1.2)
+            .build_cartesian_2d(0f64..run_ns.max(1.0), Ticked::new(max * 1.05, axis))
             .map_err(b)?;
         chart
             .configure_mesh()
             .x_labels(8)
-            .y_labels(6)
             .x_label_formatter(&|v| duration(*v))
-            .y_label_formatter(&|v| fmt(*v))
+            .y_label_formatter(&|v| axis.label(*v))
             .x_desc("time since start")
             .draw()
             .map_err(b)?;
-        for (c, (name, values)) in series.iter().enumerate() {
+        for (c, (_, values)) in series.iter().enumerate() {
             let color = PALETTE[c % PALETTE.len()];
             chart
                 .draw_series(LineSeries::new(
                     steps(values, bucket_ns, run_ns),
                     color.stroke_width(2),
                 ))
-                .map_err(b)?
-                .label(label(name, 60))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], color));
+                .map_err(b)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(b)?;
+        let entries: Vec<(String, RGBColor)> = series
+            .iter()
+            .enumerate()
+            .map(|(c, (name, _))| (name.clone(), PALETTE[c % PALETTE.len()]))
+            .collect();
+        key(&legend.margin(10, 0, 0, 0), &entries, Mark::Line)?;
         Ok(())
     })?;
     Ok(Figure {
@@ -744,6 +898,7 @@ pub fn lines_over_time(
         title: title.into(),
         note,
         svg,
+        page: None,
     })
 }
 

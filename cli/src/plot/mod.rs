@@ -1,9 +1,10 @@
 //! `kprof plot DIR [-o FILE]`: the profile as pictures. One SVG file per figure
-//! (`plot-<figure>.svg`) and one HTML page holding them all inline (no script, no
-//! link, no font or image fetched: it renders offline), from one process's
-//! profile or a merged one (`kprof merge`).
+//! (`plot-<figure>.svg`) and one HTML page holding them all inline (no link, no
+//! font, image or script fetched: it renders offline; the flame graph's script
+//! is inline), from one process's profile or a merged one (`kprof merge`).
 
 mod figures;
+mod flame;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use crate::fmt::{bytes, duration};
 use crate::load::{load_any, Loaded};
 use crate::outcome::{Failure, Outcome};
 use crate::path_text::show;
-use figures::{fmt_bytes, Figure, PlotNode};
+use figures::{Axis, Figure, PlotNode};
 
 /// Arguments of `kprof plot`.
 #[derive(clap::Args)]
@@ -117,27 +118,93 @@ pub fn main(args: PlotArgs) -> Outcome {
     Ok(0)
 }
 
-/// The tree as the icicle draws it: each node's inclusive time per thread of
-/// its team (`flat::TeamStack`), so that a team's implicit tasks, summed over
-/// its threads, are no wider than the region of one thread around them.
+/// The tree as the flame graph draws it: each node's exclusive time per thread
+/// of the largest team around it (its own, an OpenMP construct's, or its
+/// parent's), so that inside a parallel region every frame shows the mean
+/// thread of the team: its implicit tasks, summed over the team's threads, are
+/// then no wider than the region around them. Device activity is left out
+/// (the GPU figure shows it).
 fn plot_tree(list: &[TreeNode], parent_team: u32) -> Vec<PlotNode> {
     list.iter()
         .filter(|n| !DEVICE_KINDS.contains(&n.kind.as_ref()))
         .map(|n| {
-            let team = match own_team(n) {
-                0 => parent_team,
-                t => t,
+            let team = own_team(n).max(parent_team);
+            let instances = instances(n.count as f64);
+            let details = if team > 1 {
+                format!(
+                    "inclusive {}/thread [{} over {team}], exclusive {}/thread [{}], {instances}",
+                    duration(per_thread(n.total_ns, team) as f64),
+                    duration(n.total_ns as f64),
+                    duration(per_thread(n.self_ns, team) as f64),
+                    duration(n.self_ns as f64),
+                )
+            } else {
+                format!(
+                    "inclusive {}, exclusive {}, {instances}",
+                    duration(n.total_ns as f64),
+                    duration(n.self_ns as f64),
+                )
             };
             PlotNode {
                 name: n.name.to_string(),
                 kind: n.kind.to_string(),
-                total: per_thread(n.total_ns, team) as f64,
-                threads: team,
+                own: per_thread(n.self_ns, team),
+                details,
                 children: plot_tree(&n.children, team),
             }
         })
         .collect()
 }
+
+/// `n` instances, in words.
+fn instances(n: f64) -> String {
+    if n.fract() == 0.0 {
+        format!("{n} instance{}", if n == 1.0 { "" } else { "s" })
+    } else {
+        format!("{n:.1} instances")
+    }
+}
+
+/// The flame graph figure of `roots` (none where nothing has time): the SVG as
+/// its file, and on the page in a frame of its own (its script finds its parts
+/// by id and listens on its whole window), with the kinds' colours below it.
+fn flame_figure(roots: &[PlotNode], all: &str, note: String) -> Result<Option<Figure>, Failure> {
+    let Some(f) = flame::flame(roots, all)? else {
+        return Ok(None);
+    };
+    let svg_at = f.svg.find("<svg").unwrap_or(0);
+    // The graph's script keeps the zoom and search in the address
+    // (history.replaceState), which a frame written inline (about:srcdoc)
+    // refuses: there it keeps them in the frame only.
+    let doc = format!(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>html,body{{margin:0;overflow:hidden}} svg{{display:block;width:100%;height:auto}}</style>\
+         <script>history.replaceState = function () {{}};</script></head><body>{}</body></html>",
+        &f.svg[svg_at..]
+    );
+    let mut kinds = String::new();
+    for (kind, colour) in &f.kinds {
+        let _ = write!(
+            kinds,
+            "<span class=\"kind\"><i style=\"background:{colour}\"></i>{}</span>",
+            esc(kind)
+        );
+    }
+    let page = format!(
+        "<iframe class=\"flame\" title=\"call-path flame graph\" style=\"height:{}px\" srcdoc=\"{}\"></iframe>\n<p class=\"kinds\">{kinds}</p>",
+        f.height + 2,
+        esc(&doc)
+    );
+    Ok(Some(Figure {
+        id: "icicle",
+        title: "Call-path tree (icicle: a flame graph, roots on top)".into(),
+        note,
+        svg: f.svg,
+        page: Some(page),
+    }))
+}
+
+/// What the flame graph's hover, click and search do, for the figures' notes.
+const FLAME_USE: &str = "Hover a frame for its name, kind, share of the whole, inclusive and exclusive time (inside a team: per thread, and [summed over the team's N threads]) and instances; click it to zoom into its subtree (Reset Zoom, top left, to go back); Search (top right, or Ctrl-F) colours the frames whose name matches a regular expression and says what share of the whole they hold.";
 
 /// The figures of one process's profile.
 fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
@@ -163,9 +230,10 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
         &rows,
         duration,
     )?);
-    figs.push(figures::icicle(
+    figs.extend(flame_figure(
         &plot_tree(&r.tree, 1),
-        "Each call path as wide as its inclusive time, nested ones below; colour by kind. A node run by a team of N threads (an OpenMP construct, and what it holds; labelled N thr) is as wide as its time per thread: summed over the team, divided by N.".into(),
+        "the run's call paths, time per thread",
+        format!("Each call path is a frame as wide as its time, nested ones below it; colour by kind. A frame is as wide as the exclusive times below it: its inclusive time; inside an OpenMP team of N threads, its time summed over the threads divided by N (the team's mean thread), so that the team's frames add up to the region around them. {FLAME_USE}"),
     )?);
 
     // Scatter: the sampled instances of the longest sampled call paths (ties
@@ -286,7 +354,7 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
             "Per team construct the least, mean and most time a thread spent in it (imbalance = max/mean), worst first.".into(),
             &["min", "mean", "max"],
             &rows,
-            duration,
+            Axis::Time,
         )?);
     }
 
@@ -312,7 +380,7 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
                 .into(),
             &["high water", "at end"],
             &rows,
-            fmt_bytes,
+            Axis::Bytes,
         )?);
     }
 
@@ -446,7 +514,7 @@ fn over_time(o: &OverTime, run_ns: f64, figs: &mut Vec<Figure>) -> Result<(), Fa
             &series,
             width,
             run_ns,
-            fmt_bytes,
+            Axis::Bytes,
         )?);
     }
     Ok(())
@@ -458,12 +526,22 @@ fn merged_tree(list: &Value) -> Vec<PlotNode> {
         .unwrap_or_default()
         .iter()
         .filter(|n| !DEVICE_KINDS.contains(&n["kind"].as_str().unwrap_or_default()))
-        .map(|n| PlotNode {
-            name: n["name"].as_str().unwrap_or_default().into(),
-            kind: n["kind"].as_str().unwrap_or_default().into(),
-            total: n["total_ns"]["mean"].as_f64().unwrap_or(0.0),
-            threads: 1,
-            children: merged_tree(&n["children"]),
+        .map(|n| {
+            let stat = |k: &str, s: &str| n[k][s].as_f64().unwrap_or(0.0);
+            PlotNode {
+                name: n["name"].as_str().unwrap_or_default().into(),
+                kind: n["kind"].as_str().unwrap_or_default().into(),
+                own: stat("self_ns", "mean").round() as u64,
+                details: format!(
+                    "means over ranks: inclusive {} [ranks {} to {}], exclusive {}, {}",
+                    duration(stat("total_ns", "mean")),
+                    duration(stat("total_ns", "min")),
+                    duration(stat("total_ns", "max")),
+                    duration(stat("self_ns", "mean")),
+                    instances(stat("count", "mean")),
+                ),
+                children: merged_tree(&n["children"]),
+            }
         })
         .collect()
 }
@@ -506,9 +584,10 @@ fn merged(v: &Value, top: usize) -> Result<Vec<Figure>, Failure> {
         &rows,
         duration,
     )?);
-    figs.push(figures::icicle(
+    figs.extend(flame_figure(
         &merged_tree(&v["tree"]),
-        "Each call path as wide as its mean inclusive time over ranks, nested ones below; colour by kind.".into(),
+        "the call paths' mean time over ranks",
+        format!("Each call path is a frame as wide as the mean over ranks of the exclusive times below it, summed over threads (a merged profile keeps no team sizes), nested ones below; colour by kind. {FLAME_USE}"),
     )?);
     nodes.sort_by(|a, b| {
         (b.2[2] - b.2[1])
@@ -529,7 +608,7 @@ fn merged(v: &Value, top: usize) -> Result<Vec<Figure>, Failure> {
         "Per call path the least, mean and most inclusive time of a rank (imbalance = max/mean), worst first.".into(),
         &["min", "mean", "max"],
         &rows,
-        duration,
+        Axis::Time,
     )?);
     // Each channel's matrix (the first MATRIX_IDS of them): rank rows, peer
     // columns, with each rank's and peer's totals.
@@ -644,7 +723,7 @@ fn actor_breakdown(v: &Value, figs: &mut Vec<Figure>) -> Result<(), Failure> {
         "Per PE the time of its actor phase in the program's own work (MAIN), in message handlers (PROC) and in Conveyors and OpenSHMEM (COMM), from each rank's profile.".into(),
         &["MAIN", "PROC", "COMM"],
         &rows,
-        duration,
+        Axis::Time,
     )?);
     let shares: Vec<(String, Vec<f64>)> = rows
         .iter()
@@ -690,6 +769,9 @@ fn html(title: &str, subtitle: &str, source: &str, figs: &[Figure]) -> String {
          h1{{font-size:22px;margin:0 0 4px}} h2{{font-size:17px;margin:28px 0 4px}}\
          p{{margin:2px 0 8px;color:#555}} .fig svg{{max-width:100%;height:auto;border:1px solid #ddd}}\
          nav a{{margin-right:12px}}\
+         iframe.flame{{width:100%;max-width:962px;border:1px solid #ddd;display:block;box-sizing:border-box}}\
+         .kinds .kind{{margin-right:14px;white-space:nowrap}}\
+         .kinds i{{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}}\
          </style></head><body>\n<h1>{}</h1><p>{}</p><p>from {}</p>\n<nav>",
         esc(title),
         esc(title),
@@ -707,7 +789,7 @@ fn html(title: &str, subtitle: &str, source: &str, figs: &[Figure]) -> String {
             f.id,
             esc(&f.title),
             esc(&f.note),
-            f.svg
+            f.page.as_deref().unwrap_or(&f.svg)
         );
     }
     s.push_str("</body></html>\n");
