@@ -56,6 +56,7 @@ pub fn blank() -> TreeNode {
         args: BTreeMap::new(),
         counters: None,
         samples: None,
+        stack_samples: None,
         children: Vec::new(),
     }
 }
@@ -79,6 +80,7 @@ pub fn bare(n: &TreeNode) -> TreeNode {
         args: n.args.clone(),
         counters: n.counters.clone(),
         samples: n.samples.clone(),
+        stack_samples: n.stack_samples.clone(),
         children: Vec::new(),
     }
 }

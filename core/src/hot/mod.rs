@@ -5,7 +5,9 @@
 //! [`buffer`], [`arena`]); [`current`] enters the calling thread ([`tls`]) for
 //! each event. [`nesting`] holds the event vocabulary and the rules that keep
 //! begins and ends nested; [`open`] the GUIDs and the open instances threads
-//! publish for each other; [`runtime`] the state of the one runtime.
+//! publish for each other; [`runtime`] the state of the one runtime;
+//! [`stack_samples`] the call-stack samples a timer signal takes on each
+//! thread, unwound with the modules' data [`unwind`] prepares.
 //!
 //! The modules' imports form no circle (`core/tests/layers`): what a thread's
 //! state and profile need of the runtime is handed to them as data when they
@@ -23,5 +25,8 @@ pub mod nesting;
 pub mod open;
 pub mod record;
 pub mod runtime;
+pub mod stack_samples;
 pub mod thread;
 pub mod tls;
+#[cfg(target_arch = "x86_64")]
+pub mod unwind;
