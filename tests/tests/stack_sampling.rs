@@ -14,7 +14,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use kprof_tests::{
-    assert_ok, clean_cmd, compile_with_core, read_profile, run, scratch, skip_unless, test_file, u,
+    assert_ok, clean_cmd, compile_with_core, lib, read_profile, run, scratch, skip_unless,
+    test_file, u,
 };
 use serde_json::Value;
 
@@ -61,6 +62,22 @@ fn sampled(exe: &Path, dir: &Path, args: &[&str]) -> (Output, Value) {
     cmd.args(args)
         .env("KPROF_SAMPLE_HZ", HZ)
         .env("KPROF_OUTPUT_DIR", &out_dir)
+        .env("OMP_WAIT_POLICY", "passive");
+    let out = run(&mut cmd);
+    let profile = read_profile(&out_dir);
+    (out, profile)
+}
+
+/// Runs `exe args` under `kprof run --sample-hz` into `dir/out`.
+fn kprof_run(exe: &Path, dir: &Path, args: &[&str]) -> (Output, Value) {
+    let out_dir = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let mut cmd: Command = clean_cmd(&lib("kprof"));
+    cmd.args(["run", "--sample-hz", HZ, "-o"])
+        .arg(&out_dir)
+        .arg("--")
+        .arg(exe)
+        .args(args)
         .env("OMP_WAIT_POLICY", "passive");
     let out = run(&mut cmd);
     let profile = read_profile(&out_dir);
@@ -122,7 +139,12 @@ fn check_split(threads: usize, debug: bool) {
     let exe = split(debug);
     let dir = scratch(&format!("stack_split_{threads}_{debug}"));
     let t = threads.to_string();
-    let (out, p) = sampled(&exe, &dir, &[&t, "6"]);
+    // One case through `kprof run`'s flag, the others through the variable.
+    let (out, p) = if threads == 1 && !debug {
+        kprof_run(&exe, &dir, &[&t, "6"])
+    } else {
+        sampled(&exe, &dir, &[&t, "6"])
+    };
     assert_ok(&out);
     // The program's own output is unchanged by the samples.
     let plain = run(clean_cmd(&exe)
@@ -205,6 +227,8 @@ fn check_split(threads: usize, debug: bool) {
     // About 1.4 s of CPU per thread at the kernel's tick (100 Hz at least).
     assert!(taken >= 100 * threads as u64, "{what}: {taken} samples");
 
+    report_agrees(&dir.join("out"), &p);
+
     // Lines: the functions' loops in split.c with -g; none without.
     let lines = s["lines"].as_array().expect("lines");
     if debug {
@@ -227,6 +251,41 @@ fn check_split(threads: usize, debug: bool) {
         );
     } else {
         assert!(lines.is_empty(), "{what}: lines without -g: {lines:?}");
+    }
+}
+
+/// `kprof report --samples` shows each region's samples and its functions'
+/// counts as profile.json has them.
+fn report_agrees(dir: &Path, p: &Value) {
+    let o = run(clean_cmd(&lib("kprof"))
+        .args(["report", "--samples"])
+        .arg(dir));
+    assert_ok(&o);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        text.contains(&format!(
+            "Call-stack samples: {} at 1000 Hz",
+            u(&p["stack_samples"]["samples"])
+        )),
+        "{text}"
+    );
+    for name in ["split", "chain"] {
+        let s = &region(p, name)["stack_samples"];
+        let head = format!("\n{name} (user_region): {} samples", u(&s["samples"]));
+        let at = text
+            .find(&head)
+            .unwrap_or_else(|| panic!("no {head:?} in\n{text}"));
+        let block = &text[at + 1..];
+        let block = &block[..block.find("\n\n").unwrap_or(block.len())];
+        for (f, n) in functions(s) {
+            assert!(
+                block
+                    .lines()
+                    .any(|l| l.split_whitespace().next() == Some(&n.to_string())
+                        && l.trim_end().ends_with(&f)),
+                "{f} with {n} samples in:\n{block}"
+            );
+        }
     }
 }
 
