@@ -74,6 +74,8 @@ pub struct StackSamples {
     pub truncated: AtomicU64,
     /// Raw clock ticks the handler took, over all samples.
     pub handler_ticks: AtomicU64,
+    /// Signals handled (a signal stands for 1 + its overruns samples).
+    pub signals: AtomicU64,
 }
 
 // SAFETY: `inner` is written only by the thread's own signal handler (not
@@ -273,6 +275,7 @@ extern "C" fn on_sample(_sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_voi
         b.take(ctx, 1 + overruns(info));
         let t1 = clock.map_or(0, Clock::now);
         bump(&b.handler_ticks, t1.wrapping_sub(t0));
+        bump(&b.signals, 1);
     }
     b.busy.store(false, Ordering::Release);
 }
@@ -409,6 +412,7 @@ pub fn arm(thread: u32, open: &'static OpenFrames) {
         lost: AtomicU64::new(0),
         truncated: AtomicU64::new(0),
         handler_ticks: AtomicU64::new(0),
+        signals: AtomicU64::new(0),
     }));
     let mut head = ALL.load(Ordering::Acquire);
     loop {
@@ -542,6 +546,7 @@ mod tests {
             lost: AtomicU64::new(0),
             truncated: AtomicU64::new(0),
             handler_ticks: AtomicU64::new(0),
+            signals: AtomicU64::new(0),
         }
     }
 

@@ -16,8 +16,13 @@ pub struct StackSamplesInfo {
     pub signal: i32,
     /// Threads sampled.
     pub threads: u64,
-    /// Samples taken.
+    /// Samples taken, in timer periods: the kernel fires CPU-time timers at its
+    /// tick, so above the tick's rate one signal stands for several periods
+    /// (its overruns), and counts for all of them.
     pub samples: u64,
+    /// Signals handled (each one unwind).
+    #[serde(default)]
+    pub signals: u64,
     /// Samples that could not be taken (the thread's buffer was full, or no
     /// frame could be read).
     pub lost: u64,
@@ -25,7 +30,7 @@ pub struct StackSamplesInfo {
     /// with the frames found: their own function is right, their call path
     /// shorter).
     pub truncated: u64,
-    /// Mean time the signal handler took per sample (unwind included), in ns;
+    /// Mean time the signal handler took per signal (unwind included), in ns;
     /// the kernel's delivery of the signal comes on top.
     pub handler_ns_mean: f64,
     /// Samples taken outside every instance (the threads' roots).

@@ -38,15 +38,19 @@ struct Acc {
     stacks: FxHashMap<Vec<Rc<str>>, u64>,
 }
 
+/// The source frames of one code address, innermost first, each with its
+/// function's name shared.
+type Looked = Rc<Vec<(Rc<str>, SourceFrame)>>;
+
 /// Source frames of code addresses, each looked up once.
 struct Frames<'a> {
     symbols: &'a mut Symbolizer,
-    cache: FxHashMap<u64, Rc<Vec<(Rc<str>, SourceFrame)>>>,
+    cache: FxHashMap<u64, Looked>,
 }
 
 impl Frames<'_> {
     /// The source frames at lookup address `pc`, innermost first.
-    fn of(&mut self, pc: u64) -> Rc<Vec<(Rc<str>, SourceFrame)>> {
+    fn of(&mut self, pc: u64) -> Looked {
         let symbols = &mut *self.symbols;
         self.cache
             .entry(pc)
@@ -83,11 +87,13 @@ pub fn collect(
         ..StackSamplesInfo::default()
     };
     let mut ticks = 0u64;
+    let mut signals = 0u64;
     for b in buffers {
         info.samples += b.taken.load(std::sync::atomic::Ordering::Relaxed);
         info.lost += b.lost.load(std::sync::atomic::Ordering::Relaxed);
         info.truncated += b.truncated.load(std::sync::atomic::Ordering::Relaxed);
         ticks += b.handler_ticks.load(std::sync::atomic::Ordering::Relaxed);
+        signals += b.signals.load(std::sync::atomic::Ordering::Relaxed);
         let map = merged.node_maps.get(&b.thread);
         for e in b.entries() {
             let node = map
@@ -117,8 +123,8 @@ pub fn collect(
             *a.stacks.entry(names).or_default() += e.count;
         }
     }
-    let taken = info.samples.max(1);
-    info.handler_ns_mean = clock.delta_ns(0, ticks) as f64 / taken as f64;
+    info.signals = signals;
+    info.handler_ns_mean = clock.delta_ns(0, ticks) as f64 / signals.max(1) as f64;
     let mut by_node: FxHashMap<u32, NodeStackSamples> =
         acc.into_iter().map(|(n, a)| (n, finish(a))).collect();
     info.outside = by_node.remove(&ROOT).unwrap_or_default();
