@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use rustc_hash::FxHashMap;
 
 use crate::base::anomaly::Anomalies;
+use crate::consume::profile::stacks::{SourceFrame, SourceFrames};
 use crate::hot::intern::Interner;
 use crate::hot::nesting::Symbols;
 
@@ -35,17 +36,6 @@ pub struct Symbolizer {
     /// Per module, its functions by source position (built when an outlined body is
     /// first named).
     functions: FxHashMap<PathBuf, Vec<SourceFunction>>,
-}
-
-/// One source frame of a code address: a function, and where in it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceFrame {
-    /// The function's name, demangled.
-    pub function: String,
-    /// Source file (with debug information).
-    pub file: Option<String>,
-    /// Source line (with debug information).
-    pub line: Option<u32>,
 }
 
 /// A function's name and where its code starts in the source.
@@ -260,6 +250,12 @@ impl Symbolizer {
         }
         self.modules = loaded_modules();
         find(&self.modules)
+    }
+}
+
+impl SourceFrames for Symbolizer {
+    fn source_frames(&mut self, pc: u64) -> Vec<SourceFrame> {
+        Symbolizer::source_frames(self, pc)
     }
 }
 

@@ -9,13 +9,30 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 
 use super::merge::Merged;
-use crate::collect::symbolize::{SourceFrame, Symbolizer};
 use crate::hot::aggregate::tree::ROOT;
 use crate::hot::clock::Clock;
 use crate::hot::stack_samples::StackSamples;
 use crate::output::stack_samples::{
     FunctionSamples, LineSamples, NodeStackSamples, SamplePath, StackSamplesInfo,
 };
+
+/// One source frame of a code address: a function, and where in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFrame {
+    /// The function's name, demangled.
+    pub function: String,
+    /// Source file (with debug information).
+    pub file: Option<String>,
+    /// Source line (with debug information).
+    pub line: Option<u32>,
+}
+
+/// What names code addresses for the samples (the writer's symbolizer).
+pub trait SourceFrames {
+    /// The source frames at instruction address `pc`, innermost first (the
+    /// functions inlined there, then the one they are in).
+    fn source_frames(&mut self, pc: u64) -> Vec<SourceFrame>;
+}
 
 /// Rows of a node's functions and lines kept, most samples first.
 const MAX_ROWS: usize = 100;
@@ -44,7 +61,7 @@ type Looked = Rc<Vec<(Rc<str>, SourceFrame)>>;
 
 /// Source frames of code addresses, each looked up once.
 struct Frames<'a> {
-    symbols: &'a mut Symbolizer,
+    symbols: &'a mut dyn SourceFrames,
     cache: FxHashMap<u64, Looked>,
 }
 
@@ -71,7 +88,7 @@ impl Frames<'_> {
 pub fn collect(
     buffers: &[&StackSamples],
     merged: &Merged,
-    symbols: &mut Symbolizer,
+    symbols: &mut dyn SourceFrames,
     clock: &Clock,
     (hz, signal): (u64, i32),
 ) -> StackView {
