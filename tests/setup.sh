@@ -27,11 +27,12 @@ demo=0
 # graphviz: dot reads taskgraph.dot back, chromium: renders kprof plot's page
 # headless (tests/tests/analyses.rs); lmod, and tcl8.6 for Environment Modules
 # (unpacked below): the installed module files, loaded by both tools
-# (tests/tests/modules.rs).
+# (tests/tests/modules.rs); linux-perf: `perf record -e cpu-clock`, the reference the
+# call-stack samples are compared with (tests/tests/stack_sampling.rs).
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev openmpi-bin libopenmpi-dev mpich libmpich-dev graphviz chromium lmod tcl8.6)
+packages=(cmake make gcc g++ gfortran pkg-config python3 python3-pip protobuf-compiler clang libomp-dev clang-tools-14 libclang-rt-14-dev libopen-trace-format2-dev otf2-tools libpapi-dev openmpi-bin libopenmpi-dev mpich libmpich-dev graphviz chromium lmod tcl8.6 linux-perf)
 # The demo builds kprof and Kokkos (cmake, make, g++; pip fetches the sdist's build
 # requirements) and runs the example.
 [[ $demo == 1 ]] && packages=(cmake make gcc g++ python3 python3-pip)

@@ -25,6 +25,7 @@ mod by_key;
 mod cells;
 mod job;
 mod shown;
+mod stack_samples;
 mod stream;
 mod views;
 
@@ -77,11 +78,15 @@ enum View<'f> {
     Tree(TreeKeep<'f>),
     /// `--threads`.
     Threads(Teams),
+    /// `--samples`.
+    Samples(stack_samples::Keep),
 }
 
 impl<'f> View<'f> {
     fn new(args: &ReportArgs, filter: Option<&'f Regex>) -> Self {
-        if args.threads {
+        if args.samples {
+            View::Samples(stack_samples::Keep::default())
+        } else if args.threads {
             View::Threads(Teams::new(args.top.unwrap_or(20)))
         } else if args.flat {
             View::ByName(Box::new(FlatKeys::new(true, filter)))
@@ -108,12 +113,13 @@ impl Sink for View<'_> {
             View::ByName(flat) => flat.enter(depth, n),
             View::Tree(t) => t.enter(depth, n),
             View::Threads(t) => t.enter(depth, n),
+            View::Samples(k) => k.enter(depth, n),
         }
     }
 
     fn leave(&mut self, depth: usize) {
         match self {
-            View::Table(..) | View::ByName(_) | View::Threads(_) => {}
+            View::Table(..) | View::ByName(_) | View::Threads(_) | View::Samples(_) => {}
             View::Tree(t) => t.leave(depth),
         }
     }
@@ -141,6 +147,11 @@ fn render(
         }
         View::ByName(keys) => return views::flat(r, *keys, path, args).map_err(spill_failure),
         View::Tree(tree) => return Ok(render_tree(r, tree, path, args)),
+        View::Samples(keep) => {
+            let mut s = header(r, path);
+            stack_samples::render(&mut s, r, keep, args)?;
+            return Ok(s);
+        }
         View::Table(flat, counted, mpi) => (flat, counted, mpi),
     };
     flat_table(r, *flat, *counted, &mpi, path, args, run).map_err(spill_failure)

@@ -41,6 +41,11 @@ pub struct ReportArgs {
     /// (with `--csv` or `--json`: those rows, machine-readable).
     #[arg(long, conflicts_with_all = ["tree", "threads"])]
     pub flat: bool,
+    /// The call-stack samples (`kprof run --sample-hz N`) of each kernel, region
+    /// and call: self samples by function and by line, and the program's call
+    /// paths below the construct (`--top`: the constructs shown, default 10).
+    #[arg(long, conflicts_with_all = ["tree", "threads", "flat", "csv", "json"])]
+    pub samples: bool,
 }
 
 /// The value rows are ordered by under `key`.

@@ -56,6 +56,7 @@ pub fn blank() -> TreeNode {
         args: BTreeMap::new(),
         counters: None,
         samples: None,
+        stack_samples: None,
         children: Vec::new(),
     }
 }
@@ -79,6 +80,7 @@ pub fn bare(n: &TreeNode) -> TreeNode {
         args: n.args.clone(),
         counters: n.counters.clone(),
         samples: n.samples.clone(),
+        stack_samples: n.stack_samples.clone(),
         children: Vec::new(),
     }
 }
@@ -210,6 +212,7 @@ enum Field {
     Args,
     Counters,
     Samples,
+    StackSamples,
     Children,
     Other,
 }
@@ -260,6 +263,7 @@ impl<'de> Deserialize<'de> for Field {
                     "args" => Field::Args,
                     "counters" => Field::Counters,
                     "samples" => Field::Samples,
+                    "stack_samples" => Field::StackSamples,
                     "children" => Field::Children,
                     _ => Field::Other,
                 })
@@ -336,6 +340,7 @@ impl<'de> Visitor<'de> for Node<'_> {
                 Field::Args => n.args = map.next_value::<BTreeMap<String, ArgRange>>()?,
                 Field::Counters => n.counters = map.next_value::<Option<Box<NodeCounters>>>()?,
                 Field::Samples => n.samples = map.next_value::<Option<Box<Vec<[u64; 2]>>>>()?,
+                Field::StackSamples => n.stack_samples = map.next_value()?,
                 Field::Children => {
                     let missing = |f: &&Field| **f != Field::Children && seen & f.bit() == 0;
                     if Field::REQUIRED.iter().any(|f| missing(&f)) {

@@ -78,6 +78,8 @@ pub struct Config {
     pub job_output_dir: String,
     /// Instances kept per call path for scatterplots (a uniform sample); 0: none.
     pub samples: u64,
+    /// Call-stack samples per second of each thread's CPU time; 0: none.
+    pub sample_hz: u64,
 }
 
 impl Default for Config {
@@ -103,6 +105,7 @@ impl Default for Config {
             per_rank: false,
             job_output_dir: "kprof-%e-job".into(),
             samples: 1000,
+            sample_hz: 0,
         }
     }
 }
@@ -259,6 +262,7 @@ impl Config {
                     "max-depth" => defaults.max_depth,
                     "sample-ms" => defaults.sample_ms,
                     "samples" => defaults.samples,
+                    "sample-hz" => defaults.sample_hz,
                     "trace-max-mb" => defaults.trace_max_mb,
                     _ => defaults.summary_top as u64,
                 };
@@ -274,6 +278,7 @@ impl Config {
                     "trace-max-mb" => self.trace_max_mb = v,
                     "sample-ms" => self.sample_ms = v,
                     "samples" => self.samples = v,
+                    "sample-hz" => self.sample_hz = v,
                     _ => self.summary_top = v as usize,
                 }
             }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use rustc_hash::FxHashMap;
 
 use crate::base::anomaly::Anomalies;
+use crate::consume::profile::stacks::{SourceFrame, SourceFrames};
 use crate::hot::intern::Interner;
 use crate::hot::nesting::Symbols;
 
@@ -172,6 +173,74 @@ impl Symbolizer {
         }
     }
 
+    /// The source frames of code address `pc` (an instruction, not a return
+    /// address: the caller subtracts one from those), innermost first: the
+    /// functions inlined at `pc`, then the one they were inlined into. Each has
+    /// its function name (demangled; from the symbol table without debug
+    /// information; `module+0xoffset` without either) and, with debug
+    /// information, file and line.
+    pub fn source_frames(&mut self, pc: u64) -> Vec<SourceFrame> {
+        let Some(module) = self.module(pc) else {
+            return vec![SourceFrame {
+                function: format!("{pc:#x}"),
+                file: None,
+                line: None,
+            }];
+        };
+        let probe = pc.wrapping_sub(module.bias);
+        let loader = self
+            .loaders
+            .entry(module.path.clone())
+            .or_insert_with(|| addr2line::Loader::new(&module.path).ok());
+        let file_name = module.path.file_name().map_or_else(
+            || module.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let Some(loader) = loader else {
+            return vec![SourceFrame {
+                function: format!("{file_name}+{probe:#x}"),
+                file: None,
+                line: None,
+            }];
+        };
+        let mut out = Vec::new();
+        if let Ok(mut frames) = loader.find_frames(probe) {
+            while let Ok(Some(frame)) = frames.next() {
+                let function = frame
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.demangle().ok())
+                    .map(|f| f.into_owned());
+                let (file, line) = frame
+                    .location
+                    .map_or((None, None), |l| (l.file.map(str::to_string), l.line));
+                out.push(SourceFrame {
+                    function: function.unwrap_or_default(),
+                    file,
+                    line,
+                });
+            }
+        }
+        let symbol = || {
+            loader
+                .find_symbol(probe)
+                .map(|s| addr2line::demangle_auto(s.into(), None).into_owned())
+        };
+        if out.is_empty() {
+            out.push(SourceFrame {
+                function: symbol().unwrap_or_else(|| format!("{file_name}+{probe:#x}")),
+                file: None,
+                line: None,
+            });
+        }
+        // Line tables without function entries (some assembly, stripped
+        // DWARF): the symbol table names the outermost frame.
+        for f in out.iter_mut().filter(|f| f.function.is_empty()) {
+            f.function = symbol().unwrap_or_else(|| format!("{file_name}+{probe:#x}"));
+        }
+        out
+    }
+
     /// The module containing `pc`, re-reading the module list once if unknown
     /// (the program may have loaded a library since).
     fn module(&mut self, pc: u64) -> Option<Module> {
@@ -181,6 +250,12 @@ impl Symbolizer {
         }
         self.modules = loaded_modules();
         find(&self.modules)
+    }
+}
+
+impl SourceFrames for Symbolizer {
+    fn source_frames(&mut self, pc: u64) -> Vec<SourceFrame> {
+        Symbolizer::source_frames(self, pc)
     }
 }
 
@@ -284,6 +359,17 @@ mod tests {
         assert!(text.contains("marker_function_for_symbolizer"), "{text}");
         assert!(text.contains("symbolize.rs:"), "line information: {text}");
         assert_eq!(s.describe(0), "<unknown location>");
+        let frames = s.source_frames(addr - 1);
+        assert!(
+            frames[frames.len() - 1]
+                .function
+                .contains("marker_function_for_symbolizer"),
+            "{frames:?}"
+        );
+        assert!(frames[0]
+            .file
+            .as_deref()
+            .is_some_and(|f| f.ends_with("symbolize.rs")));
         let id = s.name_of(addr);
         assert_eq!(names.text(id), text);
         assert_eq!(s.name_of(addr), id, "cached");

@@ -23,7 +23,7 @@ use crate::collect::sampler::Sampler;
 use crate::collect::symbolize::Symbolizer;
 use crate::consume::concurrency::{self, Timeline};
 use crate::consume::profile::tree_view::MergedTree;
-use crate::consume::profile::{merge, Profile};
+use crate::consume::profile::{merge, stacks, Profile};
 use crate::consume::trace::{self, TraceWriter};
 use crate::hot::aggregate::local::ThreadProfile;
 use crate::hot::buffer::{self, Chunk};
@@ -556,6 +556,9 @@ impl Writer {
         // Ends other threads reported for threads parked where they could not.
         let late = std::mem::take(&mut *rt.late_ends.lock().unwrap_or_else(|p| p.into_inner()));
         let system = self.sampler.take().map(|s| s.report());
+        // No sample is added once this returns: the buffers are read below.
+        let stack_buffers = crate::hot::stack_samples::signal()
+            .map(|_| crate::hot::stack_samples::stop(std::time::Duration::from_millis(200)));
         let mut records = FxHashMap::default();
         let mut words = 0;
         for (&index, s) in self.streams.iter_mut() {
@@ -616,8 +619,16 @@ impl Writer {
         let merged = merge::merge(&mut threads, &mut self.symbols);
         let call_paths = merged.thread_nodes;
         drop(threads);
+        let stacks = stack_buffers.map(|b| {
+            let how = (
+                crate::hot::stack_samples::hz(),
+                crate::hot::stack_samples::signal().unwrap_or(0),
+            );
+            stacks::collect(&b, &merged, &mut self.symbols, &rt.clock, how)
+        });
         let mut report = profile.report(&merged, &records);
         report.system = system;
+        report.stack_samples = stacks.as_ref().map(|s| s.info.clone());
         report.concurrency =
             concurrency::section(&times, &report.threads, report.clock.duration_ns);
         report.over_time = profile.over_time(busy_series);
@@ -638,7 +649,7 @@ impl Writer {
         let dir = self.dir.or_else(|| output::prepare_dir(rt, &cfg));
         // The traces are complete: the profile takes the space held for it.
         drop(self.profile_space.take());
-        let tree = MergedTree::new(&merged, rt);
+        let tree = MergedTree::new(&merged, rt).with_stacks(stacks.as_ref().map(|s| &s.by_node));
         output::write_all(&report, &tree, &cfg, dir.as_deref(), &traces);
     }
 }

@@ -209,6 +209,7 @@ fn start() -> Option<&'static Runtime> {
     }));
     RUNTIME.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
     crate::hot::quiesce::prepare_barrier();
+    start_stack_samples(&cfg, rt);
     match crate::collect::writer::spawn(rt) {
         Ok(handle) => {
             let _ = rt.writer.set(handle);
@@ -221,6 +222,21 @@ fn start() -> Option<&'static Runtime> {
         }
     }
     Some(rt)
+}
+
+/// Starts the call-stack samples (`KPROF_SAMPLE_HZ`), which need the in-place
+/// profile: each thread is armed when kprof first sees it.
+fn start_stack_samples(cfg: &crate::base::config::Config, rt: &'static Runtime) {
+    if cfg.sample_hz == 0 {
+        return;
+    }
+    if !rt.in_place {
+        warn("call-stack samples (KPROF_SAMPLE_HZ) are taken only without a trace and with KPROF_IN_PLACE=1: not sampling");
+        return;
+    }
+    if let Err(e) = crate::hot::stack_samples::install(cfg.sample_hz, &rt.clock) {
+        warn(&format!("call-stack samples: {e}; not sampling"));
+    }
 }
 
 /// Marks a GPU activity plugin active (`set`); whether one is.
@@ -292,6 +308,8 @@ pub fn reset_in_child(fork: bool, plugins: Option<Vec<String>>) {
     LIFE.deactivate();
     // The forking thread's state belongs to the parent's runtime.
     crate::hot::tls::set(std::ptr::null_mut());
+    // So do its call-stack sample buffers (the child has no timer).
+    crate::hot::stack_samples::forget_in_child();
     ANNOTATIONS.store(UNDECIDED, Ordering::SeqCst);
     let was = phase();
     RUNTIME.store(std::ptr::null_mut(), Ordering::Release);

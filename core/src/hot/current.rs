@@ -32,6 +32,7 @@ impl Drop for ExitGuard {
         }
         // SAFETY: the state belongs to this exiting thread and is never freed.
         let state = unsafe { &mut *p };
+        crate::hot::stack_samples::disarm_current();
         state.exit();
     }
 }
@@ -208,6 +209,11 @@ fn register(rt: &'static Runtime) -> Option<*mut ThreadState> {
         None => Box::leak(Box::new(fresh(NameCache::new()))),
     };
     tls::set(state);
+    // Call-stack samples need the thread's in-place profile: the node the
+    // thread publishes is where a sample goes.
+    if rt.in_place {
+        crate::hot::stack_samples::arm(slot.index, &slot.open);
+    }
     // Registers the exit destructor; fails harmlessly if the thread is already
     // tearing down its thread-locals.
     let _ = EXIT.try_with(|_| ());

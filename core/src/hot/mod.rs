@@ -7,7 +7,9 @@
 //! begins and ends nested; [`open`] the GUIDs and the open instances threads
 //! publish for each other; [`runtime`] the state of the one runtime, whose
 //! start and end follow [`lifecycle`]; [`quiesce`] how the end of the run waits
-//! for events in progress.
+//! for events in progress; [`stack_samples`] the call-stack samples a timer
+//! signal takes on each thread, unwound with the modules' data [`unwind`]
+//! prepares.
 //!
 //! The modules' imports form no circle (`core/tests/layers`): what a thread's
 //! state and profile need of the runtime is handed to them as data when they
@@ -27,5 +29,8 @@ pub mod open;
 pub mod quiesce;
 pub mod record;
 pub mod runtime;
+pub mod stack_samples;
 pub mod thread;
 pub mod tls;
+#[cfg(target_arch = "x86_64")]
+pub mod unwind;

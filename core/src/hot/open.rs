@@ -55,6 +55,23 @@ impl OpenFrames {
         }
     }
 
+    /// The node of the innermost instance published (`None`: none open). Read
+    /// by the thread's own sampling signal handler, which may interrupt an
+    /// open or a close: each entry is one word, so it sees the stack before or
+    /// after the change, never half of it. Async-signal-safe.
+    #[inline]
+    pub fn innermost_node(&self) -> Option<u32> {
+        let mut node = None;
+        for w in self.words.iter() {
+            let e = w.load(Ordering::Relaxed);
+            if e == 0 {
+                break;
+            }
+            node = Some((e & ((1 << OPEN_NODE_BITS) - 1)) as u32);
+        }
+        node
+    }
+
     /// The node of this thread's open instance `guid`, if it is published.
     pub fn find(&self, guid: u64) -> Option<u32> {
         let seq = guid & GUID_SEQ_MASK;

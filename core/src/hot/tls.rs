@@ -7,9 +7,17 @@
 //! initial-exec model instead (`%fs`-relative, two instructions): the library is
 //! marked `STATIC_TLS` and glibc places the word in the static TLS surplus it keeps
 //! for exactly this (a `dlopen`ed library may use up to `glibc.rtld.optional_static_tls`,
-//! 512 bytes by default; this takes 8). Should that space ever be exhausted, `dlopen`
+//! 512 bytes by default; this takes 16: the two words below). Should that space ever be exhausted, `dlopen`
 //! of the core fails, the plugin says so on stderr and the program runs unmeasured.
 //! Other architectures use `thread_local!`.
+//!
+//! A second word holds the thread's call-stack sample buffer
+//! ([`crate::hot::stack_samples`]) for the sampling signal's handler: an
+//! initial-exec word is a fixed offset from the thread pointer, so reading it in
+//! a signal handler takes no lock and allocates nothing (a general-dynamic
+//! access may call `__tls_get_addr`, which can allocate on a thread's first
+//! access). Elsewhere the thread sets its word before its timer is armed, so the
+//! handler's access is never the first one.
 
 use crate::hot::thread::ThreadState;
 
@@ -29,8 +37,44 @@ mod imp {
         ".size kprof_thread_state, 8",
         "kprof_thread_state:",
         ".zero 8",
+        ".globl kprof_stack_samples",
+        ".hidden kprof_stack_samples",
+        ".type kprof_stack_samples, @object",
+        ".size kprof_stack_samples, 8",
+        "kprof_stack_samples:",
+        ".zero 8",
         ".popsection",
     );
+
+    /// Address of the calling thread's stack-sample word.
+    #[inline(always)]
+    fn stack_slot() -> *mut usize {
+        let p: usize;
+        // SAFETY: as in slot(), for the second word.
+        unsafe {
+            std::arch::asm!(
+                "mov {p}, qword ptr fs:0",
+                "add {p}, qword ptr [rip + kprof_stack_samples@GOTTPOFF]",
+                p = out(reg) p,
+                options(pure, readonly, nostack, preserves_flags)
+            );
+        }
+        p as *mut usize
+    }
+
+    /// The calling thread's stack-sample buffer (an address; 0: none).
+    /// Async-signal-safe.
+    #[inline(always)]
+    pub fn stack_get() -> usize {
+        // SAFETY: this thread's own aligned word, zero in every new thread.
+        unsafe { std::ptr::read_volatile(stack_slot()) }
+    }
+
+    /// Sets the calling thread's stack-sample buffer.
+    pub fn stack_set(buffer: usize) {
+        // SAFETY: as in stack_get; only this thread writes its word.
+        unsafe { std::ptr::write_volatile(stack_slot(), buffer) }
+    }
 
     /// Address of the calling thread's word.
     #[inline(always)]
@@ -70,6 +114,20 @@ mod imp {
 
     thread_local! {
         static STATE: Cell<*mut ThreadState> = const { Cell::new(std::ptr::null_mut()) };
+        static STACK: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// The calling thread's stack-sample buffer (an address; 0: none). Called
+    /// by the sampling handler only once the thread set it (its TLS block is
+    /// then allocated: the access takes no lock and allocates nothing).
+    #[inline(always)]
+    pub fn stack_get() -> usize {
+        STACK.with(Cell::get)
+    }
+
+    /// Sets the calling thread's stack-sample buffer.
+    pub fn stack_set(buffer: usize) {
+        STACK.with(|s| s.set(buffer))
     }
 
     /// The calling thread's state, null before it registered.
@@ -84,4 +142,4 @@ mod imp {
     }
 }
 
-pub use imp::{get, set};
+pub use imp::{get, set, stack_get, stack_set};

@@ -20,6 +20,7 @@ pub mod nested_json;
 pub mod readable;
 pub mod report;
 pub mod samples;
+pub mod stack_samples;
 pub mod summary;
 pub mod taskgraph;
 pub mod tasktree;

@@ -70,6 +70,11 @@ pub struct Report {
     /// Samples of the process and the node (`KPROF_SAMPLE_MS`; absent when off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<System>,
+    /// Call-stack samples (`KPROF_SAMPLE_HZ`; absent when off): how they were
+    /// taken, and those taken outside every instance. Each call path's own are
+    /// in its node's `stack_samples`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_samples: Option<crate::output::stack_samples::StackSamplesInfo>,
     /// How the threads' time divides into kinds of work, waiting and idle
     /// (absent when no thread opened an instance).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -485,6 +490,10 @@ pub struct TreeNode {
     /// duration ns]`, by start (`KPROF_SAMPLES`; only the longest call paths).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub samples: Option<Box<Vec<[u64; 2]>>>,
+    /// The call-stack samples taken while this was the thread's innermost
+    /// instance (`KPROF_SAMPLE_HZ`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stack_samples: Option<Box<crate::output::stack_samples::NodeStackSamples>>,
     /// Nested nodes.
     pub children: Vec<TreeNode>,
 }
@@ -702,6 +711,7 @@ impl TreeNode {
             args: BTreeMap::new(),
             counters: None,
             samples: None,
+            stack_samples: None,
             children,
         }
     }

@@ -173,6 +173,22 @@ pub const GROUP: Group = Group {
             doc: "ms between samples of the process and the node (CPU use, RSS, page faults, context switches, I/O, load, free memory, RAPL and NVML power), taken by the writer thread: counter tracks in traces, min/mean/max in profile.json's system section; 10 to 60000, 0: off",
         },
         Setting {
+            name: "sample-hz",
+            var: "KPROF_SAMPLE_HZ",
+            run_flag: true,
+            // Above a few kHz the handler's cost (a few microseconds a sample)
+            // is no longer small beside the time it samples.
+            kind: Kind::Count {
+                min: 1,
+                max: 10_000,
+                off: true,
+                expected: "samples per second of each thread's CPU time, 1 to 10000, or 0 (off)",
+            },
+            meta: "HZ",
+            default: "0",
+            doc: "call-stack samples per second of each thread's own CPU time (a timer per thread, a real-time signal, an unwind from .eh_frame), each tagged with the kprof call path the thread was in: profile.json's stack_samples per call path (self samples by function and line, the program's call paths below the construct), `kprof report --samples`; 1 to 10000, 0: off",
+        },
+        Setting {
             name: "samples",
             var: "KPROF_SAMPLES",
             run_flag: true,

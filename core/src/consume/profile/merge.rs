@@ -43,6 +43,9 @@ pub struct Merged {
     /// Distinct call paths over all threads' trees (the profile's size while the
     /// program ran).
     pub thread_nodes: u64,
+    /// Per thread index, each node of its own tree -> the merged node it became
+    /// (what a call-stack sample tagged with a thread's node goes under).
+    pub node_maps: FxHashMap<u32, Vec<u32>>,
 }
 
 /// One thread's part of the merge.
@@ -230,6 +233,9 @@ fn merge_trees(
     }
     for p in threads {
         m.task_graph.resolve_pending(&p.task_graph);
+    }
+    for part in parts {
+        m.node_maps.insert(part.p.index(), part.map);
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod gpu;
 pub mod memory;
 pub mod merge;
+pub mod stacks;
 pub mod tree_view;
 
 use std::collections::BTreeMap;
@@ -526,6 +527,7 @@ impl Profile {
             messages: messages(merged, &text),
             // The writer adds the sampler's section.
             system: None,
+            stack_samples: None,
             concurrency: None,
             // The writer adds it (`Profile::over_time`).
             over_time: None,

@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use rustc_hash::FxHashMap;
+
 use super::merge::Merged;
 use crate::base::devices::Device;
 use crate::hot::aggregate::tree::ROOT;
@@ -12,6 +14,7 @@ use crate::hot::runtime::Runtime;
 use crate::output::calltree::CallTree;
 use crate::output::flat::{self, device_text, FlatRow, FlatTop, NodeFigures};
 use crate::output::report::{self, TreeNode};
+use crate::output::stack_samples::NodeStackSamples;
 use crate::output::taskgraph::{self, LongestWork};
 
 /// The merged tree of `rt`'s threads, read by the outputs.
@@ -22,6 +25,8 @@ pub struct MergedTree<'a> {
     counter_names: &'a [String],
     /// Per node, whether its instance samples are written (the longest paths').
     samples_shown: Vec<bool>,
+    /// Call-stack samples by merged node (`KPROF_SAMPLE_HZ`).
+    stacks: Option<&'a FxHashMap<u32, NodeStackSamples>>,
 }
 
 impl<'a> MergedTree<'a> {
@@ -33,7 +38,13 @@ impl<'a> MergedTree<'a> {
             devices: rt.devices.snapshot(),
             counter_names: rt.counters.as_ref().map_or(&[][..], |c| &c.names[..]),
             samples_shown: crate::output::samples::shown(&merged.tree),
+            stacks: None,
         }
+    }
+
+    /// The view, with each node's call-stack samples from `stacks`.
+    pub fn with_stacks(self, stacks: Option<&'a FxHashMap<u32, NodeStackSamples>>) -> Self {
+        MergedTree { stacks, ..self }
     }
 
     /// Calls `visit(depth, node id)` depth first, parents before children.
@@ -258,6 +269,10 @@ impl MergedTree<'_> {
                         self.rt.start_raw,
                     ))
                 }),
+            stack_samples: self
+                .stacks
+                .and_then(|s| s.get(&n))
+                .map(|s| Box::new(s.clone())),
             children: Vec::new(),
         }
     }

@@ -1,0 +1,147 @@
+//! `kprof report --samples`: the call-stack samples (`KPROF_SAMPLE_HZ`) of each
+//! construct, most samples first: its self samples by function and by source
+//! line, and the program's call paths below it, with their shares.
+
+use std::fmt::Write as _;
+
+use kprof_core::output::report::{Report, TreeNode};
+use kprof_core::output::stack_samples::{NodeStackSamples, SamplePath};
+
+use super::args::ReportArgs;
+use crate::fmt::pct;
+use crate::outcome::Failure;
+
+/// Rows of a construct's functions, lines and call paths shown.
+const ROWS: usize = 10;
+
+/// The constructs that have samples, with their path of names from the root.
+#[derive(Default)]
+pub struct Keep {
+    path: Vec<String>,
+    kept: Vec<(String, String, NodeStackSamples)>,
+}
+
+impl Keep {
+    /// A node of the streamed tree.
+    pub fn enter(&mut self, depth: usize, n: &TreeNode) {
+        self.path.truncate(depth);
+        self.path.push(n.name.to_string());
+        if let Some(s) = n.stack_samples.as_deref().filter(|s| s.samples > 0) {
+            self.kept
+                .push((self.path.join(" / "), n.kind.to_string(), s.clone()));
+        }
+    }
+}
+
+/// Writes the samples view into `out`.
+pub fn render(out: &mut String, r: &Report, keep: Keep, args: &ReportArgs) -> Result<(), Failure> {
+    let Some(info) = &r.stack_samples else {
+        return Err(Failure(
+            "this profile has no call-stack samples: run the program with `kprof run --sample-hz N` (KPROF_SAMPLE_HZ)".into(),
+        ));
+    };
+    let all = info.samples.max(1) as f64;
+    let _ = writeln!(
+        out,
+        "\nCall-stack samples: {} at {} Hz of each thread's CPU time on {} thread(s) ({} signals, number {}); {} lost, {} truncated; handler {:.0} ns a signal",
+        info.samples, info.hz, info.threads, info.signals, info.signal, info.lost, info.truncated, info.handler_ns_mean
+    );
+    let mut kept = keep.kept;
+    kept.sort_by(|a, b| b.2.samples.cmp(&a.2.samples).then_with(|| a.0.cmp(&b.0)));
+    let top = args.top.unwrap_or(10);
+    let more = kept.len().saturating_sub(top);
+    for (path, kind, s) in kept.iter().take(top) {
+        let _ = writeln!(
+            out,
+            "\n{path} ({kind}): {} samples, {} of all",
+            s.samples,
+            pct(s.samples as f64, all)
+        );
+        construct(out, s, args.wide);
+    }
+    if more > 0 {
+        let _ = writeln!(out, "\n({more} more constructs with samples: --top N)");
+    }
+    if info.outside.samples > 0 {
+        let _ = writeln!(
+            out,
+            "\noutside every construct: {} samples, {} of all",
+            info.outside.samples,
+            pct(info.outside.samples as f64, all)
+        );
+        construct(out, &info.outside, args.wide);
+    }
+    Ok(())
+}
+
+/// A name cut to 60 characters unless `wide`.
+fn cut(name: &str, wide: bool) -> String {
+    if wide || name.chars().count() <= 60 {
+        name.to_string()
+    } else {
+        let mut s: String = name.chars().take(59).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// One construct's functions, lines and call paths.
+fn construct(out: &mut String, s: &NodeStackSamples, wide: bool) {
+    let whole = s.samples.max(1) as f64;
+    let _ = writeln!(out, "  self samples by function:");
+    for f in s.functions.iter().take(ROWS) {
+        let _ = writeln!(
+            out,
+            "    {:>7} {:>6}  {}",
+            f.samples,
+            pct(f.samples as f64, whole),
+            cut(&f.name, wide)
+        );
+    }
+    if !s.lines.is_empty() {
+        let _ = writeln!(out, "  self samples by line:");
+        for l in s.lines.iter().take(ROWS) {
+            let file = std::path::Path::new(&l.file)
+                .file_name()
+                .map_or(l.file.clone(), |n| n.to_string_lossy().into_owned());
+            let _ = writeln!(
+                out,
+                "    {:>7} {:>6}  {}:{} in {}",
+                l.samples,
+                pct(l.samples as f64, whole),
+                file,
+                l.line,
+                cut(&l.function, wide)
+            );
+        }
+    }
+    if !s.paths.is_empty() {
+        let _ = writeln!(
+            out,
+            "  call paths (samples in and below, % of the construct's):"
+        );
+        let mut rows = 0;
+        for p in &s.paths {
+            paths(out, p, 2, whole, wide, &mut rows);
+        }
+    }
+}
+
+/// A call path and (while rows remain) its callees, indented by depth.
+fn paths(out: &mut String, p: &SamplePath, depth: usize, whole: f64, wide: bool, rows: &mut usize) {
+    if *rows >= 3 * ROWS {
+        return;
+    }
+    *rows += 1;
+    let _ = writeln!(
+        out,
+        "    {:>7} {:>6}  {}{}",
+        p.samples,
+        pct(p.samples as f64, whole),
+        "  ".repeat(depth - 2),
+        cut(&p.name, wide)
+    );
+    for c in &p.children {
+        paths(out, c, depth + 1, whole, wide, rows);
+    }
+}
