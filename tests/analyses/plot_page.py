@@ -157,8 +157,11 @@ FLAME = "document.querySelector('iframe.flame').contentDocument"
 FRAMES_JS = """(() => {
   const f = document.querySelector('iframe.flame');
   const d = f.contentDocument, off = f.getBoundingClientRect();
-  const box = d.getElementById('frames').getBoundingClientRect();
-  return {container: box.width, frames: [...d.querySelectorAll('#frames > g')].map(g => {
+  // The frames' span: their rectangles' (a label may reach past its frame).
+  const rects = [...d.querySelectorAll('#frames > g > rect')].map(r => r.getBoundingClientRect())
+    .filter(b => b.width > 0);
+  const container = Math.max(...rects.map(b => b.right)) - Math.min(...rects.map(b => b.left));
+  return {container, frames: [...d.querySelectorAll('#frames > g')].map(g => {
     const r = g.querySelector('rect'), b = r.getBoundingClientRect();
     return {title: g.querySelector('title').textContent,
             fg_x: +r.getAttribute('fg:x'), fg_w: +r.getAttribute('fg:w'),

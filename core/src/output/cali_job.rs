@@ -222,14 +222,14 @@ mod tests {
             .filter(|l| l.starts_with("__rec=ctx"))
             .collect();
         assert_eq!(records.len(), 2, "{text}");
-        // min, max, avg, total, exclusive total, count.
+        // avg, min, max, total, exclusive total, count.
         assert!(
-            records[0].ends_with("=2.000000000=3.000000000=2.500000000=5.000000000=2.000000000=2"),
+            records[0].ends_with("=2.500000000=2.000000000=3.000000000=5.000000000=2.000000000=2"),
             "{}",
             records[0]
         );
         assert!(
-            records[1].ends_with("=0.000000000=3.000000000=1.500000000=3.000000000=3.000000000=4"),
+            records[1].ends_with("=1.500000000=0.000000000=3.000000000=3.000000000=3.000000000=4"),
             "{}",
             records[1]
         );
