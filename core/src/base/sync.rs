@@ -148,7 +148,7 @@ pub fn nap(d: std::time::Duration) {
 
 /// The orderings of the protocols' synchronizing accesses, each named for the site
 /// that needs it. In the normal build each is a constant. Under `cfg(loom)` a
-/// model may weaken one site to `Relaxed` ([`weaken`]) to show that the model
+/// model may weaken one site to `Relaxed` (`weaken`, only in that build) to show that the model
 /// then fails: that it checks the order the site is there for.
 pub mod order {
     use super::Ordering;
