@@ -152,14 +152,14 @@ fn mutate_value(v: &mut Value, pick: u64, with: Value, delete: bool) {
     let mut cur = v;
     let mut p = pick;
     loop {
-        let stop = p % 5 == 0;
+        let stop = p.is_multiple_of(5);
         p /= 5;
         let n = match cur {
             Value::Object(m) => m.len(),
             Value::Array(a) => a.len(),
             _ => 0,
         };
-        if n == 0 || (stop && p % 2 == 0) {
+        if n == 0 || (stop && p.is_multiple_of(2)) {
             *cur = with;
             return;
         }
