@@ -21,23 +21,15 @@ import caliperreader
 import hatchet as ht
 import thicket as th
 
+from check_cali import profile_nodes
+
 
 def merged_nodes(job_dir):
     """{names from the root: merged profile.json node}."""
     with open(os.path.join(job_dir, "profile.json")) as f:
-        profile = json.load(f)
-    assert profile["schema"] == "kprof-merged/1", profile["schema"]
-    out = {}
-
-    def walk(nodes, path):
-        for n in nodes:
-            p = path + (n["name"],)
-            assert p not in out, f"two nodes at {p}"
-            out[p] = n
-            walk(n["children"], p)
-
-    walk(profile["tree"], ())
-    return out
+        schema = json.load(f)["schema"]
+    assert schema == "kprof-merged/1", schema
+    return profile_nodes(job_dir)
 
 
 def close(seconds, ns):

@@ -116,10 +116,7 @@ impl Symbolizer {
             .loaders
             .entry(module.path.clone())
             .or_insert_with(|| addr2line::Loader::new(&module.path).ok());
-        let file_name = module.path.file_name().map_or_else(
-            || module.path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let file_name = file_name(&module.path);
         let fallback = format!("{file_name}+{probe:#x}");
         let Some(loader) = loader else {
             return fallback;
@@ -192,10 +189,7 @@ impl Symbolizer {
             .loaders
             .entry(module.path.clone())
             .or_insert_with(|| addr2line::Loader::new(&module.path).ok());
-        let file_name = module.path.file_name().map_or_else(
-            || module.path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let file_name = file_name(&module.path);
         let Some(loader) = loader else {
             return vec![SourceFrame {
                 function: format!("{file_name}+{probe:#x}"),
@@ -323,6 +317,15 @@ fn loaded_modules() -> Vec<Module> {
     // SAFETY: the callback only reads the loader's tables and writes our Vec.
     unsafe { libc::dl_iterate_phdr(Some(each), &mut out as *mut Vec<Module> as *mut c_void) };
     out
+}
+
+/// A module's file name (its whole path when it has none), as frames without
+/// debug information name it.
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 #[cfg(test)]

@@ -123,6 +123,37 @@ fn bump(c: &AtomicU64, by: u64) {
 }
 
 impl StackSamples {
+    /// A thread's empty buffer of `arena_words` words of stacks (its table and,
+    /// on x86-64, its unwinder cache allocated now, not in the handler).
+    fn new(
+        thread: u32,
+        open: &'static OpenFrames,
+        stack: (u64, u64),
+        arena_words: usize,
+    ) -> StackSamples {
+        StackSamples {
+            thread,
+            open,
+            stack,
+            timer: AtomicUsize::new(0),
+            armed: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+            inner: UnsafeCell::new(Inner {
+                arena: vec![0u64; arena_words].into_boxed_slice(),
+                used: 0,
+                table: vec![0u32; TABLE_SLOTS].into_boxed_slice(),
+                #[cfg(target_arch = "x86_64")]
+                cache: crate::hot::unwind::new_cache(),
+            }),
+            next: std::ptr::null(),
+            taken: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            truncated: AtomicU64::new(0),
+            handler_ticks: AtomicU64::new(0),
+            signals: AtomicU64::new(0),
+        }
+    }
+
     /// Counts `weight` samples of `frames` in node `node`; false when the buffer
     /// is full.
     fn record(&self, node: u32, frames: &[u64], weight: u64) -> bool {
@@ -393,27 +424,12 @@ pub fn arm(thread: u32, open: &'static OpenFrames) {
     // A library loaded since the last thread registered.
     #[cfg(target_arch = "x86_64")]
     crate::hot::unwind::prepare();
-    let b: &'static mut StackSamples = Box::leak(Box::new(StackSamples {
+    let b: &'static mut StackSamples = Box::leak(Box::new(StackSamples::new(
         thread,
         open,
-        stack: stack_bounds(),
-        timer: AtomicUsize::new(0),
-        armed: AtomicBool::new(false),
-        busy: AtomicBool::new(false),
-        inner: UnsafeCell::new(Inner {
-            arena: vec![0u64; ARENA_WORDS].into_boxed_slice(),
-            used: 0,
-            table: vec![0u32; TABLE_SLOTS].into_boxed_slice(),
-            #[cfg(target_arch = "x86_64")]
-            cache: crate::hot::unwind::new_cache(),
-        }),
-        next: std::ptr::null(),
-        taken: AtomicU64::new(0),
-        lost: AtomicU64::new(0),
-        truncated: AtomicU64::new(0),
-        handler_ticks: AtomicU64::new(0),
-        signals: AtomicU64::new(0),
-    }));
+        stack_bounds(),
+        ARENA_WORDS,
+    )));
     let mut head = ALL.load(Ordering::Acquire);
     loop {
         b.next = head;
@@ -527,27 +543,7 @@ mod tests {
 
     fn buffer() -> StackSamples {
         let open: &'static OpenFrames = Box::leak(Box::new(OpenFrames::new(4)));
-        StackSamples {
-            thread: 1,
-            open,
-            stack: (0, 0),
-            timer: AtomicUsize::new(0),
-            armed: AtomicBool::new(false),
-            busy: AtomicBool::new(false),
-            inner: UnsafeCell::new(Inner {
-                arena: vec![0u64; 64].into_boxed_slice(),
-                used: 0,
-                table: vec![0u32; TABLE_SLOTS].into_boxed_slice(),
-                #[cfg(target_arch = "x86_64")]
-                cache: crate::hot::unwind::new_cache(),
-            }),
-            next: std::ptr::null(),
-            taken: AtomicU64::new(0),
-            lost: AtomicU64::new(0),
-            truncated: AtomicU64::new(0),
-            handler_ticks: AtomicU64::new(0),
-            signals: AtomicU64::new(0),
-        }
+        StackSamples::new(1, open, (0, 0), 64)
     }
 
     #[test]
