@@ -1957,3 +1957,113 @@ fn job_diff_compares_mpi_functions_imbalance_and_messages() {
         "{messages}"
     );
 }
+
+// ---- call-stack samples ----
+
+/// `tests/sampling/mpi_op.c` (an MPI program that knows nothing of kprof), 2
+/// ranks under `kprof run --sample-hz 200`: the same output and exit status as
+/// without kprof; each rank's calls are opened (so a sample taken inside one
+/// lands under it) and counted as ever (6 MPI_Allreduce); under its
+/// MPI_Allreduce the user-defined reduction's op_work, which MPI runs inside
+/// the call, has at least 80% of the samples; outside every call, rank_compute
+/// at least 95%; and the two split the rank's CPU 80/20 as their loops do
+/// (within 5 points).
+#[test]
+fn sampled_program_runs_unchanged_and_samples_land_in_its_calls() {
+    if !available() {
+        return;
+    }
+    const SAMPLED_RANKS: u32 = 2;
+    let base = scratch("mpi_stack_samples");
+    let (plain_dir, kprof_dir) = (base.join("plain"), base.join("kprof"));
+    for d in [&plain_dir, &kprof_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let prog = compile_with(
+        "mpicc",
+        &[&test_file("sampling/mpi_op.c")],
+        &base.join("mpi_op"),
+        &[],
+    );
+    let env = [("KPROF_PER_RANK", "1")];
+    let plain = mpirun_n(&plain_dir, SAMPLED_RANKS, &[&prog], &[], &env);
+    assert_ok(&plain);
+    let kprof = lib("kprof");
+    let with = mpirun_n(
+        &kprof_dir,
+        SAMPLED_RANKS,
+        &[
+            &kprof,
+            Path::new("run"),
+            Path::new("--sample-hz"),
+            Path::new("200"),
+            Path::new("--"),
+            &prog,
+        ],
+        &[],
+        &env,
+    );
+    assert_eq!(
+        with.status.code(),
+        plain.status.code(),
+        "exit status changed:\n{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    let lines = |o: &Output| -> BTreeSet<String> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(lines(&with), lines(&plain), "program output changed");
+    assert_eq!(lines(&plain).len(), SAMPLED_RANKS as usize, "{plain:?}");
+    let functions = |s: &Value| -> BTreeMap<String, u64> {
+        s["functions"]
+            .as_array()
+            .expect("functions")
+            .iter()
+            .map(|f| (f["name"].as_str().unwrap().to_string(), u(&f["samples"])))
+            .collect()
+    };
+    for r in 0..SAMPLED_RANKS {
+        let p = read_profile(&kprof_dir.join(format!("kprof-mpi_op-rank{r}")));
+        assert_eq!(p["metadata"]["MPI rank"], r.to_string());
+        assert_eq!(
+            p["metadata"]["MPI calls"], "opened and closed (call-stack samples)",
+            "rank {r}"
+        );
+        let info = &p["stack_samples"];
+        assert_eq!(
+            (u(&info["hz"]), u(&info["lost"])),
+            (200, 0),
+            "rank {r}: {info}"
+        );
+        let all = nodes(&p);
+        let allreduce = node(&all, &["MPI_Allreduce"]);
+        assert_eq!(u(&allreduce["count"]), 6, "rank {r}");
+        let inside = &allreduce["stack_samples"];
+        let f = functions(inside);
+        let op = f.get("op_work").copied().unwrap_or(0);
+        assert!(
+            op * 100 >= u(&inside["samples"]) * 80,
+            "rank {r}: op_work under MPI_Allreduce: {inside}"
+        );
+        assert!(!f.contains_key("rank_compute"), "rank {r}: {inside}");
+        let outside = &info["outside"];
+        let g = functions(outside);
+        let compute = g.get("rank_compute").copied().unwrap_or(0);
+        assert!(
+            compute * 100 >= u(&outside["samples"]) * 95,
+            "rank {r}: rank_compute outside the calls: {outside}"
+        );
+        assert!(!g.contains_key("op_work"), "rank {r}: {outside}");
+        // 8 steps to 2 of the same loop: 80/20 of the two.
+        let share = 100.0 * op as f64 / (op + compute) as f64;
+        assert!(
+            (share - 80.0).abs() <= 5.0,
+            "rank {r}: op_work {op}, rank_compute {compute}: {share:.1}%"
+        );
+        // ~0.6 s of CPU: ~120 samples at 200 Hz.
+        assert!(op + compute >= 80, "rank {r}: {info}");
+    }
+}

@@ -177,6 +177,9 @@ impl Config {
                 let (kinds, _) = crate::base::counter_kinds::parse_kinds(&self.counter_kinds);
                 !self.counters.is_empty() && kinds >> (kprof_abi::Kind::Mpi as u8 & 63) & 1 == 1
             }
+            // Whether call-stack samples are asked for (then the MPI plugin
+            // opens each call, so that a sample taken inside it lands under it).
+            "stack-samples" => self.sample_hz > 0,
             _ => return None,
         })
     }

@@ -77,7 +77,8 @@ pub struct Active {
     /// kprof's own communicator (None: the job ends with per-rank files only).
     pub job: Option<crate::job::Job>,
     /// Calls are recorded whole ([`kprof_abi::CoreApi::call`]); false when MPI
-    /// calls get hardware counters, which are read as an instance opens.
+    /// calls get hardware counters, which are read as an instance opens, or
+    /// call-stack samples, which land under the thread's open instance.
     pub whole: bool,
 }
 
@@ -168,15 +169,23 @@ pub fn activate(api: &'static CoreApi, abi: Abi, p: &Pmpi, thread_level: Option<
         };
         metadata(api, "MPI thread level", name);
     }
-    // SAFETY: a NUL-terminated literal.
-    let whole = unsafe { (api.option_flag)(c"mpi-counters".as_ptr()) } != 1;
+    // SAFETY: NUL-terminated literals.
+    let (counters, samples) = unsafe {
+        (
+            (api.option_flag)(c"mpi-counters".as_ptr()) == 1,
+            (api.option_flag)(c"stack-samples".as_ptr()) == 1,
+        )
+    };
+    // A call recorded whole is no instance while it runs: a call-stack sample
+    // taken inside it would land under its parent.
+    let whole = !counters && !samples;
     metadata(
         api,
         "MPI calls",
-        if whole {
-            "recorded whole"
-        } else {
-            "opened and closed (hardware counters)"
+        match (counters, samples) {
+            (false, false) => "recorded whole",
+            (true, _) => "opened and closed (hardware counters)",
+            (false, true) => "opened and closed (call-stack samples)",
         },
     );
     let a = Active {
