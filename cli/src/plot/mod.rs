@@ -5,6 +5,7 @@
 
 mod figures;
 mod flame;
+mod stack_frames;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -123,8 +124,10 @@ pub fn main(args: PlotArgs) -> Outcome {
 /// parent's), so that inside a parallel region every frame shows the mean
 /// thread of the team: its implicit tasks, summed over the team's threads, are
 /// then no wider than the region around them. Device activity is left out
-/// (the GPU figure shows it).
-fn plot_tree(list: &[TreeNode], parent_team: u32) -> Vec<PlotNode> {
+/// (the GPU figure shows it). A node's call-stack samples (taken at `hz`) are
+/// frames of their own below it, after its children, their width taken out of
+/// its exclusive width ([`stack_frames::sample_frames`]).
+fn plot_tree(list: &[TreeNode], parent_team: u32, hz: u64) -> Vec<PlotNode> {
     list.iter()
         .filter(|n| !DEVICE_KINDS.contains(&n.kind.as_ref()))
         .map(|n| {
@@ -145,12 +148,18 @@ fn plot_tree(list: &[TreeNode], parent_team: u32) -> Vec<PlotNode> {
                     duration(n.self_ns as f64),
                 )
             };
+            let own = per_thread(n.self_ns, team);
+            let mut children = plot_tree(&n.children, team, hz);
+            let (sampled, taken) = n.stack_samples.as_deref().map_or((Vec::new(), 0), |s| {
+                stack_frames::sample_frames(s, hz, team, own)
+            });
+            children.extend(sampled);
             PlotNode {
                 name: n.name.to_string(),
                 kind: n.kind.to_string(),
-                own: per_thread(n.self_ns, team),
+                own: own - taken,
                 details,
-                children: plot_tree(&n.children, team),
+                children,
             }
         })
         .collect()
@@ -231,9 +240,9 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
         duration,
     )?);
     figs.extend(flame_figure(
-        &plot_tree(&r.tree, 1),
+        &plot_tree(&r.tree, 1, r.stack_samples.as_ref().map_or(0, |s| s.hz)),
         "the run's call paths, time per thread",
-        format!("Each call path is a frame as wide as its time, nested ones below it; colour by kind. A frame is as wide as the exclusive times below it: its inclusive time; inside an OpenMP team of N threads, its time summed over the threads divided by N (the team's mean thread), so that the team's frames add up to the region around them. {FLAME_USE}"),
+        format!("Each call path is a frame as wide as its time, nested ones below it; colour by kind. A frame is as wide as the exclusive times below it: its inclusive time; inside an OpenMP team of N threads, its time summed over the threads divided by N (the team's mean thread), so that the team's frames add up to the region around them.{} {FLAME_USE}", if r.stack_samples.is_some() { " Below a construct, its call-stack samples: the program's functions as frames of kind sample, each as wide as its samples' CPU time (1/hz s a sample, per thread of the team), taken out of the construct's exclusive width." } else { "" }),
     )?);
 
     // Scatter: the sampled instances of the longest sampled call paths (ties
