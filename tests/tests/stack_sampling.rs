@@ -458,3 +458,606 @@ fn fork_and_exec_leave_no_timer() {
         p["stack_samples"]
     );
 }
+
+// ---- Kokkos: the same shares inside real Kokkos kernels ----
+
+/// The OpenMP runtime a Kokkos program runs on: GCC's libgomp (no OpenMP tool
+/// interface: kprof sees only the thread that launches the kernels), or LLVM's
+/// libomp 19 under libgomp's name (its workers reach kprof as OpenMP threads).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum KokkosOmp {
+    Libgomp,
+    Libomp19,
+}
+
+/// `tests/kokkos/sampling_split.cpp` built against the Kokkos 3.4.01 install
+/// of tests/scripts/build-kokkos.sh (Serial + OpenMP, static), with `-g` or
+/// without (`-g0`: functions from the symbol table only); None (skipped)
+/// where that Kokkos is not built.
+fn kokkos_split(debug: bool) -> Option<PathBuf> {
+    static G: OnceLock<Option<PathBuf>> = OnceLock::new();
+    static PLAIN: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let cell = if debug { &G } else { &PLAIN };
+    cell.get_or_init(|| {
+        let install = kprof_tests::openmp::deps_dir().join("kokkos-3.4.01/install");
+        let (core, containers) = (
+            install.join("lib/libkokkoscore.a"),
+            install.join("lib/libkokkoscontainers.a"),
+        );
+        if skip_unless(
+            core.is_file(),
+            "real Kokkos (run tests/scripts/build-kokkos.sh)",
+        ) {
+            return None;
+        }
+        let dir = scratch(if debug {
+            "stack_kokkos_g"
+        } else {
+            "stack_kokkos"
+        });
+        let include = install.join("include");
+        let mut args = vec![
+            "-std=c++14",
+            "-fopenmp",
+            "-isystem",
+            include.to_str().expect("UTF-8 path"),
+            containers.to_str().expect("UTF-8 path"),
+            core.to_str().expect("UTF-8 path"),
+            "-ldl",
+        ];
+        // compile() passes -g; -g0 after it takes the debug information away.
+        if !debug {
+            args.push("-g0");
+        }
+        Some(kprof_tests::compile(
+            &[&test_file("kokkos/sampling_split.cpp")],
+            &dir.join("sampling_split"),
+            &args,
+        ))
+    })
+    .clone()
+}
+
+/// The environment of a Kokkos or OpenMP run: `threads` OpenMP threads, no
+/// inherited OpenMP or loader setting, and libomp 19 first on the library
+/// path as `libgomp.so.1` where asked.
+fn omp_env(cmd: &mut Command, threads: usize, on_libomp19: bool) -> &mut Command {
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if k.starts_with("OMP_") || k.starts_with("KMP_") || k == "LD_LIBRARY_PATH" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("OMP_NUM_THREADS", threads.to_string())
+        .env("OMP_PROC_BIND", "false")
+        .env("OMP_WAIT_POLICY", "passive");
+    if on_libomp19 {
+        cmd.env(
+            "LD_LIBRARY_PATH",
+            kprof_tests::openmp::gomp_shim(kprof_tests::openmp::Runtime::Llvm19),
+        );
+    }
+    cmd
+}
+
+/// Self samples by function, summed over the subtree of every top-level node
+/// named `name` (the kernel, and the OpenMP region and implicit tasks Kokkos
+/// runs it in), and their samples; panics when there is no such node.
+fn subtree_samples(p: &Value, name: &str) -> (BTreeMap<String, u64>, u64, Vec<Value>) {
+    let all = kprof_tests::nodes(p);
+    let under: Vec<&(Vec<String>, Value)> =
+        all.iter().filter(|(path, _)| path[0] == name).collect();
+    assert!(!under.is_empty(), "no node {name} in {}", p["tree"]);
+    let mut f: BTreeMap<String, u64> = BTreeMap::new();
+    let mut samples = 0;
+    let mut sampled = Vec::new();
+    for (_, n) in under {
+        let s = &n["stack_samples"];
+        if s.is_null() {
+            continue;
+        }
+        samples += u(&s["samples"]);
+        for (k, v) in functions(s) {
+            *f.entry(k).or_default() += v;
+        }
+        sampled.push(s.clone());
+    }
+    (f, samples, sampled)
+}
+
+/// The sample path named `name` anywhere in `list` (depth first).
+fn find_path<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
+    list.as_array()?.iter().find_map(|p| {
+        if p["name"] == name {
+            Some(p)
+        } else {
+            find_path(&p["children"], name)
+        }
+    })
+}
+
+const SEVENTY: &str = "split_seventy(double)";
+const THIRTY: &str = "split_thirty(double)";
+const INNER: &str = "chain_inner(double)";
+const MIDDLE: &str = "chain_middle(double)";
+const OUTER: &str = "chain_outer(double)";
+
+/// `tests/kokkos/sampling_split.cpp` under `kprof run --sample-hz 1000` with
+/// `threads` OpenMP threads on `omp`: its output and status unchanged; in
+/// kernel `split` 70/30 between its two functions, in kernel `chain` self
+/// shares 50/30/20 on the call path outer / middle / inner, each within 5
+/// points, neither kernel's functions in the other; lines (the loops of
+/// sampling_split.cpp) only with -g.
+fn check_kokkos(threads: usize, debug: bool, omp: KokkosOmp) {
+    let Some(exe) = kokkos_split(debug) else {
+        return;
+    };
+    let on_libomp19 = omp == KokkosOmp::Libomp19;
+    if on_libomp19
+        && skip_unless(
+            kprof_tests::openmp::libomp19().is_some(),
+            "libomp 19 (tests/setup.sh unpacks it)",
+        )
+    {
+        return;
+    }
+    let what = format!("Kokkos, {threads} thread(s) on {omp:?}, -g {debug}");
+    let dir = scratch(&format!("stack_kokkos_{threads}_{debug}_{omp:?}"));
+    let out_dir = dir.join("out");
+    let plain = run(omp_env(&mut clean_cmd(&exe), threads, on_libomp19).arg("6"));
+    assert_ok(&plain);
+    let out = run(omp_env(&mut clean_cmd(&lib("kprof")), threads, on_libomp19)
+        .args(["run", "--sample-hz", HZ, "-o"])
+        .arg(&out_dir)
+        .arg("--")
+        .arg(&exe)
+        .arg("6"));
+    assert_ok(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&plain.stdout),
+        "{what}: the program's output"
+    );
+    assert!(
+        String::from_utf8_lossy(&plain.stdout).contains("execution space = OpenMP"),
+        "{what}: {plain:?}"
+    );
+    let p = read_profile(&out_dir);
+    let info = &p["stack_samples"];
+    assert_eq!(u(&info["hz"]), 1000, "{info}");
+    assert_eq!(u(&info["lost"]), 0, "{info}");
+    // On libgomp only the thread that launches the kernels reaches kprof (Kokkos
+    // calls its tool there); on libomp every thread of the team does.
+    let sampled_threads = if on_libomp19 { threads } else { 1 };
+    assert_eq!(
+        u(&info["threads"]),
+        sampled_threads as u64,
+        "{what}: {info}"
+    );
+
+    // Kernel split (a parallel_for, at the top of the tree).
+    assert_eq!(region(&p, "split")["kind"], "parallel_for", "{what}");
+    let (f, samples, _) = subtree_samples(&p, "split");
+    assert_shares(
+        &shares(&f, &[SEVENTY, THIRTY]),
+        &[(SEVENTY, 70.0), (THIRTY, 30.0)],
+        &what,
+    );
+    assert!(
+        (f[SEVENTY] + f[THIRTY]) * 100 >= samples * 95,
+        "{what}: split {f:?}"
+    );
+    assert!(
+        !f.contains_key(INNER),
+        "{what}: chain code under split: {f:?}"
+    );
+
+    // Kernel chain: self shares 50/30/20, on the call path outer / middle / inner.
+    assert_eq!(region(&p, "chain")["kind"], "parallel_for", "{what}");
+    let (f, samples, sampled) = subtree_samples(&p, "chain");
+    assert!(
+        !f.contains_key(SEVENTY),
+        "{what}: split code under chain: {f:?}"
+    );
+    assert_shares(
+        &shares(&f, &[INNER, MIDDLE, OUTER]),
+        &[(INNER, 50.0), (MIDDLE, 30.0), (OUTER, 20.0)],
+        &what,
+    );
+    assert!(
+        (f[INNER] + f[MIDDLE] + f[OUTER]) * 100 >= samples * 95,
+        "{what}: chain {f:?}"
+    );
+    let (mut in_inner, mut in_outer) = (0, 0);
+    for s in &sampled {
+        let Some(outer) = find_path(&s["paths"], OUTER) else {
+            continue;
+        };
+        let middle = path(&outer["children"], MIDDLE);
+        let inner = path(&middle["children"], INNER);
+        in_inner += u(&inner["self_samples"]);
+        in_outer += u(&outer["samples"]);
+    }
+    assert_eq!(in_inner, f[INNER], "{what}: {sampled:?}");
+    assert_eq!(
+        in_outer,
+        f[OUTER] + f[MIDDLE] + f[INNER],
+        "{what}: {sampled:?}"
+    );
+
+    // Every sample is somewhere: the kernels' subtrees, or outside them.
+    let placed: u64 = kprof_tests::nodes(&p)
+        .iter()
+        .filter_map(|(_, n)| n["stack_samples"]["samples"].as_u64())
+        .sum::<u64>()
+        + u(&info["outside"]["samples"]);
+    assert_eq!(placed, u(&info["samples"]), "{what}: {info}");
+    // About 1.2 s of CPU per thread at the kernel's tick (100 Hz at least).
+    assert!(
+        u(&info["samples"]) >= 100 * sampled_threads as u64,
+        "{what}: {info}"
+    );
+
+    // Lines: the functions' loops in sampling_split.cpp with -g; none without.
+    let (_, _, split_sampled) = subtree_samples(&p, "split");
+    let lines: Vec<&Value> = split_sampled
+        .iter()
+        .chain(&sampled)
+        .flat_map(|s| s["lines"].as_array().expect("lines"))
+        .collect();
+    if debug {
+        let src = std::fs::read_to_string(test_file("kokkos/sampling_split.cpp")).unwrap();
+        for function in [SEVENTY, THIRTY, INNER] {
+            let l = lines
+                .iter()
+                .find(|l| l["function"] == function)
+                .unwrap_or_else(|| panic!("{what}: no line of {function}: {lines:?}"));
+            assert!(
+                l["file"].as_str().unwrap().ends_with("sampling_split.cpp"),
+                "{l}"
+            );
+            let line = src
+                .lines()
+                .nth(u(&l["line"]) as usize - 1)
+                .unwrap_or_default();
+            assert!(
+                line.contains("STEPS(")
+                    || line.contains("x = x * (a) + (b)")
+                    || line.contains("for (long i"),
+                "{what}: line {} of sampling_split.cpp is {line:?}",
+                l["line"]
+            );
+        }
+    } else {
+        assert!(lines.is_empty(), "{what}: lines without -g: {lines:?}");
+    }
+}
+
+#[test]
+fn kokkos_shares_one_thread_with_debug_information() {
+    check_kokkos(1, true, KokkosOmp::Libgomp);
+}
+
+#[test]
+fn kokkos_shares_one_thread_without_debug_information() {
+    check_kokkos(1, false, KokkosOmp::Libgomp);
+}
+
+#[test]
+fn kokkos_shares_two_threads_with_debug_information() {
+    check_kokkos(2, true, KokkosOmp::Libomp19);
+}
+
+#[test]
+fn kokkos_shares_two_threads_without_debug_information() {
+    check_kokkos(2, false, KokkosOmp::Libomp19);
+}
+
+/// On GCC's libgomp the worker thread never reaches kprof: the launching
+/// thread's samples alone, with the same shares.
+#[test]
+fn kokkos_shares_two_threads_on_libgomp_sample_the_launching_thread() {
+    check_kokkos(2, true, KokkosOmp::Libgomp);
+}
+
+// ---- OpenMP programs that know nothing of kprof ----
+
+/// How `tests/sampling/omp_hot.c` is built and run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum OmpCase {
+    /// clang -fopenmp on the system's libomp 14.
+    ClangLibomp14,
+    /// gcc -fopenmp (libgomp's ABI) on libomp 19 under libgomp's name.
+    GccLibomp19,
+    /// gcc -fopenmp on GCC's own libgomp (no OpenMP tool interface).
+    GccLibgomp,
+}
+
+/// `tests/sampling/omp_hot.c` compiled by `compiler` (`-O2 -g`).
+fn omp_hot(compiler: &str) -> PathBuf {
+    let dir = scratch(&format!("stack_omp_hot_{compiler}"));
+    kprof_tests::compile_with(
+        compiler,
+        &[&test_file("sampling/omp_hot.c")],
+        &dir.join("omp_hot"),
+        &["-fopenmp"],
+    )
+}
+
+/// An OpenMP program run unchanged under `kprof run --sample-hz 200`: the
+/// same output and exit status (3) as without kprof; on libomp its samples
+/// (both threads) are under its parallel region's implicit tasks, where
+/// omp_hot has 90% of them and omp_cold 10% (within 5 points); on libgomp,
+/// where kprof sees no OpenMP event and no thread, nothing is written and
+/// kprof says why.
+fn check_openmp(case: OmpCase) {
+    use kprof_tests::openmp::{have, libomp19};
+    let (compiler, on_libomp19) = match case {
+        OmpCase::ClangLibomp14 => ("clang", false),
+        OmpCase::GccLibomp19 => ("gcc", true),
+        OmpCase::GccLibgomp => ("gcc", false),
+    };
+    if skip_unless(have(compiler), compiler)
+        || (on_libomp19
+            && skip_unless(
+                libomp19().is_some(),
+                "libomp 19 (tests/setup.sh unpacks it)",
+            ))
+    {
+        return;
+    }
+    let what = format!("{case:?}");
+    let exe = omp_hot(compiler);
+    let dir = scratch(&format!("stack_omp_{case:?}"));
+    let out_dir = dir.join("out");
+    let plain = run(omp_env(&mut clean_cmd(&exe), 2, on_libomp19).arg("6"));
+    assert_eq!(plain.status.code(), Some(3), "{what}: {plain:?}");
+    let out = run(omp_env(&mut clean_cmd(&lib("kprof")), 2, on_libomp19)
+        .args(["run", "--sample-hz", "200", "-o"])
+        .arg(&out_dir)
+        .arg("--")
+        .arg(&exe)
+        .arg("6"));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(3), "{what}: {err}");
+    assert_eq!(out.stdout, plain.stdout, "{what}: the program's output");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("omp_hot: team 2, results "),
+        "{what}: {out:?}"
+    );
+    if case == OmpCase::GccLibgomp {
+        assert!(
+            err.contains("runs on GCC's libgomp, which has no OpenMP tool interface"),
+            "{what}: {err}"
+        );
+        assert!(!out_dir.join("profile.json").exists(), "{what}: {err}");
+        return;
+    }
+    let p = read_profile(&out_dir);
+    let info = &p["stack_samples"];
+    assert_eq!((u(&info["hz"]), u(&info["threads"])), (200, 2), "{info}");
+    assert_eq!(u(&info["lost"]), 0, "{info}");
+    let all = kprof_tests::nodes(&p);
+    let regions: Vec<&(Vec<String>, Value)> = all
+        .iter()
+        .filter(|(_, n)| n["kind"] == "omp_parallel")
+        .collect();
+    assert_eq!(regions.len(), 1, "{what}: {}", p["tree"]);
+    let region = &regions[0].0;
+    let mut f: BTreeMap<String, u64> = BTreeMap::new();
+    let mut in_region = 0;
+    let mut in_tasks = 0;
+    for (path, n) in &all {
+        if !path.starts_with(region) {
+            continue;
+        }
+        let s = &n["stack_samples"];
+        let Some(k) = s["samples"].as_u64() else {
+            continue;
+        };
+        in_region += k;
+        if n["kind"] == "omp_implicit_task" {
+            in_tasks += k;
+            for (name, v) in functions(s) {
+                *f.entry(name).or_default() += v;
+            }
+        }
+    }
+    let taken = u(&info["samples"]);
+    // 6 rounds of 2 x ~100 ms of CPU: ~240 samples at 200 Hz.
+    assert!(taken >= 150, "{what}: {info}");
+    assert!(
+        in_region * 100 >= taken * 95,
+        "{what}: {in_region} of {info}"
+    );
+    assert!(
+        in_tasks * 100 >= in_region * 95,
+        "{what}: {in_tasks} of {in_region}"
+    );
+    assert_shares(
+        &shares(&f, &["omp_hot", "omp_cold"]),
+        &[("omp_hot", 90.0), ("omp_cold", 10.0)],
+        &what,
+    );
+    assert!(
+        (f["omp_hot"] + f["omp_cold"]) * 100 >= in_tasks * 95,
+        "{what}: {f:?}"
+    );
+}
+
+#[test]
+fn openmp_program_runs_unchanged_clang_libomp14() {
+    check_openmp(OmpCase::ClangLibomp14);
+}
+
+#[test]
+fn openmp_program_runs_unchanged_gcc_on_libomp19() {
+    check_openmp(OmpCase::GccLibomp19);
+}
+
+#[test]
+fn openmp_program_runs_unchanged_gcc_on_libgomp() {
+    check_openmp(OmpCase::GccLibgomp);
+}
+
+// ---- the flame graph of `kprof plot` ----
+
+/// One frame of the flame graph: its title, position (fg:x, fg:w) and row.
+#[derive(Debug)]
+struct Frame {
+    title: String,
+    x: u64,
+    w: u64,
+    y: f64,
+}
+
+/// The frames of inferno's SVG.
+fn flame_frames(text: &str) -> Vec<Frame> {
+    // inferno's SVG declares its DTD (it names no entity).
+    let opt = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(text, opt).expect("the flame graph is XML");
+    let frames = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("frames"))
+        .expect("inferno's frames");
+    frames
+        .children()
+        .filter(|g| g.has_tag_name("g"))
+        .map(|g| {
+            let title = g.children().find(|c| c.has_tag_name("title")).unwrap();
+            let rect = g.children().find(|c| c.has_tag_name("rect")).unwrap();
+            let fg = |name: &str| -> u64 {
+                rect.attributes()
+                    .find(|a| a.name() == name && a.namespace().is_some())
+                    .unwrap_or_else(|| panic!("fg:{name}"))
+                    .value()
+                    .parse()
+                    .unwrap()
+            };
+            Frame {
+                title: title.text().unwrap_or_default().to_string(),
+                x: fg("x"),
+                w: fg("w"),
+                y: rect.attribute("y").unwrap().parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// `kprof plot` of a sampled run: below each region's frame, its sampled
+/// functions are frames of kind `sample`, nested as the samples' call paths
+/// (chain_inner below chain_middle below chain_outer), inside the region's
+/// span, each as wide as its samples in and below it times 1/hz s (the
+/// samples' CPU time; the region's exclusive width where that is less),
+/// checked against profile.json's samples; the page embeds the same frames.
+#[test]
+fn flame_graph_draws_the_samples_below_their_constructs() {
+    let exe = split(true);
+    let dir = scratch("stack_flame");
+    let (out, p) = sampled(&exe, &dir, &["1", "4"]);
+    assert_ok(&out);
+    let out_dir = dir.join("out");
+    let o = run(clean_cmd(&lib("kprof")).arg("plot").arg(&out_dir));
+    assert_ok(&o);
+    let svg = std::fs::read_to_string(out_dir.join("plot-icicle.svg")).unwrap();
+    let frames = flame_frames(&svg);
+    let row = {
+        let mut ys: Vec<f64> = frames.iter().map(|f| f.y).collect();
+        ys.sort_by(f64::total_cmp);
+        ys.dedup();
+        ys[1] - ys[0]
+    };
+    let hz = u(&p["stack_samples"]["hz"]) as f64;
+    for name in ["split", "chain"] {
+        let node = region(&p, name);
+        let s = &node["stack_samples"];
+        let samples = u(&s["samples"]);
+        let construct = frames
+            .iter()
+            .find(|f| f.title.starts_with(&format!("{name} (user_region, ")))
+            .unwrap_or_else(|| panic!("no frame of {name}: {frames:#?}"));
+        // ns a sample: its CPU time, or the region's exclusive time shared.
+        let per_sample = (1e9 / hz).min(u(&node["self_ns"]) as f64 / samples as f64);
+        // Each sample path is a frame one row below its parent's, inside it,
+        // as wide as its samples.
+        fn check(
+            list: &Value,
+            parent: &Frame,
+            frames: &[Frame],
+            row: f64,
+            per_sample: f64,
+            seen: &mut Vec<String>,
+        ) {
+            for p in list.as_array().unwrap() {
+                let name = p["name"].as_str().unwrap();
+                let f = frames
+                    .iter()
+                    .find(|f| {
+                        f.y == parent.y + row
+                            && f.x >= parent.x
+                            && f.x + f.w <= parent.x + parent.w
+                            && f.title.starts_with(&format!("{name} (sample, "))
+                    })
+                    .unwrap_or_else(|| panic!("no sample frame {name} below {}", parent.title));
+                let want = u(&p["samples"]) as f64 * per_sample;
+                assert!(
+                    (f.w as f64 - want).abs() <= 1.0 + 1e-9 * want,
+                    "{}: {} wide, {} samples x {per_sample} ns = {want}",
+                    f.title,
+                    f.w,
+                    p["samples"]
+                );
+                assert!(
+                    f.title.contains(&format!(
+                        ": {} call-stack samples in and below it",
+                        p["samples"]
+                    )),
+                    "{}",
+                    f.title
+                );
+                seen.push(name.to_string());
+                check(&p["children"], f, frames, row, per_sample, seen);
+            }
+        }
+        let mut seen = Vec::new();
+        check(&s["paths"], construct, &frames, row, per_sample, &mut seen);
+        let want: &[&str] = if name == "split" {
+            &["split_seventy", "split_thirty"]
+        } else {
+            &["chain_outer", "chain_middle", "chain_inner"]
+        };
+        for w in want {
+            assert!(
+                seen.iter().any(|s| s == w),
+                "{name}: {w} not drawn: {seen:?}"
+            );
+        }
+    }
+    // The nesting of the chain, by position: inner inside middle inside outer.
+    let find = |n: &str| {
+        frames
+            .iter()
+            .find(|f| f.title.starts_with(&format!("{n} (sample, ")))
+            .unwrap()
+    };
+    let (outer, middle, inner) = (
+        find("chain_outer"),
+        find("chain_middle"),
+        find("chain_inner"),
+    );
+    assert!(middle.y == outer.y + row && inner.y == middle.y + row);
+    assert!(outer.x <= middle.x && middle.x + middle.w <= outer.x + outer.w);
+    assert!(middle.x <= inner.x && inner.x + inner.w <= middle.x + middle.w);
+    // The page holds the same graph (its frame's document, escaped).
+    let page = std::fs::read_to_string(out_dir.join("plot.html")).unwrap();
+    for n in ["split_seventy", "chain_inner"] {
+        assert!(
+            page.contains(&format!("{n} (sample, ")),
+            "{n} not on the page"
+        );
+    }
+    assert!(page.contains(">sample</span>"), "the kinds under the graph");
+}
