@@ -6,7 +6,12 @@
 //! same program under Linux `perf record -e cpu-clock` must give the same
 //! per-function shares within 5 points; a program with its own `SIGPROF`
 //! profiler keeps it working and its results; a forked child and an exec'd
-//! program inherit no timer.
+//! program inherit no timer. The same shares inside real Kokkos kernels
+//! (`tests/kokkos/sampling_split.cpp`, under `kprof run --sample-hz`), on
+//! libgomp and on libomp; OpenMP programs that know nothing of kprof
+//! (`tests/sampling/omp_hot.c`) run unchanged, their samples under their
+//! parallel region; `kprof plot` draws the samples as frames below their
+//! construct. (MPI: `tests/tests/mpi.rs`.)
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
