@@ -42,11 +42,11 @@ const ADDRESS_CACHE: usize = 256;
 const FRAMES_RESERVED: usize = 64;
 
 /// Children looked up lately, per thread, direct-mapped by (parent, key) (a
-/// power of two). A real application's thread has a few hundred call paths
-/// in turn (LULESH: about 150 per thread, each region's implicit task, loops
-/// and barriers): with 256 slots two of them share a slot often enough that
-/// about one lookup per parallel region missed and searched the tree; 1024
-/// slots (16 KiB per thread, freed when it ends) make that rare.
+/// power of two). A real application's thread takes many call paths in turn
+/// (LULESH: each region's implicit task, loops and barriers, by code
+/// address): with 256 slots they shared slots often enough that more than one
+/// lookup per parallel region missed and searched the tree; 1024 slots (16
+/// KiB per thread, freed when it ends) make that rare.
 const CHILD_CACHE: usize = 1024;
 
 /// A child found in the tree: its parent node, its key, and itself.
