@@ -72,7 +72,7 @@ pub fn write_report_files(dir: &Path, report: &Report, tree: &dyn CallTree) {
             .ok();
         write_files(
             dir,
-            &|visit| tree.walk(&mut |depth, n| visit(depth, n)),
+            &|visit| tree.walk_without_samples(&mut |depth, n| visit(depth, n)),
             &report.task_graph.edges,
             &title,
             omit,

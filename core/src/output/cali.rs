@@ -652,7 +652,7 @@ fn launch_date(report: &Report) -> Option<u64> {
 pub fn write_report(dir: &Path, report: &Report, tree: &dyn CallTree) -> Result<(), OutputError> {
     write(
         &dir.join("profile.cali"),
-        &|visit| tree.walk(&mut |depth, n| visit(depth, n)),
+        &|visit| tree.walk_without_samples(&mut |depth, n| visit(depth, n)),
         report.program.rank,
         &report_globals(report),
     )

@@ -16,6 +16,14 @@ pub trait CallTree: Sync {
     /// is not to be read: a streamed tree passes each node without them.
     fn walk(&self, visit: &mut dyn FnMut(usize, &TreeNode));
 
+    /// As [`CallTree::walk`], for the views that never read a node's instance
+    /// samples (`TreeNode::samples` may then be `None`): only `profile.json`
+    /// shows them, and sorting each shown node's sample is most of what making
+    /// its node costs, once per view and end of run.
+    fn walk_without_samples(&self, visit: &mut dyn FnMut(usize, &TreeNode)) {
+        self.walk(visit)
+    }
+
     /// The flat view's `top` rows by exclusive time, their number, and the fences
     /// (see [`FlatTop`]).
     fn flat_top(&self, top: usize) -> FlatTop<'_>;
@@ -24,7 +32,7 @@ pub trait CallTree: Sync {
     /// the tree only when there is something to show.
     fn has_kind(&self, kinds: &[&str]) -> bool {
         let mut found = false;
-        self.walk(&mut |_, n| found |= kinds.contains(&n.kind.as_ref()));
+        self.walk_without_samples(&mut |_, n| found |= kinds.contains(&n.kind.as_ref()));
         found
     }
 
@@ -38,7 +46,7 @@ pub trait CallTree: Sync {
     /// Whether any node has a team of threads (its time spread over them).
     fn has_teams(&self) -> bool {
         let mut found = false;
-        self.walk(&mut |_, n| found |= n.threads.is_some());
+        self.walk_without_samples(&mut |_, n| found |= n.threads.is_some());
         found
     }
 }

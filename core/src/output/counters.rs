@@ -51,7 +51,7 @@ fn rows(tree: &dyn CallTree, events: &[String]) -> Vec<Row> {
     let mut index: FxHashMap<(String, String, String), usize> = FxHashMap::default();
     // (depth, row) of the counted nodes enclosing the current one.
     let mut open: Vec<(usize, usize)> = Vec::new();
-    tree.walk(&mut |depth, n: &TreeNode| {
+    tree.walk_without_samples(&mut |depth, n: &TreeNode| {
         while open.last().is_some_and(|&(d, _)| d >= depth) {
             open.pop();
         }

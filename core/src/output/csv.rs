@@ -62,7 +62,7 @@ pub fn write(path: &Path, tree: &dyn CallTree) -> Result<(), OutputError> {
         w.write_record(HEADER).map_err(err)?;
         let mut row = Row::default();
         let mut result = Ok(());
-        tree.walk(&mut |depth, n| {
+        tree.walk_without_samples(&mut |depth, n| {
             if result.is_ok() {
                 result = row.write(&mut w, n, depth);
             }
@@ -197,7 +197,7 @@ mod tests {
             node("f", vec![]),
         ];
         let mut row = Row::default();
-        tree.walk(&mut |depth, n| row.write(&mut w, n, depth).unwrap());
+        tree.walk_without_samples(&mut |depth, n| row.write(&mut w, n, depth).unwrap());
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
         assert_eq!(
             text,
@@ -228,7 +228,7 @@ mod tests {
         let tree = vec![node("region", vec![task])];
         let mut w = csv::Writer::from_writer(Vec::new());
         let mut row = Row::default();
-        tree.walk(&mut |depth, n| row.write(&mut w, n, depth).unwrap());
+        tree.walk_without_samples(&mut |depth, n| row.write(&mut w, n, depth).unwrap());
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let tails: Vec<&str> = text
             .lines()
@@ -256,7 +256,7 @@ mod tests {
         }
         let mut w = csv::Writer::from_writer(Vec::new());
         let mut row = Row::default();
-        tree.walk(&mut |depth, n| row.write(&mut w, n, depth).unwrap());
+        tree.walk_without_samples(&mut |depth, n| row.write(&mut w, n, depth).unwrap());
         let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), depth);

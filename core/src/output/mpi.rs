@@ -72,7 +72,7 @@ pub fn time(r: &Report, tree: &dyn CallTree) -> Option<MpiTime> {
         return None;
     }
     let mut tally = MpiTally::default();
-    tree.walk(&mut |depth, n: &TreeNode| tally.add(depth, n));
+    tree.walk_without_samples(&mut |depth, n: &TreeNode| tally.add(depth, n));
     tally.time(r)
 }
 

@@ -521,7 +521,7 @@ fn openmp(s: &mut String, tree: &dyn CallTree, top: usize) {
     let mut waits: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
     // The names of the nodes enclosing the current one.
     let mut path: Vec<String> = Vec::new();
-    tree.walk(&mut |depth, n: &TreeNode| {
+    tree.walk_without_samples(&mut |depth, n: &TreeNode| {
         path.truncate(depth);
         let parent = path.last().map_or("", String::as_str);
         if let (Some(t), "omp_implicit_task") = (&n.threads, n.kind.as_ref()) {

@@ -483,7 +483,7 @@ fn tree_nodes(tree: &dyn CallTree, strings: &mut Vec<String>, src: Source) -> Ve
     let mut keys: Vec<NodeKey> = Vec::new();
     // The local index of the node open at each depth of the walk.
     let mut path: Vec<u32> = Vec::new();
-    tree.walk(&mut |depth, n| {
+    tree.walk_without_samples(&mut |depth, n| {
         path.truncate(depth);
         let parent = match depth {
             0 => 0,

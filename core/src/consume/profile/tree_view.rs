@@ -84,7 +84,11 @@ impl<'a> MergedTree<'a> {
 
 impl CallTree for MergedTree<'_> {
     fn walk(&self, visit: &mut dyn FnMut(usize, &TreeNode)) {
-        self.walk_ids(|depth, n| visit(depth, &self.node(n)));
+        self.walk_ids(|depth, n| visit(depth, &self.node(n, true)));
+    }
+
+    fn walk_without_samples(&self, visit: &mut dyn FnMut(usize, &TreeNode)) {
+        self.walk_ids(|depth, n| visit(depth, &self.node(n, false)));
     }
 
     fn has_kind(&self, kinds: &[&str]) -> bool {
@@ -210,8 +214,9 @@ fn node_counters(
 }
 
 impl MergedTree<'_> {
-    /// The report node of merged node `n`, without its children.
-    fn node(&self, n: u32) -> TreeNode {
+    /// The report node of merged node `n`, without its children; with its
+    /// instance samples when `samples` (and it is among the shown).
+    fn node(&self, n: u32, samples: bool) -> TreeNode {
         let text = |id: u32| self.rt.names.text(id);
         let devices = &self.devices;
         let counter_names = self.counter_names;
@@ -261,7 +266,7 @@ impl MergedTree<'_> {
             stddev_ns: s.stddev(),
             samples: node
                 .samples()
-                .filter(|_| self.samples_shown[n as usize])
+                .filter(|_| samples && self.samples_shown[n as usize])
                 .map(|r| {
                     Box::new(crate::output::samples::report(
                         r,

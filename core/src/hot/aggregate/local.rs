@@ -41,8 +41,13 @@ const ADDRESS_CACHE: usize = 256;
 /// stacks grow it (rarely: each growth doubles it).
 const FRAMES_RESERVED: usize = 64;
 
-/// Children looked up lately, per thread, direct-mapped by (parent, key).
-const CHILD_CACHE: usize = 256;
+/// Children looked up lately, per thread, direct-mapped by (parent, key) (a
+/// power of two). A real application's thread takes many call paths in turn
+/// (LULESH: each region's implicit task, loops and barriers, by code
+/// address): with 256 slots they shared slots often enough that more than one
+/// lookup per parallel region missed and searched the tree; 1024 slots (16
+/// KiB per thread, freed when it ends) make that rare.
+const CHILD_CACHE: usize = 1024;
 
 /// A child found in the tree: its parent node, its key, and itself.
 #[derive(Clone, Copy, Default)]
@@ -810,8 +815,8 @@ impl ThreadProfile {
     /// first).
     #[inline(always)]
     fn child_of(&mut self, parent: u32, key: u64, name: u32, kind: Kind, dev: u16) -> u32 {
-        let i = ((key ^ u64::from(parent) << 24).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56)
-            as usize
+        let i = ((key ^ u64::from(parent) << 24).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> (64 - CHILD_CACHE.trailing_zeros())) as usize
             % CHILD_CACHE;
         match self.child_cache.get(i) {
             // A key has its top bit set: an empty slot (0) never matches.
