@@ -38,10 +38,16 @@ pub fn target_dir() -> PathBuf {
 ///
 /// Builds them once per test process with `cargo build --release`, so a test
 /// never runs against stale libraries.
+///
+/// `KPROF_TEST_LIB_DIR`, when set, names a directory of libraries built another
+/// way (`scripts/tsan.sh`: instrumented with ThreadSanitizer), used as it is.
 pub fn lib_dir() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
+            if let Some(dir) = prebuilt_lib_dir() {
+                return dir;
+            }
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             // Every library the install builds (the model table's plugins and
             // the support libraries) and the command.
@@ -59,6 +65,13 @@ pub fn lib_dir() -> PathBuf {
             target_dir().join("release")
         })
         .clone()
+}
+
+/// The directory `KPROF_TEST_LIB_DIR` names, when set: [`lib_dir`] builds nothing.
+pub fn prebuilt_lib_dir() -> Option<PathBuf> {
+    std::env::var_os("KPROF_TEST_LIB_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
 }
 
 /// Path of a library in [`lib_dir`], e.g. `lib("libkprof.so")`.
@@ -95,6 +108,11 @@ pub fn compile_with(compiler: &str, sources: &[&Path], out: &Path, args: &[&str]
         .arg("-o")
         .arg(out)
         .args(args);
+    if std::env::var_os("KPROF_TEST_PRELOAD").is_some_and(|v| !v.is_empty()) {
+        // Libraries built for ThreadSanitizer call its runtime, which the program
+        // gets preloaded (see clean_cmd), not linked.
+        cmd.arg("-Wl,--allow-shlib-undefined");
+    }
     let output = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
@@ -149,6 +167,10 @@ pub fn build_kokkos_hosts(dir: &Path) -> (PathBuf, PathBuf) {
 /// tool setting (`KOKKOS_*`) or tool library of another runtime (each model's
 /// loader variables, from the model table), so that a test sees only what it
 /// sets itself.
+///
+/// `KPROF_TEST_PRELOAD`, when set, becomes the command's `LD_PRELOAD`: the
+/// ThreadSanitizer runtime that libraries instrumented with it need loaded first
+/// (`scripts/tsan.sh`); a test that sets `LD_PRELOAD` itself replaces it.
 pub fn clean_cmd(exe: &Path) -> Command {
     let loaders: Vec<&str> = kprof_tables::models::MODELS
         .iter()
@@ -161,6 +183,9 @@ pub fn clean_cmd(exe: &Path) -> Command {
         if k.starts_with("KPROF_") || k.starts_with("KOKKOS_") || loaders.contains(&&*k) {
             cmd.env_remove(&*k);
         }
+    }
+    if let Some(preload) = std::env::var_os("KPROF_TEST_PRELOAD").filter(|v| !v.is_empty()) {
+        cmd.env("LD_PRELOAD", preload);
     }
     cmd
 }

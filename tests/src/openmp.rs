@@ -20,6 +20,9 @@ pub fn ompt_lib() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let dir = lib_dir();
+            if crate::prebuilt_lib_dir().is_some() {
+                return dir.join("libkprof_ompt.so");
+            }
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let out = Command::new(cargo)
                 .current_dir(workspace_root())

@@ -29,7 +29,7 @@ use crate::ompt::{
     control, scope, task_flag, task_status, Data, Device, DispatchChunk, Frame, FunctionLookup, Id,
     WaitId,
 };
-use crate::{device, join, map, task};
+use crate::{device, handoff, join, map, task};
 
 /// Runs `f` with the core table when attached, never unwinding into the runtime.
 #[inline(always)]
@@ -471,6 +471,8 @@ pub unsafe extern "C" fn task_create(
         };
         // SAFETY: checked non-NULL; the runtime's task data is writable.
         unsafe { set_word(new_task_data, w) };
+        // The runtime queues the task after this returns.
+        handoff::release(new_task_data);
     })
 }
 
@@ -483,6 +485,7 @@ pub unsafe extern "C" fn task_schedule(
     next_task_data: *mut Data,
 ) {
     with_api(|api| {
+        handoff::acquire(prior_task_data);
         // SAFETY: NULL or readable.
         let prior = unsafe { word(prior_task_data) };
         match prior_task_status {
@@ -510,6 +513,9 @@ pub unsafe extern "C" fn task_schedule(
                 }
             }
         }
+        // The prior task may resume, or be named by a dependence, on another thread.
+        handoff::release(prior_task_data);
+        handoff::acquire(next_task_data);
         // SAFETY: NULL or readable; a word kprof stored for a live task.
         if let Some(t) = unsafe { task::info(word(next_task_data)) } {
             // SAFETY: plain integers.
@@ -522,6 +528,8 @@ pub unsafe extern "C" fn task_schedule(
 /// their creation markers.
 pub unsafe extern "C" fn task_dependence(src_task_data: *mut Data, sink_task_data: *mut Data) {
     with_api(|api| {
+        handoff::acquire(src_task_data);
+        handoff::acquire(sink_task_data);
         // SAFETY: NULL or readable words kprof stored for live tasks (see task).
         let (from, to) = unsafe {
             (

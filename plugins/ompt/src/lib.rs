@@ -18,6 +18,7 @@
 mod callbacks;
 mod core_table;
 pub mod device;
+pub mod handoff;
 pub mod join;
 pub mod map;
 pub mod ompt;
