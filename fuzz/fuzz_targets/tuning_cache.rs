@@ -18,8 +18,8 @@ fuzz_target!(|data: &[u8]| {
     }
     // The seed's identity (tests/fuzz-corpus/tuning-cache/).
     let me = Identity {
-        program: "/work/main/target/test-scratch/kokkos_tuning_bin/kokkos_host".into(),
-        host: "vm".into(),
+        program: "/opt/app/kokkos_host".into(),
+        host: "node1".into(),
     };
     let entries = match cache::parse(data, Path::new("/c"), &me) {
         Ok(e) => e,

@@ -1,7 +1,8 @@
 //! The tuning cache (`KPROF_TUNING_CACHE`) is outside input: a file another run
 //! wrote, which may since have been truncated, edited or replaced. Mutations of
 //! a cache kprof wrote (`tests/fuzz-corpus/tuning-cache/`, from the
-//! `tune_known` scenario of `tests/tests/kokkos_tuning.rs`) are read and, when
+//! `tune_known` scenario of `tests/tests/kokkos_tuning.rs`, its program and
+//! host renamed to neutral ones) are read and, when
 //! accepted, handed to the tuner: each is refused with one bounded line, or the
 //! tuner's first answer is the one the file holds for the problem (checked
 //! against the file's JSON read on its own), or the program's default when the
