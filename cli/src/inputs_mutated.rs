@@ -105,7 +105,7 @@ fn check_trace(seed: &[u8], b: &[u8], dir: &Path) {
             assert!(labels.iter().any(|l| l == "rank 0"), "{labels:?}");
         }
         Err(what) => {
-            let e = merged.err().expect("refused, yet merged").0;
+            let e = merged.expect_err("refused, yet merged").0;
             assert!(!e.contains('\n'), "{e:?}");
             assert!(e.contains("r1.pftrace") && e.contains(&what), "{e}");
         }
