@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(profile_json job_form settings)
+[ ${#targets[@]} -gt 0 ] || targets=(profile_json job_form settings tuning_cache elf pftrace)
 tc=+nightly
 if ! cargo +nightly --version >/dev/null 2>&1; then
     # No nightly: stable's compiler accepts -Z flags under RUSTC_BOOTSTRAP.
@@ -23,6 +23,11 @@ seed() {
         profile_json) cp tests/fuzz-corpus/profile/*.json "$d"/ ;;
         job_form) cp tests/fuzz-corpus/form/*.bin "$d"/ ;;
         settings) printf '1' >"$d/flag"; printf '64' >"$d/count"; printf 'off' >"$d/word" ;;
+        tuning_cache) cp tests/fuzz-corpus/tuning-cache/*.json "$d"/ ;;
+        # A program built here, as the property test builds it (no binary is committed).
+        elf) cc -O2 -g tests/fuzz-corpus/elf/seed.c -o "$d/seed" \
+                -Wl,--no-as-needed -lm -Wl,-rpath,/opt/kokkos/lib ;;
+        pftrace) cp tests/fuzz-corpus/pftrace/*.pftrace "$d"/ ;;
     esac
 }
 for t in "${targets[@]}"; do

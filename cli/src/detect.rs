@@ -55,25 +55,25 @@ impl Models {
 }
 
 /// What one ELF file says.
-#[derive(Default)]
-struct ElfInfo {
-    needed: Vec<String>,
-    runpath: Vec<String>,
-    rpath: Vec<String>,
+#[derive(Default, Debug)]
+pub(crate) struct ElfInfo {
+    pub(crate) needed: Vec<String>,
+    pub(crate) runpath: Vec<String>,
+    pub(crate) rpath: Vec<String>,
     /// Per model, whether its built-in markers (the table's symbols) are
     /// defined in this file, then whether its strings are in its data.
-    symbols: [bool; MODELS.len()],
-    strings: [bool; MODELS.len()],
+    pub(crate) symbols: [bool; MODELS.len()],
+    pub(crate) strings: [bool; MODELS.len()],
     /// The string `KOKKOS_TOOLS_LIBS` is in its data (Kokkos >= 3.5).
-    tools_libs: bool,
+    pub(crate) tools_libs: bool,
     /// RAJA symbols are defined in this file.
-    raja_symbols: bool,
+    pub(crate) raja_symbols: bool,
     /// OpenACC entries of GCC's libgomp (`GOACC_*`) are called or defined.
-    goacc: bool,
+    pub(crate) goacc: bool,
     /// kprof's link-time wrapper of `convey_push` is built in.
-    conveyors_wrapped: bool,
+    pub(crate) conveyors_wrapped: bool,
     /// It has a symbol table (`.symtab`).
-    symtab: bool,
+    pub(crate) symtab: bool,
 }
 
 fn parse<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> object::read::Result<ElfInfo> {
@@ -214,13 +214,19 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 fn read_elf(path: &Path) -> Result<ElfInfo, String> {
     let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let kind = object::FileKind::parse(&*data).map_err(|e| e.to_string())?;
-    let r = match kind {
-        object::FileKind::Elf64 => parse::<elf::FileHeader64<Endianness>>(&data),
-        object::FileKind::Elf32 => parse::<elf::FileHeader32<Endianness>>(&data),
-        _ => return Err(format!("{} is not an ELF file", path.display())),
-    };
-    r.map_err(|e| format!("{}: {e}", path.display()))
+    inspect(&data).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// What the ELF file `data` says; an error (one line) when it is not one, or a
+/// malformed one. The file is outside input: any bytes give one or the other
+/// (the fuzz target `elf` in `fuzz/` builds this module as it is to check it).
+pub(crate) fn inspect(data: &[u8]) -> Result<ElfInfo, String> {
+    match object::FileKind::parse(data).map_err(|e| e.to_string())? {
+        object::FileKind::Elf64 => parse::<elf::FileHeader64<Endianness>>(data),
+        object::FileKind::Elf32 => parse::<elf::FileHeader32<Endianness>>(data),
+        _ => return Err("not an ELF file".into()),
+    }
+    .map_err(|e| e.to_string())
 }
 
 /// The default library directories of the dynamic loader, plus /etc/ld.so.conf's.

@@ -11,6 +11,8 @@
 mod detect;
 mod diff;
 mod fmt;
+#[cfg(test)]
+mod inputs_mutated;
 mod load;
 mod merge;
 mod out_dir;
@@ -23,6 +25,7 @@ mod report;
 mod run;
 mod sort_key;
 mod timebase;
+mod trace_packets;
 mod version;
 
 use std::process::ExitCode;

@@ -113,6 +113,11 @@
  *
  * help: init, request_tool_settings, provide_tpi, print_help(exe), finalize, exit(0).
  *
+ * names: the names in the file KOKKOS_HOST_NAMES (each ended by a NUL byte: any
+ *   other bytes, any length) through the entry points that take one: per name,
+ *   push region NAME { parallel_for NAME; allocate and free Host label NAME
+ *   (8 bytes) }; profile event NAME. Exits 3 when the file cannot be read.
+ *
  * annotate (only when built with -DKPROF_ANNOTATE and linked with -lkprof_core):
  *   kprof_region_begin("app phase") { parallel_for "inner" x5; region "kregion"
  *   { parallel_reduce "r" x2 } } kprof_region_end("app phase"); finalize.
@@ -1076,6 +1081,37 @@ static void scenario_signal(void) {
   exit(3);
 }
 
+static void scenario_names(void) {
+  const char *path = getenv("KOKKOS_HOST_NAMES");
+  FILE *f = path ? fopen(path, "rb") : NULL;
+  if (!f) {
+    fprintf(stderr, "kokkos_host: cannot read KOKKOS_HOST_NAMES\n");
+    exit(3);
+  }
+  size_t cap = 1 << 16, len = 0, got;
+  char *buf = malloc(cap);
+  while (buf && (got = fread(buf + len, 1, cap - len, f)) > 0) {
+    len += got;
+    if (len == cap) buf = realloc(buf, cap *= 2);
+  }
+  fclose(f);
+  if (!buf) exit(3);
+  static char block[8];
+  for (size_t at = 0; at < len;) {
+    const char *name = buf + at;
+    size_t n = strnlen(name, len - at);
+    if (n == len - at) break; /* no NUL: not a name */
+    k_push(name);
+    k_kernel(FOR, name, DEV_OPENMP);
+    k_alloc("Host", name, block, 8);
+    k_dealloc("Host", name, block, 8);
+    k_pop();
+    k_event(name);
+    at += n + 1;
+  }
+  free(buf);
+}
+
 static int scenario_annotate(void) {
 #ifdef KPROF_ANNOTATE
   kprof_region_begin("app phase");
@@ -1242,6 +1278,8 @@ int main(int argc, char **argv) {
     scenario_signal();
   else if (strcmp(scenario, "annotate") == 0)
     rc = scenario_annotate();
+  else if (strcmp(scenario, "names") == 0)
+    scenario_names();
   else {
     fprintf(stderr, "kokkos_host: unknown scenario %s\n", scenario);
     rc = 2;

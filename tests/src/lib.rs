@@ -7,7 +7,9 @@
 
 pub mod actor;
 pub mod bench;
+pub mod mutate;
 pub mod openmp;
+pub mod plot_check;
 pub mod standin;
 pub mod synthetic;
 pub mod trace_check;

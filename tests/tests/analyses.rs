@@ -6,6 +6,7 @@
 //! the declared dependences of `tests/openmp/tasks.c` on it. The programs are the
 //! OpenMP tests' (clang 14, real libomp 14) and the Kokkos harness.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -1011,45 +1012,85 @@ fn a_million_kernels_keep_exactly_the_configured_samples_uniformly() {
     assert!(!serde_json::to_string(&p).unwrap().contains("\"samples\""));
 }
 
-/// `kprof plot` of a Kokkos run with allocations: the memory figure has a row per
-/// memory space of the profile, named with its high-water time, and both series.
+/// `kprof plot` of a Kokkos run with allocations, against the harness: the
+/// memory figure has a row per memory space the harness allocates in, named with
+/// its high-water time, with two bars as long on the figure's own byte axis as
+/// the most bytes the harness had allocated there at once and the bytes it
+/// left allocated (its `basic` scenario's allocations, replayed here).
 #[test]
 fn plot_draws_memory_per_space() {
+    use kprof_tests::plot_check::{bytes, Figure};
     let out = kokkos_run();
-    let p = read_profile(&out);
-    let spaces = p["memory"].as_array().expect("memory");
-    assert!(!spaces.is_empty(), "the harness allocates");
+    // What `scenario_basic` (tests/harness/kokkos_host.c) allocates and frees,
+    // in its order: space, bytes (negative: freed).
+    let calls: [(&str, i64); 9] = [
+        ("Host", 8000),
+        ("Host", 8000),
+        ("Host", 4096),
+        ("Cuda", 8000),
+        ("Host", 100_000),
+        ("Host", -100_000),
+        ("Host", -8000),
+        ("Host", -8000),
+        ("Cuda", -8000),
+    ];
+    let mut known: BTreeMap<&str, (i64, i64)> = BTreeMap::new(); // (high water, now)
+    for (space, b) in calls {
+        let (high, now) = known.entry(space).or_default();
+        *now += b;
+        *high = (*high).max(*now);
+    }
+    assert_eq!(
+        known["Host"],
+        (120_096, 4096),
+        "the harness's documented numbers"
+    );
     let o = run(clean_cmd(&lib("kprof")).arg("plot").arg(&out));
     assert_ok(&o);
-    let svg = read_svg(&out.join("plot-memory.svg"));
-    for s in spaces {
-        let row = format!("{} (high water at ", s["space"].as_str().unwrap());
-        assert!(
-            svg.texts.iter().any(|t| t.starts_with(&row)),
-            "{row}: {:?}",
-            svg.texts
-        );
-    }
-    for series in ["high water", "at end"] {
-        assert!(svg.texts.contains(&series.to_string()), "{:?}", svg.texts);
+    let fig = Figure::read(&out.join("plot-memory.svg"));
+    let px_per_byte = fig.px_per_unit(bytes);
+    let legend = fig.legend();
+    let colour = |series: &str| -> String {
+        legend
+            .iter()
+            .find(|(n, _)| n == series)
+            .unwrap_or_else(|| panic!("no {series} in the legend {legend:?}"))
+            .1
+            .clone()
+    };
+    let (high_fill, end_fill) = (colour("high water"), colour("at end"));
+    let rows = fig.rows(|t| t.text.contains(" (high water at "));
+    let spaces: Vec<&str> = rows
+        .iter()
+        .map(|(l, _)| l.split(" (high water at ").next().unwrap())
+        .collect();
+    assert_eq!(
+        spaces.iter().copied().collect::<BTreeSet<_>>(),
+        known.keys().copied().collect::<BTreeSet<_>>(),
+        "a row per space the harness allocates in"
+    );
+    for ((label, bars), space) in rows.iter().zip(&spaces) {
+        let (high, now) = known[space];
+        for (fill, want) in [(&high_fill, high), (&end_fill, now)] {
+            let w: Vec<f64> = bars
+                .iter()
+                .filter(|r| &r.fill == fill)
+                .map(|r| r.width)
+                .collect();
+            assert_eq!(w.len(), 1, "{label}: one bar of {fill}: {bars:?}");
+            assert!(
+                (w[0] - want as f64 * px_per_byte).abs() <= 1.0,
+                "{label}: bar {} px, the harness's {want} bytes are {} px",
+                w[0],
+                want as f64 * px_per_byte
+            );
+        }
     }
     // Byte axes tick at binary steps (2^k bytes), each label a whole number
     // of its unit or a short binary fraction of it (not 97.66 KiB).
     for figure in ["plot-memory.svg", "plot-memory-over-time.svg"] {
         let texts = read_svg(&out.join(figure)).texts;
-        let ticks: Vec<f64> = texts
-            .iter()
-            .filter_map(|t| {
-                let (n, u) = t.split_once(' ')?;
-                let scale = match u {
-                    "B" => 1.0,
-                    "KiB" => 1024.0,
-                    "MiB" => 1024.0 * 1024.0,
-                    _ => return None,
-                };
-                Some(n.parse::<f64>().ok()? * scale)
-            })
-            .collect();
+        let ticks: Vec<f64> = texts.iter().filter_map(|t| bytes(t)).collect();
         assert!(ticks.len() >= 3, "{figure}: {texts:?}");
         let step = ticks[1] - ticks[0];
         assert!(

@@ -1163,11 +1163,14 @@ fn real_cupti13_without_gpu_says_off_in_one_line() {
     real_cupti_without_gpu(13);
 }
 
-/// `kprof plot` of a run with GPU activity: the GPU figure has one bar per kernel
-/// of the profile's `gpu.kernels` (the 15 longest), each labelled `name [device]`,
-/// in the profile's order, and names every device in its note.
+/// `kprof plot` of a run with GPU activity, against the replay: the GPU figure
+/// has one bar per kernel the stand-in replayed (its log's kernel records, by
+/// name and device), longest first, each as long on the figure's own axis as
+/// the sum of that kernel's replayed durations and labelled with it; the note
+/// names every device.
 #[test]
 fn plot_draws_the_gpu_kernels() {
+    use kprof_tests::plot_check::{duration_ns, Figure};
     let Some(c) = cupti_or_skip(13) else {
         return;
     };
@@ -1182,42 +1185,63 @@ fn plot_draws_the_gpu_kernels() {
         &[],
     );
     r.assert_ok();
-    let p = r.profile();
-    let kernels = p["gpu"]["kernels"].as_array().expect("gpu.kernels");
-    assert!(!kernels.is_empty());
+    // The reference: per kernel (the name kprof gives it) and device, the sum of
+    // its replayed durations.
+    let mut replayed: BTreeMap<String, u64> = BTreeMap::new();
+    for k in r.log.records("kernel") {
+        let label = format!("{} [CUDA:{}]", demangled(k.get("name")), k.num("dev"));
+        *replayed.entry(label).or_default() += k.num("end") - k.num("start");
+    }
+    assert_eq!(
+        replayed.len(),
+        4,
+        "the basic replay's kernels: {replayed:?}"
+    );
     let out = r.dir.join("out");
     let o = run(clean_cmd(&lib_dir().join("kprof")).arg("plot").arg(&out));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let svg = std::fs::read_to_string(out.join("plot-gpu.svg")).expect("plot-gpu.svg");
-    let doc = roxmltree::Document::parse(&svg).expect("an SVG");
-    let texts: Vec<String> = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .map(|n| n.text().unwrap_or_default().trim().to_string())
+    let fig = Figure::read(&out.join("plot-gpu.svg"));
+    let px_per_ns = fig.px_per_unit(duration_ns);
+    let rows = fig.rows(|t| t.anchor == "start" && t.text.contains(" [CUDA"));
+    let drawn: Vec<&str> = rows
+        .iter()
+        .map(|(l, _)| l.split_once("  ").map_or(l.as_str(), |(n, _)| n))
         .collect();
-    let bars = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#4682B4"))
-        .count();
-    let shown = kernels.len().min(15);
-    assert_eq!(bars, shown, "{texts:?}");
-    let labels: Vec<&String> = texts.iter().filter(|t| t.contains(" [CUDA")).collect();
-    for (i, k) in kernels.iter().take(shown).enumerate() {
-        let want = format!(
-            "{} [{}]",
-            k["name"].as_str().unwrap(),
-            k["device"].as_str().unwrap()
-        );
+    let mut want: Vec<&str> = replayed.keys().map(String::as_str).collect();
+    want.sort_by_key(|k| std::cmp::Reverse(replayed[*k]));
+    assert_eq!(
+        drawn.iter().copied().collect::<BTreeSet<_>>(),
+        want.iter().copied().collect::<BTreeSet<_>>(),
+        "the rows are the replayed kernels"
+    );
+    let mut last = u64::MAX;
+    for (label, bars) in &rows {
+        let (name, value) = label.split_once("  ").expect("name  duration");
+        let total = replayed[name];
+        assert!(total <= last, "longest first: {drawn:?}");
+        last = total;
+        assert_eq!(bars.len(), 1, "{label}: {bars:?}");
+        let w = bars[0].width;
         assert!(
-            labels
-                .get(i)
-                .is_some_and(|l| l.starts_with(&want[..want.len().min(60)])),
-            "bar {i}: {want} vs {labels:?}"
+            (w - total as f64 * px_per_ns).abs() <= 1.0,
+            "{label}: bar {w} px, the replay's {total} ns is {} px",
+            total as f64 * px_per_ns
+        );
+        let shown = duration_ns(value).expect("a duration");
+        assert!(
+            (shown - total as f64).abs() <= total as f64 * 0.005,
+            "{label}: the replay's {total} ns"
         );
     }
     let page = std::fs::read_to_string(out.join("plot.html")).expect("plot.html");
     assert!(page.contains("<section id=\"gpu\">"));
-    for d in p["gpu"]["devices"].as_array().unwrap() {
-        assert!(page.contains(d["device"].as_str().unwrap()), "{d}");
+    let devices: BTreeSet<u64> = r
+        .log
+        .records("kernel")
+        .iter()
+        .map(|k| k.num("dev"))
+        .collect();
+    for d in devices {
+        assert!(page.contains(&format!("CUDA:{d} busy")), "CUDA:{d}");
     }
 }

@@ -480,7 +480,10 @@ fn over_time(o: &OverTime, run_ns: f64, figs: &mut Vec<Figure>) -> Result<(), Fa
             .collect();
         // Busy kinds of work at the bottom, idle threads above them.
         series.sort_by_key(|(c, _)| c == "idle");
-        let peak = (0..o.buckets as usize)
+        // The series' own lengths, not the file's `buckets` (outside input: a
+        // huge count would loop for ever over nothing).
+        let buckets = series.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+        let peak = (0..buckets)
             .map(|i| {
                 series
                     .iter()
@@ -639,8 +642,7 @@ fn merged(v: &Value, top: usize) -> Result<Vec<Figure>, Failure> {
                 ]
             })
             .max()
-            .map_or(0, |x| x as usize + 1)
-            .min(256);
+            .map_or(0, |x| x.saturating_add(1).min(256) as usize);
         let mut values = vec![vec![0.0; n]; n];
         for e in entries {
             let (r, p) = (

@@ -103,8 +103,8 @@ pub enum CacheError {
 
 /// The entries of the cache at `path` for `me`; an absent file is an empty cache.
 pub fn load(path: &Path, me: &Identity) -> Result<BTreeMap<String, Entry>, CacheError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
         Err(source) => {
             return Err(CacheError::Read {
@@ -113,24 +113,64 @@ pub fn load(path: &Path, me: &Identity) -> Result<BTreeMap<String, Entry>, Cache
             })
         }
     };
-    let file: File = serde_json::from_str(&text).map_err(|e| CacheError::Corrupt {
+    parse(&bytes, path, me)
+}
+
+/// The entries of a cache file's contents `bytes` (read from `path`, named in
+/// the errors) for `me`. Whatever the bytes, an error's message is one line of
+/// bounded length: the file's own strings are quoted and clipped.
+pub fn parse(
+    bytes: &[u8],
+    path: &Path,
+    me: &Identity,
+) -> Result<BTreeMap<String, Entry>, CacheError> {
+    let file: File = serde_json::from_slice(bytes).map_err(|e| CacheError::Corrupt {
         path: path.display().to_string(),
-        reason: e.to_string(),
+        // serde quotes the file's strings it names; they may be long.
+        reason: clip(e.to_string()),
     })?;
     if file.format != FORMAT {
         return Err(CacheError::Corrupt {
             path: path.display().to_string(),
-            reason: format!("format '{}', not '{FORMAT}'", file.format),
+            reason: format!("format {}, not '{FORMAT}'", quoted(&file.format)),
         });
     }
     if file.identity != *me {
         return Err(CacheError::Foreign {
             path: path.display().to_string(),
-            program: file.identity.program,
-            host: file.identity.host,
+            program: quoted(&file.identity.program),
+            host: quoted(&file.identity.host),
         });
     }
     Ok(file.problems)
+}
+
+/// Bytes of a file's string shown in a message, at most.
+const SHOWN: usize = 200;
+
+/// A string of the file as a message shows it: as it is when plain, otherwise
+/// quoted with its control characters escaped (a newline in it must not end
+/// the message's line), and clipped.
+fn quoted(s: &str) -> String {
+    let plain = !s.is_empty() && s.chars().all(|c| !c.is_control() && c != '\'' && c != ' ');
+    if plain {
+        clip(s.to_string())
+    } else {
+        clip(format!("'{}'", s.escape_debug()))
+    }
+}
+
+/// `s` clipped to [`SHOWN`] bytes.
+fn clip(mut s: String) -> String {
+    if s.len() > SHOWN {
+        let mut cut = SHOWN;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str("...");
+    }
+    s
 }
 
 /// Writes `entries` (over the same keys of the current file, when it is `me`'s)
