@@ -255,7 +255,14 @@ fn check_split(threads: usize, debug: bool) {
             l["line"]
         );
     } else {
-        assert!(lines.is_empty(), "{what}: lines without -g: {lines:?}");
+        // kprof's own libraries carry debug information: a sample taken in
+        // the region's begin or end has a line there, but none in split.c.
+        assert!(
+            !lines
+                .iter()
+                .any(|l| l["file"].as_str().unwrap_or_default().ends_with("split.c")),
+            "{what}: lines of split.c without -g: {lines:?}"
+        );
     }
 }
 
@@ -734,7 +741,15 @@ fn check_kokkos(threads: usize, debug: bool, omp: KokkosOmp) {
             );
         }
     } else {
-        assert!(lines.is_empty(), "{what}: lines without -g: {lines:?}");
+        // kprof's own libraries carry debug information (a sample in a
+        // kernel's begin or end has a line there), the program none.
+        assert!(
+            !lines.iter().any(|l| l["file"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with("sampling_split.cpp")),
+            "{what}: lines of sampling_split.cpp without -g: {lines:?}"
+        );
     }
 }
 
