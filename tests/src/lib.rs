@@ -172,7 +172,8 @@ pub fn build_kokkos_hosts(dir: &Path) -> (PathBuf, PathBuf) {
 ///
 /// `KPROF_TEST_PRELOAD`, when set, becomes the command's `LD_PRELOAD`: the
 /// ThreadSanitizer runtime that libraries instrumented with it need loaded first
-/// (`scripts/tsan.sh`); a test that sets `LD_PRELOAD` itself replaces it.
+/// (`scripts/tsan.sh`); a test that sets `LD_PRELOAD` itself replaces it. With
+/// `KPROF_TEST_LIB_DIR` set, `LD_LIBRARY_PATH` is that directory alone.
 pub fn clean_cmd(exe: &Path) -> Command {
     let loaders: Vec<&str> = kprof_tables::models::MODELS
         .iter()
@@ -188,6 +189,12 @@ pub fn clean_cmd(exe: &Path) -> Command {
     }
     if let Some(preload) = std::env::var_os("KPROF_TEST_PRELOAD").filter(|v| !v.is_empty()) {
         cmd.env("LD_PRELOAD", preload);
+    }
+    if let Some(dir) = prebuilt_lib_dir() {
+        // `cargo test` puts its own target folders on LD_LIBRARY_PATH, which wins
+        // over a program's RUNPATH: a program linked with the core would load the
+        // plain one from there instead of the one in `dir`.
+        cmd.env("LD_LIBRARY_PATH", dir);
     }
     cmd
 }
