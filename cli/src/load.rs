@@ -146,9 +146,12 @@ fn read_checked(path: &Path, accepted: &[&str]) -> Result<(Vec<u8>, String), Fai
     };
     match probe.as_str() {
         Some(s) if accepted.contains(&s) => Ok((text, s.to_string())),
+        // The file's string, escaped (a newline in it must not end the
+        // message's line) and clipped.
         Some(s) => Err(Failure(format!(
-            "{}: schema \"{s}\" is not supported (this kprof {} reads {})",
+            "{}: schema \"{}\" is not supported (this kprof {} reads {})",
             show(path),
+            s.chars().take(100).collect::<String>().escape_debug(),
             env!("CARGO_PKG_VERSION"),
             accepted.join(", ")
         ))),
