@@ -64,8 +64,10 @@ fn policies_read_live_statistics_and_adapt() {
             num(p, "min_ns") <= mean && mean <= num(p, "max_ns"),
             "{p:?}"
         );
-        // Every step spun at least its block x 40 us; the smallest block is 1.
-        assert!(num(p, "min_ns") >= 40_000.0, "{p:?}");
+        // Every step spun at least its block x 40 us (the smallest block is 1),
+        // by the program's clock; kprof's clock (the TSC at its calibrated rate)
+        // may read a few parts in 10^4 less (39,999 ns seen).
+        assert!(num(p, "min_ns") >= 40_000.0 * 0.999, "{p:?}");
         blocks.push(num(p, "block") as i64);
     }
     // The policy halved the block while the mean step was above 300 us.

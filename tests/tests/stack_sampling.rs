@@ -266,6 +266,21 @@ fn check_split(threads: usize, debug: bool) {
     }
 }
 
+/// Whether a report line ends with the function name `f`, or with the start of
+/// it cut by the report (a long name ends in `…`).
+fn shows_name(line: &str, f: &str) -> bool {
+    let line = line.trim_end();
+    if line.ends_with(f) {
+        return true;
+    }
+    let Some(cut) = line.strip_suffix('…') else {
+        return false;
+    };
+    // The name is the line's text after its count and its share.
+    let shown = cut.split_whitespace().skip(2).collect::<Vec<_>>().join(" ");
+    !shown.is_empty() && f.starts_with(&shown)
+}
+
 /// `kprof report --samples` shows each region's samples and its functions'
 /// counts as profile.json has them.
 fn report_agrees(dir: &Path, p: &Value) {
@@ -294,7 +309,7 @@ fn report_agrees(dir: &Path, p: &Value) {
                 block
                     .lines()
                     .any(|l| l.split_whitespace().next() == Some(&n.to_string())
-                        && l.trim_end().ends_with(&f)),
+                        && shows_name(l, &f)),
                 "{f} with {n} samples in:\n{block}"
             );
         }
@@ -577,15 +592,16 @@ fn subtree_samples(p: &Value, name: &str) -> (BTreeMap<String, u64>, u64, Vec<Va
     (f, samples, sampled)
 }
 
-/// The sample path named `name` anywhere in `list` (depth first).
-fn find_path<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
-    list.as_array()?.iter().find_map(|p| {
+/// Every outermost frame named `name` in a forest of sampled call paths (one
+/// per thread's stack: a team's threads start from different roots).
+fn find_paths<'a>(list: &'a Value, name: &str, found: &mut Vec<&'a Value>) {
+    for p in list.as_array().into_iter().flatten() {
         if p["name"] == name {
-            Some(p)
+            found.push(p);
         } else {
-            find_path(&p["children"], name)
+            find_paths(&p["children"], name, found);
         }
-    })
+    }
 }
 
 const SEVENTY: &str = "split_seventy(double)";
@@ -682,13 +698,14 @@ fn check_kokkos(threads: usize, debug: bool, omp: KokkosOmp) {
     );
     let (mut in_inner, mut in_outer) = (0, 0);
     for s in &sampled {
-        let Some(outer) = find_path(&s["paths"], OUTER) else {
-            continue;
-        };
-        let middle = path(&outer["children"], MIDDLE);
-        let inner = path(&middle["children"], INNER);
-        in_inner += u(&inner["self_samples"]);
-        in_outer += u(&outer["samples"]);
+        let mut outers = Vec::new();
+        find_paths(&s["paths"], OUTER, &mut outers);
+        for outer in outers {
+            let middle = path(&outer["children"], MIDDLE);
+            let inner = path(&middle["children"], INNER);
+            in_inner += u(&inner["self_samples"]);
+            in_outer += u(&outer["samples"]);
+        }
     }
     assert_eq!(in_inner, f[INNER], "{what}: {sampled:?}");
     assert_eq!(
@@ -793,15 +810,25 @@ enum OmpCase {
     GccLibgomp,
 }
 
-/// `tests/sampling/omp_hot.c` compiled by `compiler` (`-O2 -g`).
+/// `tests/sampling/omp_hot.c` compiled by `compiler` (`-O2 -g`), once per
+/// compiler: two cases run the gcc build at once, and a second build into the
+/// same folder would remove the first one's program under it.
 fn omp_hot(compiler: &str) -> PathBuf {
-    let dir = scratch(&format!("stack_omp_hot_{compiler}"));
-    kprof_tests::compile_with(
-        compiler,
-        &[&test_file("sampling/omp_hot.c")],
-        &dir.join("omp_hot"),
-        &["-fopenmp"],
-    )
+    static BUILT: std::sync::Mutex<BTreeMap<String, PathBuf>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    built
+        .entry(compiler.to_string())
+        .or_insert_with(|| {
+            let dir = scratch(&format!("stack_omp_hot_{compiler}"));
+            kprof_tests::compile_with(
+                compiler,
+                &[&test_file("sampling/omp_hot.c")],
+                &dir.join("omp_hot"),
+                &["-fopenmp"],
+            )
+        })
+        .clone()
 }
 
 /// An OpenMP program run unchanged under `kprof run --sample-hz 200`: the
