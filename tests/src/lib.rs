@@ -318,6 +318,17 @@ pub fn u(v: &Value) -> u64 {
         .unwrap_or_else(|| panic!("expected an unsigned integer, got {v}"))
 }
 
+/// Self samples by function of a `stack_samples` object (a node's, or the
+/// samples outside every construct) of profile.json.
+pub fn sample_functions(s: &Value) -> std::collections::BTreeMap<String, u64> {
+    s["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_string(), u(&f["samples"])))
+        .collect()
+}
+
 /// One node of the call-path tree: (path joined by " / ", kind, count, device,
 /// device_index, instance).
 pub type ShapeRow = (String, String, u64, String, String, String);

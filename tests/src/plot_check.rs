@@ -162,3 +162,53 @@ pub fn bytes(s: &str) -> Option<f64> {
     };
     Some(n.parse::<f64>().ok()? * scale)
 }
+
+/// A frame of inferno's flame graph SVG: its title (the tooltip text), its
+/// position and width in inferno's own units (`fg:x`, `fg:w`) and its row.
+#[derive(Debug, Clone)]
+pub struct FlameFrame {
+    /// The tooltip text.
+    pub title: String,
+    /// Start, in the graph's units (its samples: here, nanoseconds).
+    pub x: u64,
+    /// Width, in the same units.
+    pub w: u64,
+    /// The rectangle's `y` (its row).
+    pub y: f64,
+}
+
+/// The frames of inferno's flame graph SVG `text`.
+pub fn flame_frames(text: &str) -> Vec<FlameFrame> {
+    // inferno's SVG declares its DTD (it names no entity).
+    let opt = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(text, opt).expect("the flame graph is XML");
+    let frames = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("frames"))
+        .expect("inferno's frames");
+    frames
+        .children()
+        .filter(|g| g.has_tag_name("g"))
+        .map(|g| {
+            let title = g.children().find(|c| c.has_tag_name("title")).unwrap();
+            let rect = g.children().find(|c| c.has_tag_name("rect")).unwrap();
+            let fg = |name: &str| -> u64 {
+                rect.attributes()
+                    .find(|a| a.name() == name && a.namespace().is_some())
+                    .unwrap_or_else(|| panic!("fg:{name}"))
+                    .value()
+                    .parse()
+                    .unwrap()
+            };
+            FlameFrame {
+                title: title.text().unwrap_or_default().to_string(),
+                x: fg("x"),
+                w: fg("w"),
+                y: rect.attribute("y").unwrap().parse().unwrap(),
+            }
+        })
+        .collect()
+}

@@ -416,50 +416,12 @@ fn plot_page(page: &Path, shots: &Path, args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("plot_page.py: {e}: {}", String::from_utf8_lossy(&o.stdout)))
 }
 
-/// A frame of the flame graph's SVG: its title, fill, place in samples
-/// (`fg:x`, `fg:w`) and row (`y`).
-#[derive(Debug, Clone)]
-struct Frame {
-    title: String,
-    x: u64,
-    w: u64,
-    y: f64,
-}
+use kprof_tests::plot_check::FlameFrame as Frame;
 
+/// The frames of the flame graph SVG at `path`.
 fn flame_frames(path: &Path) -> Vec<Frame> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    // inferno's SVG declares its DTD (it names no entity).
-    let opt = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..Default::default()
-    };
-    let doc = roxmltree::Document::parse_with_options(&text, opt).expect("the flame graph is XML");
-    let frames = doc
-        .descendants()
-        .find(|n| n.attribute("id") == Some("frames"))
-        .expect("inferno's frames");
-    frames
-        .children()
-        .filter(|g| g.has_tag_name("g"))
-        .map(|g| {
-            let title = g.children().find(|c| c.has_tag_name("title")).unwrap();
-            let rect = g.children().find(|c| c.has_tag_name("rect")).unwrap();
-            let fg = |name: &str| -> u64 {
-                rect.attributes()
-                    .find(|a| a.name() == name && a.namespace().is_some())
-                    .unwrap_or_else(|| panic!("fg:{name}"))
-                    .value()
-                    .parse()
-                    .unwrap()
-            };
-            Frame {
-                title: title.text().unwrap_or_default().to_string(),
-                x: fg("x"),
-                w: fg("w"),
-                y: rect.attribute("y").unwrap().parse().unwrap(),
-            }
-        })
-        .collect()
+    kprof_tests::plot_check::flame_frames(&text)
 }
 
 /// A time summed over `team` threads, per thread (kprof's rounding).

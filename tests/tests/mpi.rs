@@ -147,6 +147,25 @@ fn mpirun_of(
     run(&mut cmd)
 }
 
+/// The job under kprof (`with`) ends as without it (`plain`): the same exit
+/// status and the same output lines, one from each of `ranks` ranks.
+fn same_outcome(with: &Output, plain: &Output, ranks: u32) {
+    assert_eq!(
+        with.status.code(),
+        plain.status.code(),
+        "exit status changed:\n{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    let lines = |o: &Output| -> BTreeSet<String> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(lines(with), lines(plain), "program output changed");
+    assert_eq!(lines(plain).len(), ranks as usize, "{plain:?}");
+}
+
 /// Runs `phases` under kprof (`mpirun ... kprof run -- patterns`) and without;
 /// checks output and exit status are the same; returns each rank's profile and
 /// its own counts, and the directory holding the rank directories.
@@ -177,20 +196,7 @@ fn measured_of(
         phases,
         &per_rank,
     );
-    assert_eq!(
-        with.status.code(),
-        plain.status.code(),
-        "exit status changed:\n{}",
-        String::from_utf8_lossy(&with.stderr)
-    );
-    let lines = |o: &Output| -> BTreeSet<String> {
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect()
-    };
-    assert_eq!(lines(&with), lines(&plain), "program output changed");
-    assert_eq!(lines(&plain).len(), RANKS as usize, "{plain:?}");
+    same_outcome(&with, &plain, RANKS);
     let ranks = (0..RANKS)
         .map(|r| {
             let p = read_profile(&kprof_dir.join(format!("kprof-patterns-rank{r}")));
@@ -2003,28 +2009,8 @@ fn sampled_program_runs_unchanged_and_samples_land_in_its_calls() {
         &[],
         &env,
     );
-    assert_eq!(
-        with.status.code(),
-        plain.status.code(),
-        "exit status changed:\n{}",
-        String::from_utf8_lossy(&with.stderr)
-    );
-    let lines = |o: &Output| -> BTreeSet<String> {
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect()
-    };
-    assert_eq!(lines(&with), lines(&plain), "program output changed");
-    assert_eq!(lines(&plain).len(), SAMPLED_RANKS as usize, "{plain:?}");
-    let functions = |s: &Value| -> BTreeMap<String, u64> {
-        s["functions"]
-            .as_array()
-            .expect("functions")
-            .iter()
-            .map(|f| (f["name"].as_str().unwrap().to_string(), u(&f["samples"])))
-            .collect()
-    };
+    same_outcome(&with, &plain, SAMPLED_RANKS);
+    let functions = kprof_tests::sample_functions;
     for r in 0..SAMPLED_RANKS {
         let p = read_profile(&kprof_dir.join(format!("kprof-mpi_op-rank{r}")));
         assert_eq!(p["metadata"]["MPI rank"], r.to_string());

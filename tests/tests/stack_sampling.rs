@@ -99,12 +99,7 @@ fn region<'a>(p: &'a Value, name: &str) -> &'a Value {
 
 /// Self samples by function of a node's (or the outside's) samples.
 fn functions(s: &Value) -> BTreeMap<String, u64> {
-    s["functions"]
-        .as_array()
-        .expect("functions")
-        .iter()
-        .map(|f| (f["name"].as_str().unwrap().to_string(), u(&f["samples"])))
-        .collect()
+    kprof_tests::sample_functions(s)
 }
 
 /// Each function's share (in percent) of the samples of the named functions.
@@ -949,50 +944,7 @@ fn openmp_program_runs_unchanged_gcc_on_libgomp() {
 
 // ---- the flame graph of `kprof plot` ----
 
-/// One frame of the flame graph: its title, position (fg:x, fg:w) and row.
-#[derive(Debug)]
-struct Frame {
-    title: String,
-    x: u64,
-    w: u64,
-    y: f64,
-}
-
-/// The frames of inferno's SVG.
-fn flame_frames(text: &str) -> Vec<Frame> {
-    // inferno's SVG declares its DTD (it names no entity).
-    let opt = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..Default::default()
-    };
-    let doc = roxmltree::Document::parse_with_options(text, opt).expect("the flame graph is XML");
-    let frames = doc
-        .descendants()
-        .find(|n| n.attribute("id") == Some("frames"))
-        .expect("inferno's frames");
-    frames
-        .children()
-        .filter(|g| g.has_tag_name("g"))
-        .map(|g| {
-            let title = g.children().find(|c| c.has_tag_name("title")).unwrap();
-            let rect = g.children().find(|c| c.has_tag_name("rect")).unwrap();
-            let fg = |name: &str| -> u64 {
-                rect.attributes()
-                    .find(|a| a.name() == name && a.namespace().is_some())
-                    .unwrap_or_else(|| panic!("fg:{name}"))
-                    .value()
-                    .parse()
-                    .unwrap()
-            };
-            Frame {
-                title: title.text().unwrap_or_default().to_string(),
-                x: fg("x"),
-                w: fg("w"),
-                y: rect.attribute("y").unwrap().parse().unwrap(),
-            }
-        })
-        .collect()
-}
+use kprof_tests::plot_check::{flame_frames, FlameFrame as Frame};
 
 /// `kprof plot` of a sampled run: below each region's frame, its sampled
 /// functions are frames of kind `sample`, nested as the samples' call paths
