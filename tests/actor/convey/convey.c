@@ -1,9 +1,13 @@
 /* Stand-in Conveyors: see convey.h. A conveyor has one porter (one hop), two
  * (two hops: local, then remote) or three (local, remote, local). A porter has one buffer per (source,
  * destination) pair of its ranks; the destination owns a symmetric inbox slot per
- * source rank, a signal word per source rank (bytes in the slot, 0 = empty) and
- * each source a credit word per destination rank (1 = the destination's slot for
- * it is free). A buffer is a 16-byte header (source rank, packets) and its
+ * source rank and a signal word per source rank (buffers that source has put in
+ * the slot so far), each source a credit word per destination rank (buffers the
+ * destination has taken from its slot so far: the slot is free when that equals
+ * the buffers sent). The words only grow and only their owner's peers write them:
+ * no PE clears a word that another PE writes, which Open MPI 4.1's OpenSHMEM
+ * over UCX did not always keep (a cleared credit or signal seen set again, about
+ * once in 50 runs of 8 oversubscribed PEs). A buffer is a 16-byte header (source rank, packets) and its
  * packets: an 8-byte routing tag in a two-hop conveyor, then the item
  * (`item_size` bytes, or in an elastic conveyor an 8-byte length and the item
  * padded to 8 bytes). */
@@ -48,13 +52,15 @@ struct porter {
   int path;                  /* 0: memcpy through shmem_ptr, 1: shmem_putmem_nbi */
   size_t cap_bytes;          /* bytes of packets a buffer holds */
   char *inbox;               /* symmetric: n_ranks slots, by source rank */
-  long long *signal;         /* symmetric: bytes waiting from each source rank */
-  long long *credit;         /* symmetric: 1 when my slot at each dest rank is free */
+  long long *signal;         /* symmetric: buffers each source rank put in my inbox */
+  long long *credit;         /* symmetric: buffers each dest rank took from my slot */
   long long *finished;       /* symmetric: ranks that finished sending */
   char *peer_inbox[MAX_PES]; /* shmem_ptr of my slot in each rank's inbox (local path) */
   long long *peer_signal[MAX_PES];
   long long *peer_credit[MAX_PES];
   long long pending[MAX_PES]; /* remote path: bytes put, not yet signalled */
+  long long sent[MAX_PES];    /* buffers sent to each dest rank */
+  long long taken[MAX_PES];   /* buffers taken from each source rank's slot */
   char *out[MAX_PES];         /* send buffer per dest rank: header + packets */
   size_t out_n[MAX_PES];      /* packets in it */
   size_t out_bytes[MAX_PES];  /* bytes of packets in it */
@@ -123,7 +129,7 @@ static bool local_send(struct porter *p, int dest, uint64_t level, size_t n_byte
                        const char *buf, uint64_t signal) {
   (void)level, (void)signal;
   memcpy(p->peer_inbox[dest], buf, n_bytes);
-  __atomic_store_n(p->peer_signal[dest], (long long)n_bytes, __ATOMIC_RELEASE);
+  __atomic_store_n(p->peer_signal[dest], p->sent[dest], __ATOMIC_RELEASE);
   phys_buffers[0][p->relative[dest]]++;
   phys_bytes[0][p->relative[dest]] += n_bytes;
   return true;
@@ -155,7 +161,7 @@ static bool nonblock_progress(struct porter *p, int dest) {
   shmem_quiet();
   for (int r = 0; r < p->n_ranks; r++) {
     if (p->pending[r]) {
-      shmem_longlong_p(&p->signal[p->my_rank], p->pending[r], p->relative[r]);
+      shmem_longlong_p(&p->signal[p->my_rank], p->sent[r], p->relative[r]);
       phys_buffers[2][p->relative[r]]++;
       phys_bytes[2][p->relative[r]] += sizeof(long long);
       p->pending[r] = 0;
@@ -191,7 +197,7 @@ static int porter_setup(convey_t *c, struct porter *p, int n_ranks, int my_rank,
   if (!p->relative || !p->inbox || !p->signal || !p->credit || !p->finished) return -7;
   for (int r = 0; r < n_ranks; r++) {
     p->relative[r] = relative[r];
-    p->credit[r] = 1;
+    p->sent[r] = p->taken[r] = 0;
     p->out[r] = malloc(p->buffer_bytes);
     p->out_n[r] = p->out_bytes[r] = 0;
     p->in_pos[r] = p->in_n[r] = 0;
@@ -258,19 +264,24 @@ static int simple_begin(convey_t *c, size_t item_size, size_t align) {
   return convey_OK;
 }
 
+/* Whether rank `r` took every buffer sent to it (my slot there is free). */
+static bool slot_free(const struct porter *p, int r) {
+  return __atomic_load_n(&p->credit[r], __ATOMIC_ACQUIRE) == p->sent[r];
+}
+
 /* Sends the buffer for rank `r` if its slot there is free. */
 static bool try_send(struct porter *p, int r) {
   if (p->out_n[r] == 0) return true;
   /* As bale's porter, first lets the porter complete a put in flight to r. */
   p->m->progress(p, r);
-  if (!__atomic_load_n(&p->credit[r], __ATOMIC_ACQUIRE) || p->pending[r]) return false;
+  if (!slot_free(p, r) || p->pending[r]) return false;
   uint64_t *hdr = (uint64_t *)p->out[r];
   hdr[0] = (uint64_t)p->my_rank;
   hdr[1] = p->out_n[r];
-  p->credit[r] = 0;
+  p->sent[r]++;
   /* The porter's answer is what the caller goes by (kprof's hook must keep it). */
   if (!p->m->send(p, r, 0, HEADER + p->out_bytes[r], p->out[r], 1)) {
-    p->credit[r] = 1;
+    p->sent[r]--;
     return false;
   }
   p->out_n[r] = p->out_bytes[r] = 0;
@@ -347,12 +358,18 @@ static int simple_epush(convey_t *c, size_t bytes, const void *item, int64_t pe)
   return put_item(c, item, bytes, pe);
 }
 
-/* Gives my slot for source rank `src` of porter `p` back to it. */
+/* Gives my slot for source rank `src` of porter `p` back to it: tells it how
+ * many of its buffers were taken. */
 static void return_credit(struct porter *p, int src) {
   if (p->path)
-    shmem_longlong_p(&p->credit[p->my_rank], 1, p->relative[src]);
+    shmem_longlong_p(&p->credit[p->my_rank], p->taken[src], p->relative[src]);
   else
-    __atomic_store_n(p->peer_credit[src], 1, __ATOMIC_RELEASE);
+    __atomic_store_n(p->peer_credit[src], p->taken[src], __ATOMIC_RELEASE);
+}
+
+/* Whether source rank `src` put a buffer in my inbox that I have not taken. */
+static bool waiting(const struct porter *p, int src) {
+  return __atomic_load_n(&p->signal[src], __ATOMIC_ACQUIRE) > p->taken[src];
 }
 
 /* Gives back the slot emptied by the previous take (whose item the caller may
@@ -367,7 +384,7 @@ static void release_slot(struct porter *p) {
 /* Whether a buffer waits in porter `p`'s inbox. */
 static bool incoming(struct porter *p) {
   for (int s = 0; s < p->n_ranks; s++)
-    if (__atomic_load_n(&p->signal[s], __ATOMIC_ACQUIRE)) return true;
+    if (waiting(p, s)) return true;
   return false;
 }
 
@@ -376,7 +393,7 @@ static bool incoming(struct porter *p) {
 static int next_item(convey_t *c, struct porter *p, uint64_t *tag, char **data, size_t *bytes) {
   for (int k = 0; k < p->n_ranks; k++) {
     int src = (p->next_src + k) % p->n_ranks;
-    if (!__atomic_load_n(&p->signal[src], __ATOMIC_ACQUIRE)) continue;
+    if (!waiting(p, src)) continue;
     char *rec = p->inbox + (size_t)src * p->buffer_stride + HEADER + p->in_pos[src];
     *tag = 0;
     if (p->tag_bytes) {
@@ -403,7 +420,7 @@ static void consume(convey_t *c, struct porter *p, int src, size_t bytes) {
   p->in_pos[src] += p->tag_bytes + record_bytes(c, bytes);
   if (++p->in_n[src] == count) {
     p->in_pos[src] = p->in_n[src] = 0;
-    __atomic_store_n(&p->signal[src], 0, __ATOMIC_RELAXED);
+    p->taken[src]++;
     p->release = src + 1;
     p->next_src = src + 1;
   }
@@ -483,7 +500,7 @@ static bool send_all(struct porter *p) {
 static void finish_sending(struct porter *p, bool input_done) {
   if (!input_done || p->done_sent) return;
   for (int r = 0; r < p->n_ranks; r++)
-    if (!__atomic_load_n(&p->credit[r], __ATOMIC_ACQUIRE) || p->pending[r]) return;
+    if (!slot_free(p, r) || p->pending[r]) return;
   for (int r = 0; r < p->n_ranks; r++) shmem_longlong_atomic_inc(p->finished, p->relative[r]);
   p->done_sent = true;
 }
