@@ -361,4 +361,10 @@ pub struct CoreApi {
     /// [`CoreApi::on_flush`] callback) is kept: if that instance is still open
     /// when the run ends, it ends at `at`, with what is open inside it.
     pub end_at: unsafe extern "C" fn(kind: u8, guid: u64, at: u64),
+    /// The program loaded libraries just now (MPI's components, inside
+    /// `MPI_Init`): with call-stack samples on, the core reads their unwind
+    /// information, so that samples taken in their code unwind past it. Not for
+    /// a signal handler; costs a walk of the loader's list, nothing when sampling
+    /// is off.
+    pub libraries_loaded: unsafe extern "C" fn(),
 }

@@ -105,6 +105,7 @@ typedef struct {
   uint64_t (*stamp)(void);
   void (*call)(const void *call);
   void (*end_at)(uint8_t kind, uint64_t guid, uint64_t at);
+  void (*libraries_loaded)(void);
 } kp_core_api;
 
 /* The table's layout as abi/src/lib.rs has it on x86-64 and aarch64. */
@@ -114,7 +115,7 @@ _Static_assert(offsetof(kp_activity, site) == 40, "kp_activity.site");
 _Static_assert(offsetof(kp_activity, args) == 72, "kp_activity.args");
 _Static_assert(offsetof(kp_core_api, attach) == 16, "kp_core_api.attach");
 _Static_assert(offsetof(kp_core_api, gpu_activity) == 16 + 30 * 8, "kp_core_api.gpu_activity");
-_Static_assert(sizeof(kp_core_api) == 16 + 43 * 8, "kp_core_api");
+_Static_assert(sizeof(kp_core_api) == 16 + 44 * 8, "kp_core_api");
 
 extern const kp_core_api *kprof_core_api(uint32_t version);
 

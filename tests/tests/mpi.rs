@@ -2054,5 +2054,11 @@ fn sampled_program_runs_unchanged_and_samples_land_in_its_calls() {
         );
         // ~0.6 s of CPU: ~120 samples at 200 Hz.
         assert!(op + compute >= 80, "rank {r}: {info}");
+        // The collectives' code, which Open MPI loads inside MPI_Init, unwinds
+        // to `main` (its unwind information read when MPI_Init returned).
+        assert!(
+            u(&info["truncated"]) * 10 <= u(&info["samples"]),
+            "rank {r}: truncated unwinds: {info}"
+        );
     }
 }

@@ -424,6 +424,10 @@ unsafe extern "C" fn end_at(kind: u8, guid: u64, at: u64) {
     guard((), || events::end_at(kind, guid, at))
 }
 
+unsafe extern "C" fn libraries_loaded() {
+    guard((), crate::hot::stack_samples::libraries_loaded)
+}
+
 static API: CoreApi = CoreApi {
     size: std::mem::size_of::<CoreApi>(),
     version: ABI_VERSION,
@@ -470,6 +474,7 @@ static API: CoreApi = CoreApi {
     stamp,
     call,
     end_at,
+    libraries_loaded,
 };
 
 /// The plugin table for ABI `version`, or NULL when this core cannot serve it.

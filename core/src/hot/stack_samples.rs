@@ -413,6 +413,16 @@ fn stack_bounds() -> (u64, u64) {
     }
 }
 
+/// The program loaded libraries (see `CoreApi::libraries_loaded`): when
+/// sampling, reads their unwind information now rather than when the next
+/// thread registers. Not for a signal handler.
+pub fn libraries_loaded() {
+    if hz() > 0 && signal().is_some() {
+        #[cfg(target_arch = "x86_64")]
+        crate::hot::unwind::prepare();
+    }
+}
+
 /// Arms sampling on the calling thread (index `thread`, publishing its open
 /// instances in `open`), when sampling is on: its buffer, then its timer. Not
 /// for a signal handler (allocates, reads the loader's module list).
