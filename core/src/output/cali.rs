@@ -31,11 +31,12 @@
 //! alias of `sum#region.count`. The function is also the last entry of the
 //! record's `path`, a node under its call path's: Hatchet's reader puts a
 //! sampler record (one with `module#cali.sampler.pc`) in place of its path's
-//! innermost region, and a region record at its path, so that a function is
-//! thus the child of its construct in Hatchet and Thicket. `module#cali.sampler.pc`
-//! and `sourceloc#cali.sampler.pc` are left out: kprof keeps no module per
-//! function, and a record per source line would give Hatchet two rows of one
-//! node. A file without samples is the same as before them.
+//! innermost region, and any other record at its path, so that the function
+//! is the child of its construct in Hatchet and Thicket. `module#cali.sampler.pc`
+//! is left out (kprof keeps no module per function; with it, Hatchet would put
+//! the function beside its construct), and `sourceloc#cali.sampler.pc` too
+//! (Hatchet would add a function's lines up into its one node; the lines stay
+//! in `profile.json`). A file without samples is the same as before them.
 //!
 //! Written node by node as the tree is walked: no copy of the tree is built.
 
