@@ -20,6 +20,24 @@
 //! `min (inc)` and `max (inc)` of `tasktree.json` for the instances' count and
 //! extremes; `mpi.rank` when the process has one, as Caliper's per-rank profiles.
 //!
+//! Call-stack samples (`KPROF_SAMPLE_HZ`) come as Caliper's sampler writes them
+//! (its `sampler` and `symbollookup` services, aggregated by its
+//! `hatchet-sample-profile` query `select *,count() group by prop:nested,...`):
+//! per call path and sampled function one record of the function's self samples
+//! (as `profile.json`'s `stack_samples.functions`), with the function's name in
+//! `source.function#cali.sampler.pc`. Their count is `sum#count` (alias
+//! `samples`), the name `cali-query`'s `sum(count)` gives Caliper's per-sample
+//! `count` when records are added up: `count` itself is taken by the regions'
+//! alias of `sum#region.count`. The function is also the last entry of the
+//! record's `path`, a node under its call path's: Hatchet's reader puts a
+//! sampler record (one with `module#cali.sampler.pc`) in place of its path's
+//! innermost region, and any other record at its path, so that the function
+//! is the child of its construct in Hatchet and Thicket. `module#cali.sampler.pc`
+//! is left out (kprof keeps no module per function; with it, Hatchet would put
+//! the function beside its construct), and `sourceloc#cali.sampler.pc` too
+//! (Hatchet would add a function's lines up into its one node; the lines stay
+//! in `profile.json`). A file without samples is the same as before them.
+//!
 //! Written node by node as the tree is walked: no copy of the tree is built.
 
 use std::collections::{HashMap, HashSet};
@@ -76,6 +94,20 @@ mod prop {
     pub const GLOBAL: u64 = 512;
     /// Process scope.
     pub const PROCESS: u64 = 12;
+}
+
+/// The `kprof.kind` of the records of sampled functions (and the `[kind]` a
+/// function's path entry takes where a sibling region has its name).
+pub const SAMPLED_KIND: &str = "function";
+
+/// The attributes of the sampled functions' records, defined at the first.
+struct SampleAttrs {
+    /// `=id` of `sum#count`, then `=id` of `mpi.rank` with ranks.
+    attrs: String,
+    /// `source.function#cali.sampler.pc`.
+    function: u64,
+    /// Its node of each function's name.
+    functions: HashMap<String, u64>,
 }
 
 /// One global (run metadata) entry: its attribute's name, type and value.
@@ -262,6 +294,10 @@ pub fn write_to<W: Write>(
 /// Stands for "no parent" among the call paths' nodes.
 const ROOT: u64 = u64::MAX;
 
+/// An open node of a tree being written: its id, the names its children took
+/// (one tree) and how many of its children had each (name, kind) so far.
+type Open = (u64, HashSet<u64>, HashMap<(String, String), u32>);
+
 /// Call-path nodes kept across trees (a job's ranks): each path is one node
 /// however many ranks have it.
 #[derive(Default)]
@@ -289,6 +325,10 @@ pub struct Writer<W: Write> {
     shared: Option<Shared>,
     /// The metrics of each record.
     metrics: &'static [Metric],
+    /// The attribute `mpi.rank` (with ranks).
+    rank_attr: Option<u64>,
+    /// The sampled functions' attributes, once a tree has samples.
+    samples: Option<SampleAttrs>,
 }
 
 impl<W: Write> Writer<W> {
@@ -313,10 +353,12 @@ impl<W: Write> Writer<W> {
             let id = nodes.attribute(m.name, m.ty, value, Some(m.alias), m.unit)?;
             attrs.push_str(&format!("={id}"));
         }
+        let mut rank_attr = None;
         if with_rank {
             let id =
                 nodes.attribute("mpi.rank", CaliType::Int, value | prop::PROCESS, None, None)?;
             attrs.push_str(&format!("={id}"));
+            rank_attr = Some(id);
         }
         let region = nodes.attribute(
             "region",
@@ -341,25 +383,33 @@ impl<W: Write> Writer<W> {
             kinds: HashMap::new(),
             shared: many.then(Shared::default),
             metrics,
+            rank_attr,
+            samples: None,
         })
     }
 
     /// One process's tree, each node one record (with `rank` when the stream
-    /// has ranks).
+    /// has ranks), and each of its sampled functions one.
     pub fn tree(&mut self, walk: Walk, rank: u64) -> std::io::Result<()> {
         // The open path: per depth, the node's id, the names its children took
-        // (one tree) and how many of its children had each (name, kind) so far.
-        type Open = (u64, HashSet<u64>, HashMap<(String, String), u32>);
+        // (one tree) and how many of its children had each (name, kind) so far;
+        // beside it, the node's sampled functions, written when its subtree
+        // ends, so that its children keep their names (a function of a child's
+        // name takes `[function]`, not the child).
         let mut open: Vec<Open> = Vec::new();
+        let mut sampled: Vec<Vec<(String, u64)>> = Vec::new();
         let mut roots: Open = (ROOT, HashSet::new(), HashMap::new());
         let mut failed = None;
         walk(&mut |depth, n: &dyn CallPath| {
             if failed.is_some() {
                 return;
             }
-            open.truncate(depth);
+            if let Err(e) = self.close(&mut open, &mut sampled, depth, rank) {
+                failed = Some(e);
+                return;
+            }
             let parent = open.last_mut().unwrap_or(&mut roots);
-            let id = match self.path_node(parent, n) {
+            let id = match self.path_node(parent, n.name(), n.kind()) {
                 Ok(id) => id,
                 Err(e) => {
                     failed = Some(e);
@@ -371,46 +421,121 @@ impl<W: Write> Writer<W> {
                 return;
             }
             open.push((id, HashSet::new(), HashMap::new()));
+            let mut functions = Vec::new();
+            n.sampled_functions(&mut |f, count| functions.push((f.to_string(), count)));
+            sampled.push(functions);
         });
-        failed.map_or(Ok(()), Err)
+        match failed {
+            Some(e) => Err(e),
+            None => self.close(&mut open, &mut sampled, 0, rank),
+        }
     }
 
-    /// The node of `n`'s call path under `parent`, written when new.
-    fn path_node(
+    /// Ends the open nodes deeper than `depth`, innermost first: the records
+    /// of their sampled functions.
+    fn close(
         &mut self,
-        parent: &mut (u64, HashSet<u64>, HashMap<(String, String), u32>),
-        n: &dyn CallPath,
-    ) -> std::io::Result<u64> {
+        open: &mut Vec<Open>,
+        sampled: &mut Vec<Vec<(String, u64)>>,
+        depth: usize,
+        rank: u64,
+    ) -> std::io::Result<()> {
+        while open.len() > depth {
+            let (Some(mut node), Some(functions)) = (open.pop(), sampled.pop()) else {
+                break;
+            };
+            for (f, count) in functions {
+                let id = self.path_node(&mut node, &f, SAMPLED_KIND)?;
+                self.sample_record(id, &f, count, rank)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The node of the call path `name` of `kind` under `parent`, written
+    /// when new.
+    fn path_node(&mut self, parent: &mut Open, name: &str, kind: &str) -> std::io::Result<u64> {
         let (pid, taken, seen) = parent;
         let above = (*pid != ROOT).then_some(*pid);
         let Some(shared) = self.shared.as_mut() else {
-            let name = unique(taken, n.name(), n.kind());
+            let name = unique(taken, name, kind);
             return self.nodes.node(self.region, &name, above);
         };
         let k = seen
-            .entry((n.name().to_string(), n.kind().to_string()))
+            .entry((name.to_string(), kind.to_string()))
             .or_insert(0);
-        let key = (*pid, n.name().to_string(), n.kind().to_string(), *k);
+        let key = (*pid, name.to_string(), kind.to_string(), *k);
         *k += 1;
         if let Some(&id) = shared.paths.get(&key) {
             return Ok(id);
         }
-        let name = unique(shared.taken.entry(*pid).or_default(), n.name(), n.kind());
+        let name = unique(shared.taken.entry(*pid).or_default(), name, kind);
         let id = self.nodes.node(self.region, &name, above)?;
         shared.paths.insert(key, id);
         Ok(id)
     }
 
-    /// The record of node `n`, whose call path's node is `id`.
-    fn record(&mut self, id: u64, n: &dyn CallPath, rank: u64) -> std::io::Result<()> {
-        let kind = match self.kinds.get(n.kind()) {
-            Some(&k) => k,
+    /// The node of `kind` (`kprof.kind`), written when new.
+    fn kind_node(&mut self, kind: &str) -> std::io::Result<u64> {
+        if let Some(&k) = self.kinds.get(kind) {
+            return Ok(k);
+        }
+        let k = self.nodes.node(self.kind_attr, kind, None)?;
+        self.kinds.insert(kind.to_string(), k);
+        Ok(k)
+    }
+
+    /// The record of `count` self samples of function `f`, whose path's node
+    /// (under its call path's) is `id`.
+    fn sample_record(&mut self, id: u64, f: &str, count: u64, rank: u64) -> std::io::Result<()> {
+        if self.samples.is_none() {
+            let value = prop::AS_VALUE | prop::SKIP_EVENTS;
+            let count_attr =
+                self.nodes
+                    .attribute("sum#count", CaliType::Uint, value, Some("samples"), None)?;
+            let mut attrs = format!("={count_attr}");
+            if let Some(r) = self.rank_attr {
+                attrs.push_str(&format!("={r}"));
+            }
+            let function = self.nodes.attribute(
+                "source.function#cali.sampler.pc",
+                CaliType::String,
+                prop::SKIP_EVENTS | prop::PROCESS,
+                None,
+                None,
+            )?;
+            self.samples = Some(SampleAttrs {
+                attrs,
+                function,
+                functions: HashMap::new(),
+            });
+        }
+        let kind = self.kind_node(SAMPLED_KIND)?;
+        let Some(s) = self.samples.as_mut() else {
+            return Ok(());
+        };
+        let fnode = match s.functions.get(f) {
+            Some(&n) => n,
             None => {
-                let k = self.nodes.node(self.kind_attr, n.kind(), None)?;
-                self.kinds.insert(n.kind().to_string(), k);
-                k
+                let n = self.nodes.node(s.function, f, None)?;
+                s.functions.insert(f.to_string(), n);
+                n
             }
         };
+        let mut data = format!("={count}");
+        if self.with_rank {
+            data.push_str(&format!("={rank}"));
+        }
+        writeln!(
+            self.nodes.out,
+            "__rec=ctx,ref={id}={kind}={fnode},attr{},data{data}",
+            s.attrs
+        )
+    }
+
+    /// The record of node `n`, whose call path's node is `id`.
+    fn record(&mut self, id: u64, n: &dyn CallPath, rank: u64) -> std::io::Result<()> {
+        let kind = self.kind_node(n.kind())?;
         let metrics = self.metrics;
         let mut found = vec![f64::NAN; metrics.len()];
         n.metrics(&mut |k, v| {
@@ -750,6 +875,75 @@ mod tests {
             .collect();
         assert_eq!(ranks, ["1", "1", "1", "0", "0"], "{text}");
         assert!(!text.contains("__rec=globals"));
+    }
+
+    #[test]
+    fn sampled_functions_are_records_under_their_call_path() {
+        use crate::output::stack_samples::{FunctionSamples, NodeStackSamples};
+        let mut main = TreeNode::user_region(
+            "main",
+            10,
+            5,
+            1,
+            vec![TreeNode::user_region("solve", 5, 5, 1, vec![])],
+        );
+        let functions = [("solve", 5), ("kernel, fast", 3)]
+            .map(|(name, samples)| FunctionSamples {
+                name: name.to_string(),
+                samples,
+            })
+            .to_vec();
+        main.stack_samples = Some(Box::new(NodeStackSamples {
+            samples: 8,
+            functions,
+            ..Default::default()
+        }));
+        let text = cali(&[main], Some(2));
+        let id = |line: &str| line.split(',').nth(1).unwrap().to_string();
+        let main_id = id(text.lines().find(|l| l.ends_with(",data=main")).unwrap());
+        // The region keeps its name; the function of its name takes `[function]`.
+        let solve = text
+            .lines()
+            .find(|l| l.contains(",data=solve,parent="))
+            .unwrap();
+        let f_solve = text
+            .lines()
+            .find(|l| l.contains(",data=solve [function],parent="))
+            .unwrap();
+        assert!(
+            solve.ends_with(&format!("parent={}", &main_id[3..])),
+            "{text}"
+        );
+        assert!(
+            f_solve.ends_with(&format!("parent={}", &main_id[3..])),
+            "{text}"
+        );
+        assert!(text.contains(r"data=kernel\, fast,parent="), "{text}");
+        let ctx: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("__rec=ctx"))
+            .collect();
+        // main, solve, then main's two functions: samples and the rank.
+        assert_eq!(ctx.len(), 4, "{text}");
+        assert!(
+            ctx[2].starts_with(&format!("__rec=ctx,ref={}=", &id(f_solve)[3..])),
+            "{text}"
+        );
+        assert!(ctx[2].ends_with(",data=5=2"), "{text}");
+        assert!(ctx[3].ends_with(",data=3=2"), "{text}");
+        for attr in [
+            "data=sum#count",
+            "data=source.function#cali.sampler.pc",
+            "data=samples",
+        ] {
+            assert!(text.contains(attr), "{attr}: {text}");
+        }
+        // No samples: none of their attributes.
+        let plain = cali(&[TreeNode::user_region("main", 1, 1, 1, vec![])], None);
+        assert!(
+            !plain.contains("sampler") && !plain.contains("sum#count"),
+            "{plain}"
+        );
     }
 
     #[test]

@@ -20,6 +20,11 @@ pub trait CallPath {
     /// the same order (Hatchet takes the columns from one node); names holding
     /// `(inc)` are inclusive metrics.
     fn metrics(&self, put: &mut dyn FnMut(&'static str, f64));
+    /// The call-stack samples taken while this was its thread's innermost
+    /// instance (`KPROF_SAMPLE_HZ`): `put(function, self samples)` per sampled
+    /// function, as `profile.json`'s `stack_samples.functions` lists them. None
+    /// by default (a tree without call-stack samples).
+    fn sampled_functions(&self, _put: &mut dyn FnMut(&str, u64)) {}
 }
 
 /// A tree met depth first: calls `visit(depth, node)` for every node, parents
@@ -68,6 +73,11 @@ impl CallPath for TreeNode {
         put(mean, t.map_or(0.0, |t| t.mean_ns));
         put(max, t.map_or(0.0, |t| t.max_ns as f64));
         put(imbalance, t.map_or(0.0, |t| t.imbalance));
+    }
+    fn sampled_functions(&self, put: &mut dyn FnMut(&str, u64)) {
+        for f in self.stack_samples.iter().flat_map(|s| &s.functions) {
+            put(&f.name, f.samples);
+        }
     }
 }
 
