@@ -60,7 +60,7 @@ pub fn main(mut args: ReportArgs) -> Outcome {
                 stream::walk(&r.tree, &mut view);
                 render(&r, view, &path, &args)?
             }
-            (path, Loaded::Merged(v)) => job::render(&v, &path, &args, filter.as_ref()),
+            (path, Loaded::Merged(v)) => job::render(&v, &path, &args, filter.as_ref())?,
         },
     };
     print_out(&text);

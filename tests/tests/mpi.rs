@@ -1970,6 +1970,44 @@ fn job_diff_compares_mpi_functions_imbalance_and_messages() {
 /// ranks under `kprof run --sample-hz 200`: the same output and exit status as
 /// without kprof; each rank's calls are opened (so a sample taken inside one
 /// lands under it) and counted as ever (6 MPI_Allreduce); under its
+/// Ranks of the sampled runs of sampling/mpi_op.c.
+const SAMPLED_RANKS: u32 = 2;
+
+/// sampling/mpi_op.c, built once for the tests that run it.
+fn mpi_op_program() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = scratch("mpi_op_program");
+            compile_with(
+                "mpicc",
+                &[&test_file("sampling/mpi_op.c")],
+                &dir.join("mpi_op"),
+                &[],
+            )
+        })
+        .clone()
+}
+
+/// `kprof run --sample-hz 200` of sampling/mpi_op.c on [`SAMPLED_RANKS`]
+/// ranks in `dir`, a profile per rank (`kprof-mpi_op-rank<r>`).
+fn sampled_mpi_op(dir: &Path) -> Output {
+    mpirun_n(
+        dir,
+        SAMPLED_RANKS,
+        &[
+            &lib("kprof"),
+            Path::new("run"),
+            Path::new("--sample-hz"),
+            Path::new("200"),
+            Path::new("--"),
+            &mpi_op_program(),
+        ],
+        &[],
+        &[("KPROF_PER_RANK", "1")],
+    )
+}
+
 /// MPI_Allreduce the user-defined reduction's op_work, which MPI runs inside
 /// the call, has at least 80% of the samples; outside every call, rank_compute
 /// at least 95%; and the two split the rank's CPU 80/20 as their loops do
@@ -1979,36 +2017,20 @@ fn sampled_program_runs_unchanged_and_samples_land_in_its_calls() {
     if !available() {
         return;
     }
-    const SAMPLED_RANKS: u32 = 2;
     let base = scratch("mpi_stack_samples");
     let (plain_dir, kprof_dir) = (base.join("plain"), base.join("kprof"));
     for d in [&plain_dir, &kprof_dir] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let prog = compile_with(
-        "mpicc",
-        &[&test_file("sampling/mpi_op.c")],
-        &base.join("mpi_op"),
-        &[],
-    );
-    let env = [("KPROF_PER_RANK", "1")];
-    let plain = mpirun_n(&plain_dir, SAMPLED_RANKS, &[&prog], &[], &env);
-    assert_ok(&plain);
-    let kprof = lib("kprof");
-    let with = mpirun_n(
-        &kprof_dir,
+    let plain = mpirun_n(
+        &plain_dir,
         SAMPLED_RANKS,
-        &[
-            &kprof,
-            Path::new("run"),
-            Path::new("--sample-hz"),
-            Path::new("200"),
-            Path::new("--"),
-            &prog,
-        ],
+        &[&mpi_op_program()],
         &[],
-        &env,
+        &[("KPROF_PER_RANK", "1")],
     );
+    assert_ok(&plain);
+    let with = sampled_mpi_op(&kprof_dir);
     same_outcome(&with, &plain, SAMPLED_RANKS);
     let functions = kprof_tests::sample_functions;
     for r in 0..SAMPLED_RANKS {
@@ -2061,4 +2083,168 @@ fn sampled_program_runs_unchanged_and_samples_land_in_its_calls() {
             "rank {r}: truncated unwinds: {info}"
         );
     }
+}
+
+/// Self samples by function of a merged profile's `stack_samples` object: the
+/// sums over ranks.
+fn merged_functions(s: &Value) -> BTreeMap<String, u64> {
+    s["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                u(&f["samples"]["sum"]),
+            )
+        })
+        .collect()
+}
+
+/// `kprof merge` of a sampled job keeps its call-stack samples: per call path
+/// and outside every call, each function's samples in the merged profile are
+/// the sum of the ranks' (read from their profile.json); the lost and
+/// truncated samples are summed, the rate kept; and `kprof report --samples`
+/// of the merged directory shows those sums.
+#[test]
+fn merged_samples_are_the_sums_of_the_ranks_samples() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_stack_samples_merged");
+    assert_ok(&sampled_mpi_op(&dir));
+    let rank_dirs: Vec<PathBuf> = (0..SAMPLED_RANKS)
+        .map(|r| dir.join(format!("kprof-mpi_op-rank{r}")))
+        .collect();
+    let ranks: Vec<Value> = rank_dirs.iter().map(|d| read_profile(d)).collect();
+    let merged = dir.join("merged");
+    let out = run(clean_cmd(&lib("kprof"))
+        .arg("merge")
+        .args(&rank_dirs)
+        .arg("-o")
+        .arg(&merged)
+        .arg("--no-trace"));
+    assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Both ranks sampled at one rate: nothing to warn of.
+    assert!(!err.contains("warning"), "{err}");
+    let m = read_profile(&merged);
+
+    // Every sampled call path's functions: the ranks' sums.
+    let sum_over_ranks = |of: &dyn Fn(&Value) -> Option<Value>| {
+        let mut want: BTreeMap<String, u64> = BTreeMap::new();
+        for p in &ranks {
+            if let Some(s) = of(p) {
+                for (f, n) in kprof_tests::sample_functions(&s) {
+                    *want.entry(f).or_insert(0) += n;
+                }
+            }
+        }
+        want
+    };
+    let merged_nodes = nodes(&m);
+    let mut compared = 0;
+    for (path, n) in merged_nodes
+        .iter()
+        .filter(|(_, n)| n["stack_samples"].is_object())
+    {
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        let want = sum_over_ranks(&|p| {
+            let all = nodes(p);
+            all.iter()
+                .find(|(q, _)| q.iter().map(String::as_str).eq(path.iter().copied()))
+                .and_then(|(_, n)| n.get("stack_samples").cloned())
+        });
+        assert_eq!(merged_functions(&n["stack_samples"]), want, "{path:?}");
+        assert_eq!(
+            u(&n["stack_samples"]["samples"]["sum"]),
+            want.values().sum::<u64>(),
+            "{path:?}"
+        );
+        compared += 1;
+    }
+    let allreduce = node(&merged_nodes, &["MPI_Allreduce"]);
+    let inside = merged_functions(&allreduce["stack_samples"]);
+    let want_inside =
+        sum_over_ranks(&|p| Some(node(&nodes(p), &["MPI_Allreduce"])["stack_samples"].clone()));
+    assert_eq!(inside, want_inside);
+    assert!(
+        inside.get("op_work").copied().unwrap_or(0) > 0,
+        "{inside:?}"
+    );
+    assert!(compared >= 1);
+
+    // Outside every call, and how the samples were taken.
+    let job = &m["stack_samples"];
+    let outside = merged_functions(&job["outside"]);
+    assert_eq!(
+        outside,
+        sum_over_ranks(&|p| Some(p["stack_samples"]["outside"].clone()))
+    );
+    assert!(
+        outside.get("rank_compute").copied().unwrap_or(0) > 0,
+        "{outside:?}"
+    );
+    let total = |k: &str| ranks.iter().map(|p| u(&p["stack_samples"][k])).sum::<u64>();
+    for k in ["samples", "lost", "truncated", "threads", "signals"] {
+        assert_eq!(u(&job[k]), total(k), "{k}: {job}");
+    }
+    assert_eq!((u(&job["hz"]), u(&job["ranks"])), (200, 2), "{job}");
+
+    // The report of the merged directory: the job's sums.
+    let report = run(clean_cmd(&lib("kprof"))
+        .args(["report", "--samples", "--top", "100"])
+        .arg(&merged));
+    assert_ok(&report);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains(&format!(
+            "Call-stack samples summed over 2 ranks: {} at 200 Hz",
+            total("samples")
+        )),
+        "{text}"
+    );
+    let kind = allreduce["kind"].as_str().unwrap();
+    let block = |title: &str| -> Vec<String> {
+        let at = text
+            .find(title)
+            .unwrap_or_else(|| panic!("{title:?} in {text}"));
+        text[at..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .map(str::to_string)
+            .collect()
+    };
+    let shown = |lines: &[String]| -> BTreeMap<String, u64> {
+        // "    <sum> <pct>  <function>  [<min> .. <max>]" rows, function lines only.
+        lines
+            .iter()
+            .skip(1)
+            .take_while(|l| l.starts_with("    "))
+            .map(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                (cols[2].to_string(), cols[0].parse().unwrap())
+            })
+            .collect()
+    };
+    let inside_text = block(&format!(
+        "MPI_Allreduce ({kind}): {} samples",
+        inside.values().sum::<u64>()
+    ));
+    let rows = shown(&inside_text);
+    assert!(!rows.is_empty(), "{text}");
+    for (f, n) in &rows {
+        assert_eq!(inside.get(f), Some(n), "{f} in {text}");
+    }
+    assert_eq!(rows.get("op_work"), inside.get("op_work"), "{text}");
+    let outside_text = block(&format!(
+        "outside every construct: {} samples",
+        outside.values().sum::<u64>()
+    ));
+    assert_eq!(
+        shown(&outside_text).get("rank_compute"),
+        outside.get("rank_compute"),
+        "{text}"
+    );
 }

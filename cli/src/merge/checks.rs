@@ -1,7 +1,9 @@
 //! What `kprof merge` checks of the ranks it is given: each directory once and
 //! there, each MPI rank once (a failure, exit 2); one program (a warning, as
 //! `kprof diff` warns); and which ranks could not be read (a warning naming
-//! them: the merge goes on with the others).
+//! them: the merge goes on with the others); and call-stack samples that do
+//! not add up plainly (a warning: ranks sampled at different rates, or some
+//! ranks not sampled).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -80,6 +82,30 @@ pub fn programs_line(job: &JobProfile) -> Option<String> {
             list.join(", ")
         )
     })
+}
+
+/// The warning when the ranks' call-stack samples are not alike: sampled at
+/// different rates (a sample then stands for a different CPU time per rank, and
+/// the sums mix them), or only some ranks sampled (the sums are theirs).
+pub fn sampling_line(job: &JobProfile) -> Option<String> {
+    let s = job.stack_sampling.as_ref()?;
+    let mut why = Vec::new();
+    if s.hz.min != s.hz.max {
+        why.push(format!(
+            "the ranks were sampled at different rates ({} to {} Hz): the merged sums \
+             add samples of different CPU time",
+            s.hz.min, s.hz.max
+        ));
+    }
+    let (sampled, all) = (s.hz.ranks as usize, job.ranks.len());
+    if sampled < all {
+        why.push(format!(
+            "{sampled} of {} have call-stack samples (kprof run --sample-hz): the merged \
+             samples are theirs",
+            ranks_text(all)
+        ));
+    }
+    (!why.is_empty()).then(|| format!("kprof merge: warning: {}", why.join("; ")))
 }
 
 /// The warnings for the directories that could not be read (`skipped`: their

@@ -199,6 +199,9 @@ pub fn main(args: MergeArgs) -> Outcome {
     if let Some(line) = checks::programs_line(fold.form()) {
         eprintln!("{line}");
     }
+    if let Some(line) = checks::sampling_line(fold.form()) {
+        eprintln!("{line}");
+    }
     let size = match extras.sizes.iter().collect::<Vec<_>>()[..] {
         [&n] => n,
         _ => args.dirs.len() as u64,
@@ -444,6 +447,105 @@ mod tests {
             .map(|r| kprof_tests::test_file(&format!("cli/fixtures/rank{r}")))
             .collect();
         check_against_reference(&dirs, &[dirs[2].clone(), dirs[0].clone(), dirs[1].clone()]);
+    }
+
+    /// The fixtures' ranks with call-stack samples: ranks 0 and 1 sampled
+    /// (every other node, at different rates), rank 2 not.
+    fn sampled_fixtures(base: &Path) -> Vec<PathBuf> {
+        use kprof_core::output::report::TreeNode;
+        use kprof_core::output::stack_samples::{
+            FunctionSamples, LineSamples, NodeStackSamples, StackSamplesInfo,
+        };
+        fn sampled(k: u64, r: u64) -> NodeStackSamples {
+            let functions = vec![
+                FunctionSamples {
+                    name: format!("f{}", k % 3),
+                    samples: k + r,
+                },
+                FunctionSamples {
+                    name: "shared".into(),
+                    samples: 2,
+                },
+            ];
+            NodeStackSamples {
+                samples: functions.iter().map(|f| f.samples).sum(),
+                functions,
+                lines: vec![LineSamples {
+                    function: "shared".into(),
+                    file: "x.c".into(),
+                    line: 10 + (k % 2) as u32,
+                    samples: 1 + r,
+                }],
+                context: Vec::new(),
+                paths: Vec::new(),
+            }
+        }
+        fn mark(nodes: &mut [TreeNode], k: &mut u64, r: u64) {
+            for n in nodes {
+                *k += 1;
+                if *k % 2 == r % 2 {
+                    n.stack_samples = Some(Box::new(sampled(*k, r)));
+                }
+                mark(&mut n.children, k, r);
+            }
+        }
+        (0..3u64)
+            .map(|r| {
+                let src = kprof_tests::test_file(&format!("cli/fixtures/rank{r}"));
+                let mut report = load_report(&src).unwrap().1;
+                if r < 2 {
+                    mark(&mut report.tree, &mut 0, r);
+                    report.stack_samples = Some(StackSamplesInfo {
+                        hz: 100 * (r + 1),
+                        threads: 1,
+                        samples: 50 + r,
+                        signals: 40,
+                        lost: r,
+                        truncated: 1,
+                        outside: sampled(7, r),
+                        ..StackSamplesInfo::default()
+                    });
+                }
+                let d = base.join(format!("rank{r}"));
+                std::fs::create_dir_all(&d).unwrap();
+                std::fs::write(
+                    d.join("profile.json"),
+                    serde_json::to_string(&report).unwrap(),
+                )
+                .unwrap();
+                d
+            })
+            .collect()
+    }
+
+    #[test]
+    fn same_as_the_in_memory_merge_with_call_stack_samples() {
+        let base = std::env::temp_dir().join(format!("kprof-merge-stk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dirs = sampled_fixtures(&base);
+        check_against_reference(&dirs, &[dirs[1].clone(), dirs[2].clone(), dirs[0].clone()]);
+        let fold = fold_dirs(&dirs, false).unwrap();
+        let merged = render(fold.form());
+        // The nodes carry theirs (the reference compared them too).
+        let tree = merged["tree"].to_string();
+        assert_eq!(tree.matches("\"stack_samples\"").count(), 2, "{tree}");
+        let job = &merged["stack_samples"];
+        assert_eq!(
+            (job["ranks"].as_u64(), job["lost"].as_u64()),
+            (Some(2), Some(1))
+        );
+        assert_eq!(job["outside"]["functions"][0]["name"], "f1");
+        assert_eq!(job["outside"]["functions"][0]["samples"]["sum"], 7 + 7 + 1);
+        let line = checks::sampling_line(fold.form()).unwrap();
+        assert!(line.contains("(100 to 200 Hz)"), "{line}");
+        assert!(
+            line.contains("2 of 3 ranks have call-stack samples"),
+            "{line}"
+        );
+        // Alike ranks: no warning.
+        let alike = fold_dirs(&dirs[..1], false).unwrap();
+        assert_eq!(checks::sampling_line(alike.form()), None);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use kprof_core::output::report::{Report, SelfCost, TreeNode};
+use kprof_core::output::stack_samples::NodeStackSamples;
 use kprof_core::reduce::MERGED_SCHEMA;
 use serde_json::{json, Map, Value};
 
@@ -37,7 +38,58 @@ struct Merged {
     present: Vec<bool>,
     /// Per counter event: inclusive and exclusive counts by rank.
     counters: BTreeMap<String, (Vec<u64>, Vec<u64>)>,
+    /// Call-stack samples by rank, where any rank had some.
+    samples: Option<Samples>,
     children: Vec<Merged>,
+}
+
+/// Call-stack samples by rank: in all, by function, by (function, file, line).
+struct Samples {
+    all: Vec<u64>,
+    functions: BTreeMap<String, Vec<u64>>,
+    lines: BTreeMap<(String, String, u32), Vec<u64>>,
+}
+
+impl Samples {
+    fn new(ranks: usize) -> Samples {
+        Samples {
+            all: vec![0; ranks],
+            functions: BTreeMap::new(),
+            lines: BTreeMap::new(),
+        }
+    }
+
+    fn add(&mut self, s: &NodeStackSamples, rank: usize) {
+        let ranks = self.all.len();
+        self.all[rank] += s.samples;
+        for f in &s.functions {
+            self.functions
+                .entry(f.name.clone())
+                .or_insert_with(|| vec![0; ranks])[rank] += f.samples;
+        }
+        for l in &s.lines {
+            self.lines
+                .entry((l.function.clone(), l.file.clone(), l.line))
+                .or_insert_with(|| vec![0; ranks])[rank] += l.samples;
+        }
+    }
+
+    /// Most samples first, ties by name.
+    fn to_json(&self) -> Value {
+        let total = |v: &Vec<u64>| v.iter().sum::<u64>();
+        let mut functions: Vec<_> = self.functions.iter().collect();
+        functions.sort_by_key(|(_, v)| std::cmp::Reverse(total(v)));
+        let mut lines: Vec<_> = self.lines.iter().collect();
+        lines.sort_by_key(|(_, v)| std::cmp::Reverse(total(v)));
+        json!({
+            "samples": stats(&self.all),
+            "functions": functions.iter().map(|(name, v)| json!({"name": name,
+                "samples": stats(v)})).collect::<Vec<_>>(),
+            "lines": lines.iter().map(|((function, file, line), v)| json!({
+                "function": function, "file": file, "line": line,
+                "samples": stats(v)})).collect::<Vec<_>>(),
+        })
+    }
 }
 
 type Key = (String, String, Option<String>, Option<u32>, Option<u32>);
@@ -80,6 +132,7 @@ fn add(into: &mut Vec<Merged>, nodes: &[TreeNode], rank: usize, ranks: usize) {
                     max: 0,
                     present: vec![false; ranks],
                     counters: BTreeMap::new(),
+                    samples: None,
                     children: Vec::new(),
                 });
                 into.len() - 1
@@ -99,6 +152,11 @@ fn add(into: &mut Vec<Merged>, nodes: &[TreeNode], rank: usize, ranks: usize) {
                 .or_insert_with(|| (vec![0; ranks], vec![0; ranks]));
             incl[rank] += t.inclusive;
             excl[rank] += t.exclusive;
+        }
+        if let Some(s) = &n.stack_samples {
+            m.samples
+                .get_or_insert_with(|| Samples::new(ranks))
+                .add(s, rank);
         }
         add(&mut m.children, &n.children, rank, ranks);
     }
@@ -121,7 +179,7 @@ fn to_json(list: &mut [Merged]) -> Vec<Value> {
                     (e.clone(), v)
                 })
                 .collect();
-            json!({
+            let mut v = json!({
                 "name": m.name,
                 "kind": m.kind,
                 "device": m.device,
@@ -136,7 +194,11 @@ fn to_json(list: &mut [Merged]) -> Vec<Value> {
                 "by_rank": {"count": m.count, "total_ns": m.total, "self_ns": m.self_ns},
                 "counters": counters,
                 "children": to_json(&mut m.children),
-            })
+            });
+            if let Some(s) = &m.samples {
+                v["stack_samples"] = s.to_json();
+            }
+            v
         })
         .collect()
 }
@@ -435,5 +497,31 @@ pub fn merge_reports(reports: &[(PathBuf, Report)], ranks: &[u64]) -> Value {
         cost.add(&r.kprof);
     }
     out.insert("kprof".into(), json!(cost));
+    // Call-stack sampling: the ranks that sampled, their rates' range, the
+    // counts summed, and the samples outside every construct by rank.
+    let sampled: Vec<(usize, &kprof_core::output::stack_samples::StackSamplesInfo)> = reports
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, r))| r.stack_samples.as_ref().map(|s| (i, s)))
+        .collect();
+    if !sampled.is_empty() {
+        let mut outside = Samples::new(n);
+        for (i, s) in &sampled {
+            outside.add(&s.outside, *i);
+        }
+        let hz_min = sampled.iter().map(|s| s.1.hz).min().unwrap_or(0);
+        let hz_max = sampled.iter().map(|s| s.1.hz).max().unwrap_or(0);
+        let sum = |f: fn(&kprof_core::output::stack_samples::StackSamplesInfo) -> u64| {
+            sampled.iter().map(|s| f(s.1)).sum::<u64>()
+        };
+        out.insert(
+            "stack_samples".into(),
+            json!({"hz": if hz_min == hz_max { json!(hz_min) } else { Value::Null },
+                   "hz_min": hz_min, "hz_max": hz_max, "ranks": sampled.len(),
+                   "threads": sum(|s| s.threads), "samples": sum(|s| s.samples),
+                   "signals": sum(|s| s.signals), "lost": sum(|s| s.lost),
+                   "truncated": sum(|s| s.truncated), "outside": outside.to_json()}),
+        );
+    }
     Value::Object(out)
 }

@@ -4,7 +4,8 @@
 //! (max/mean); the time in MPI and the MPI functions; the job's message matrix
 //! (totals, bytes per rank, the largest pairs); `--flat` by name, `--threads`
 //! as the ranks (a job's profile keeps each rank's thread count, not its
-//! threads' times).
+//! threads' times); `--samples` the job's call-stack samples, summed over the
+//! ranks.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -17,6 +18,7 @@ use super::args::{sort_of, ReportArgs};
 use super::cells::{bounded_path, cell, indented};
 use crate::fmt::ranks_text;
 use crate::fmt::{bytes, csv_field, duration, pct, Align, Table};
+use crate::outcome::Failure;
 use crate::path_text::show;
 use crate::sort_key::SortKey;
 
@@ -93,12 +95,40 @@ fn walk(tree: &Value) -> Vec<Row<'_>> {
     out
 }
 
-/// The report of the merged profile `v` read from `path`.
-pub fn render(v: &Value, path: &Path, args: &ReportArgs, filter: Option<&Regex>) -> String {
+/// The report of the merged profile `v` read from `path` (a failure: `--samples`
+/// of a job that has none).
+pub fn render(
+    v: &Value,
+    path: &Path,
+    args: &ReportArgs,
+    filter: Option<&Regex>,
+) -> Result<String, Failure> {
     let all = walk(&v["tree"]);
     let ranks = v["ranks"].as_array().map(Vec::len).unwrap_or(0);
+    if args.samples {
+        let mut s = header(v, path, ranks);
+        let rows: Vec<(&str, &str, &Value)> = all
+            .iter()
+            .filter(|r| filter.is_none_or(|re| re.is_match(r.name())))
+            .map(|r| (r.path.as_str(), r.kind(), r.node))
+            .collect();
+        super::stack_samples::render_job(&mut s, v, &rows, ranks, args)?;
+        return Ok(s);
+    }
+    Ok(render_table(v, path, args, filter, &all, ranks))
+}
+
+/// The tables of the merged profile: its nodes, MPI, its messages.
+fn render_table(
+    v: &Value,
+    path: &Path,
+    args: &ReportArgs,
+    filter: Option<&Regex>,
+    all: &[Row],
+    ranks: usize,
+) -> String {
     if args.flat {
-        return by_name(v, &all, path, args, filter, ranks);
+        return by_name(v, all, path, args, filter, ranks);
     }
     let mut rows: Vec<&Row> = all
         .iter()
@@ -125,7 +155,7 @@ pub fn render(v: &Value, path: &Path, args: &ReportArgs, filter: Option<&Regex>)
         return s;
     }
     nodes_table(&mut s, &rows, args);
-    mpi_block(&mut s, v, &all, ranks, args);
+    mpi_block(&mut s, v, all, ranks, args);
     messages_block(&mut s, v, ranks, args);
     s
 }

@@ -1,11 +1,15 @@
 //! `kprof report --samples`: the call-stack samples (`KPROF_SAMPLE_HZ`) of each
 //! construct, most samples first: its self samples by function and by source
-//! line, and the program's call paths below it, with their shares.
+//! line, and the program's call paths below it, with their shares. Of a job's
+//! merged profile: each construct's samples summed over the ranks, by function
+//! and by line, with their range over ranks (a merged profile keeps no call
+//! paths below constructs).
 
 use std::fmt::Write as _;
 
 use kprof_core::output::report::{Report, TreeNode};
 use kprof_core::output::stack_samples::{NodeStackSamples, SamplePath};
+use serde_json::Value;
 
 use super::args::ReportArgs;
 use crate::fmt::pct;
@@ -143,5 +147,130 @@ fn paths(out: &mut String, p: &SamplePath, depth: usize, whole: f64, wide: bool,
     );
     for c in &p.children {
         paths(out, c, depth + 1, whole, wide, rows);
+    }
+}
+
+/// Writes the samples view of a merged profile `v` (of `ranks` ranks) into
+/// `out`: `rows` are its nodes (path, kind, node).
+pub fn render_job(
+    out: &mut String,
+    v: &Value,
+    rows: &[(&str, &str, &Value)],
+    ranks: usize,
+    args: &ReportArgs,
+) -> Result<(), Failure> {
+    let info = &v["stack_samples"];
+    if !info.is_object() {
+        return Err(Failure(
+            "this merged profile has no call-stack samples: run the job's programs with `kprof run --sample-hz N` (KPROF_SAMPLE_HZ) and merge their profiles".into(),
+        ));
+    }
+    let num = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
+    let hz = match info["hz"].as_u64() {
+        Some(hz) => format!("{hz} Hz"),
+        None => format!("{} to {} Hz", num(info, "hz_min"), num(info, "hz_max")),
+    };
+    let sampled = num(info, "ranks") as usize;
+    let of = if sampled < ranks {
+        format!("{sampled} of {}", crate::fmt::ranks_text(ranks))
+    } else {
+        crate::fmt::ranks_text(ranks)
+    };
+    let _ = writeln!(
+        out,
+        "\nCall-stack samples summed over {of}: {} at {hz} of each thread's CPU time on {} thread(s) ({} signals); {} lost, {} truncated",
+        num(info, "samples"),
+        num(info, "threads"),
+        num(info, "signals"),
+        num(info, "lost"),
+        num(info, "truncated"),
+    );
+    let all = num(info, "samples").max(1) as f64;
+    let sum = |s: &Value| s["samples"]["sum"].as_u64().unwrap_or(0);
+    let mut kept: Vec<(&str, &str, &Value)> = rows
+        .iter()
+        .map(|&(path, kind, n)| (path, kind, &n["stack_samples"]))
+        .filter(|(_, _, s)| sum(s) > 0)
+        .collect();
+    kept.sort_by(|a, b| sum(b.2).cmp(&sum(a.2)).then_with(|| a.0.cmp(b.0)));
+    let top = args.top.unwrap_or(10);
+    let more = kept.len().saturating_sub(top);
+    for (path, kind, s) in kept.iter().take(top) {
+        let _ = writeln!(
+            out,
+            "\n{path} ({kind}): {} samples, {} of all; per rank {}",
+            sum(s),
+            pct(sum(s) as f64, all),
+            range(&s["samples"]),
+        );
+        job_construct(out, s, args.wide);
+    }
+    if more > 0 {
+        let _ = writeln!(out, "\n({more} more constructs with samples: --top N)");
+    }
+    let outside = &info["outside"];
+    if sum(outside) > 0 {
+        let _ = writeln!(
+            out,
+            "\noutside every construct: {} samples, {} of all; per rank {}",
+            sum(outside),
+            pct(sum(outside) as f64, all),
+            range(&outside["samples"]),
+        );
+        job_construct(out, outside, args.wide);
+    }
+    Ok(())
+}
+
+/// A statistic's range over ranks: `min .. max (mean M)`.
+fn range(s: &Value) -> String {
+    format!(
+        "{} .. {} (mean {:.1})",
+        s["min"].as_u64().unwrap_or(0),
+        s["max"].as_u64().unwrap_or(0),
+        s["mean"].as_f64().unwrap_or(0.0)
+    )
+}
+
+/// One construct's functions and lines of a merged profile, summed over ranks.
+fn job_construct(out: &mut String, s: &Value, wide: bool) {
+    let whole = s["samples"]["sum"].as_u64().unwrap_or(0).max(1) as f64;
+    let list = |k: &str| s[k].as_array().map(Vec::as_slice).unwrap_or_default();
+    let text = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+    let _ = writeln!(
+        out,
+        "  self samples by function (sum over ranks, per rank min .. max):"
+    );
+    for f in list("functions").iter().take(ROWS) {
+        let n = f["samples"]["sum"].as_u64().unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "    {:>7} {:>6}  {}  [{} .. {}]",
+            n,
+            pct(n as f64, whole),
+            cut(&text(f, "name"), wide),
+            f["samples"]["min"].as_u64().unwrap_or(0),
+            f["samples"]["max"].as_u64().unwrap_or(0),
+        );
+    }
+    let lines = list("lines");
+    if !lines.is_empty() {
+        let _ = writeln!(out, "  self samples by line (sum over ranks):");
+        for l in lines.iter().take(ROWS) {
+            let n = l["samples"]["sum"].as_u64().unwrap_or(0);
+            let file = text(l, "file");
+            let file = std::path::Path::new(&file)
+                .file_name()
+                .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
+            let _ = writeln!(
+                out,
+                "    {:>7} {:>6}  {}:{} in {}",
+                n,
+                pct(n as f64, whole),
+                file,
+                l["line"],
+                cut(&text(l, "function"), wide)
+            );
+        }
     }
 }

@@ -10,9 +10,11 @@ use rustc_hash::FxHashMap;
 
 use crate::output::calltree::CallTree;
 use crate::output::report::{Concurrency, Gpu, Report};
+use crate::output::stack_samples::{NodeStackSamples, StackSamplesInfo};
 use crate::reduce::form::{
     CategoryRow, CopyRow, DeviceRow, FloatStat, GpuCopyRow, JobProfile, KernelRow, MemoryRow,
-    MessageRow, Node, NodeCounter, Ordered, RankInfo, Stat, Sum, SystemRow,
+    MessageRow, Node, NodeCounter, NodeSamples, Ordered, RankInfo, SampledFunction, SampledLine,
+    Sampling, Stat, Sum, SystemRow,
 };
 
 /// Why bytes are not a reducible profile.
@@ -74,6 +76,7 @@ impl Fold {
                 .into_iter()
                 .flatten()
                 .chain(n.counters.iter().map(|c| c.event))
+                .chain(n.stack_samples.iter().flat_map(sample_strings))
                 .any(|s| s >= ns);
             if bad_string {
                 return Err(FormError::Invalid("a string index out of range"));
@@ -82,6 +85,14 @@ impl Fold {
                 return Err(FormError::Invalid("a node before its parent"));
             }
             nodes.insert(key_of(n), i as u32);
+        }
+        let outside = form.stack_sampling.as_ref().map(|s| &s.outside);
+        if outside
+            .iter()
+            .flat_map(|s| sample_strings(s))
+            .any(|s| s >= ns)
+        {
+            return Err(FormError::Invalid("a string index out of range"));
         }
         Ok(Fold {
             form,
@@ -157,6 +168,7 @@ impl Fold {
             anomalies,
             dropped_records,
             cost,
+            stack_sampling,
         } = o;
         let f = &mut self.form;
         f.ranks.extend(ranks);
@@ -174,6 +186,9 @@ impl Fold {
             n.device = n.device.map(id);
             for c in &mut n.counters {
                 c.event = id(c.event);
+            }
+            if let Some(s) = &mut n.stack_samples {
+                remap_samples(s, id);
             }
             let key = key_of(&n);
             match self.nodes.get(&key) {
@@ -270,7 +285,57 @@ impl Fold {
         fold_sums(&mut f.anomalies, anomalies);
         f.dropped_records += dropped_records;
         fold_sums(&mut f.cost, cost);
+        if let Some(mut b) = stack_sampling {
+            remap_samples(&mut b.outside, id);
+            match &mut f.stack_sampling {
+                Some(a) => {
+                    a.hz.fold(b.hz);
+                    a.threads += b.threads;
+                    a.samples += b.samples;
+                    a.signals += b.signals;
+                    a.lost += b.lost;
+                    a.truncated += b.truncated;
+                    fold_samples(&mut a.outside, b.outside);
+                }
+                None => f.stack_sampling = Some(b),
+            }
+        }
     }
+}
+
+/// The string indices of a node's samples.
+fn sample_strings(s: &NodeSamples) -> impl Iterator<Item = u32> + '_ {
+    s.functions
+        .iter()
+        .map(|f| f.name)
+        .chain(s.lines.iter().flat_map(|l| [l.function, l.file]))
+}
+
+/// A node's samples with their strings renumbered by `id`.
+fn remap_samples(s: &mut NodeSamples, id: impl Fn(u32) -> u32) {
+    for f in &mut s.functions {
+        f.name = id(f.name);
+    }
+    for l in &mut s.lines {
+        (l.function, l.file) = (id(l.function), id(l.file));
+    }
+}
+
+/// Folds `b`'s samples into `a`'s: per function and per line, summed.
+fn fold_samples(a: &mut NodeSamples, b: NodeSamples) {
+    a.samples.fold(b.samples);
+    fold_keyed(
+        &mut a.functions,
+        b.functions,
+        |f| f.name,
+        |x, y| x.samples.fold(y.samples),
+    );
+    fold_keyed(
+        &mut a.lines,
+        b.lines,
+        |l| (l.function, l.file, l.line),
+        |x, y| x.samples.fold(y.samples),
+    );
 }
 
 fn fold_node(a: &mut Node, b: Node) {
@@ -291,6 +356,11 @@ fn fold_node(a: &mut Node, b: Node) {
             x.exclusive.fold(y.exclusive);
         },
     );
+    match (&mut a.stack_samples, b.stack_samples) {
+        (Some(x), Some(y)) => fold_samples(x, y),
+        (x @ None, y) => *x = y,
+        (Some(_), None) => {}
+    }
 }
 
 /// Folds the rows of `b` into `a`, rows of the same key combined by `f`, new ones
@@ -397,7 +467,15 @@ pub fn from_report(
         ..JobProfile::default()
     };
     f.ranks.push(rank_info(r, who, dir));
-    f.nodes = tree_nodes(tree, &mut f.strings, src);
+    let mut strings = Strings {
+        list: &mut f.strings,
+        known: FxHashMap::default(),
+    };
+    f.nodes = tree_nodes(tree, &mut strings, src);
+    f.stack_sampling = r
+        .stack_samples
+        .as_ref()
+        .map(|info| sampling(info, &mut strings, src));
     let mut plugins: Vec<Ordered> = Vec::new();
     for (i, p) in r.plugins.iter().enumerate() {
         fold_ordered(&mut plugins, vec![src.ordered(p, i)]);
@@ -455,6 +533,103 @@ fn rank_info(r: &Report, who: u32, dir: Option<String>) -> RankInfo {
     }
 }
 
+/// A process's strings, interned.
+struct Strings<'a> {
+    list: &'a mut Vec<String>,
+    known: FxHashMap<String, u32>,
+}
+
+impl Strings<'_> {
+    fn get(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.known.get(s) {
+            return i;
+        }
+        self.list.push(s.to_string());
+        let i = self.list.len() as u32 - 1;
+        self.known.insert(s.to_string(), i);
+        i
+    }
+}
+
+/// A process's call-stack sampling: its counts, and its samples outside every
+/// node.
+fn sampling(info: &StackSamplesInfo, strings: &mut Strings, src: Source) -> Sampling {
+    let mut outside = RawSamples::default();
+    outside.add(&info.outside, strings);
+    Sampling {
+        // The rate is one value per process, never one per rank kept.
+        hz: Stat::one(info.hz, src.who, false),
+        threads: info.threads,
+        samples: info.samples,
+        signals: info.signals,
+        lost: info.lost,
+        truncated: info.truncated,
+        outside: outside.finish(src),
+    }
+}
+
+/// A node's call-stack samples in one process, summed over its nodes of one
+/// name path.
+#[derive(Default)]
+struct RawSamples {
+    samples: u64,
+    /// (function string, samples).
+    functions: Vec<(u32, u64)>,
+    /// ((function, file) strings, line, samples).
+    lines: Vec<((u32, u32, u32), u64)>,
+}
+
+impl RawSamples {
+    fn add(&mut self, s: &NodeStackSamples, strings: &mut Strings) {
+        self.samples += s.samples;
+        let functions = s
+            .functions
+            .iter()
+            .map(|f| (strings.get(&f.name), f.samples))
+            .collect();
+        fold_keyed(&mut self.functions, functions, |f| f.0, |a, b| a.1 += b.1);
+        let lines = s
+            .lines
+            .iter()
+            .map(|l| {
+                (
+                    (strings.get(&l.function), strings.get(&l.file), l.line),
+                    l.samples,
+                )
+            })
+            .collect();
+        fold_keyed(&mut self.lines, lines, |l| l.0, |a, b| a.1 += b.1);
+    }
+
+    /// As statistics of this process. Per-rank arrays are not kept for
+    /// samples: a function's samples by rank would grow with the ranks times
+    /// the functions.
+    fn finish(self, src: Source) -> NodeSamples {
+        let one = |v| Stat::one(v, src.who, false);
+        NodeSamples {
+            samples: one(self.samples),
+            functions: self
+                .functions
+                .into_iter()
+                .map(|(name, v)| SampledFunction {
+                    name,
+                    samples: one(v),
+                })
+                .collect(),
+            lines: self
+                .lines
+                .into_iter()
+                .map(|((function, file, line), v)| SampledLine {
+                    function,
+                    file,
+                    line,
+                    samples: one(v),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// A node's sums in one process, before they become its statistics.
 struct Raw {
     /// Count, total ns, self ns.
@@ -463,21 +638,13 @@ struct Raw {
     max: u64,
     /// (event string, inclusive, exclusive) per counter event.
     counters: Vec<(u32, u64, u64)>,
+    /// Call-stack samples, where it has some.
+    stack: Option<RawSamples>,
 }
 
 /// The tree, parents before children, with this process's raw sums; its names,
 /// kinds, devices and counter events interned into `strings`.
-fn tree_nodes(tree: &dyn CallTree, strings: &mut Vec<String>, src: Source) -> Vec<Node> {
-    let mut known: FxHashMap<String, u32> = FxHashMap::default();
-    let mut intern = |s: &'_ str| -> u32 {
-        if let Some(&i) = known.get(s) {
-            return i;
-        }
-        strings.push(s.to_string());
-        let i = strings.len() as u32 - 1;
-        known.insert(s.to_string(), i);
-        i
-    };
+fn tree_nodes(tree: &dyn CallTree, strings: &mut Strings, src: Source) -> Vec<Node> {
     let mut index: FxHashMap<NodeKey, u32> = FxHashMap::default();
     let mut raw: Vec<Raw> = Vec::new();
     let mut keys: Vec<NodeKey> = Vec::new();
@@ -491,9 +658,9 @@ fn tree_nodes(tree: &dyn CallTree, strings: &mut Vec<String>, src: Source) -> Ve
         };
         let key: NodeKey = (
             parent,
-            intern(&n.name),
-            intern(&n.kind),
-            n.device.as_deref().map(&mut intern),
+            strings.get(&n.name),
+            strings.get(&n.kind),
+            n.device.as_deref().map(|d| strings.get(d)),
             n.device_index,
             n.instance,
         );
@@ -504,6 +671,7 @@ fn tree_nodes(tree: &dyn CallTree, strings: &mut Vec<String>, src: Source) -> Ve
                 min: u64::MAX,
                 max: 0,
                 counters: Vec::new(),
+                stack: None,
             });
             raw.len() as u32 - 1
         });
@@ -514,11 +682,14 @@ fn tree_nodes(tree: &dyn CallTree, strings: &mut Vec<String>, src: Source) -> Ve
         x.min = x.min.min(n.min_ns);
         x.max = x.max.max(n.max_ns);
         for (e, t) in n.counters.iter().flat_map(|c| &c.events) {
-            let e = intern(e);
+            let e = strings.get(e);
             match x.counters.iter_mut().find(|c| c.0 == e) {
                 Some(c) => (c.1, c.2) = (c.1 + t.inclusive, c.2 + t.exclusive),
                 None => x.counters.push((e, t.inclusive, t.exclusive)),
             }
+        }
+        if let Some(s) = &n.stack_samples {
+            x.stack.get_or_insert_with(Default::default).add(s, strings);
         }
         path.push(at);
     });
@@ -546,6 +717,7 @@ fn tree_nodes(tree: &dyn CallTree, strings: &mut Vec<String>, src: Source) -> Ve
                         exclusive: src.one(e),
                     })
                     .collect(),
+                stack_samples: x.stack.map(|s| s.finish(src)),
             },
         )
         .collect()
@@ -757,5 +929,179 @@ fn cost(r: &Report) -> Vec<Sum> {
             })
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::report::TreeNode;
+    use crate::output::stack_samples::{FunctionSamples, LineSamples};
+    use crate::reduce::render;
+    use serde_json::Value;
+
+    fn sampled(functions: &[(&str, u64)], lines: &[(&str, &str, u32, u64)]) -> NodeStackSamples {
+        NodeStackSamples {
+            samples: functions.iter().map(|f| f.1).sum(),
+            functions: functions
+                .iter()
+                .map(|&(name, samples)| FunctionSamples {
+                    name: name.into(),
+                    samples,
+                })
+                .collect(),
+            lines: lines
+                .iter()
+                .map(|&(function, file, line, samples)| LineSamples {
+                    function: function.into(),
+                    file: file.into(),
+                    line,
+                    samples,
+                })
+                .collect(),
+            context: Vec::new(),
+            paths: Vec::new(),
+        }
+    }
+
+    /// A process's report: rank `rank`, its tree, its sampling (hz, lost,
+    /// truncated, outside) if it sampled.
+    fn report(
+        rank: u64,
+        tree: Vec<TreeNode>,
+        info: Option<(u64, u64, u64, NodeStackSamples)>,
+    ) -> Report {
+        let mut r: Report = serde_json::from_value(serde_json::json!({
+            "schema": crate::output::report::SCHEMA, "kprof_version": "0", "plugins": [],
+            "threads": [],
+            "program": {"executable": "app", "pid": 1, "host": "h", "rank": rank},
+            "clock": {"source": "tsc", "domain": "CLOCK_MONOTONIC", "start_ns": 0,
+                      "end_ns": 10, "duration_ns": 10},
+            "sections": [], "events": [], "deep_copies": [], "memory": [],
+            "dual_views": [], "metadata": {}, "anomalies": {}, "dropped_records": 0
+        }))
+        .unwrap();
+        r.tree = tree;
+        r.stack_samples = info.map(|(hz, lost, truncated, outside)| StackSamplesInfo {
+            hz,
+            threads: 1,
+            samples: outside.samples + 10,
+            lost,
+            truncated,
+            outside,
+            ..StackSamplesInfo::default()
+        });
+        r
+    }
+
+    fn node(name: &str, s: Option<NodeStackSamples>, children: Vec<TreeNode>) -> TreeNode {
+        let mut n = TreeNode::user_region(name, 30, 10, 1, children);
+        n.stack_samples = s.map(Box::new);
+        n
+    }
+
+    /// Three ranks: two sampled at different rates, one not; samples in a
+    /// node some ranks lack, and outside every node.
+    fn ranks() -> Vec<Report> {
+        let r0 = report(
+            0,
+            vec![node(
+                "main",
+                Some(sampled(&[("f", 7), ("g", 3)], &[("f", "a.c", 5, 7)])),
+                vec![node(
+                    "MPI_Allreduce",
+                    Some(sampled(&[("op", 4)], &[])),
+                    vec![],
+                )],
+            )],
+            Some((100, 1, 2, sampled(&[("h", 6)], &[]))),
+        );
+        let r1 = report(
+            1,
+            vec![node(
+                "main",
+                Some(sampled(&[("k", 4), ("f", 1)], &[("f", "a.c", 5, 1)])),
+                vec![],
+            )],
+            Some((200, 3, 0, sampled(&[("h", 2), ("z", 1)], &[]))),
+        );
+        let r2 = report(2, vec![node("main", None, vec![])], None);
+        vec![r0, r1, r2]
+    }
+
+    fn fold_in(order: &[usize]) -> Value {
+        let rs = ranks();
+        let mut f = Fold::new(false);
+        for &i in order {
+            // Through the encoding, as the ranks of a job send their forms.
+            let one = from_report(&rs[i], &rs[i].tree, i as u32, None, false);
+            let bytes = prost::Message::encode_to_vec(&one);
+            f.fold(Fold::decode(&bytes).unwrap().into_form());
+        }
+        render(f.form())
+    }
+
+    fn sums(list: &Value, key: &str) -> Vec<(String, u64)> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x[key].as_str().unwrap().to_string(),
+                    x["samples"]["sum"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn samples_fold_as_sums_over_the_ranks_that_have_them() {
+        let merged = fold_in(&[0, 1, 2]);
+        assert_eq!(merged, fold_in(&[2, 1, 0]));
+        assert_eq!(merged, fold_in(&[1, 2, 0]));
+        let main = &merged["tree"][0]["stack_samples"];
+        let s = |k: &str| sums(&main[k], if k == "lines" { "file" } else { "name" });
+        assert_eq!(
+            s("functions"),
+            [("f".into(), 8), ("k".into(), 4), ("g".into(), 3)]
+        );
+        assert_eq!(s("lines"), [("a.c".into(), 8)]);
+        assert_eq!(main["samples"]["sum"], 15);
+        // Over the three ranks, the one without samples counting as 0.
+        assert_eq!(main["functions"][0]["samples"]["max"], 7);
+        assert_eq!(main["functions"][0]["samples"]["max_rank"], 0);
+        assert_eq!(main["functions"][0]["samples"]["min"], 0);
+        let mpi = &merged["tree"][0]["children"][0];
+        assert_eq!(mpi["name"], "MPI_Allreduce");
+        assert_eq!(
+            sums(&mpi["stack_samples"]["functions"], "name"),
+            [("op".into(), 4)]
+        );
+        let job = &merged["stack_samples"];
+        assert_eq!(job["hz"], Value::Null);
+        assert_eq!(
+            (job["hz_min"].as_u64(), job["hz_max"].as_u64()),
+            (Some(100), Some(200))
+        );
+        assert_eq!(job["ranks"], 2);
+        assert_eq!(
+            (job["lost"].as_u64(), job["truncated"].as_u64()),
+            (Some(4), Some(2))
+        );
+        assert_eq!(job["samples"], 6 + 10 + 3 + 10);
+        assert_eq!(
+            sums(&job["outside"]["functions"], "name"),
+            [("h".into(), 8), ("z".into(), 1)]
+        );
+    }
+
+    #[test]
+    fn an_unsampled_job_has_no_samples() {
+        let rs = ranks();
+        let mut f = Fold::new(false);
+        f.add_report(&rs[2], 2, None);
+        let merged = render(f.form());
+        assert!(merged.get("stack_samples").is_none());
+        assert!(merged["tree"][0].get("stack_samples").is_none());
     }
 }

@@ -210,6 +210,81 @@ pub struct Node {
     /// Counter events.
     #[prost(message, repeated, tag = "12")]
     pub counters: Vec<NodeCounter>,
+    /// Call-stack samples (`KPROF_SAMPLE_HZ`), where some process had them.
+    #[prost(message, optional, tag = "13")]
+    pub stack_samples: Option<NodeSamples>,
+}
+
+/// The call-stack samples of one node (or of a process outside every node):
+/// its self samples in all, by function and by source line, each per process.
+/// (The call paths below a construct are not kept: their trees differ by rank
+/// and would not fold into a bounded form.)
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NodeSamples {
+    /// Samples per process.
+    #[prost(message, required, tag = "1")]
+    pub samples: Stat,
+    /// Self samples by function.
+    #[prost(message, repeated, tag = "2")]
+    pub functions: Vec<SampledFunction>,
+    /// Self samples by source line.
+    #[prost(message, repeated, tag = "3")]
+    pub lines: Vec<SampledLine>,
+}
+
+/// Self samples of one function in a node.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SampledFunction {
+    /// The function (index into the strings).
+    #[prost(uint32, tag = "1")]
+    pub name: u32,
+    /// Samples per process.
+    #[prost(message, required, tag = "2")]
+    pub samples: Stat,
+}
+
+/// Self samples of one source line in a node.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SampledLine {
+    /// The function the line is in (index into the strings).
+    #[prost(uint32, tag = "1")]
+    pub function: u32,
+    /// Source file (index into the strings).
+    #[prost(uint32, tag = "2")]
+    pub file: u32,
+    /// Line.
+    #[prost(uint32, tag = "3")]
+    pub line: u32,
+    /// Samples per process.
+    #[prost(message, required, tag = "4")]
+    pub samples: Stat,
+}
+
+/// How the processes that sampled their call stacks did it, summed.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Sampling {
+    /// The sampling rate per process that sampled (its `ranks` are those
+    /// processes; a minimum unlike the maximum: they differ).
+    #[prost(message, required, tag = "1")]
+    pub hz: Stat,
+    /// Threads sampled.
+    #[prost(uint64, tag = "2")]
+    pub threads: u64,
+    /// Samples taken.
+    #[prost(uint64, tag = "3")]
+    pub samples: u64,
+    /// Signals handled.
+    #[prost(uint64, tag = "4")]
+    pub signals: u64,
+    /// Samples lost.
+    #[prost(uint64, tag = "5")]
+    pub lost: u64,
+    /// Samples whose unwind stopped early.
+    #[prost(uint64, tag = "6")]
+    pub truncated: u64,
+    /// Samples outside every node.
+    #[prost(message, required, tag = "7")]
+    pub outside: NodeSamples,
 }
 
 /// One counter event of a node.
@@ -473,4 +548,7 @@ pub struct JobProfile {
     /// kprof's own cost, by field.
     #[prost(message, repeated, tag = "21")]
     pub cost: Vec<Sum>,
+    /// Call-stack sampling, where some process sampled.
+    #[prost(message, optional, tag = "22")]
+    pub stack_sampling: Option<Sampling>,
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
-use crate::reduce::form::{FloatStat, JobProfile, Node, Ordered, Stat};
+use crate::reduce::form::{FloatStat, JobProfile, Node, NodeSamples, Ordered, Stat};
 use crate::reduce::schema::MERGED_SCHEMA;
 
 /// Where each process is in the merged profile, and how it is named there.
@@ -119,6 +119,34 @@ fn ordered<'a>(list: &'a [Ordered], o: &Order) -> Vec<&'a Ordered> {
     v
 }
 
+/// A node's call-stack samples (or those outside every node): in all, by
+/// function and by line, each over processes; most samples first.
+fn samples(s: &NodeSamples, strings: &[String], o: &Order) -> Value {
+    let string = |i: u32| strings.get(i as usize).map_or("", String::as_str);
+    let mut functions: Vec<_> = s.functions.iter().collect();
+    functions.sort_by(|a, b| {
+        (b.samples.sum.cmp(&a.samples.sum)).then_with(|| string(a.name).cmp(string(b.name)))
+    });
+    let mut lines: Vec<_> = s.lines.iter().collect();
+    lines.sort_by(|a, b| {
+        (b.samples.sum.cmp(&a.samples.sum)).then_with(|| {
+            (string(a.function), string(a.file), a.line).cmp(&(
+                string(b.function),
+                string(b.file),
+                b.line,
+            ))
+        })
+    });
+    json!({
+        "samples": stats(&s.samples, o),
+        "functions": functions.iter().map(|f| json!({"name": string(f.name),
+            "samples": stats(&f.samples, o)})).collect::<Vec<_>>(),
+        "lines": lines.iter().map(|l| json!({"function": string(l.function),
+            "file": string(l.file), "line": l.line,
+            "samples": stats(&l.samples, o)})).collect::<Vec<_>>(),
+    })
+}
+
 fn tree(f: &JobProfile, o: &Order) -> Vec<Value> {
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); f.nodes.len() + 1];
     for (i, n) in f.nodes.iter().enumerate() {
@@ -178,6 +206,9 @@ fn tree(f: &JobProfile, o: &Order) -> Vec<Value> {
         if f.by_rank {
             v["by_rank"] = json!({"count": dense(&n.count, o), "total_ns": dense(&n.total, o),
                                   "self_ns": dense(&n.self_ns, o)});
+        }
+        if let Some(s) = &n.stack_samples {
+            v["stack_samples"] = samples(s, &f.strings, o);
         }
         done[i] = Some(v);
     }
@@ -382,5 +413,20 @@ pub fn render(f: &JobProfile) -> Value {
         .map(|c| (c.key.clone(), json!(c.value)))
         .collect();
     out.insert("kprof".into(), Value::Object(cost));
+    if let Some(s) = &f.stack_sampling {
+        // One rate where the processes agree; else null, and their range.
+        let hz = if s.hz.min == s.hz.max {
+            json!(s.hz.max)
+        } else {
+            Value::Null
+        };
+        out.insert(
+            "stack_samples".into(),
+            json!({"hz": hz, "hz_min": s.hz.min, "hz_max": s.hz.max, "ranks": s.hz.ranks,
+                   "threads": s.threads, "samples": s.samples, "signals": s.signals,
+                   "lost": s.lost, "truncated": s.truncated,
+                   "outside": samples(&s.outside, &f.strings, &o)}),
+        );
+    }
     Value::Object(out)
 }
