@@ -1071,10 +1071,6 @@ fn per_pe_timelines_and_merged_trace() {
         // typical gap, not by a share of the phase.
         let total = t_main + t_proc + t_comm;
         let phase = main + proc_ + comm;
-        assert!(
-            total <= phase + phase / 100 && total * 3 >= phase,
-            "PE {pe}: slices {t_main} + {t_proc} + {t_comm} = {total} ns vs phase {phase} ns"
-        );
         let mut seg: Vec<(u64, u64)> = model
             .slices
             .iter()
@@ -1089,6 +1085,16 @@ fn per_pe_timelines_and_merged_trace() {
                 w[1].0 - w[0].1
             })
             .collect();
+        // Gaps of a millisecond or more are the PE preempted between two
+        // slices (4 PEs on a loaded 2-core machine: once, 30 ms of one PE's
+        // 37 ms phase); the switches' own cost is what must leave the slices
+        // most of the phase.
+        let preempted: u64 = gaps.iter().filter(|&&g| g >= 1_000_000).sum();
+        assert!(
+            total <= phase + phase / 100 && (total + preempted) * 3 >= phase,
+            "PE {pe}: slices {t_main} + {t_proc} + {t_comm} = {total} ns \
+             (gaps of 1 ms or more: {preempted} ns) vs phase {phase} ns"
+        );
         gaps.sort_unstable();
         let median = gaps[gaps.len() / 2];
         assert!(

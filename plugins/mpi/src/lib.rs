@@ -172,13 +172,16 @@ fn init(
     let rc = fwd(p);
     if let Some((api, abi)) = started {
         guard((), || {
+            if rc == sys::SUCCESS {
+                // Open MPI loads its components (the collectives' code) inside
+                // the call: samples in them unwind past them from now on. Read
+                // before the call's end, so that this work is the call's.
+                // SAFETY: no arguments.
+                unsafe { (api.libraries_loaded)() };
+            }
             // SAFETY: plain values.
             unsafe { (api.end)(kprof_abi::Kind::Mpi as u8, 0) };
             if rc == sys::SUCCESS {
-                // Open MPI loads its components (the collectives' code) inside
-                // the call: samples in them unwind past them from now on.
-                // SAFETY: no arguments.
-                unsafe { (api.libraries_loaded)() };
                 // SAFETY: MPI wrote the level it provides.
                 let level = provided.filter(|q| !q.is_null()).map(|q| unsafe { *q });
                 state::activate(api, abi, p, level);
