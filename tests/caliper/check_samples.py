@@ -26,24 +26,19 @@ import caliperreader
 import hatchet as ht
 import thicket as th
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_cali import profile_nodes  # noqa: E402
+
 SAMPLED_KIND = "function"
 
 
 def expected(profile_dir):
     """{(call path names..., function): self samples} of profile.json."""
-    with open(os.path.join(profile_dir, "profile.json")) as f:
-        profile = json.load(f)
-    out = {}
-
-    def walk(nodes, path):
-        for n in nodes:
-            p = path + (n["name"],)
-            for fn in (n.get("stack_samples") or {}).get("functions", []):
-                out[p + (fn["name"],)] = fn["samples"]
-            walk(n["children"], p)
-
-    walk(profile["tree"], ())
-    return out
+    return {
+        p + (fn["name"],): fn["samples"]
+        for p, n in profile_nodes(profile_dir).items()
+        for fn in (n.get("stack_samples") or {}).get("functions", [])
+    }
 
 
 def main():

@@ -186,7 +186,6 @@ pub fn render_job(
         num(info, "truncated"),
     );
     let all = num(info, "samples").max(1) as f64;
-    let sum = |s: &Value| s["samples"]["sum"].as_u64().unwrap_or(0);
     let mut kept: Vec<(&str, &str, &Value)> = rows
         .iter()
         .map(|&(path, kind, n)| (path, kind, &n["stack_samples"]))
@@ -196,30 +195,34 @@ pub fn render_job(
     let top = args.top.unwrap_or(10);
     let more = kept.len().saturating_sub(top);
     for (path, kind, s) in kept.iter().take(top) {
-        let _ = writeln!(
-            out,
-            "\n{path} ({kind}): {} samples, {} of all; per rank {}",
-            sum(s),
-            pct(sum(s) as f64, all),
-            range(&s["samples"]),
-        );
-        job_construct(out, s, args.wide);
+        job_block(out, &format!("{path} ({kind})"), s, all, args.wide);
     }
     if more > 0 {
         let _ = writeln!(out, "\n({more} more constructs with samples: --top N)");
     }
     let outside = &info["outside"];
     if sum(outside) > 0 {
-        let _ = writeln!(
-            out,
-            "\noutside every construct: {} samples, {} of all; per rank {}",
-            sum(outside),
-            pct(sum(outside) as f64, all),
-            range(&outside["samples"]),
-        );
-        job_construct(out, outside, args.wide);
+        job_block(out, "outside every construct", outside, all, args.wide);
     }
     Ok(())
+}
+
+/// A merged node's samples summed over the ranks.
+fn sum(s: &Value) -> u64 {
+    s["samples"]["sum"].as_u64().unwrap_or(0)
+}
+
+/// One block of a job's samples: its title line (sum, share of `all`, range
+/// over ranks), then its functions and lines.
+fn job_block(out: &mut String, title: &str, s: &Value, all: f64, wide: bool) {
+    let _ = writeln!(
+        out,
+        "\n{title}: {} samples, {} of all; per rank {}",
+        sum(s),
+        pct(sum(s) as f64, all),
+        range(&s["samples"]),
+    );
+    job_construct(out, s, wide);
 }
 
 /// A statistic's range over ranks: `min .. max (mean M)`.
