@@ -454,7 +454,7 @@ mod tests {
     fn sampled_fixtures(base: &Path) -> Vec<PathBuf> {
         use kprof_core::output::report::TreeNode;
         use kprof_core::output::stack_samples::{
-            FunctionSamples, LineSamples, NodeStackSamples, StackSamplesInfo,
+            FunctionSamples, LineSamples, NodeStackSamples, SamplePath, StackSamplesInfo,
         };
         fn sampled(k: u64, r: u64) -> NodeStackSamples {
             let functions = vec![
@@ -477,7 +477,23 @@ mod tests {
                     samples: 1 + r,
                 }],
                 context: Vec::new(),
-                paths: Vec::new(),
+                // One path every rank has (its samples by rank and node), one
+                // of rank 1 only.
+                paths: [(format!("f{}", k % 3), k + r), ("only1".to_string(), r)]
+                    .into_iter()
+                    .filter(|p| p.1 > 0)
+                    .map(|(name, n)| SamplePath {
+                        name,
+                        samples: n + 2,
+                        self_samples: n,
+                        children: vec![SamplePath {
+                            name: "shared".into(),
+                            samples: 2,
+                            self_samples: 2,
+                            children: Vec::new(),
+                        }],
+                    })
+                    .collect(),
             }
         }
         fn mark(nodes: &mut [TreeNode], k: &mut u64, r: u64) {
@@ -536,6 +552,13 @@ mod tests {
         );
         assert_eq!(job["outside"]["functions"][0]["name"], "f1");
         assert_eq!(job["outside"]["functions"][0]["samples"]["sum"], 7 + 7 + 1);
+        // The call paths below: one by name path, summed over the ranks.
+        let paths = &job["outside"]["paths"];
+        assert_eq!(paths[0]["name"], "f1");
+        assert_eq!(paths[0]["samples"], 7 + 2 + 7 + 1 + 2);
+        assert_eq!(paths[0]["children"][0]["self_samples"], 2 + 2);
+        assert_eq!(paths[1]["name"], "only1");
+        assert_eq!(paths[1]["samples"], 1 + 2);
         let line = checks::sampling_line(fold.form()).unwrap();
         assert!(line.contains("(100 to 200 Hz)"), "{line}");
         assert!(

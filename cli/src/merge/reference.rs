@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use kprof_core::output::report::{Report, SelfCost, TreeNode};
-use kprof_core::output::stack_samples::NodeStackSamples;
+use kprof_core::output::stack_samples::{NodeStackSamples, SamplePath};
 use kprof_core::reduce::MERGED_SCHEMA;
 use serde_json::{json, Map, Value};
 
@@ -43,11 +43,14 @@ struct Merged {
     children: Vec<Merged>,
 }
 
-/// Call-stack samples by rank: in all, by function, by (function, file, line).
+/// Call-stack samples by rank: in all, by function, by (function, file, line);
+/// and the call paths below the node by their names from the first, (samples,
+/// self samples) summed.
 struct Samples {
     all: Vec<u64>,
     functions: BTreeMap<String, Vec<u64>>,
     lines: BTreeMap<(String, String, u32), Vec<u64>>,
+    paths: BTreeMap<Vec<String>, (u64, u64)>,
 }
 
 impl Samples {
@@ -56,6 +59,7 @@ impl Samples {
             all: vec![0; ranks],
             functions: BTreeMap::new(),
             lines: BTreeMap::new(),
+            paths: BTreeMap::new(),
         }
     }
 
@@ -72,6 +76,34 @@ impl Samples {
                 .entry((l.function.clone(), l.file.clone(), l.line))
                 .or_insert_with(|| vec![0; ranks])[rank] += l.samples;
         }
+        self.add_paths(&s.paths, &mut Vec::new());
+    }
+
+    fn add_paths(&mut self, list: &[SamplePath], above: &mut Vec<String>) {
+        for p in list {
+            above.push(p.name.clone());
+            let e = self.paths.entry(above.clone()).or_default();
+            (e.0, e.1) = (e.0 + p.samples, e.1 + p.self_samples);
+            self.add_paths(&p.children, above);
+            above.pop();
+        }
+    }
+
+    /// The call paths called from `above`, most samples first, ties by name.
+    fn paths_json(&self, above: &[String]) -> Vec<Value> {
+        let mut below: Vec<_> = self
+            .paths
+            .iter()
+            .filter(|(k, _)| k.len() == above.len() + 1 && k.starts_with(above))
+            .collect();
+        below.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then_with(|| a.0.cmp(b.0)));
+        below
+            .into_iter()
+            .map(|(k, v)| {
+                json!({"name": k[above.len()], "samples": v.0, "self_samples": v.1,
+                       "children": self.paths_json(k)})
+            })
+            .collect()
     }
 
     /// Most samples first, ties by name.
@@ -88,6 +120,7 @@ impl Samples {
             "lines": lines.iter().map(|((function, file, line), v)| json!({
                 "function": function, "file": file, "line": line,
                 "samples": stats(v)})).collect::<Vec<_>>(),
+            "paths": self.paths_json(&[]),
         })
     }
 }

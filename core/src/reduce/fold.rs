@@ -10,11 +10,11 @@ use rustc_hash::FxHashMap;
 
 use crate::output::calltree::CallTree;
 use crate::output::report::{Concurrency, Gpu, Report};
-use crate::output::stack_samples::{NodeStackSamples, StackSamplesInfo};
+use crate::output::stack_samples::{NodeStackSamples, SamplePath, StackSamplesInfo};
 use crate::reduce::form::{
     CategoryRow, CopyRow, DeviceRow, FloatStat, GpuCopyRow, JobProfile, KernelRow, MemoryRow,
     MessageRow, Node, NodeCounter, NodeSamples, Ordered, RankInfo, SampledFunction, SampledLine,
-    Sampling, Stat, Sum, SystemRow,
+    SampledPath, Sampling, Stat, Sum, SystemRow,
 };
 
 /// Why bytes are not a reducible profile.
@@ -84,6 +84,9 @@ impl Fold {
             if n.parent as usize > i {
                 return Err(FormError::Invalid("a node before its parent"));
             }
+            if n.stack_samples.as_ref().is_some_and(paths_out_of_order) {
+                return Err(FormError::Invalid("a sampled function before its caller"));
+            }
             nodes.insert(key_of(n), i as u32);
         }
         let outside = form.stack_sampling.as_ref().map(|s| &s.outside);
@@ -93,6 +96,9 @@ impl Fold {
             .any(|s| s >= ns)
         {
             return Err(FormError::Invalid("a string index out of range"));
+        }
+        if outside.is_some_and(paths_out_of_order) {
+            return Err(FormError::Invalid("a sampled function before its caller"));
         }
         Ok(Fold {
             form,
@@ -309,6 +315,15 @@ fn sample_strings(s: &NodeSamples) -> impl Iterator<Item = u32> + '_ {
         .iter()
         .map(|f| f.name)
         .chain(s.lines.iter().flat_map(|l| [l.function, l.file]))
+        .chain(s.paths.iter().map(|p| p.name))
+}
+
+/// Whether a sampled function of `s`'s call paths comes before its caller.
+fn paths_out_of_order(s: &NodeSamples) -> bool {
+    s.paths
+        .iter()
+        .enumerate()
+        .any(|(i, p)| p.parent as usize > i)
 }
 
 /// A node's samples with their strings renumbered by `id`.
@@ -319,9 +334,13 @@ fn remap_samples(s: &mut NodeSamples, id: impl Fn(u32) -> u32) {
     for l in &mut s.lines {
         (l.function, l.file) = (id(l.function), id(l.file));
     }
+    for p in &mut s.paths {
+        p.name = id(p.name);
+    }
 }
 
-/// Folds `b`'s samples into `a`'s: per function and per line, summed.
+/// Folds `b`'s samples into `a`'s: per function, per line and per call path,
+/// summed.
 fn fold_samples(a: &mut NodeSamples, b: NodeSamples) {
     a.samples.fold(b.samples);
     fold_keyed(
@@ -336,6 +355,64 @@ fn fold_samples(a: &mut NodeSamples, b: NodeSamples) {
         |l| (l.function, l.file, l.line),
         |x, y| x.samples.fold(y.samples),
     );
+    fold_paths(&mut a.paths, b.paths);
+}
+
+/// Folds the call paths `b` into `a` (both parents before children): a
+/// function of the same caller and name in both is one, its samples summed;
+/// the others are appended in `b`'s order.
+fn fold_paths(a: &mut Vec<SampledPath>, b: Vec<SampledPath>) {
+    if b.is_empty() {
+        return;
+    }
+    let mut at: FxHashMap<(u32, u32), u32> = a
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ((p.parent, p.name), i as u32))
+        .collect();
+    // b's index -> ours.
+    let mut map: Vec<u32> = Vec::with_capacity(b.len());
+    for mut p in b {
+        p.parent = match p.parent {
+            0 => 0,
+            q => map.get(q as usize - 1).map_or(0, |&m| m + 1),
+        };
+        let i = match at.get(&(p.parent, p.name)) {
+            Some(&i) => {
+                let x = &mut a[i as usize];
+                x.samples = x.samples.saturating_add(p.samples);
+                x.self_samples = x.self_samples.saturating_add(p.self_samples);
+                i
+            }
+            None => {
+                let i = a.len() as u32;
+                at.insert((p.parent, p.name), i);
+                a.push(p);
+                i
+            }
+        };
+        map.push(i);
+    }
+}
+
+/// The call paths `list` (under the caller `parent`: 0 or 1 + its index in
+/// `out`) appended to `out`, parents before children, names interned.
+fn flatten_paths(
+    list: &[SamplePath],
+    parent: u32,
+    strings: &mut Strings,
+    out: &mut Vec<SampledPath>,
+) {
+    for p in list {
+        out.push(SampledPath {
+            parent,
+            name: strings.get(&p.name),
+            samples: p.samples,
+            self_samples: p.self_samples,
+        });
+        let me = out.len() as u32;
+        flatten_paths(&p.children, me, strings, out);
+    }
 }
 
 fn fold_node(a: &mut Node, b: Node) {
@@ -577,6 +654,8 @@ struct RawSamples {
     functions: Vec<(u32, u64)>,
     /// ((function, file) strings, line, samples).
     lines: Vec<((u32, u32, u32), u64)>,
+    /// The call paths below the node, parents before children.
+    paths: Vec<SampledPath>,
 }
 
 impl RawSamples {
@@ -599,6 +678,9 @@ impl RawSamples {
             })
             .collect();
         fold_keyed(&mut self.lines, lines, |l| l.0, |a, b| a.1 += b.1);
+        let mut paths = Vec::new();
+        flatten_paths(&s.paths, 0, strings, &mut paths);
+        fold_paths(&mut self.paths, paths);
     }
 
     /// As statistics of this process. Per-rank arrays are not kept for
@@ -626,6 +708,7 @@ impl RawSamples {
                     samples: one(v),
                 })
                 .collect(),
+            paths: self.paths,
         }
     }
 }
@@ -940,9 +1023,12 @@ mod tests {
     use crate::reduce::render;
     use serde_json::Value;
 
+    /// A node's samples: `functions`' self samples, `lines`, and as call
+    /// paths each function called from `entry`.
     fn sampled(functions: &[(&str, u64)], lines: &[(&str, &str, u32, u64)]) -> NodeStackSamples {
+        let samples = functions.iter().map(|f| f.1).sum();
         NodeStackSamples {
-            samples: functions.iter().map(|f| f.1).sum(),
+            samples,
             functions: functions
                 .iter()
                 .map(|&(name, samples)| FunctionSamples {
@@ -960,7 +1046,20 @@ mod tests {
                 })
                 .collect(),
             context: Vec::new(),
-            paths: Vec::new(),
+            paths: vec![SamplePath {
+                name: "entry".into(),
+                samples,
+                self_samples: 0,
+                children: functions
+                    .iter()
+                    .map(|&(name, n)| SamplePath {
+                        name: name.into(),
+                        samples: n,
+                        self_samples: n,
+                        children: Vec::new(),
+                    })
+                    .collect(),
+            }],
         }
     }
 
@@ -1067,6 +1166,24 @@ mod tests {
         );
         assert_eq!(s("lines"), [("a.c".into(), 8)]);
         assert_eq!(main["samples"]["sum"], 15);
+        // The call paths below: unified by name path, summed, most first.
+        let entry = &main["paths"][0];
+        assert_eq!(
+            (&entry["name"], &entry["samples"], &entry["self_samples"]),
+            (&Value::from("entry"), &Value::from(15), &Value::from(0))
+        );
+        let below: Vec<(String, u64)> = entry["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().into(),
+                    c["self_samples"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(below, [("f".into(), 8), ("k".into(), 4), ("g".into(), 3)]);
         // Over the three ranks, the one without samples counting as 0.
         assert_eq!(main["functions"][0]["samples"]["max"], 7);
         assert_eq!(main["functions"][0]["samples"]["max_rank"], 0);
@@ -1093,6 +1210,15 @@ mod tests {
             sums(&job["outside"]["functions"], "name"),
             [("h".into(), 8), ("z".into(), 1)]
         );
+    }
+
+    #[test]
+    fn a_sampled_function_before_its_caller_is_refused() {
+        let rs = ranks();
+        let mut form = from_report(&rs[0], &rs[0].tree, 0, None, false);
+        let s = form.nodes[0].stack_samples.as_mut().unwrap();
+        s.paths[0].parent = 2;
+        assert!(Fold::from_form(form).is_err());
     }
 
     #[test]

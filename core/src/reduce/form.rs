@@ -216,9 +216,9 @@ pub struct Node {
 }
 
 /// The call-stack samples of one node (or of a process outside every node):
-/// its self samples in all, by function and by source line, each per process.
-/// (The call paths below a construct are not kept: their trees differ by rank
-/// and would not fold into a bounded form.)
+/// its self samples in all, by function and by source line, each per process;
+/// and the program's call paths below it, unified by their name path and
+/// summed (bounded by the union of the processes' paths, as the nodes are).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct NodeSamples {
     /// Samples per process.
@@ -230,6 +230,29 @@ pub struct NodeSamples {
     /// Self samples by source line.
     #[prost(message, repeated, tag = "3")]
     pub lines: Vec<SampledLine>,
+    /// The program's call paths below the node, parents before children.
+    #[prost(message, repeated, tag = "4")]
+    pub paths: Vec<SampledPath>,
+}
+
+/// One function of the program's call paths below a node: its samples summed
+/// over the processes (only sums: a range per rank of every frame of every
+/// stack would cost more than the graph it draws).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SampledPath {
+    /// 0 for a path's first function, else 1 + the index of its caller (which
+    /// comes earlier in the node's list).
+    #[prost(uint32, tag = "1")]
+    pub parent: u32,
+    /// The function (index into the strings).
+    #[prost(uint32, tag = "2")]
+    pub name: u32,
+    /// Samples in it and below it, summed over the processes.
+    #[prost(uint64, tag = "3")]
+    pub samples: u64,
+    /// Samples in it alone, summed over the processes.
+    #[prost(uint64, tag = "4")]
+    pub self_samples: u64,
 }
 
 /// Self samples of one function in a node.

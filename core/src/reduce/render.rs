@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use serde_json::{json, Map, Value};
 
-use crate::reduce::form::{FloatStat, JobProfile, Node, NodeSamples, Ordered, Stat};
+use crate::reduce::form::{FloatStat, JobProfile, Node, NodeSamples, Ordered, SampledPath, Stat};
 use crate::reduce::schema::MERGED_SCHEMA;
 
 /// Where each process is in the merged profile, and how it is named there.
@@ -120,7 +120,8 @@ fn ordered<'a>(list: &'a [Ordered], o: &Order) -> Vec<&'a Ordered> {
 }
 
 /// A node's call-stack samples (or those outside every node): in all, by
-/// function and by line, each over processes; most samples first.
+/// function and by line, each over processes; most samples first; and the
+/// call paths below it, summed over the processes.
 fn samples(s: &NodeSamples, strings: &[String], o: &Order) -> Value {
     let string = |i: u32| strings.get(i as usize).map_or("", String::as_str);
     let mut functions: Vec<_> = s.functions.iter().collect();
@@ -144,7 +145,38 @@ fn samples(s: &NodeSamples, strings: &[String], o: &Order) -> Value {
         "lines": lines.iter().map(|l| json!({"function": string(l.function),
             "file": string(l.file), "line": l.line,
             "samples": stats(&l.samples, o)})).collect::<Vec<_>>(),
+        "paths": paths(&s.paths, &string),
     })
+}
+
+/// The call paths `list` (parents before children) as the tree `profile.json`
+/// of one process has them (`name`, `samples`, `self_samples`, `children`),
+/// the counts summed over the processes; most samples first (ties by name).
+/// Built bottom-up, without recursion.
+fn paths<'a>(list: &[SampledPath], string: &impl Fn(u32) -> &'a str) -> Vec<Value> {
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); list.len() + 1];
+    for (i, p) in list.iter().enumerate() {
+        if let Some(c) = children.get_mut(p.parent as usize) {
+            c.push(i);
+        }
+    }
+    let mut done: Vec<Option<Value>> = vec![None; list.len()];
+    let take = |ids: &mut Vec<usize>, done: &mut Vec<Option<Value>>| -> Vec<Value> {
+        ids.sort_by(|&a, &b| {
+            let (x, y) = (&list[a], &list[b]);
+            y.samples
+                .cmp(&x.samples)
+                .then_with(|| string(x.name).cmp(string(y.name)))
+        });
+        ids.iter().filter_map(|&i| done[i].take()).collect()
+    };
+    for i in (0..list.len()).rev() {
+        let p = &list[i];
+        let kids = take(&mut children[i + 1], &mut done);
+        done[i] = Some(json!({"name": string(p.name), "samples": p.samples,
+                              "self_samples": p.self_samples, "children": kids}));
+    }
+    take(&mut children[0], &mut done)
 }
 
 fn tree(f: &JobProfile, o: &Order) -> Vec<Value> {
