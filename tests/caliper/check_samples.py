@@ -7,11 +7,14 @@ path, then the function; `source.function#cali.sampler.pc`: the function;
 `sum#count`: its samples), and in Hatchet and Thicket a node of the function
 under its construct's, whose `samples` are those of profile.json.
 
-    python3 check_samples.py DIR [--ranks R0,R1,...]
+    python3 check_samples.py DIR [--ranks R0,R1,... | --job R0,R1,...]
 
 `--ranks R0,R1,...`: DIR is a job's (`kprof merge` of the rank directories R0,
 R1, ... of ranks 0, 1, ...), whose records carry `mpi.rank`, each rank's
 samples those of its own profile.json (caliper-reader and Hatchet).
+`--job R0,R1,...`: DIR is a job's profile reduced inside the job (the MPI
+plugin's), whose records carry no rank: each function's samples are those of
+the ranks' own profile.json in R0, R1, ... summed (all three loaders).
 Prints one line per loader with what it checked, then one line per sampled
 function as Hatchet shows it (`hatchet: A/B/function N`); exits non-zero on a
 difference. Run by tests/tests/caliper.rs.
@@ -44,13 +47,19 @@ def expected(profile_dir):
 def main():
     d = sys.argv[1]
     ranks = sys.argv[3].split(",") if sys.argv[2:3] == ["--ranks"] else None
+    job = sys.argv[3].split(",") if sys.argv[2:3] == ["--job"] else None
     f = os.path.join(d, "profile.cali")
-    if ranks is None:
-        want = expected(d)
-    else:
+    if ranks is not None:
         want = {
             k + (r,): n for r, rd in enumerate(ranks) for k, n in expected(rd).items()
         }
+    elif job is not None:
+        want = {}
+        for rd in job:
+            for k, n in expected(rd).items():
+                want[k] = want.get(k, 0) + n
+    else:
+        want = expected(d)
     assert want, "no call-stack samples in profile.json"
 
     # caliper-reader: one record per call path and sampled function.
@@ -79,7 +88,9 @@ def main():
     # Hatchet: each function a node under its construct's, its samples a column.
     gf = ht.GraphFrame.from_caliperreader(f, string_attributes=["kprof.kind"])
     assert "samples" in gf.exc_metrics, gf.exc_metrics
-    assert gf.default_metric == "time", gf.default_metric
+    # A job's file leads with Caliper's `Avg time/rank`, as its spot profiles.
+    default = "Avg time/rank" if job is not None else "time"
+    assert gf.default_metric == default, gf.default_metric
     df = gf.dataframe.reset_index()
     shown = {}
     for _, row in df.iterrows():

@@ -6,6 +6,12 @@
 //! ranks' own trees are not in the reduced profile: a record per rank and path
 //! comes from `kprof merge` of the ranks' directories ([`super::cali`]).
 //!
+//! Call-stack samples (`KPROF_SAMPLE_HZ`) are records as in one process's file
+//! (the same attributes, written by the same [`Writer`]): per call path and
+//! sampled function one record, its `sum#count` (alias `samples`) the
+//! function's self samples summed over the ranks, as the path's `Total time`
+//! is its time summed over them.
+//!
 //! Read from the merged profile (`profile.json`'s value, [`MERGED_SCHEMA`]): a
 //! node's `total_ns` and `self_ns` hold `min`, `mean`, `max` and `sum` over the
 //! job's ranks (a rank without the path counts as 0, as in `profile.json`).
@@ -100,6 +106,13 @@ impl CallPath for MergedNode<'_> {
         put("avg time/rank (inc)", self.stat("total_ns", "mean"));
         put("time (inc)", self.stat("total_ns", "sum"));
         put("time", self.stat("self_ns", "sum"));
+    }
+    fn sampled_functions(&self, put: &mut dyn FnMut(&str, u64)) {
+        let functions = &self.0["stack_samples"]["functions"];
+        for f in functions.as_array().into_iter().flatten() {
+            let samples = f["samples"]["sum"].as_u64().unwrap_or(0);
+            put(f["name"].as_str().unwrap_or_default(), samples);
+        }
     }
 }
 
@@ -200,6 +213,11 @@ mod tests {
                     "count": stat(0, 2.0, 4, 4),
                     "total_ns": stat(0, 1.5e9, 3_000_000_000, 3_000_000_000),
                     "self_ns": stat(0, 1.5e9, 3_000_000_000, 3_000_000_000),
+                    "stack_samples": {
+                        "samples": stat(0, 2.5, 5, 5),
+                        "functions": [{"name": "kernel_loop", "samples": stat(0, 2.0, 4, 4)},
+                                      {"name": "solve", "samples": stat(0, 0.5, 1, 1)}]
+                    },
                     "children": []
                 }]
             }]
@@ -221,7 +239,8 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("__rec=ctx"))
             .collect();
-        assert_eq!(records.len(), 2, "{text}");
+        // Two call paths, then solve's two sampled functions.
+        assert_eq!(records.len(), 4, "{text}");
         // avg, min, max, total, exclusive total, count.
         assert!(
             records[0].ends_with("=2.500000000=2.000000000=3.000000000=5.000000000=2.000000000=2"),
@@ -233,6 +252,36 @@ mod tests {
             "{}",
             records[1]
         );
+        // A function's record: its path's node, `function`, the function's
+        // node, then its samples summed over the ranks.
+        for (record, n) in records[2..].iter().zip([4, 1]) {
+            assert!(
+                record.contains(",attr=") && record.ends_with(&format!(",data={n}")),
+                "{record}"
+            );
+        }
+        assert!(
+            text.contains("data=source.function#cali.sampler.pc"),
+            "{text}"
+        );
+        assert!(text.contains("data=kernel_loop"), "{text}");
+        // Each function's path node is under its construct's (`solve`'s).
+        let id_of = |data: &str| -> String {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("__rec=node") && l.contains(data))
+                .unwrap_or_else(|| panic!("{data}: {text}"));
+            line.split(',')
+                .nth(1)
+                .unwrap()
+                .trim_start_matches("id=")
+                .to_string()
+        };
+        let solve = id_of(",data=solve,parent=");
+        for f in ["kernel_loop", "solve"] {
+            let under = format!(",data={f},parent={solve}");
+            assert!(text.contains(&under), "{under}: {text}");
+        }
         for alias in ["Min time/rank", "Avg time/rank", "Total time"] {
             assert!(text.contains(alias), "{alias}: {text}");
         }
