@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use kprof_core::output::flat::{flatten, own_team, per_thread};
 use kprof_core::output::report::{OverTime, Report, TreeNode};
+use kprof_core::output::stack_samples::{NodeStackSamples, SamplePath};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::fmt::{bytes, duration};
@@ -19,6 +21,7 @@ use crate::load::{load_any, Loaded};
 use crate::outcome::{Failure, Outcome};
 use crate::path_text::show;
 use figures::{Axis, Figure, PlotNode};
+use stack_frames::Scale;
 
 /// Arguments of `kprof plot`.
 #[derive(clap::Args)]
@@ -150,9 +153,11 @@ fn plot_tree(list: &[TreeNode], parent_team: u32, hz: u64) -> Vec<PlotNode> {
             };
             let own = per_thread(n.self_ns, team);
             let mut children = plot_tree(&n.children, team, hz);
-            let (sampled, taken) = n.stack_samples.as_deref().map_or((Vec::new(), 0), |s| {
-                stack_frames::sample_frames(s, hz, team, own)
-            });
+            let scale = Scale::process(hz, team);
+            let (sampled, taken) = match (n.stack_samples.as_deref(), scale) {
+                (Some(s), Some(scale)) => stack_frames::sample_frames(s, scale, own),
+                _ => (Vec::new(), 0),
+            };
             children.extend(sampled);
             PlotNode {
                 name: n.name.to_string(),
@@ -532,7 +537,12 @@ fn over_time(o: &OverTime, run_ns: f64, figs: &mut Vec<Figure>) -> Result<(), Fa
     Ok(())
 }
 
-fn merged_tree(list: &Value) -> Vec<PlotNode> {
+/// The merged tree as the flame graph draws it: each node as wide as its mean
+/// exclusive time over the ranks (summed over each rank's threads). A node's
+/// call-stack samples, summed over the ranks, are frames of their own below it,
+/// after its children, each sample `scale` wide (the mean rank's share of it),
+/// their width taken out of the node's ([`stack_frames::sample_frames`]).
+fn merged_tree(list: &Value, scale: Option<Scale>) -> Vec<PlotNode> {
     list.as_array()
         .map(|v| v.as_slice())
         .unwrap_or_default()
@@ -540,10 +550,17 @@ fn merged_tree(list: &Value) -> Vec<PlotNode> {
         .filter(|n| !DEVICE_KINDS.contains(&n["kind"].as_str().unwrap_or_default()))
         .map(|n| {
             let stat = |k: &str, s: &str| n[k][s].as_f64().unwrap_or(0.0);
+            let own = stat("self_ns", "mean").round() as u64;
+            let mut children = merged_tree(&n["children"], scale);
+            let (sampled, taken) = match (merged_samples(&n["stack_samples"]), scale) {
+                (Some(s), Some(scale)) => stack_frames::sample_frames(&s, scale, own),
+                _ => (Vec::new(), 0),
+            };
+            children.extend(sampled);
             PlotNode {
                 name: n["name"].as_str().unwrap_or_default().into(),
                 kind: n["kind"].as_str().unwrap_or_default().into(),
-                own: stat("self_ns", "mean").round() as u64,
+                own: own - taken,
                 details: format!(
                     "means over ranks: inclusive {} [ranks {} to {}], exclusive {}, {}",
                     duration(stat("total_ns", "mean")),
@@ -552,10 +569,32 @@ fn merged_tree(list: &Value) -> Vec<PlotNode> {
                     duration(stat("self_ns", "mean")),
                     instances(stat("count", "mean")),
                 ),
-                children: merged_tree(&n["children"]),
+                children,
             }
         })
         .collect()
+}
+
+/// A merged node's call-stack samples as the flame graph needs them: their sum
+/// over the ranks and the call paths below the node (summed over the ranks).
+/// None where it has none.
+fn merged_samples(s: &Value) -> Option<NodeStackSamples> {
+    let samples = s["samples"]["sum"].as_u64()?;
+    let paths = Vec::<SamplePath>::deserialize(&s["paths"]).ok()?;
+    Some(NodeStackSamples {
+        samples,
+        paths,
+        ..NodeStackSamples::default()
+    })
+}
+
+/// The scale of a merged profile's call-stack samples on its flame graph (see
+/// [`merged_tree`]), with what its frames' counts are; None where the ranks
+/// were not sampled, or at different rates (their samples then stand for
+/// different times: the merge said so).
+fn merged_scale<'a>(v: &Value, of: &'a str) -> Option<Scale<'a>> {
+    let ranks = v["ranks"].as_array().map_or(0, Vec::len);
+    Scale::job(v["stack_samples"]["hz"].as_u64()?, ranks, of)
 }
 
 /// The figures of a merged profile: means over ranks, and per rank.
@@ -596,10 +635,18 @@ fn merged(v: &Value, top: usize) -> Result<Vec<Figure>, Failure> {
         &rows,
         duration,
     )?);
+    let ranks = v["ranks"].as_array().map_or(0, Vec::len);
+    let of = format!(" (summed over {ranks} ranks)");
+    let scale = merged_scale(v, &of);
+    let samples_note = match (scale, v["stack_samples"].is_object()) {
+        (Some(_), _) => " Below a construct, its call-stack samples: the program's functions as frames of kind sample, nested as their call paths, each as wide as its samples summed over the ranks times 1/hz s divided by the ranks (the mean rank's CPU time in it, summed over its threads, as the constructs' widths are), taken out of the construct's exclusive width.",
+        (None, true) => " The ranks' call-stack samples are not drawn: they were taken at different rates.",
+        (None, false) => "",
+    };
     figs.extend(flame_figure(
-        &merged_tree(&v["tree"]),
+        &merged_tree(&v["tree"], scale),
         "the call paths' mean time over ranks",
-        format!("Each call path is a frame as wide as the mean over ranks of the exclusive times below it, summed over threads (a merged profile keeps no team sizes), nested ones below; colour by kind. {FLAME_USE}"),
+        format!("Each call path is a frame as wide as the mean over ranks of the exclusive times below it, summed over threads (a merged profile keeps no team sizes), nested ones below; colour by kind.{samples_note} {FLAME_USE}"),
     )?);
     nodes.sort_by(|a, b| {
         (b.2[2] - b.2[1])

@@ -10,24 +10,55 @@ use super::figures::PlotNode;
 /// The kind the sample frames are drawn as (coloured and listed as one).
 pub const SAMPLE_KIND: &str = "sample";
 
+/// What one sample is worth on a graph: `ns` of width, `of` said after the
+/// samples' count in each frame's title.
+#[derive(Clone, Copy)]
+pub struct Scale<'a> {
+    /// Width of one sample (ns).
+    pub ns: f64,
+    /// What the counts are (`""` for one process's; a job's: summed over its ranks).
+    pub of: &'a str,
+}
+
+impl Scale<'_> {
+    /// One process's samples at `hz` in a construct of a `team` of threads: a
+    /// sample stands for `1/hz` s of one thread's CPU time, so `n` samples are
+    /// `n / hz / team` s per thread. None without a rate.
+    pub fn process(hz: u64, team: u32) -> Option<Scale<'static>> {
+        (hz > 0).then(|| Scale {
+            ns: 1e9 / hz as f64 / f64::from(team.max(1)),
+            of: "",
+        })
+    }
+
+    /// A job's samples at `hz`, summed over its `ranks`, on a graph whose widths
+    /// are means over the ranks (summed over each rank's threads): `n` samples
+    /// are `n / hz / ranks` s. None without a rate or ranks.
+    pub fn job(hz: u64, ranks: usize, of: &str) -> Option<Scale<'_>> {
+        (hz > 0 && ranks > 0).then(|| Scale {
+            ns: 1e9 / hz as f64 / ranks as f64,
+            of,
+        })
+    }
+}
+
 /// The frames of `s`'s call paths, taking their width out of `own` (the
-/// construct's exclusive width, per thread of its `team`). A sample stands for
-/// `1/hz` s of one thread's CPU time, so `n` samples are `n / hz / team` s per
-/// thread; where that is wider than `own` (a rate above the kernel's tick
-/// counted in overruns, rounding), the samples share `own` in proportion.
-/// Each frame's width is the samples in and below it times that width per
-/// sample, rounded once on the running count (depth first) so that the frames
-/// add up to the width taken. Returns the frames and the width they take.
-pub fn sample_frames(s: &NodeStackSamples, hz: u64, team: u32, own: u64) -> (Vec<PlotNode>, u64) {
-    if hz == 0 || s.samples == 0 || own == 0 || s.paths.is_empty() {
+/// construct's exclusive width), each sample `scale.ns` wide; where that is
+/// wider than `own` (a rate above the kernel's tick counted in overruns,
+/// rounding), the samples share `own` in proportion. Each frame's width is the
+/// samples in and below it times that width per sample, rounded once on the
+/// running count (depth first) so that the frames add up to the width taken.
+/// Returns the frames and the width they take.
+pub fn sample_frames(s: &NodeStackSamples, scale: Scale, own: u64) -> (Vec<PlotNode>, u64) {
+    if scale.ns <= 0.0 || s.samples == 0 || own == 0 || s.paths.is_empty() {
         return (Vec::new(), 0);
     }
-    let cpu = 1e9 / hz as f64 / f64::from(team.max(1));
-    let per_sample = cpu.min(own as f64 / s.samples as f64);
+    let per_sample = scale.ns.min(own as f64 / s.samples as f64);
     let mut walk = Walk {
         per_sample,
         at: 0,
         all: s.samples,
+        of: scale.of,
     };
     let frames: Vec<PlotNode> = s.paths.iter().map(|p| walk.frame(p)).collect();
     let taken = walk.width(walk.at).min(own);
@@ -35,15 +66,17 @@ pub fn sample_frames(s: &NodeStackSamples, hz: u64, team: u32, own: u64) -> (Vec
 }
 
 /// The running count of the walk over the paths.
-struct Walk {
+struct Walk<'a> {
     per_sample: f64,
     /// Self samples laid out so far.
     at: u64,
     /// The construct's samples (for the shares in the titles).
     all: u64,
+    /// What the counts are, for the titles.
+    of: &'a str,
 }
 
-impl Walk {
+impl Walk<'_> {
     /// The width of the first `samples` self samples, rounded.
     fn width(&self, samples: u64) -> u64 {
         (samples as f64 * self.per_sample).round() as u64
@@ -60,8 +93,9 @@ impl Walk {
             kind: SAMPLE_KIND.into(),
             own,
             details: format!(
-                "{} call-stack samples in and below it = {:.1}% of its construct's, {} in it alone",
+                "{} call-stack samples in and below it{} = {:.1}% of its construct's, {} in it alone",
                 p.samples,
+                self.of,
                 100.0 * p.samples as f64 / self.all.max(1) as f64,
                 p.self_samples
             ),
@@ -100,7 +134,8 @@ mod tests {
             ..NodeStackSamples::default()
         };
         // 100 Hz, one thread: 10 ms a sample; the construct has 1 s of its own.
-        let (f, taken) = sample_frames(&s, 100, 1, 1_000_000_000);
+        let one = |team| Scale::process(100, team).unwrap();
+        let (f, taken) = sample_frames(&s, one(1), 1_000_000_000);
         assert_eq!(taken, 100_000_000);
         assert_eq!(subtree(&f[0]), 100_000_000);
         assert_eq!(f[0].own, 20_000_000);
@@ -108,13 +143,23 @@ mod tests {
         assert_eq!(f[0].children[0].children[0].own, 50_000_000);
         assert_eq!(f[0].kind, SAMPLE_KIND);
         // A team of 2: per thread, half.
-        let (_, taken) = sample_frames(&s, 100, 2, 1_000_000_000);
+        let (_, taken) = sample_frames(&s, one(2), 1_000_000_000);
         assert_eq!(taken, 50_000_000);
+        // A job of 4 ranks, samples summed over them: the mean rank's.
+        let (f, taken) = sample_frames(
+            &s,
+            Scale::job(100, 4, " over 4 ranks").unwrap(),
+            1_000_000_000,
+        );
+        assert_eq!(taken, 25_000_000);
+        assert!(f[0]
+            .details
+            .starts_with("10 call-stack samples in and below it over 4 ranks = 100.0%"));
         // Narrower than the samples' CPU time: they share the construct's width.
-        let (f, taken) = sample_frames(&s, 100, 1, 7);
+        let (f, taken) = sample_frames(&s, one(1), 7);
         assert_eq!(taken, 7);
         assert_eq!(subtree(&f[0]), 7);
-        // No rate, no samples: nothing.
-        assert_eq!(sample_frames(&s, 0, 1, 5).1, 0);
+        // No rate: no scale.
+        assert!(Scale::process(0, 1).is_none() && Scale::job(0, 2, "").is_none());
     }
 }

@@ -2,13 +2,14 @@
 //! construct, most samples first: its self samples by function and by source
 //! line, and the program's call paths below it, with their shares. Of a job's
 //! merged profile: each construct's samples summed over the ranks, by function
-//! and by line, with their range over ranks (a merged profile keeps no call
-//! paths below constructs).
+//! and by line, with their range over ranks, and the call paths below it
+//! summed over the ranks.
 
 use std::fmt::Write as _;
 
 use kprof_core::output::report::{Report, TreeNode};
 use kprof_core::output::stack_samples::{NodeStackSamples, SamplePath};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::args::ReportArgs;
@@ -235,7 +236,8 @@ fn range(s: &Value) -> String {
     )
 }
 
-/// One construct's functions and lines of a merged profile, summed over ranks.
+/// One construct's functions, lines and call paths of a merged profile,
+/// summed over ranks.
 fn job_construct(out: &mut String, s: &Value, wide: bool) {
     let whole = s["samples"]["sum"].as_u64().unwrap_or(0).max(1) as f64;
     let list = |k: &str| s[k].as_array().map(Vec::as_slice).unwrap_or_default();
@@ -274,6 +276,17 @@ fn job_construct(out: &mut String, s: &Value, wide: bool) {
                 l["line"],
                 cut(&text(l, "function"), wide)
             );
+        }
+    }
+    let below = Vec::<SamplePath>::deserialize(&s["paths"]).unwrap_or_default();
+    if !below.is_empty() {
+        let _ = writeln!(
+            out,
+            "  call paths (samples in and below summed over ranks, % of the construct's):"
+        );
+        let mut rows = 0;
+        for p in &below {
+            paths(out, p, 2, whole, wide, &mut rows);
         }
     }
 }
