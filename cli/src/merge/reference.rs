@@ -44,8 +44,8 @@ struct Merged {
 }
 
 /// Call-stack samples by rank: in all, by function, by (function, file, line);
-/// and the call paths below the node by their names from the first, (samples,
-/// self samples) summed.
+/// and the call paths below the node by their names from the first frame of
+/// their context, (samples, self samples) summed.
 struct Samples {
     all: Vec<u64>,
     functions: BTreeMap<String, Vec<u64>>,
@@ -76,7 +76,16 @@ impl Samples {
                 .entry((l.function.clone(), l.file.clone(), l.line))
                 .or_insert_with(|| vec![0; ranks])[rank] += l.samples;
         }
-        self.add_paths(&s.paths, &mut Vec::new());
+        // The context's frames hold every sample of the paths below them.
+        let below: u64 = s.paths.iter().map(|p| p.samples).sum();
+        let mut above = Vec::new();
+        if !s.paths.is_empty() {
+            for f in &s.context {
+                above.push(f.clone());
+                self.paths.entry(above.clone()).or_default().0 += below;
+            }
+        }
+        self.add_paths(&s.paths, &mut above);
     }
 
     fn add_paths(&mut self, list: &[SamplePath], above: &mut Vec<String>) {
@@ -87,6 +96,32 @@ impl Samples {
             self.add_paths(&p.children, above);
             above.pop();
         }
+    }
+
+    /// The frames every sample passes through, from the first: down from a
+    /// single first frame while it has no self samples and one callee.
+    fn context(&self) -> Vec<String> {
+        let mut at: Vec<String> = Vec::new();
+        loop {
+            let below: Vec<(&Vec<String>, &(u64, u64))> = self
+                .paths
+                .iter()
+                .filter(|(k, _)| k.len() == at.len() + 1 && k.starts_with(&at))
+                .collect();
+            let [(k, _)] = below[..] else {
+                break;
+            };
+            let callees = self
+                .paths
+                .keys()
+                .filter(|c| c.len() == k.len() + 1 && c.starts_with(k))
+                .count();
+            if self.paths[k].1 != 0 || callees != 1 {
+                break;
+            }
+            at = k.clone();
+        }
+        at
     }
 
     /// The call paths called from `above`, most samples first, ties by name.
@@ -120,7 +155,8 @@ impl Samples {
             "lines": lines.iter().map(|((function, file, line), v)| json!({
                 "function": function, "file": file, "line": line,
                 "samples": stats(v)})).collect::<Vec<_>>(),
-            "paths": self.paths_json(&[]),
+            "context": self.context(),
+            "paths": self.paths_json(&self.context()),
         })
     }
 }

@@ -678,8 +678,31 @@ impl RawSamples {
             })
             .collect();
         fold_keyed(&mut self.lines, lines, |l| l.0, |a, b| a.1 += b.1);
+        self.add_paths(s, strings);
+    }
+
+    /// `s`'s call paths below their `context` (the frames above them, as a
+    /// chain every one of its samples passes through), so that processes whose
+    /// paths start at different depths of one stack unify: the merged profile
+    /// starts them again at the deepest function every sample passes through
+    /// (as one process's are), the chain above being its `context`.
+    fn add_paths(&mut self, s: &NodeStackSamples, strings: &mut Strings) {
+        if s.paths.is_empty() {
+            return;
+        }
+        let below: u64 = s.paths.iter().map(|p| p.samples).sum();
         let mut paths = Vec::new();
-        flatten_paths(&s.paths, 0, strings, &mut paths);
+        let mut parent = 0;
+        for f in &s.context {
+            paths.push(SampledPath {
+                parent,
+                name: strings.get(f),
+                samples: below,
+                self_samples: 0,
+            });
+            parent = paths.len() as u32;
+        }
+        flatten_paths(&s.paths, parent, strings, &mut paths);
         fold_paths(&mut self.paths, paths);
     }
 
@@ -1210,6 +1233,77 @@ mod tests {
             sums(&job["outside"]["functions"], "name"),
             [("h".into(), 8), ("z".into(), 1)]
         );
+    }
+
+    /// Two ranks whose samples in one node start at different depths of one
+    /// stack (rank 0's all in `kernel`, under `main` and `solve`; rank 1's
+    /// also waiting, so its paths start at `solve`) unify: the merged paths
+    /// start at the deepest function all samples pass through.
+    #[test]
+    fn call_paths_of_different_depths_unify_under_their_context() {
+        let path = |name: &str, own: u64, children: Vec<SamplePath>| SamplePath {
+            name: name.into(),
+            samples: own + children.iter().map(|c| c.samples).sum::<u64>(),
+            self_samples: own,
+            children,
+        };
+        let with = |context: &[&str], paths: Vec<SamplePath>| NodeStackSamples {
+            samples: paths.iter().map(|p| p.samples).sum(),
+            context: context.iter().map(|c| c.to_string()).collect(),
+            paths,
+            ..NodeStackSamples::default()
+        };
+        let r0 = report(
+            0,
+            vec![node(
+                "region",
+                Some(with(
+                    &["start", "main", "solve"],
+                    vec![path("kernel", 5, vec![])],
+                )),
+                vec![],
+            )],
+            None,
+        );
+        let r1 = report(
+            1,
+            vec![node(
+                "region",
+                Some(with(
+                    &["start", "main"],
+                    vec![path(
+                        "solve",
+                        0,
+                        vec![path("kernel", 3, vec![]), path("wait", 1, vec![])],
+                    )],
+                )),
+                vec![],
+            )],
+            None,
+        );
+        let mut f = Fold::new(false);
+        f.add_report(&r0, 0, None);
+        f.add_report(&r1, 1, None);
+        let s = &render(f.form())["tree"][0]["stack_samples"];
+        assert_eq!(s["context"], serde_json::json!(["start", "main"]));
+        let solve = &s["paths"][0];
+        assert_eq!(
+            (&solve["name"], &solve["samples"]),
+            (&Value::from("solve"), &Value::from(9))
+        );
+        let below: Vec<(&str, u64)> = solve["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap(),
+                    c["self_samples"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(below, [("kernel", 8), ("wait", 1)]);
+        assert_eq!(s["paths"].as_array().unwrap().len(), 1);
     }
 
     #[test]

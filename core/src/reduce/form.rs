@@ -230,7 +230,8 @@ pub struct NodeSamples {
     /// Self samples by source line.
     #[prost(message, repeated, tag = "3")]
     pub lines: Vec<SampledLine>,
-    /// The program's call paths below the node, parents before children.
+    /// The program's call paths below the node, parents before children,
+    /// each process's from the outermost frame of its `context` down.
     #[prost(message, repeated, tag = "4")]
     pub paths: Vec<SampledPath>,
 }

@@ -138,27 +138,43 @@ fn samples(s: &NodeSamples, strings: &[String], o: &Order) -> Value {
             ))
         })
     });
-    json!({
+    let mut v = json!({
         "samples": stats(&s.samples, o),
         "functions": functions.iter().map(|f| json!({"name": string(f.name),
             "samples": stats(&f.samples, o)})).collect::<Vec<_>>(),
         "lines": lines.iter().map(|l| json!({"function": string(l.function),
             "file": string(l.file), "line": l.line,
             "samples": stats(&l.samples, o)})).collect::<Vec<_>>(),
-        "paths": paths(&s.paths, &string),
-    })
+    });
+    let (context, below) = paths(&s.paths, &string);
+    v["context"] = json!(context);
+    v["paths"] = json!(below);
+    v
 }
 
-/// The call paths `list` (parents before children) as the tree `profile.json`
-/// of one process has them (`name`, `samples`, `self_samples`, `children`),
-/// the counts summed over the processes; most samples first (ties by name).
-/// Built bottom-up, without recursion.
-fn paths<'a>(list: &[SampledPath], string: &impl Fn(u32) -> &'a str) -> Vec<Value> {
+/// The call paths `list` (parents before children, from the processes'
+/// outermost frames) as one process's `profile.json` has them: the chain of
+/// functions every sample passes through (`context`), then the tree from the
+/// deepest of them (`name`, `samples`, `self_samples`, `children`), the counts
+/// summed over the processes; most samples first (ties by name). Built
+/// bottom-up, without recursion.
+fn paths<'a>(list: &[SampledPath], string: &impl Fn(u32) -> &'a str) -> (Vec<&'a str>, Vec<Value>) {
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); list.len() + 1];
     for (i, p) in list.iter().enumerate() {
         if let Some(c) = children.get_mut(p.parent as usize) {
             c.push(i);
         }
+    }
+    // Down the chain while one function holds every sample: none of its own,
+    // one callee.
+    let mut roots = std::mem::take(&mut children[0]);
+    let mut context = Vec::new();
+    while let [r] = *roots.as_slice() {
+        if list[r].self_samples != 0 || children[r + 1].len() != 1 {
+            break;
+        }
+        context.push(string(list[r].name));
+        roots = std::mem::take(&mut children[r + 1]);
     }
     let mut done: Vec<Option<Value>> = vec![None; list.len()];
     let take = |ids: &mut Vec<usize>, done: &mut Vec<Option<Value>>| -> Vec<Value> {
@@ -176,7 +192,7 @@ fn paths<'a>(list: &[SampledPath], string: &impl Fn(u32) -> &'a str) -> Vec<Valu
         done[i] = Some(json!({"name": string(p.name), "samples": p.samples,
                               "self_samples": p.self_samples, "children": kids}));
     }
-    take(&mut children[0], &mut done)
+    (context, take(&mut roots, &mut done))
 }
 
 fn tree(f: &JobProfile, o: &Order) -> Vec<Value> {
