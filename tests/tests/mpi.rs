@@ -2248,3 +2248,303 @@ fn merged_samples_are_the_sums_of_the_ranks_samples() {
         "{text}"
     );
 }
+
+// ---- a job's samples in its flame graph and its in-job profile.cali ----
+
+use kprof_tests::plot_check::{flame_frames, FlameFrame};
+
+/// The ranks' own profiles of a sampled run in `dir` (`KPROF_PER_RANK=1`).
+fn sampled_rank_dirs(dir: &Path) -> Vec<PathBuf> {
+    (0..SAMPLED_RANKS)
+        .map(|r| dir.join(format!("kprof-mpi_op-rank{r}")))
+        .collect()
+}
+
+/// A construct of the job, combined by hand from the ranks' profile.json: its
+/// exclusive time and samples summed over the ranks, and the program's call
+/// paths below it by their names from the first frame of the rank's `context`
+/// (the frames above its `paths`), (samples in and below, self samples) summed.
+#[derive(Default, Debug)]
+struct SampledConstruct {
+    self_ns: u64,
+    samples: u64,
+    paths: BTreeMap<Vec<String>, (u64, u64)>,
+}
+
+/// The constructs of `ranks`' profiles by their names from the root.
+fn combined_constructs(ranks: &[Value]) -> BTreeMap<Vec<String>, SampledConstruct> {
+    fn add(list: &Value, above: &mut Vec<String>, into: &mut BTreeMap<Vec<String>, (u64, u64)>) {
+        for p in list.as_array().into_iter().flatten() {
+            above.push(p["name"].as_str().unwrap().to_string());
+            let e = into.entry(above.clone()).or_default();
+            (e.0, e.1) = (e.0 + u(&p["samples"]), e.1 + u(&p["self_samples"]));
+            add(&p["children"], above, into);
+            above.pop();
+        }
+    }
+    let mut all: BTreeMap<Vec<String>, SampledConstruct> = BTreeMap::new();
+    for p in ranks {
+        for (path, n) in nodes(p) {
+            let c = all.entry(path).or_default();
+            c.self_ns += u(&n["self_ns"]);
+            let s = &n["stack_samples"];
+            if s.is_object() {
+                c.samples += u(&s["samples"]);
+                let below: u64 = s["paths"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| u(&p["samples"]))
+                    .sum();
+                let mut above = Vec::new();
+                for f in s["context"].as_array().unwrap() {
+                    above.push(f.as_str().unwrap().to_string());
+                    c.paths.entry(above.clone()).or_default().0 += below;
+                }
+                add(&s["paths"], &mut above, &mut c.paths);
+            }
+        }
+    }
+    all
+}
+
+/// How many frames every path of `paths` starts with (the merged `context`):
+/// down from a single first frame while it has no self samples and one callee.
+fn common_frames(paths: &BTreeMap<Vec<String>, (u64, u64)>) -> usize {
+    let below = |at: &[String]| -> Vec<&Vec<String>> {
+        paths
+            .keys()
+            .filter(|k| k.len() == at.len() + 1 && k.starts_with(at))
+            .collect()
+    };
+    let mut at: &[String] = &[];
+    while let [k] = below(at)[..] {
+        if paths[k].1 != 0 || below(k).len() != 1 {
+            break;
+        }
+        at = k;
+    }
+    at.len()
+}
+
+/// The frame one row below `parent`, inside its span, whose title starts with
+/// `prefix`.
+fn frame_below<'a>(
+    frames: &'a [FlameFrame],
+    parent: &FlameFrame,
+    row: f64,
+    prefix: &str,
+) -> Option<&'a FlameFrame> {
+    frames.iter().find(|f| {
+        f.y == parent.y + row
+            && f.x >= parent.x
+            && f.x + f.w <= parent.x + parent.w
+            && f.title.starts_with(prefix)
+    })
+}
+
+/// The frames of the flame graph `kprof plot` draws of `dir`.
+fn plotted_frames(dir: &Path) -> Vec<FlameFrame> {
+    assert_ok(&run(clean_cmd(&lib("kprof")).arg("plot").arg(dir)));
+    let svg = std::fs::read_to_string(dir.join("plot-icicle.svg")).unwrap();
+    flame_frames(&svg)
+}
+
+/// `kprof plot` of a sampled job (`sampling/mpi_op.c`, 2 ranks) merged by
+/// `kprof merge`: below each construct's frame of the merged flame graph, the
+/// ranks' call-stack samples are frames of kind `sample`, nested as the call
+/// paths the ranks' profile.json hold (combined here by name path from the
+/// outermost frame of each rank's `context`, summed, and started again at the
+/// deepest function all the ranks' samples pass through),
+/// each as wide as its samples summed over the ranks times 1/hz s divided by
+/// the ranks (the mean rank's CPU time, as the constructs are the mean rank's
+/// exclusive times; shared in proportion where wider than the construct's
+/// mean exclusive time), and no other sample frame; the profile the job
+/// reduced at `MPI_Finalize` draws the same sample frames.
+#[test]
+fn merged_flame_graph_draws_the_ranks_samples_below_their_constructs() {
+    if !available() {
+        return;
+    }
+    let dir = scratch("mpi_stack_samples_flame");
+    assert_ok(&sampled_mpi_op(&dir));
+    let rank_dirs = sampled_rank_dirs(&dir);
+    let ranks: Vec<Value> = rank_dirs.iter().map(|d| read_profile(d)).collect();
+    let merged = dir.join("merged");
+    assert_ok(&run(clean_cmd(&lib("kprof"))
+        .arg("merge")
+        .args(&rank_dirs)
+        .arg("-o")
+        .arg(&merged)
+        .arg("--no-trace")));
+    let frames = plotted_frames(&merged);
+    let mut ys: Vec<f64> = frames.iter().map(|f| f.y).collect();
+    ys.sort_by(f64::total_cmp);
+    ys.dedup();
+    let row = ys[1] - ys[0];
+    let root = frames.iter().find(|f| f.y == ys[0]).unwrap();
+    // inferno leaves out frames under 0.01% of the whole (kprof's MIN_SHARE).
+    let drawn = |w: f64| w >= 1e-4 * root.w as f64;
+    let hz = ranks
+        .iter()
+        .map(|p| u(&p["stack_samples"]["hz"]))
+        .max()
+        .unwrap();
+    assert!(ranks.iter().all(|p| u(&p["stack_samples"]["hz"]) == hz));
+    let n = ranks.len() as f64;
+
+    let mut want_frames = 0;
+    let mut checked = Vec::new();
+    for (path, c) in combined_constructs(&ranks) {
+        if c.samples == 0 || c.paths.is_empty() {
+            continue;
+        }
+        // Its mean exclusive time over the ranks (ns, the graph's unit), and
+        // a sample's width: its CPU time over the ranks, or a share of that.
+        let own = (c.self_ns as f64 / n).round();
+        let per_sample = (1e9 / hz as f64 / n).min(own / c.samples as f64);
+        if !c.paths.values().any(|&(s, _)| drawn(s as f64 * per_sample)) {
+            continue;
+        }
+        // The construct's frame, by its names from the root.
+        let mut at = root;
+        for name in &path {
+            at = frames
+                .iter()
+                .find(|f| {
+                    f.y == at.y + row
+                        && f.x >= at.x
+                        && f.x + f.w <= at.x + at.w
+                        && f.title.starts_with(&format!("{name} ("))
+                        && !f.title.starts_with(&format!("{name} (sample, "))
+                })
+                .unwrap_or_else(|| panic!("no frame of {path:?}: {frames:#?}"));
+        }
+        let mut frame_of: BTreeMap<Vec<String>, &FlameFrame> = BTreeMap::new();
+        let skip = common_frames(&c.paths);
+        for (sp, &(samples, _)) in &c.paths {
+            if sp.len() <= skip {
+                continue;
+            }
+            let sp = &sp[skip..];
+            let want = samples as f64 * per_sample;
+            if !drawn(want) {
+                continue;
+            }
+            let parent = match sp.len() {
+                1 => at,
+                k => frame_of
+                    .get(&sp[..k - 1])
+                    .copied()
+                    .unwrap_or_else(|| panic!("{path:?}: {sp:?}'s caller not drawn")),
+            };
+            let name = sp.last().unwrap();
+            let f = frame_below(&frames, parent, row, &format!("{name} (sample, ")).unwrap_or_else(
+                || panic!("{path:?}: no sample frame {sp:?} below {}", parent.title),
+            );
+            assert!(
+                (f.w as f64 - want).abs() <= 1.0 + 1e-9 * want,
+                "{path:?} {sp:?}: {} wide, {samples} samples x {per_sample} ns = {want}",
+                f.w
+            );
+            assert!(
+                f.title.contains(&format!(
+                    ": {samples} call-stack samples in and below it (summed over 2 ranks)"
+                )),
+                "{}",
+                f.title
+            );
+            frame_of.insert(sp.to_vec(), f);
+            want_frames += 1;
+        }
+        checked.push((path, frame_of.len()));
+    }
+    // MPI_Allreduce among them, with op_work below it.
+    assert!(
+        checked
+            .iter()
+            .any(|(p, k)| p == &["MPI_Allreduce"] && *k > 0),
+        "{checked:?}"
+    );
+    assert!(frames
+        .iter()
+        .any(|f| f.title.starts_with("op_work (sample, ")));
+    let sample_frames: Vec<&FlameFrame> = frames
+        .iter()
+        .filter(|f| f.title.contains(" (sample, "))
+        .collect();
+    assert_eq!(sample_frames.len(), want_frames, "{sample_frames:#?}");
+
+    // The profile reduced inside the job draws the same sample frames.
+    let job = plotted_frames(&dir.join("kprof-mpi_op-job"));
+    let samples_of = |fs: &[FlameFrame]| -> Vec<(String, u64, u64)> {
+        fs.iter()
+            .filter(|f| f.title.contains(" (sample, "))
+            .map(|f| (f.title.clone(), f.x, f.w))
+            .collect()
+    };
+    assert_eq!(samples_of(&job), samples_of(&frames));
+}
+
+/// The profile.cali of a sampled job's profile reduced at `MPI_Finalize`
+/// (`sampling/mpi_op.c`, 2 ranks) holds Caliper's sampler records: per call
+/// path and sampled function one record of the function's self samples summed
+/// over the ranks, which caliper-reader, Hatchet and Thicket load as a node of
+/// the function under its construct, checked against the ranks' own
+/// profile.json (`caliper/check_samples.py --job`).
+#[test]
+fn in_job_cali_holds_the_ranks_samples() {
+    if !available() {
+        return;
+    }
+    let thicket = kprof_tests::openmp::deps_dir().join("thicket");
+    let have = Command::new("python3")
+        .args(["-c", "import caliperreader, hatchet, thicket"])
+        .env("PYTHONPATH", &thicket)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if skip_unless(
+        have,
+        "caliper-reader, llnl-hatchet and llnl-thicket (bash tests/setup.sh)",
+    ) {
+        return;
+    }
+    let dir = scratch("mpi_stack_samples_cali");
+    assert_ok(&sampled_mpi_op(&dir));
+    let rank_dirs = sampled_rank_dirs(&dir);
+    let ranks: Vec<Value> = rank_dirs.iter().map(|d| read_profile(d)).collect();
+    let job = dir.join("kprof-mpi_op-job");
+    let joined: Vec<String> = rank_dirs
+        .iter()
+        .map(|d| d.to_string_lossy().into_owned())
+        .collect();
+    let mut cmd = Command::new("python3");
+    cmd.arg(test_file("caliper/check_samples.py"))
+        .arg(&job)
+        .args(["--job", &joined.join(",")])
+        .env("PYTHONPATH", &thicket);
+    let out = run(&mut cmd);
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for loader in ["caliper-reader", "hatchet", "thicket"] {
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("{loader}: "))
+                && l.ends_with(" sampled functions match profile.json")),
+            "{loader} not in\n{text}"
+        );
+    }
+    // MPI_Allreduce's op_work, the ranks' samples summed.
+    let op: u64 = ranks
+        .iter()
+        .map(|p| {
+            let all = nodes(p);
+            kprof_tests::sample_functions(&node(&all, &["MPI_Allreduce"])["stack_samples"])
+                .get("op_work")
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert!(op > 0);
+    let line = format!("hatchet: MPI_Allreduce/op_work {op}\n");
+    assert!(text.contains(&line), "{line:?} not in\n{text}");
+}
