@@ -17,6 +17,13 @@ static inline uint64_t fabsp_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's CPU time: the part of a phase the PE ran. */
+static inline uint64_t fabsp_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* splitmix64: the same stream on every run. */
 static inline uint64_t fabsp_rand(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15u);

@@ -990,12 +990,17 @@ fn bad_inputs_counted() {
 }
 
 /// Per-PE timelines: with a Perfetto trace, each PE's thread track holds its
-/// actor phase as flat `actor MAIN` / `actor PROC` / `actor COMM` slices, one
-/// PROC slice per message handled (an OK pull opens it, the next Conveyors call
-/// closes it), and their durations add up to the breakdown kprof reports;
-/// `kprof merge` of the PEs' directories gives one trace with one process per
-/// PE holding the same slices. The PEs left their first barrier at about the
-/// same moment (`actor.barrier_ns`: the time base of the merged trace).
+/// actor phase as flat `actor MAIN` / `actor PROC` / `actor COMM` slices: one
+/// COMM slice per Conveyors call the program made in the phase (its own
+/// count), one PROC slice per message handled (an OK pull opens it, the next
+/// Conveyors call closes it), a MAIN slice after every other call but the
+/// last; the trace holds every slice the profile counts, with the same time;
+/// the slices span the phase the program measured (its thread registered with
+/// kprof before the phase) and cover its CPU time in the phase but for the
+/// switches. `kprof merge` of the PEs' directories gives one trace with one
+/// process per PE holding the same slices. The PEs left their first barrier at
+/// about the same moment (`actor.barrier_ns`: the time base of the merged
+/// trace).
 #[test]
 fn per_pe_timelines_and_merged_trace() {
     if skip_unless(have_oshmem(), "OpenSHMEM (oshcc, oshrun)") {
@@ -1033,8 +1038,11 @@ fn per_pe_timelines_and_merged_trace() {
         .map(|f| (n(&f[0]), n(&f[1])))
         .collect();
     let phases = per_pe(&out, "phase");
+    let calls = per_pe(&out, "calls");
+    let cpu = per_pe(&out, "cpu");
     let mut barriers = Vec::new();
     let mut per_pe_proc = Vec::new();
+    let mut uncovered = Vec::new();
     for pe in 0..NP as u64 {
         let d = dir.join(format!("pe{pe}"));
         let p = read_profile(&d);
@@ -1049,33 +1057,69 @@ fn per_pe_timelines_and_merged_trace() {
         let (n_main, t_main) = sum("actor MAIN");
         let (n_proc, t_proc) = sum("actor PROC");
         let (n_comm, t_comm) = sum("actor COMM");
+        // Every slice there, counted by the program: a COMM per Conveyors
+        // call, a PROC per message handled, a MAIN after every other call but
+        // the phase's last (convey_free).
         assert_eq!(
             n_proc as u64, handled[&pe],
             "PE {pe}: one PROC slice per message"
         );
-        assert!(
-            n_main > 0 && n_comm > n_proc,
-            "PE {pe}: {n_main} MAIN, {n_comm} COMM"
+        assert_eq!(
+            n_comm as u64, calls[&pe],
+            "PE {pe}: one COMM slice per Conveyors call"
         );
+        assert_eq!(
+            n_main as u64,
+            calls[&pe] - handled[&pe] - 1,
+            "PE {pe}: MAIN slices"
+        );
+        // The trace holds what the profile counts: the same instances and time
+        // per kind (each slice's two ends converted apart: 1 ns each at most).
+        for (name, n, t) in [
+            ("actor MAIN", n_main, t_main),
+            ("actor PROC", n_proc, t_proc),
+            ("actor COMM", n_comm, t_comm),
+        ] {
+            let node = segment_node(&p, name);
+            assert_eq!(node["count"], n as u64, "PE {pe}: {name}");
+            let in_profile = node["total_ns"].as_u64().unwrap();
+            assert!(
+                in_profile.abs_diff(t) <= n as u64,
+                "PE {pe}: {name} {t} ns in the trace, {in_profile} ns in the profile"
+            );
+        }
         // Flat: no segment inside another.
         for s in model.slices.iter().filter(|s| s.name.starts_with("actor ")) {
             assert_eq!(s.depth, 0, "{s:?}");
         }
-        eprintln!(
-            "PE {pe}: slices MAIN {t_main} PROC {t_proc} COMM {t_comm}; breakdown {main} {proc_} {comm}"
-        );
-        // The slices tile the phase: none outlasts it, and between one slice's
-        // end and the next one's begin there are typically only the two core
-        // calls of a switch (the median gap). How much of the phase the slices
-        // cover is printed, not asserted: 4 PEs on a loaded 2-core machine
-        // covered 19% and 25% of it in 2 of 3 full test runs, without a gap of
-        // 1 ms or more and without dropped records, against most of it in
-        // others; why is not yet known.
         let total = t_main + t_proc + t_comm;
         let phase = main + proc_ + comm;
+        let slices = n_main + n_proc + n_comm;
+        eprintln!(
+            "PE {pe}: slices MAIN {t_main} PROC {t_proc} COMM {t_comm}; breakdown {main} {proc_} {comm}; \
+             {:.1}% of the phase, {:.1}% of its CPU time {} ns",
+            100.0 * total as f64 / phase as f64,
+            100.0 * total as f64 / cpu[&pe] as f64,
+            cpu[&pe]
+        );
+        // The slices tile the phase: none outlasts it, and between one slice's
+        // end and the next one's begin there are only the two core calls of a
+        // switch (the median gap; a gap also holds whatever time the PE was
+        // descheduled in it, so how much of the phase's wall time the slices
+        // cover is noise on a loaded machine: 19% and 25% on one PE were seen
+        // before the thread registered with kprof ahead of the phase).
         assert!(
             total <= phase + phase / 100,
             "PE {pe}: slices {t_main} + {t_proc} + {t_comm} = {total} ns vs phase {phase} ns"
+        );
+        // Its CPU time in the phase, though, the PE spent in the slices, but
+        // for the switches (10 to 40 ns each; 100 allowed) and the first
+        // sights of the three names: descheduled time counts in neither, so
+        // slices missing from the trace show here whatever the load.
+        assert!(
+            total + slices as u64 * 100 + 100_000 >= cpu[&pe],
+            "PE {pe}: slices {total} ns cover less than the PE's CPU time {} ns in the phase",
+            cpu[&pe]
         );
         let mut seg: Vec<(u64, u64)> = model
             .slices
@@ -1097,8 +1141,22 @@ fn per_pe_timelines_and_merged_trace() {
             median < 20_000,
             "PE {pe}: median gap between segments {median} ns"
         );
+        // The slices span the program's phase: what they leave out at its
+        // ends is a switch's time in all (about 5 us here), against the
+        // thread's registration with kprof (0.15 to 1 ms, 14 and 30 ms when
+        // descheduled meanwhile) when the phase's first switch was the
+        // thread's first event.
+        let span = seg.last().unwrap().1 - seg[0].0;
+        uncovered.push(phases[&pe] as i64 - span as i64);
         per_pe_proc.push(n_proc);
     }
+    // A PE descheduled in those microseconds misses more: most may not.
+    let near = uncovered.iter().filter(|&&u| u < 50_000).count();
+    assert!(
+        near * 2 >= NP,
+        "the slices leave out more than 50 us of the program's phase on most PEs (ns): {uncovered:?}"
+    );
+    eprintln!("phase left out of the slices per PE (ns): {uncovered:?}");
     let (lo, hi) = (
         *barriers.iter().min().unwrap(),
         *barriers.iter().max().unwrap(),
@@ -1133,6 +1191,16 @@ fn per_pe_timelines_and_merged_trace() {
     got.sort();
     per_pe_proc.sort();
     assert_eq!(got, per_pe_proc);
+}
+
+/// The profile's node of segment kind `name` (a root: segments are flat).
+fn segment_node(p: &Value, name: &str) -> Value {
+    let (_, node) = kprof_tests::nodes(p)
+        .into_iter()
+        .find(|(path, _)| path == &[name.to_string()])
+        .unwrap_or_else(|| panic!("no node {name}"));
+    assert_eq!(node["kind"], "actor_segment");
+    node
 }
 
 /// Counters per segment kind (`kprof run --counters`, which adds the `actor`
@@ -1192,11 +1260,7 @@ fn counters_per_segment() {
     for pe in 0..NP as u64 {
         let p = read_profile(&dir.join(format!("pe{pe}")));
         let seg = |name: &str| -> (u64, u64) {
-            let (_, node) = kprof_tests::nodes(&p)
-                .into_iter()
-                .find(|(path, _)| path == &[name.to_string()])
-                .unwrap_or_else(|| panic!("PE {pe}: no node {name}"));
-            assert_eq!(node["kind"], "actor_segment");
+            let node = segment_node(&p, name);
             let c = &node["counters"];
             (
                 kprof_tests::u(&c["events"][EVENT]["exclusive"]),
