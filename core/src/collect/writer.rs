@@ -119,9 +119,7 @@ fn run(rt: &'static Runtime) {
         // A terminating signal's GPU flush (see base::flush).
         crate::base::flush::serve();
         if scanning
-            && last_scan.map_or(true, |t| {
-                t.elapsed() >= crate::hot::stack_samples::SCAN_PERIOD
-            })
+            && last_scan.is_none_or(|t| t.elapsed() >= crate::hot::stack_samples::SCAN_PERIOD)
         {
             crate::hot::stack_samples::scan();
             last_scan = Some(Instant::now());
