@@ -10,8 +10,10 @@
 //! (`tests/kokkos/sampling_split.cpp`, under `kprof run --sample-hz`), on
 //! libgomp and on libomp; OpenMP programs that know nothing of kprof
 //! (`tests/sampling/omp_hot.c`) run unchanged, their samples under their
-//! parallel region; `kprof plot` draws the samples as frames below their
-//! construct. (MPI: `tests/tests/mpi.rs`.)
+//! parallel region; threads that never reach kprof (libgomp's workers, a
+//! helper pthread: `tests/sampling/unseen.c`) are sampled, under the root, as
+//! much as their own CPU clocks say; `kprof plot` draws the samples as frames
+//! below their construct. (MPI: `tests/tests/mpi.rs`.)
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -484,7 +486,7 @@ fn fork_and_exec_leave_no_timer() {
 // ---- Kokkos: the same shares inside real Kokkos kernels ----
 
 /// The OpenMP runtime a Kokkos program runs on: GCC's libgomp (no OpenMP tool
-/// interface: kprof sees only the thread that launches the kernels), or LLVM's
+/// interface: only the thread that launches the kernels reaches kprof), or LLVM's
 /// libomp 19 under libgomp's name (its workers reach kprof as OpenMP threads).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum KokkosOmp {
@@ -649,14 +651,20 @@ fn check_kokkos(threads: usize, debug: bool, omp: KokkosOmp) {
     let info = &p["stack_samples"];
     assert_eq!(u(&info["hz"]), 1000, "{info}");
     assert_eq!(u(&info["lost"]), 0, "{info}");
-    // On libgomp only the thread that launches the kernels reaches kprof (Kokkos
-    // calls its tool there); on libomp every thread of the team does.
-    let sampled_threads = if on_libomp19 { threads } else { 1 };
+    // Every thread of the team is sampled: on libomp each reaches kprof as an
+    // OpenMP thread; on libgomp only the thread that launches the kernels does
+    // (Kokkos calls its tool there), and kprof finds the worker by listing the
+    // process's threads.
+    let sampled_threads = threads;
     assert_eq!(
         u(&info["threads"]),
         sampled_threads as u64,
         "{what}: {info}"
     );
+
+    if !on_libomp19 && threads > 1 {
+        libgomp_worker_samples(&p, &what);
+    }
 
     // Kernel split (a parallel_for, at the top of the tree).
     assert_eq!(region(&p, "split")["kind"], "parallel_for", "{what}");
@@ -765,6 +773,56 @@ fn check_kokkos(threads: usize, debug: bool, omp: KokkosOmp) {
     }
 }
 
+/// On libgomp, the samples of the worker that never reached kprof: they are
+/// the root's (kprof knows no construct of that thread), and hold the kernels'
+/// functions in the kernels' shares (split 70/30, chain 50/30/20 on the path
+/// outer / middle / inner, within 5 points), about as many as the launching
+/// thread's under the kernels (Kokkos gives each thread half of the
+/// iterations: within a third).
+fn libgomp_worker_samples(p: &Value, what: &str) {
+    let outside = &p["stack_samples"]["outside"];
+    let f = functions(outside);
+    assert_shares(
+        &shares(&f, &[SEVENTY, THIRTY]),
+        &[(SEVENTY, 70.0), (THIRTY, 30.0)],
+        &format!("{what}, outside (the worker)"),
+    );
+    assert_shares(
+        &shares(&f, &[INNER, MIDDLE, OUTER]),
+        &[(INNER, 50.0), (MIDDLE, 30.0), (OUTER, 20.0)],
+        &format!("{what}, outside (the worker)"),
+    );
+    let named = |f: &BTreeMap<String, u64>| -> u64 {
+        [SEVENTY, THIRTY, INNER, MIDDLE, OUTER]
+            .iter()
+            .map(|n| f.get(*n).copied().unwrap_or(0))
+            .sum()
+    };
+    let worker = named(&f);
+    let launcher = named(&subtree_samples(p, "split").0) + named(&subtree_samples(p, "chain").0);
+    assert!(
+        worker * 3 >= launcher * 2 && worker * 2 <= launcher * 3,
+        "{what}: the worker's samples of the kernels' functions {worker}, the launching \
+         thread's {launcher}: {f:?}"
+    );
+    // The worker's stacks: chain_inner below chain_middle below chain_outer.
+    let mut outers = Vec::new();
+    find_paths(&outside["paths"], OUTER, &mut outers);
+    assert!(!outers.is_empty(), "{what}: {outside}");
+    let (mut in_inner, mut in_outer) = (0, 0);
+    for outer in outers {
+        let middle = path(&outer["children"], MIDDLE);
+        in_inner += u(&path(&middle["children"], INNER)["self_samples"]);
+        in_outer += u(&outer["samples"]);
+    }
+    assert_eq!(in_inner, f[INNER], "{what}: {outside}");
+    assert_eq!(
+        in_outer,
+        f[OUTER] + f[MIDDLE] + f[INNER],
+        "{what}: {outside}"
+    );
+}
+
 #[test]
 fn kokkos_shares_one_thread_with_debug_information() {
     check_kokkos(1, true, KokkosOmp::Libgomp);
@@ -786,9 +844,10 @@ fn kokkos_shares_two_threads_without_debug_information() {
 }
 
 /// On GCC's libgomp the worker thread never reaches kprof: the launching
-/// thread's samples alone, with the same shares.
+/// thread's samples under the kernels, the worker's under the root, both with
+/// the kernels' shares.
 #[test]
-fn kokkos_shares_two_threads_on_libgomp_sample_the_launching_thread() {
+fn kokkos_shares_two_threads_on_libgomp_sample_every_thread() {
     check_kokkos(2, true, KokkosOmp::Libgomp);
 }
 
@@ -940,6 +999,161 @@ fn openmp_program_runs_unchanged_gcc_on_libomp19() {
 #[test]
 fn openmp_program_runs_unchanged_gcc_on_libgomp() {
     check_openmp(OmpCase::GccLibgomp);
+}
+
+// ---- threads that never reach kprof ----
+
+/// `tests/sampling/unseen.c`, built once (gcc: OpenMP on GCC's libgomp).
+fn unseen() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = scratch("stack_unseen");
+            compile_with_core(
+                &[&test_file("sampling/unseen.c")],
+                &dir.join("unseen"),
+                &["-fopenmp", "-lpthread"],
+            )
+        })
+        .clone()
+}
+
+/// The CPU time the program measured for its thread `name` (`cpu_ms NAME MS`).
+fn measured_cpu_ms(out: &Output, name: &str) -> f64 {
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("cpu_ms {name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no cpu_ms {name} in {text}"))
+}
+
+/// The program's output without its CPU times (which vary from run to run).
+fn results(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("cpu_ms "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `samples` at `HZ` stand for the CPU time `cpu_ms` a thread measured itself:
+/// within 10% and 10 samples (the kernel checks CPU-time timers at its tick).
+fn assert_cpu_time(samples: u64, cpu_ms: f64, what: &str) {
+    let hz: f64 = HZ.parse().unwrap();
+    let want = cpu_ms * hz / 1000.0;
+    assert!(
+        (samples as f64 - want).abs() <= 0.1 * want + 10.0,
+        "{what}: {samples} samples at {hz} Hz, {cpu_ms} ms of CPU measured ({want:.0} expected)"
+    );
+}
+
+/// Runs `tests/sampling/unseen.c MODE` with and without call-stack samples (2
+/// OpenMP threads on GCC's libgomp); the same results and status. Returns the
+/// sampled run, its profile and its output directory.
+fn run_unseen(mode: &str) -> (Output, Value, PathBuf) {
+    let exe = unseen();
+    let dir = scratch(&format!("stack_unseen_{mode}"));
+    let out_dir = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let plain = run(omp_env(&mut clean_cmd(&exe), 2, false).arg(mode));
+    assert_ok(&plain);
+    let out = run(omp_env(&mut clean_cmd(&exe), 2, false)
+        .arg(mode)
+        .env("KPROF_SAMPLE_HZ", HZ)
+        .env("KPROF_OUTPUT_DIR", &out_dir));
+    assert_ok(&out);
+    assert_eq!(
+        results(&out),
+        results(&plain),
+        "{mode}: the program's output"
+    );
+    let p = read_profile(&out_dir);
+    let info = &p["stack_samples"];
+    assert_eq!(u(&info["threads"]), 2, "{mode}: {info}");
+    assert_eq!(u(&info["lost"]), 0, "{mode}: {info}");
+    // Every sample is somewhere: the region, or outside it.
+    let placed: u64 = kprof_tests::nodes(&p)
+        .iter()
+        .filter_map(|(_, n)| n["stack_samples"]["samples"].as_u64())
+        .sum::<u64>()
+        + u(&info["outside"]["samples"]);
+    assert_eq!(placed, u(&info["samples"]), "{mode}: {info}");
+    (out, p, out_dir)
+}
+
+/// A helper pthread that never calls kprof, started after kprof started
+/// (found by the writer's periodic look at the process's threads): its
+/// samples are the root's, in its own function, as many as its CPU time says
+/// (the program's own measure of the thread's CPU clock); the main thread's
+/// are under its region; `kprof report --samples` shows both.
+#[test]
+fn a_helper_thread_that_never_reaches_kprof_is_sampled_under_the_root() {
+    let (out, p, out_dir) = run_unseen("pthread");
+    let outside = &p["stack_samples"]["outside"];
+    let f = functions(outside);
+    let helper = f.get("helper_spin").copied().unwrap_or(0);
+    assert_cpu_time(
+        helper,
+        measured_cpu_ms(&out, "helper"),
+        "helper_spin (outside)",
+    );
+    assert!(!f.contains_key("main_spin"), "{f:?}");
+    let mut found = Vec::new();
+    find_paths(&outside["paths"], "helper_spin", &mut found);
+    assert!(!found.is_empty(), "{outside}");
+    let work = &region(&p, "main_work")["stack_samples"];
+    let w = functions(work);
+    assert!(!w.contains_key("helper_spin"), "{w:?}");
+    assert_cpu_time(
+        w.get("main_spin").copied().unwrap_or(0),
+        measured_cpu_ms(&out, "main"),
+        "main_spin (main_work)",
+    );
+    let o = run(clean_cmd(&lib("kprof"))
+        .args(["report", "--samples"])
+        .arg(&out_dir));
+    assert_ok(&o);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!(
+            "outside every construct: {} samples",
+            u(&outside["samples"])
+        )),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().next() == Some(&helper.to_string())
+                && shows_name(l, "helper_spin")),
+        "{text}"
+    );
+}
+
+/// An OpenMP team on GCC's libgomp, which tells kprof nothing, inside a region
+/// of the main thread: the worker, which never reaches kprof, is sampled too.
+/// The main thread's samples are under the region, the worker's under the
+/// root; each thread's split 90/10 between team_hot and team_cold (within 5
+/// points), and each thread's samples as many as its CPU time says.
+#[test]
+fn an_openmp_team_on_libgomp_is_sampled_on_every_thread() {
+    let (out, p, _) = run_unseen("omp");
+    let team = functions(&region(&p, "team")["stack_samples"]);
+    let outside = functions(&p["stack_samples"]["outside"]);
+    for (f, thread, what) in [
+        (&team, "team_0", "the main thread (team)"),
+        (&outside, "team_1", "the worker (outside)"),
+    ] {
+        assert_shares(
+            &shares(f, &["team_hot", "team_cold"]),
+            &[("team_hot", 90.0), ("team_cold", 10.0)],
+            what,
+        );
+        assert_cpu_time(
+            f["team_hot"] + f["team_cold"],
+            measured_cpu_ms(&out, thread),
+            what,
+        );
+    }
 }
 
 // ---- the flame graph of `kprof plot` ----

@@ -45,6 +45,10 @@ const IDLE_NAP: Duration = Duration::from_millis(500);
 /// in the middle of one) before it leaves them out.
 const QUIESCE_WAIT: Duration = Duration::from_millis(200);
 
+/// How long the start waits for the writer thread to run, when threads are
+/// sampled (see [`spawn`]).
+const WRITER_START_WAIT: Duration = Duration::from_secs(1);
+
 /// The shortest interval since the previous sample for a last one at the end.
 const LAST_SAMPLE_MIN_NS: u64 = 1_000_000;
 
@@ -69,6 +73,9 @@ pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
         // Reports walk the call-path tree recursively; address space is cheap.
         .stack_size(WRITER_STACK)
         .spawn(move || {
+            // Never sampled (see stack_samples::scan): claimed before the
+            // thread is made known.
+            crate::hot::stack_samples::own_thread();
             // SAFETY: gettid has no preconditions.
             let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
             WRITER_TID.store(tid, Ordering::Release);
@@ -76,7 +83,16 @@ pub fn spawn(rt: &'static Runtime) -> std::io::Result<std::thread::Thread> {
             rt.mark_done();
         });
     restore_signals(&previous);
-    Ok(spawned?.thread().clone())
+    let thread = spawned?.thread().clone();
+    // The first scan for threads to sample (the first thread's arm) must find
+    // the writer claimed: it waits for its first instruction, bounded.
+    if crate::hot::stack_samples::hz() > 0 {
+        let deadline = Instant::now() + WRITER_START_WAIT;
+        while WRITER_TID.load(Ordering::Acquire) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+    Ok(thread)
 }
 
 /// The writer works in rounds, each processing everything recorded so far. With a
@@ -94,9 +110,20 @@ fn run(rt: &'static Runtime) {
     let mut w = Writer::new(rt, &cfg);
     let period = Duration::from_millis(cfg.flush_ms);
     let mut last_round = Instant::now();
+    // Call-stack samples: threads that never reach kprof are looked for now and
+    // then (see stack_samples::scan).
+    let scanning =
+        crate::hot::stack_samples::signal().is_some() && crate::hot::stack_samples::hz() > 0;
+    let mut last_scan: Option<Instant> = None;
     while !rt.shutdown_requested() {
         // A terminating signal's GPU flush (see base::flush).
         crate::base::flush::serve();
+        if scanning
+            && last_scan.is_none_or(|t| t.elapsed() >= crate::hot::stack_samples::SCAN_PERIOD)
+        {
+            crate::hot::stack_samples::scan();
+            last_scan = Some(Instant::now());
+        }
         if w.sampler.as_ref().is_some_and(|s| s.until_next().is_zero()) {
             w.sample();
         }
@@ -128,6 +155,12 @@ fn run(rt: &'static Runtime) {
         let nap = match &w.sampler {
             Some(s) => nap.min(s.until_next()),
             None => nap,
+        };
+        let nap = match last_scan {
+            Some(t) if scanning => {
+                nap.min(crate::hot::stack_samples::SCAN_PERIOD.saturating_sub(t.elapsed()))
+            }
+            _ => nap,
         };
         // While stocking, no nap: the next block at once (one block per pass, so
         // shutdown, pressure and trace rounds wait for one block at most).

@@ -9,7 +9,8 @@
 //! start and end follow [`lifecycle`]; [`quiesce`] how the end of the run waits
 //! for events in progress; [`stack_samples`] the call-stack samples a timer
 //! signal takes on each thread, unwound with the modules' data [`unwind`]
-//! prepares.
+//! prepares, within the stack bounds [`mappings`] gives threads kprof found
+//! without their reaching it.
 //!
 //! The modules' imports form no circle (`core/tests/layers`): what a thread's
 //! state and profile need of the runtime is handed to them as data when they
@@ -24,6 +25,7 @@ pub mod current;
 pub mod events;
 pub mod intern;
 pub mod lifecycle;
+pub mod mappings;
 pub mod nesting;
 pub mod open;
 pub mod quiesce;

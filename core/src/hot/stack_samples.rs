@@ -1,15 +1,23 @@
-//! Call-stack samples (`KPROF_SAMPLE_HZ`): every thread kprof sees gets a timer
-//! on its own CPU time (`timer_create(CLOCK_THREAD_CPUTIME_ID)`, delivered to that
-//! thread with `SIGEV_THREAD_ID`, so an idle thread costs nothing) whose signal, a
-//! free real-time signal picked at start, runs [`on_sample`]: it unwinds the
-//! interrupted stack ([`crate::hot::unwind`]) and adds it, tagged with the node of
-//! the innermost kprof instance the thread had open ([`OpenFrames::innermost_node`]:
-//! the in-place profile's own node, no lookup), to the thread's own buffer.
+//! Call-stack samples (`KPROF_SAMPLE_HZ`): every thread of the process gets a
+//! timer on its own CPU time (delivered to that thread with `SIGEV_THREAD_ID`, so
+//! an idle thread costs nothing) whose signal, a free real-time signal picked at
+//! start, runs [`on_sample`]: it unwinds the interrupted stack
+//! ([`crate::hot::unwind`]) and adds it, tagged with the node of the innermost
+//! kprof instance the thread had open ([`OpenFrames::innermost_node`]: the
+//! in-place profile's own node, no lookup), to the thread's own buffer.
+//!
+//! A thread that reaches kprof arms its own timer ([`arm`]). A thread that never
+//! does (a runtime's worker kprof gets no event from, a program's helper) is
+//! found by [`scan`], which lists `/proc/self/task` at the first [`arm`] and then
+//! periodically from the writer thread, and gets a timer on its CPU clock made
+//! by the scanning thread, carrying its buffer's address in the signal's value;
+//! its samples have no kprof node ([`OUTSIDE`]) and their unwind is bounded by
+//! the mapping around the interrupted stack pointer ([`crate::hot::mappings`]).
 //!
 //! The handler is async-signal-safe: it reads two initial-exec thread-local words
-//! ([`crate::hot::tls`]), takes no lock, allocates nothing (the buffer, the
-//! unwinder's cache and the modules' unwind data are made before the timer is
-//! armed) and makes no system call. A buffer is a table of distinct stacks with
+//! ([`crate::hot::tls`]) or the timer signal's value, takes no lock, allocates
+//! nothing (the buffer, the unwinder's cache and the modules' unwind data are
+//! made before the timer is armed) and makes no system call. A buffer is a table of distinct stacks with
 //! their counts, so a compute loop's thousands of samples take a few entries; a
 //! sample that finds the buffer full is counted as lost. The writer reads the
 //! buffers only after [`stop`]: timers deleted, and every handler in progress
@@ -18,8 +26,13 @@
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rustc_hash::FxHashMap;
 
 use crate::hot::clock::Clock;
+use crate::hot::mappings;
 use crate::hot::open::OpenFrames;
 use crate::hot::tls;
 
@@ -36,6 +49,13 @@ const MAX_PROBES: usize = 64;
 const HEADER: usize = 2;
 /// Node of a sample taken outside every instance (the tree's root).
 pub const OUTSIDE: u32 = 0;
+/// How often the writer looks for threads that never reached kprof ([`scan`]).
+pub const SCAN_PERIOD: Duration = Duration::from_millis(100);
+/// The first word of every buffer: the handler checks it before it trusts an
+/// address that came with a timer signal.
+const MAGIC: u64 = 0x6b70_726f_665f_7373;
+/// `si_code` of a POSIX timer's signal.
+const SI_TIMER: c_int = -2;
 
 /// The signal the samples come with (0: not installed).
 static SIGNAL: AtomicUsize = AtomicUsize::new(0);
@@ -48,15 +68,27 @@ static CLOCK: AtomicPtr<Clock> = AtomicPtr::new(std::ptr::null_mut());
 /// Every buffer made, newest first (a lock-free list: a forked child drops it
 /// whole, whatever another thread was doing at the fork).
 static ALL: AtomicPtr<StackSamples> = AtomicPtr::new(std::ptr::null_mut());
+/// The threads whose timers kprof made (a `Mutex<Tids>`, leaked; null until the
+/// first is armed: a forked child drops it whole, lock and all).
+static TIDS: AtomicPtr<Mutex<Tids>> = AtomicPtr::new(std::ptr::null_mut());
+/// Whether the first [`arm`] of this process ran its [`scan`].
+static SCANNED: AtomicBool = AtomicBool::new(false);
 
 /// One thread's samples.
 pub struct StackSamples {
-    /// The thread's index (its slot in the thread registry).
-    pub thread: u32,
-    /// The thread's published open instances.
-    open: &'static OpenFrames,
-    /// The thread's stack: [low, high).
-    stack: (u64, u64),
+    /// [`MAGIC`].
+    magic: u64,
+    /// The thread's index (its slot in the thread registry); None for a thread
+    /// that never reached kprof when its timer was made (its samples are the
+    /// root's).
+    pub thread: Option<u32>,
+    /// The thread's OS id.
+    pub tid: i32,
+    /// The thread's published open instances (None: never reached kprof).
+    open: Option<&'static OpenFrames>,
+    /// The thread's stack, [low, high); None: the readable and writable mapping
+    /// around the interrupted stack pointer ([`mappings::containing`]).
+    stack: Option<(u64, u64)>,
     /// The thread's timer (a `timer_t`) while `armed`.
     timer: AtomicUsize,
     armed: AtomicBool,
@@ -124,16 +156,20 @@ fn bump(c: &AtomicU64, by: u64) {
 
 impl StackSamples {
     /// A thread's empty buffer of `arena_words` words of stacks (its table and,
-    /// on x86-64, its unwinder cache allocated now, not in the handler).
+    /// on x86-64, its unwinder cache allocated now, not in the handler):
+    /// `thread` is its registry index and open instances, None for a thread that
+    /// never reached kprof.
     fn new(
-        thread: u32,
-        open: &'static OpenFrames,
-        stack: (u64, u64),
+        thread: Option<(u32, &'static OpenFrames)>,
+        tid: i32,
+        stack: Option<(u64, u64)>,
         arena_words: usize,
     ) -> StackSamples {
         StackSamples {
-            thread,
-            open,
+            magic: MAGIC,
+            thread: thread.map(|(index, _)| index),
+            tid,
+            open: thread.map(|(_, open)| open),
             stack,
             timer: AtomicUsize::new(0),
             armed: AtomicBool::new(false),
@@ -202,7 +238,10 @@ impl StackSamples {
         if !complete {
             bump(&self.truncated, 1);
         }
-        let node = self.open.innermost_node().unwrap_or(OUTSIDE);
+        let node = self
+            .open
+            .and_then(OpenFrames::innermost_node)
+            .unwrap_or(OUTSIDE);
         if self.record(node, &frames[..n], weight) {
             bump(&self.taken, weight);
         } else {
@@ -225,14 +264,17 @@ impl StackSamples {
         let sp = g[libc::REG_RSP as usize] as u64;
         let bp = g[libc::REG_RBP as usize] as u64;
         frames[0] = ip;
-        let (lo, hi) = self.stack;
+        let Some((lo, hi)) = self.stack.or_else(|| mappings::containing(sp)) else {
+            return (1, false);
+        };
         let Some(unwinder) = crate::hot::unwind::current().filter(|_| lo <= sp && sp < hi) else {
             return (1, false);
         };
         // Only the interrupted stack, above its stack pointer, is read.
         let mut read = |addr: u64| {
             if addr >= sp && addr.checked_add(8).is_some_and(|end| end <= hi) {
-                // SAFETY: inside this thread's mapped stack, above its pointer.
+                // SAFETY: inside this thread's mapped stack (or the mapping
+                // around its stack pointer), above its pointer.
                 Ok(unsafe { std::ptr::read_unaligned(addr as *const u64) })
             } else {
                 Err(())
@@ -292,10 +334,13 @@ impl StackSamples {
     }
 }
 
-/// The sampling signal's handler: one sample of the interrupted thread.
+/// The sampling signal's handler: one sample of the interrupted thread, into
+/// the buffer its thread-local word names, or, for a thread that never reached
+/// kprof, the one its timer's signal carries.
 extern "C" fn on_sample(_sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     // SAFETY: the word holds null or this thread's leaked buffer.
-    let Some(b) = (unsafe { (tls::stack_get() as *const StackSamples).as_ref() }) else {
+    let own = unsafe { (tls::stack_get() as *const StackSamples).as_ref() };
+    let Some(b) = own.or_else(|| carried(info)) else {
         return;
     };
     b.busy.store(true, Ordering::SeqCst);
@@ -311,10 +356,34 @@ extern "C" fn on_sample(_sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_voi
     b.busy.store(false, Ordering::Release);
 }
 
+/// The buffer a timer signal carries in its value (see [`scan`]): only one of
+/// this process's buffers, known by its address in [`ALL`] and its magic word.
+/// Async-signal-safe (loads only).
+fn carried(info: *const libc::siginfo_t) -> Option<&'static StackSamples> {
+    // SAFETY: the kernel's siginfo for this signal; for SI_TIMER the union
+    // holds (timer id, overrun, value): the value, a pointer-sized word, is 8
+    // bytes into it, which starts 16 bytes in on 64-bit Linux.
+    let value = unsafe {
+        match info.as_ref() {
+            Some(i) if i.si_code == SI_TIMER => {
+                std::ptr::read_unaligned((info as *const u8).add(24) as *const usize)
+            }
+            _ => return None,
+        }
+    };
+    let mut p = ALL.load(Ordering::Acquire);
+    // SAFETY: the list holds leaked buffers, linked once and never unlinked.
+    while let Some(b) = unsafe { p.as_ref() } {
+        if p as usize == value {
+            return (b.magic == MAGIC).then_some(b);
+        }
+        p = b.next as *mut StackSamples;
+    }
+    None
+}
+
 /// A timer signal's overrun count: the expirations merged into this one.
 fn overruns(info: *const libc::siginfo_t) -> u64 {
-    /// `si_code` of a POSIX timer's signal.
-    const SI_TIMER: c_int = -2;
     // SAFETY: the kernel's siginfo for this signal; for SI_TIMER the union
     // holds (timer id, overrun, value): the overrun is the int 4 bytes into it,
     // which starts 16 bytes in on 64-bit Linux.
@@ -424,8 +493,11 @@ pub fn libraries_loaded() {
 }
 
 /// Arms sampling on the calling thread (index `thread`, publishing its open
-/// instances in `open`), when sampling is on: its buffer, then its timer. Not
-/// for a signal handler (allocates, reads the loader's module list).
+/// instances in `open`), when sampling is on: its buffer, then its timer. A
+/// timer [`scan`] made for the thread before it reached kprof is deleted first
+/// (its samples stay, the root's). The process's first arm also scans for the
+/// threads that will never reach kprof. Not for a signal handler (allocates,
+/// locks, reads the loader's module list).
 pub fn arm(thread: u32, open: &'static OpenFrames) {
     let hz = hz();
     let Some(sig) = signal().filter(|_| hz > 0 && TAKING.load(Ordering::Acquire)) else {
@@ -434,12 +506,86 @@ pub fn arm(thread: u32, open: &'static OpenFrames) {
     // A library loaded since the last thread registered.
     #[cfg(target_arch = "x86_64")]
     crate::hot::unwind::prepare();
-    let b: &'static mut StackSamples = Box::leak(Box::new(StackSamples::new(
-        thread,
-        open,
-        stack_bounds(),
+    let tid = gettid();
+    claim(tid);
+    let b = Box::new(StackSamples::new(
+        Some((thread, open)),
+        tid,
+        Some(stack_bounds()),
         ARENA_WORDS,
-    )));
+    ));
+    // Set before the timer exists: the handler's first access to the word is
+    // never the thread's first.
+    let b = start_timer(b, libc::CLOCK_THREAD_CPUTIME_ID, sig, hz, |b| {
+        tls::stack_set(b as *const StackSamples as usize)
+    });
+    if b.is_none() {
+        tls::stack_set(0);
+    }
+    if !SCANNED.swap(true, Ordering::AcqRel) {
+        scan();
+    }
+}
+
+/// The calling thread's OS id.
+fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// Makes the timer of buffer `b` on clock `clock`, delivering `sig` to thread
+/// `b.tid` every 1/`hz` s of that clock, with `b`'s address as the signal's
+/// value; `before_start` runs once the buffer is published in [`ALL`], before
+/// the timer starts. The buffer is leaked once the timer exists (a handler may
+/// read it until the end); None when the kernel refused a timer.
+fn start_timer(
+    b: Box<StackSamples>,
+    clock: libc::clockid_t,
+    sig: c_int,
+    hz: u64,
+    before_start: impl FnOnce(&'static StackSamples),
+) -> Option<&'static StackSamples> {
+    let addr = &*b as *const StackSamples as *mut c_void;
+    // SAFETY: sigevent is a plain struct we own; the timer id is written by the
+    // kernel.
+    let id = unsafe {
+        let mut sev: libc::sigevent = std::mem::zeroed();
+        sev.sigev_notify = libc::SIGEV_THREAD_ID;
+        sev.sigev_signo = sig;
+        sev.sigev_notify_thread_id = b.tid;
+        sev.sigev_value = libc::sigval { sival_ptr: addr };
+        let mut id: libc::timer_t = std::mem::zeroed();
+        if libc::timer_create(clock, &mut sev, &mut id) != 0 {
+            return None;
+        }
+        id
+    };
+    b.timer.store(id as usize, Ordering::Relaxed);
+    b.armed.store(true, Ordering::SeqCst);
+    let b = push(Box::leak(b));
+    before_start(b);
+    let period_ns = 1_000_000_000 / hz.max(1);
+    let period = libc::timespec {
+        tv_sec: (period_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (period_ns % 1_000_000_000) as libc::c_long,
+    };
+    let spec = libc::itimerspec {
+        it_interval: period,
+        it_value: period,
+    };
+    // SAFETY: a timer made above and not deleted (only disarm deletes it).
+    if unsafe { libc::timer_settime(id, 0, &spec, std::ptr::null_mut()) } != 0 {
+        disarm(b);
+    }
+    // A stop that ran meanwhile may have missed this timer: delete it here.
+    if !TAKING.load(Ordering::SeqCst) {
+        disarm(b);
+    }
+    Some(b)
+}
+
+/// Links `b` at the head of [`ALL`].
+fn push(b: &'static mut StackSamples) -> &'static StackSamples {
     let mut head = ALL.load(Ordering::Acquire);
     loop {
         b.next = head;
@@ -453,36 +599,145 @@ pub fn arm(thread: u32, open: &'static OpenFrames) {
             Err(h) => head = h,
         }
     }
-    // Set before the timer exists: the handler's first access to the word is
-    // never the thread's first.
-    tls::stack_set(b as *const StackSamples as usize);
-    // SAFETY: gettid has no preconditions; sigevent and itimerspec are plain
-    // structs we own; the timer id is written by the kernel.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as c_int;
-        let mut sev: libc::sigevent = std::mem::zeroed();
-        sev.sigev_notify = libc::SIGEV_THREAD_ID;
-        sev.sigev_signo = sig;
-        sev.sigev_notify_thread_id = tid;
-        let mut id: libc::timer_t = std::mem::zeroed();
-        if libc::timer_create(libc::CLOCK_THREAD_CPUTIME_ID, &mut sev, &mut id) != 0 {
-            return;
-        }
-        let period_ns = 1_000_000_000 / hz.max(1);
-        let period = libc::timespec {
-            tv_sec: (period_ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (period_ns % 1_000_000_000) as libc::c_long,
-        };
-        let spec = libc::itimerspec {
-            it_interval: period,
-            it_value: period,
-        };
-        b.timer.store(id as usize, Ordering::Relaxed);
-        b.armed.store(true, Ordering::Release);
-        if libc::timer_settime(id, 0, &spec, std::ptr::null_mut()) != 0 {
-            disarm(b);
+    b
+}
+
+/// What kprof knows of a thread of the process.
+enum Seen {
+    /// Reached kprof ([`arm`]), or is kprof's own ([`own_thread`]): no timer from
+    /// [`scan`].
+    Own,
+    /// Found by [`scan`]: its buffer (and timer).
+    Foreign(&'static StackSamples),
+    /// Found by [`scan`], and the kernel refused it a timer (it was ending):
+    /// not tried again while its id is listed.
+    Refused,
+}
+
+/// The threads kprof knows, by OS id.
+#[derive(Default)]
+struct Tids {
+    seen: FxHashMap<i32, Seen>,
+}
+
+/// The threads kprof knows (made on first use).
+fn tids() -> &'static Mutex<Tids> {
+    let p = TIDS.load(Ordering::Acquire);
+    // SAFETY: published maps are leaked and never freed.
+    if let Some(t) = unsafe { p.as_ref() } {
+        return t;
+    }
+    let fresh = Box::into_raw(Box::new(Mutex::new(Tids::default())));
+    match TIDS.compare_exchange(
+        std::ptr::null_mut(),
+        fresh,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        // SAFETY: just leaked.
+        Ok(_) => unsafe { &*fresh },
+        Err(other) => {
+            // SAFETY: ours, never published; `other` is leaked like the rest.
+            unsafe {
+                drop(Box::from_raw(fresh));
+                &*other
+            }
         }
     }
+}
+
+/// Marks thread `tid` as one [`scan`] leaves alone, deleting the timer it made
+/// for it if any (its samples so far stay).
+fn claim(tid: i32) {
+    let mut t = tids().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(Seen::Foreign(b)) = t.seen.insert(tid, Seen::Own) {
+        disarm(b);
+    }
+}
+
+/// The calling thread is one of kprof's own (the writer): never sampled.
+pub fn own_thread() {
+    claim(gettid());
+}
+
+/// The CPU clock of thread `tid` of this process (the kernel's
+/// `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`).
+fn thread_clock(tid: i32) -> libc::clockid_t {
+    /// `CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED`.
+    const PER_THREAD_SCHED: libc::clockid_t = 4 | 2;
+    ((!tid) << 3) | PER_THREAD_SCHED
+}
+
+/// The ids of the process's threads (`/proc/self/task`).
+fn list_threads() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Gives every thread of the process that has no timer and is not kprof's own
+/// (one that never reached kprof: a runtime's worker kprof gets no event from, a
+/// program's helper) a buffer and a timer on its CPU clock, delivered to it and
+/// carrying the buffer's address; forgets the threads gone since the last scan
+/// (their timers deleted), so that a reused id is sampled again. Publishes the
+/// mappings first when threads came or went (the new threads' stacks among
+/// them). Returns the number of threads armed. Not for a signal handler, and
+/// off the application's hot path: the first [`arm`] and the writer (every
+/// [`SCAN_PERIOD`]) call it.
+pub fn scan() -> usize {
+    let hz = hz();
+    let Some(sig) = signal().filter(|_| hz > 0 && TAKING.load(Ordering::Acquire)) else {
+        return 0;
+    };
+    let mut now = list_threads();
+    if now.is_empty() {
+        return 0;
+    }
+    now.sort_unstable();
+    // A thread registering holds the map for a moment: this scan is then left
+    // to the next one (the writer never waits on an application thread).
+    let mut t = match tids().try_lock() {
+        Ok(t) => t,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return 0,
+    };
+    let before = t.seen.len();
+    t.seen.retain(|tid, seen| {
+        let alive = now.binary_search(tid).is_ok();
+        if let (false, Seen::Foreign(b)) = (alive, &seen) {
+            disarm(b);
+        }
+        alive
+    });
+    let new: Vec<i32> = now
+        .into_iter()
+        .filter(|tid| !t.seen.contains_key(tid))
+        .collect();
+    if new.is_empty() {
+        if t.seen.len() != before {
+            mappings::publish();
+        }
+        return 0;
+    }
+    #[cfg(target_arch = "x86_64")]
+    crate::hot::unwind::prepare();
+    mappings::publish();
+    let mut armed = 0;
+    for tid in new {
+        let b = Box::new(StackSamples::new(None, tid, None, ARENA_WORDS));
+        // A thread gone since the listing gets no timer (the kernel refuses).
+        let seen = match start_timer(b, thread_clock(tid), sig, hz, |_| ()) {
+            Some(b) => {
+                armed += 1;
+                Seen::Foreign(b)
+            }
+            None => Seen::Refused,
+        };
+        t.seen.insert(tid, seen);
+    }
+    armed
 }
 
 /// Deletes `b`'s timer if it has one (once, whoever calls).
@@ -504,7 +759,8 @@ pub fn disarm_current() {
     }
 }
 
-/// Every buffer made in this process (this runtime's threads).
+/// Every buffer made in this process (this runtime's threads, and those
+/// [`scan`] found).
 fn all() -> Vec<&'static StackSamples> {
     let mut out = Vec::new();
     let mut p = ALL.load(Ordering::Acquire);
@@ -541,9 +797,15 @@ pub fn stop(wait: std::time::Duration) -> Vec<&'static StackSamples> {
 
 /// In a forked child: the parent's buffers belong to the parent's threads (the
 /// child has no timer: POSIX timers are not inherited), and the forking
-/// thread's word no longer names one of this process's threads.
+/// thread's word no longer names one of this process's threads; nor do the
+/// thread ids kprof knew (their map is dropped whole, with its lock, which
+/// another of the parent's threads may have held) and the parent's mappings.
+/// The child's first [`arm`] scans its own threads.
 pub fn forget_in_child() {
     ALL.store(std::ptr::null_mut(), Ordering::Release);
+    TIDS.store(std::ptr::null_mut(), Ordering::Release);
+    SCANNED.store(false, Ordering::Release);
+    mappings::forget();
     tls::stack_set(0);
 }
 
@@ -553,7 +815,7 @@ mod tests {
 
     fn buffer() -> StackSamples {
         let open: &'static OpenFrames = Box::leak(Box::new(OpenFrames::new(4)));
-        StackSamples::new(1, open, (0, 0), 64)
+        StackSamples::new(Some((1, open)), 1, Some((0, 0)), 64)
     }
 
     #[test]

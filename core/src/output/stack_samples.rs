@@ -14,7 +14,8 @@ pub struct StackSamplesInfo {
     pub hz: u64,
     /// The real-time signal they came with (its number).
     pub signal: i32,
-    /// Threads sampled.
+    /// Threads sampled: those that took at least one signal, whether they
+    /// reached kprof or not.
     pub threads: u64,
     /// Samples taken, in timer periods: the kernel fires CPU-time timers at its
     /// tick, so above the tick's rate one signal stands for several periods
@@ -33,7 +34,8 @@ pub struct StackSamplesInfo {
     /// Mean time the signal handler took per signal (unwind included), in ns;
     /// the kernel's delivery of the signal comes on top.
     pub handler_ns_mean: f64,
-    /// Samples taken outside every instance (the threads' roots).
+    /// Samples taken outside every instance (the threads' roots), those of the
+    /// threads that never reached kprof among them.
     pub outside: NodeStackSamples,
 }
 

@@ -186,7 +186,7 @@ pub const GROUP: Group = Group {
             },
             meta: "HZ",
             default: "0",
-            doc: "call-stack samples per second of each thread's own CPU time (a timer per thread, a real-time signal, an unwind from .eh_frame), each tagged with the kprof call path the thread was in: profile.json's stack_samples per call path (self samples by function and line, the program's call paths below the construct), `kprof report --samples`; 1 to 10000, 0: off",
+            doc: "call-stack samples per second of each thread's own CPU time (a timer per thread, a real-time signal, an unwind from .eh_frame), each tagged with the kprof call path the thread was in (threads that never reach kprof are found in /proc/self/task every 100 ms: their samples are the root's): profile.json's stack_samples per call path (self samples by function and line, the program's call paths below the construct), `kprof report --samples`; 1 to 10000, 0: off",
         },
         Setting {
             name: "samples",

@@ -97,10 +97,18 @@ pub fn collect(
         cache: FxHashMap::default(),
     };
     let mut acc: FxHashMap<u32, Acc> = FxHashMap::default();
+    // A thread sampled before it reached kprof has two buffers: it counts once.
+    let mut tids: Vec<i32> = buffers
+        .iter()
+        .filter(|b| b.signals.load(std::sync::atomic::Ordering::Relaxed) > 0)
+        .map(|b| b.tid)
+        .collect();
+    tids.sort_unstable();
+    tids.dedup();
     let mut info = StackSamplesInfo {
         hz,
         signal,
-        threads: buffers.len() as u64,
+        threads: tids.len() as u64,
         ..StackSamplesInfo::default()
     };
     let mut ticks = 0u64;
@@ -111,7 +119,9 @@ pub fn collect(
         info.truncated += b.truncated.load(std::sync::atomic::Ordering::Relaxed);
         ticks += b.handler_ticks.load(std::sync::atomic::Ordering::Relaxed);
         signals += b.signals.load(std::sync::atomic::Ordering::Relaxed);
-        let map = merged.node_maps.get(&b.thread);
+        // A thread that never reached kprof has no call paths: its samples
+        // are the root's.
+        let map = b.thread.and_then(|t| merged.node_maps.get(&t));
         for e in b.entries() {
             let node = map
                 .and_then(|m| m.get(e.node as usize).copied())
