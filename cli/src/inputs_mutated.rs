@@ -1,11 +1,12 @@
 //! Inputs, mutated, for the command's readers of files it did not write in
 //! this run (docs/reliability.md): the ELF reader of `kprof run` ([`detect`]),
 //! the Perfetto trace reader of `kprof merge` ([`trace_packets`],
-//! [`pftrace`]) and a job's merged profile read by `kprof report` and `kprof
-//! plot`. Seeds: a small program the test builds
-//! (`tests/fuzz-corpus/elf/seed.c`), traces and a merged profile kprof wrote
-//! (`tests/fuzz-corpus/pftrace/`, `merged/`). Each mutation gives a result or
-//! one error line, never a panic. The fuzz targets `elf` and `pftrace`
+//! [`pftrace`]), a job's merged profile read by `kprof report` and `kprof
+//! plot`, and one process's `profile.json` read by `kprof plot`. Seeds: a
+//! small program the test builds (`tests/fuzz-corpus/elf/seed.c`), traces and
+//! profiles kprof wrote (`tests/fuzz-corpus/pftrace/`, `merged/`,
+//! `profile/`). Each mutation gives a result or one error line, never a
+//! panic. The fuzz targets `elf` and `pftrace`
 //! (`fuzz/`) build the same modules.
 
 use std::path::{Path, PathBuf};
@@ -145,6 +146,61 @@ fn check_merged(b: &[u8], dir: &Path) -> usize {
     ok
 }
 
+/// The most a plot page and its SVG files may take beyond
+/// [`PLOT_BYTES_PER_INPUT_BYTE`] times the profile's bytes: the page's fixed
+/// parts (style, the flame graph's script, axes; 62 KiB of page and 57 KiB of
+/// SVG for the 3.6 KiB seed `patterns.json`).
+const PLOT_FIXED_BYTES: u64 = 1 << 20;
+
+/// What each byte of a profile may add to its plot: a node's or a name's
+/// share of each figure that shows it.
+const PLOT_BYTES_PER_INPUT_BYTE: u64 = 64;
+
+/// `kprof plot` of one process's `profile.json` `b`: a page (and its SVG
+/// files) whose size is bounded by the input's, or one error line. Returns
+/// whether a page was written.
+fn check_plot_single(b: &[u8], dir: &Path) -> bool {
+    let run = dir.join("run");
+    let out = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(run.join("profile.json"), b).unwrap();
+    let html = out.join("plot.html");
+    let args = [
+        "kprof",
+        "plot",
+        run.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ];
+    let crate::Command::Plot(a) = crate::Cli::try_parse_from(args).unwrap().command else {
+        unreachable!()
+    };
+    match crate::plot::main(a) {
+        Ok(code) => {
+            assert_eq!(code, 0);
+            let written: u64 = std::fs::read_dir(&out)
+                .unwrap()
+                .map(|e| e.unwrap().metadata().unwrap().len())
+                .sum();
+            let bound = PLOT_FIXED_BYTES + PLOT_BYTES_PER_INPUT_BYTE * b.len() as u64;
+            assert!(
+                written <= bound,
+                "{written} bytes of plot from {} bytes of profile",
+                b.len()
+            );
+            let page = std::fs::read_to_string(&html).unwrap();
+            assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"));
+            true
+        }
+        Err(e) => {
+            assert!(!e.0.contains('\n') && !e.0.is_empty(), "{:?}", e.0);
+            false
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -190,6 +246,27 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// One process's profile kprof wrote, its bytes mutated, plotted.
+    #[test]
+    fn profile_plot_bytes_mutated(seed in any::<prop::sample::Index>(), edits in prop::collection::vec(edit(), 1..6)) {
+        let s = corpus("profile");
+        let b = apply(s[seed.index(s.len())].1.clone(), &edits);
+        check_plot_single(&b, &scratch("plot_bytes"));
+    }
+
+    /// One process's profile kprof wrote, its values replaced or deleted,
+    /// plotted.
+    #[test]
+    fn profile_plot_values_mutated(seed in any::<prop::sample::Index>(), muts in value_edits()) {
+        let s = corpus("profile");
+        let b = apply_values(&s[seed.index(s.len())].1, muts);
+        check_plot_single(&b, &scratch("plot_values"));
+    }
+}
+
 /// The unmutated seeds are read whole, with what was built into them: the
 /// properties above are not refusing everything.
 #[test]
@@ -205,6 +282,13 @@ fn seeds_are_read() {
     assert!(models.has(ModelId::Kokkos), "{:?}", models.reasons);
     let merged = corpus("merged").remove(0).1;
     assert_eq!(check_merged(&merged, &scratch("merged_whole")), 4);
+    for (p, b) in corpus("profile") {
+        assert!(
+            check_plot_single(&b, &scratch("plot_whole")),
+            "{}",
+            p.display()
+        );
+    }
     let s = corpus("pftrace");
     for (p, b) in &s {
         let n = count_packets(b).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
@@ -243,6 +327,9 @@ fn inflation_is_capped() {
 fn fuzz_regressions() {
     for (_, b) in regressions("merged-") {
         check_merged(&b, &scratch("merged_regression"));
+    }
+    for (_, b) in regressions("profile-plot-") {
+        check_plot_single(&b, &scratch("plot_regression"));
     }
     for (_, b) in regressions("elf-") {
         check_elf(&b);

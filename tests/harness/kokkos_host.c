@@ -207,6 +207,7 @@
 #endif
 
 #include "kp_core_api.h"
+#include "names_file.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -1082,34 +1083,17 @@ static void scenario_signal(void) {
 }
 
 static void scenario_names(void) {
-  const char *path = getenv("KOKKOS_HOST_NAMES");
-  FILE *f = path ? fopen(path, "rb") : NULL;
-  if (!f) {
-    fprintf(stderr, "kokkos_host: cannot read KOKKOS_HOST_NAMES\n");
-    exit(3);
-  }
-  size_t cap = 1 << 16, len = 0, got;
-  char *buf = malloc(cap);
-  while (buf && (got = fread(buf + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap) buf = realloc(buf, cap *= 2);
-  }
-  fclose(f);
-  if (!buf) exit(3);
+  names_file nf = names_file_read("KOKKOS_HOST_NAMES", "kokkos_host");
   static char block[8];
-  for (size_t at = 0; at < len;) {
-    const char *name = buf + at;
-    size_t n = strnlen(name, len - at);
-    if (n == len - at) break; /* no NUL: not a name */
+  for (const char *name; (name = names_file_next(&nf)) != NULL;) {
     k_push(name);
     k_kernel(FOR, name, DEV_OPENMP);
     k_alloc("Host", name, block, 8);
     k_dealloc("Host", name, block, 8);
     k_pop();
     k_event(name);
-    at += n + 1;
   }
-  free(buf);
+  names_file_free(&nf);
 }
 
 static int scenario_annotate(void) {

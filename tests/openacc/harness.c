@@ -24,8 +24,17 @@
  *   device  a realistic device run (NVIDIA-style, device 1, see run_device)
  *   bad     NULL pointers, short valid_bytes, unknown event types, ends without
  *           starts, unknown frees (see run_bad)
+ *   names   the names in the file ACC_HARNESS_NAMES (../harness/names_file.h: each
+ *           ended by a NUL byte, any other bytes, any length) wherever the runtime
+ *           hands the tool a string: name i (from 0) is the source file, the
+ *           function and (line i + 1) of a compute construct, in it the kernel
+ *           name of a launch and the variable name of an 8-byte device allocation
+ *           at 0x7f0001000000 + 8 i, never freed (see run_names). Prints
+ *           "names <n>" on stdout after the registrations line.
  */
 #include <kprof_acc_prof.h>
+
+#include "../harness/names_file.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
@@ -384,6 +393,34 @@ static void run_bad(void)
     data_event(acc_ev_free, NULL, 96, hy, DY);
 }
 
+/* ------------------------------------------------------------ names */
+
+static const char *cur_name;
+static unsigned cur_index;
+
+static void names_body(void)
+{
+    launch(cur_name, 1, 1, 1);
+    data_event(acc_ev_alloc, cur_name, 8, hx,
+               (const void *)(uintptr_t)(0x7f0001000000u + 8u * cur_index));
+}
+
+static void run_names(void)
+{
+    names_file nf = names_file_read("ACC_HARNESS_NAMES", "harness");
+    unsigned n = 0;
+    for (const char *name; (name = names_file_next(&nf)) != NULL; n++) {
+        cur_file = name;
+        cur_func = name;
+        cur_line = (int)n + 1;
+        cur_name = name;
+        cur_index = n;
+        other_pair(acc_ev_compute_construct_start, acc_construct_parallel, 0, names_body);
+    }
+    names_file_free(&nf);
+    printf("names %u\n", n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -427,6 +464,8 @@ int main(int argc, char **argv)
         run_device();
     else if (strcmp(scenario, "bad") == 0)
         run_bad();
+    else if (strcmp(scenario, "names") == 0)
+        run_names();
     else if (strcmp(scenario, "none") != 0) {
         fprintf(stderr, "harness: unknown scenario %s\n", scenario);
         return 2;

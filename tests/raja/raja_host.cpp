@@ -64,6 +64,10 @@
  *   capture  "slowcopy" host x2, whose body holds an object taking 2 ms to copy
  *            (RAJA copies the body between preCapture and postCapture), then
  *            "cheap" host x1.
+ *   names    the names in the file RAJA_HOST_NAMES (../harness/names_file.h: each
+ *            ended by a NUL byte, any other bytes, any length), each the
+ *            RAJA::Name of 2 host kernels (the second finds what the first
+ *            left); prints "names <n> sink <the kernels' sum>" on stdout.
  *   bench    for tests/benches/raja_overhead.rs: --kernels=N (default 100000)
  *            host kernels with an empty body, named "bench" (or TEXT with
  *            --name=TEXT, or unnamed with --unnamed), one untimed warm-up and
@@ -87,6 +91,7 @@
 #include <vector>
 
 #include "kprof_raja_plugin.hpp"
+#include "../harness/names_file.h"
 
 #ifdef KPROF_ANNOTATE
 #include "kprof.h"
@@ -485,6 +490,13 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 2; k++)
       forall(Platform::host, "slowcopy", 100, [slow](int i) { work(i); });
     forall(Platform::host, "cheap", 100, [](int i) { work(i); });
+  } else if (scenario == "names") {
+    names_file nf = names_file_read("RAJA_HOST_NAMES", "raja_host");
+    unsigned n = 0;
+    for (const char *name; (name = names_file_next(&nf)) != nullptr; n++)
+      for (int k = 0; k < 2; k++) forall(Platform::host, name, 100, [](int i) { work(i); });
+    names_file_free(&nf);
+    printf("names %u sink %.1f\n", n, (double)sink);
   } else if (scenario == "bench") {
     bench(kernels, reps, unnamed, bench_name);
   } else if (scenario == "both") {

@@ -8,6 +8,7 @@
 pub mod actor;
 pub mod bench;
 pub mod mutate;
+pub mod names;
 pub mod openmp;
 pub mod plot_check;
 pub mod standin;

@@ -262,9 +262,26 @@ pub fn measure(cmd: &mut std::process::Command) -> ChildCost {
 /// test or benchmark: `env!("CARGO_BIN_EXE_peak_rss")`) and reads back its
 /// measurement.
 pub fn measure_via(peak_rss: &Path, program: &Path, args: &[std::ffi::OsString]) -> ChildCost {
-    let out = std::process::Command::new(peak_rss)
-        .arg(program)
-        .args(args)
+    measure_cmd(peak_rss, std::process::Command::new(program).args(args))
+}
+
+/// Runs `cmd` (its program, arguments, environment and directory as set)
+/// under the `peak_rss` program at `peak_rss` and reads back its measurement:
+/// [`measure_via`] for a command built with [`crate::clean_cmd`]. The
+/// program's output is discarded.
+pub fn measure_cmd(peak_rss: &Path, cmd: &std::process::Command) -> ChildCost {
+    let mut via = std::process::Command::new(peak_rss);
+    via.arg(cmd.get_program()).args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => via.env(k, v),
+            None => via.env_remove(k),
+        };
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        via.current_dir(d);
+    }
+    let out = via
         .stderr(std::process::Stdio::inherit())
         .output()
         .expect("run peak_rss");
