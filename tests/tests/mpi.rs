@@ -2273,6 +2273,21 @@ struct SampledConstruct {
 
 /// The constructs of `ranks`' profiles by their names from the root.
 fn combined_constructs(ranks: &[Value]) -> BTreeMap<Vec<String>, SampledConstruct> {
+    let mut all: BTreeMap<Vec<String>, SampledConstruct> = BTreeMap::new();
+    for p in ranks {
+        for (path, n) in nodes(p) {
+            let c = all.entry(path).or_default();
+            c.self_ns += u(&n["self_ns"]);
+            add_samples(&n["stack_samples"], c);
+        }
+    }
+    all
+}
+
+/// Adds one rank's `stack_samples` of a construct (or those outside every
+/// construct) to `c`: its samples, and its call paths by their names from the
+/// first frame of its `context`.
+fn add_samples(s: &Value, c: &mut SampledConstruct) {
     fn add(list: &Value, above: &mut Vec<String>, into: &mut BTreeMap<Vec<String>, (u64, u64)>) {
         for p in list.as_array().into_iter().flatten() {
             above.push(p["name"].as_str().unwrap().to_string());
@@ -2282,30 +2297,22 @@ fn combined_constructs(ranks: &[Value]) -> BTreeMap<Vec<String>, SampledConstruc
             above.pop();
         }
     }
-    let mut all: BTreeMap<Vec<String>, SampledConstruct> = BTreeMap::new();
-    for p in ranks {
-        for (path, n) in nodes(p) {
-            let c = all.entry(path).or_default();
-            c.self_ns += u(&n["self_ns"]);
-            let s = &n["stack_samples"];
-            if s.is_object() {
-                c.samples += u(&s["samples"]);
-                let below: u64 = s["paths"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|p| u(&p["samples"]))
-                    .sum();
-                let mut above = Vec::new();
-                for f in s["context"].as_array().unwrap() {
-                    above.push(f.as_str().unwrap().to_string());
-                    c.paths.entry(above.clone()).or_default().0 += below;
-                }
-                add(&s["paths"], &mut above, &mut c.paths);
-            }
-        }
+    if !s.is_object() {
+        return;
     }
-    all
+    c.samples += u(&s["samples"]);
+    let below: u64 = s["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| u(&p["samples"]))
+        .sum();
+    let mut above = Vec::new();
+    for f in s["context"].as_array().unwrap() {
+        above.push(f.as_str().unwrap().to_string());
+        c.paths.entry(above.clone()).or_default().0 += below;
+    }
+    add(&s["paths"], &mut above, &mut c.paths);
 }
 
 /// How many frames every path of `paths` starts with (the merged `context`):
@@ -2325,6 +2332,56 @@ fn common_frames(paths: &BTreeMap<Vec<String>, (u64, u64)>) -> usize {
         at = k;
     }
     at.len()
+}
+
+/// Checks the sample frames below the frame `at` against the combined call
+/// paths of `c` (`path`: what they belong to, for the messages), each
+/// `per_sample` ns a sample; returns how many it found (those `drawn` at all).
+fn check_sample_frames(
+    frames: &[FlameFrame],
+    at: &FlameFrame,
+    row: f64,
+    c: &SampledConstruct,
+    per_sample: f64,
+    drawn: &dyn Fn(f64) -> bool,
+    path: &[String],
+) -> usize {
+    let mut frame_of: BTreeMap<Vec<String>, &FlameFrame> = BTreeMap::new();
+    let skip = common_frames(&c.paths);
+    for (sp, &(samples, _)) in &c.paths {
+        if sp.len() <= skip {
+            continue;
+        }
+        let sp = &sp[skip..];
+        let want = samples as f64 * per_sample;
+        if !drawn(want) {
+            continue;
+        }
+        let parent = match sp.len() {
+            1 => at,
+            k => frame_of
+                .get(&sp[..k - 1])
+                .copied()
+                .unwrap_or_else(|| panic!("{path:?}: {sp:?}'s caller not drawn")),
+        };
+        let name = sp.last().unwrap();
+        let f = frame_below(frames, parent, row, &format!("{name} (sample, "))
+            .unwrap_or_else(|| panic!("{path:?}: no sample frame {sp:?} below {}", parent.title));
+        assert!(
+            (f.w as f64 - want).abs() <= 1.0 + 1e-9 * want,
+            "{path:?} {sp:?}: {} wide, {samples} samples x {per_sample} ns = {want}",
+            f.w
+        );
+        assert!(
+            f.title.contains(&format!(
+                ": {samples} call-stack samples in and below it (summed over 2 ranks)"
+            )),
+            "{}",
+            f.title
+        );
+        frame_of.insert(sp.to_vec(), f);
+    }
+    frame_of.len()
 }
 
 /// The frame one row below `parent`, inside its span, whose title starts with
@@ -2420,45 +2477,43 @@ fn merged_flame_graph_draws_the_ranks_samples_below_their_constructs() {
                 })
                 .unwrap_or_else(|| panic!("no frame of {path:?}: {frames:#?}"));
         }
-        let mut frame_of: BTreeMap<Vec<String>, &FlameFrame> = BTreeMap::new();
-        let skip = common_frames(&c.paths);
-        for (sp, &(samples, _)) in &c.paths {
-            if sp.len() <= skip {
-                continue;
-            }
-            let sp = &sp[skip..];
-            let want = samples as f64 * per_sample;
-            if !drawn(want) {
-                continue;
-            }
-            let parent = match sp.len() {
-                1 => at,
-                k => frame_of
-                    .get(&sp[..k - 1])
-                    .copied()
-                    .unwrap_or_else(|| panic!("{path:?}: {sp:?}'s caller not drawn")),
-            };
-            let name = sp.last().unwrap();
-            let f = frame_below(&frames, parent, row, &format!("{name} (sample, ")).unwrap_or_else(
-                || panic!("{path:?}: no sample frame {sp:?} below {}", parent.title),
-            );
-            assert!(
-                (f.w as f64 - want).abs() <= 1.0 + 1e-9 * want,
-                "{path:?} {sp:?}: {} wide, {samples} samples x {per_sample} ns = {want}",
-                f.w
-            );
-            assert!(
-                f.title.contains(&format!(
-                    ": {samples} call-stack samples in and below it (summed over 2 ranks)"
-                )),
-                "{}",
-                f.title
-            );
-            frame_of.insert(sp.to_vec(), f);
-            want_frames += 1;
-        }
-        checked.push((path, frame_of.len()));
+        let k = check_sample_frames(&frames, at, row, &c, per_sample, &drawn, &path);
+        want_frames += k;
+        checked.push((path, k));
     }
+    // The samples outside every construct: a frame of their own at the top,
+    // as wide as their CPU time over the ranks, their call paths below it.
+    let mut outside = SampledConstruct::default();
+    for p in &ranks {
+        add_samples(&p["stack_samples"]["outside"], &mut outside);
+    }
+    assert!(outside.samples > 0, "rank_compute runs outside every call");
+    let per_sample = 1e9 / hz as f64 / n;
+    let frame = frame_below(&frames, root, row, "outside every construct (sample, ")
+        .unwrap_or_else(|| panic!("no frame of the samples outside: {frames:#?}"));
+    let want = outside.samples as f64 * per_sample;
+    assert!(
+        (frame.w as f64 - want).abs() <= 1.0,
+        "{}: {} wide, {want} expected",
+        frame.title,
+        frame.w
+    );
+    let outside_path = vec!["outside every construct".to_string()];
+    let k = check_sample_frames(
+        &frames,
+        frame,
+        row,
+        &outside,
+        per_sample,
+        &drawn,
+        &outside_path,
+    );
+    assert!(k > 0, "no call path below {}", frame.title);
+    want_frames += k + 1;
+    assert!(frames.iter().any(|f| f.y > frame.y
+        && f.x >= frame.x
+        && f.x + f.w <= frame.x + frame.w
+        && f.title.starts_with("rank_compute (sample, ")));
     // MPI_Allreduce among them, with op_work below it.
     assert!(
         checked

@@ -1127,6 +1127,45 @@ fn a_helper_thread_that_never_reaches_kprof_is_sampled_under_the_root() {
                 && shows_name(l, "helper_spin")),
         "{text}"
     );
+    // The flame graph: the samples outside every construct are a frame of
+    // their own at the top, as wide as their CPU time (1/hz s a sample), the
+    // helper's function inside it as wide as the CPU time the helper measured.
+    let o = run(clean_cmd(&lib("kprof")).arg("plot").arg(&out_dir));
+    assert_ok(&o);
+    let svg = std::fs::read_to_string(out_dir.join("plot-icicle.svg")).unwrap();
+    let frames = flame_frames(&svg);
+    // The graph's own root ("all") is the first row; the top level the second.
+    let mut ys: Vec<f64> = frames.iter().map(|f| f.y).collect();
+    ys.sort_by(f64::total_cmp);
+    ys.dedup();
+    let top = ys[1];
+    let hz: f64 = HZ.parse().unwrap();
+    let frame = frames
+        .iter()
+        .find(|f| f.y == top && f.title.starts_with("outside every construct (sample, "))
+        .unwrap_or_else(|| panic!("no frame of the samples outside: {frames:#?}"));
+    let want = u(&outside["samples"]) as f64 * 1e9 / hz;
+    assert!(
+        (frame.w as f64 - want).abs() <= 1.0,
+        "{}: {} wide, {want} expected",
+        frame.title,
+        frame.w
+    );
+    let spin = frames
+        .iter()
+        .find(|f| {
+            f.y > frame.y
+                && f.x >= frame.x
+                && f.x + f.w <= frame.x + frame.w
+                && f.title.starts_with("helper_spin (sample, ")
+        })
+        .unwrap_or_else(|| panic!("no helper_spin below {}", frame.title));
+    let cpu_ns = measured_cpu_ms(&out, "helper") * 1e6;
+    assert!(
+        (spin.w as f64 - cpu_ns).abs() <= 0.1 * cpu_ns + 10.0 * 1e9 / hz,
+        "helper_spin drawn {} ns wide, the helper measured {cpu_ns} ns of CPU",
+        spin.w
+    );
 }
 
 /// An OpenMP team on GCC's libgomp, which tells kprof nothing, inside a region

@@ -244,10 +244,18 @@ fn single(r: &Report, top: usize) -> Result<Vec<Figure>, Failure> {
         &rows,
         duration,
     )?);
+    let hz = r.stack_samples.as_ref().map_or(0, |s| s.hz);
+    let mut roots = plot_tree(&r.tree, 1, hz);
+    roots.extend(
+        r.stack_samples
+            .as_ref()
+            .zip(Scale::process(hz, 1))
+            .and_then(|(s, scale)| stack_frames::outside_frame(&s.outside, scale)),
+    );
     figs.extend(flame_figure(
-        &plot_tree(&r.tree, 1, r.stack_samples.as_ref().map_or(0, |s| s.hz)),
+        &roots,
         "the run's call paths, time per thread",
-        format!("Each call path is a frame as wide as its time, nested ones below it; colour by kind. A frame is as wide as the exclusive times below it: its inclusive time; inside an OpenMP team of N threads, its time summed over the threads divided by N (the team's mean thread), so that the team's frames add up to the region around them.{} {FLAME_USE}", if r.stack_samples.is_some() { " Below a construct, its call-stack samples: the program's functions as frames of kind sample, each as wide as its samples' CPU time (1/hz s a sample, per thread of the team), taken out of the construct's exclusive width." } else { "" }),
+        format!("Each call path is a frame as wide as its time, nested ones below it; colour by kind. A frame is as wide as the exclusive times below it: its inclusive time; inside an OpenMP team of N threads, its time summed over the threads divided by N (the team's mean thread), so that the team's frames add up to the region around them.{} {FLAME_USE}", if r.stack_samples.is_some() { " Below a construct, its call-stack samples: the program's functions as frames of kind sample, each as wide as its samples' CPU time (1/hz s a sample, per thread of the team), taken out of the construct's exclusive width. The samples taken outside every construct (the threads' own code, and threads kprof gets no event from) are a frame of their own at the top, `outside every construct`, as wide as their CPU time." } else { "" }),
     )?);
 
     // Scatter: the sampled instances of the longest sampled call paths (ties
@@ -639,12 +647,18 @@ fn merged(v: &Value, top: usize) -> Result<Vec<Figure>, Failure> {
     let of = format!(" (summed over {ranks} ranks)");
     let scale = merged_scale(v, &of);
     let samples_note = match (scale, v["stack_samples"].is_object()) {
-        (Some(_), _) => " Below a construct, its call-stack samples: the program's functions as frames of kind sample, nested as their call paths, each as wide as its samples summed over the ranks times 1/hz s divided by the ranks (the mean rank's CPU time in it, summed over its threads, as the constructs' widths are), taken out of the construct's exclusive width.",
+        (Some(_), _) => " Below a construct, its call-stack samples: the program's functions as frames of kind sample, nested as their call paths, each as wide as its samples summed over the ranks times 1/hz s divided by the ranks (the mean rank's CPU time in it, summed over its threads, as the constructs' widths are), taken out of the construct's exclusive width. The samples taken outside every construct are a frame of their own at the top, `outside every construct`, on the same scale.",
         (None, true) => " The ranks' call-stack samples are not drawn: they were taken at different rates.",
         (None, false) => "",
     };
+    let mut roots = merged_tree(&v["tree"], scale);
+    roots.extend(
+        merged_samples(&v["stack_samples"]["outside"])
+            .zip(scale)
+            .and_then(|(s, scale)| stack_frames::outside_frame(&s, scale)),
+    );
     figs.extend(flame_figure(
-        &merged_tree(&v["tree"], scale),
+        &roots,
         "the call paths' mean time over ranks",
         format!("Each call path is a frame as wide as the mean over ranks of the exclusive times below it, summed over threads (a merged profile keeps no team sizes), nested ones below; colour by kind.{samples_note} {FLAME_USE}"),
     )?);

@@ -65,6 +65,28 @@ pub fn sample_frames(s: &NodeStackSamples, scale: Scale, own: u64) -> (Vec<PlotN
     (frames, taken)
 }
 
+/// The name of the frame that holds the samples taken outside every construct.
+pub const OUTSIDE_NAME: &str = "outside every construct";
+
+/// The samples `s` taken outside every construct (the threads' own code, and
+/// the threads kprof gets no event from) as one frame at the graph's top level,
+/// their call paths below it, each sample `scale.ns` wide (their CPU time: no
+/// construct's time bounds them). None where there are none.
+pub fn outside_frame(s: &NodeStackSamples, scale: Scale) -> Option<PlotNode> {
+    let width = (s.samples as f64 * scale.ns).round() as u64;
+    let (children, taken) = sample_frames(s, scale, width);
+    (taken > 0).then(|| PlotNode {
+        name: OUTSIDE_NAME.into(),
+        kind: SAMPLE_KIND.into(),
+        own: width - taken,
+        details: format!(
+            "{} call-stack samples{} outside every construct (the threads' own code, threads kprof gets no event from among them): their CPU time, 1/hz s a sample",
+            s.samples, scale.of
+        ),
+        children,
+    })
+}
+
 /// The running count of the walk over the paths.
 struct Walk<'a> {
     per_sample: f64,

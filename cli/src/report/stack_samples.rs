@@ -48,7 +48,7 @@ pub fn render(out: &mut String, r: &Report, keep: Keep, args: &ReportArgs) -> Re
     let all = info.samples.max(1) as f64;
     let _ = writeln!(
         out,
-        "\nCall-stack samples: {} at {} Hz of each thread's CPU time on {} thread(s) ({} signals, number {}); {} lost, {} truncated; handler {:.0} ns a signal",
+        "\nCall-stack samples: {} at {} Hz of each thread's CPU time on {} thread(s) ({} signals of signal {}); {} lost, {} truncated; handler {:.0} ns a signal",
         info.samples, info.hz, info.threads, info.signals, info.signal, info.lost, info.truncated, info.handler_ns_mean
     );
     let mut kept = keep.kept;
